@@ -1,0 +1,1 @@
+"""providers layer (see docs/architecture.md)."""

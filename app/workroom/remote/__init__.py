@@ -1,0 +1,1 @@
+"""remote layer (see docs/architecture.md)."""

@@ -1,0 +1,1 @@
+"""sessions layer (see docs/architecture.md)."""

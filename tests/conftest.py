@@ -1,0 +1,72 @@
+"""Shared fixtures for every tier: real sshd, network-namespace boxes, an in-memory keyring."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+
+import pytest
+from fixtures import netns
+from fixtures import sshd as sshd_mod
+from fixtures.memory_keyring import MemoryKeyring
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+def _needs_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root: network namespaces (CI runs as root)")
+
+
+@pytest.fixture(scope="session")
+def sshd_server() -> Iterator[sshd_mod.SshdServer]:
+    """One real OpenSSH server for the session (see fixtures/sshd.py)."""
+    if sshd_mod.find_sshd() is None:
+        pytest.skip("OpenSSH server not installed: run ./dev setup")
+    server = sshd_mod.launch(sshd_mod.make_workdir())
+    try:
+        yield server
+    finally:
+        sshd_mod.shutdown(server)
+
+
+@pytest.fixture
+def sshd(sshd_server: sshd_mod.SshdServer) -> Iterator[sshd_mod.SshdServer]:
+    """The session's sshd, with the test user's home emptied and its processes gone before each test."""
+    sshd_server.clean_home()
+    yield sshd_server
+    sshd_server.clean_home()
+
+
+@pytest.fixture
+def make_netns_box() -> Iterator[Callable[..., netns.NetnsBox]]:
+    """Factory for boxes; every box made is deleted at teardown."""
+    _needs_root()
+    made: list[netns.NetnsBox] = []
+
+    def make(*, ipv6: bool = False) -> netns.NetnsBox:
+        box = netns.create(ipv6=ipv6)
+        made.append(box)
+        return box
+
+    yield make
+    for box in made:
+        netns.destroy(box)
+
+
+@pytest.fixture
+def netns_box(make_netns_box: Callable[..., netns.NetnsBox]) -> netns.NetnsBox:
+    return make_netns_box()
+
+
+@pytest.fixture
+def memory_keyring() -> Iterator[MemoryKeyring]:
+    import keyring
+
+    previous = keyring.get_keyring()
+    backend = MemoryKeyring()
+    keyring.set_keyring(backend)
+    try:
+        yield backend
+    finally:
+        keyring.set_keyring(previous)
