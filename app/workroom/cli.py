@@ -1,24 +1,304 @@
-"""The `workroom` command line: the engine, headless."""
+"""The `workroom` command line: the engine, headless.
+
+Exit codes (documented in docs/cli.md):
+  0 ok · 1 error · 2 usage · 3 no such host · 4 host unreachable or the agent failed
+  5 unknown host key not trusted · 6 host key changed (refused) · 7 setting out of range
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import sys
+import time
+from typing import Any
 
 from workroom import __version__
+from workroom.core.errors import UserError
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_HOST, EXIT_UNREACHABLE = 0, 1, 2, 3, 4
+EXIT_HOST_KEY_UNKNOWN, EXIT_HOST_KEY_CHANGED, EXIT_OUT_OF_RANGE = 5, 6, 7
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="workroom", description="Workroom companion, headless.")
     parser.add_argument("--version", action="version", version=f"workroom {__version__}")
+    sub = parser.add_subparsers(dest="command")
+
+    hosts = sub.add_parser("hosts", help="add, list and remove hosts").add_subparsers(dest="hosts_command")
+    add = hosts.add_parser("add", help="add a host (its name is its workroom)")
+    add.add_argument("name")
+    add.add_argument("--provider", required=True)
+    add.add_argument("--host", dest="address")
+    add.add_argument("--port", type=int)
+    add.add_argument("--user")
+    add.add_argument("--identity", help="private key file")
+    add.add_argument("--idle-window", type=float, help="seconds the provider lets the box idle")
+    add.add_argument("--candidates", choices=["all", "user"], help="which processes count as work")
+    hosts.add_parser("list", help="list hosts").add_argument("--json", action="store_true")
+    rm = hosts.add_parser("remove", help="remove a host")
+    rm.add_argument("name")
+
+    connect = sub.add_parser("connect", help="connect to a host: push the agent if needed, subscribe, print status")
+    connect.add_argument("name")
+    connect.add_argument("--trust-new-host-key", action="store_true",
+                         help="trust a host key seen for the first time (a changed key is always refused)")
+    connect.add_argument("--watch", action="store_true", help="keep printing status changes until interrupted")
+    connect.add_argument("--json", action="store_true")
+    connect.add_argument("--timeout", type=float, default=60.0)
+
+    status = sub.add_parser("status", help="status of every host (sleeping boxes are not woken)")
+    status.add_argument("--json", action="store_true")
+    status.add_argument("--watch", action="store_true", help="live view: keep printing changes")
+
+    settings = sub.add_parser("settings", help="the awake ceiling settings").add_subparsers(dest="settings_command")
+    settings.add_parser("get").add_argument("--json", action="store_true")
+    sset = settings.add_parser("set")
+    sset.add_argument("--ceiling", type=float, help="awake ceiling, seconds (30 s - 30 days)")
+    sset.add_argument("--prompt-timeout", type=float, help="prompt timeout, seconds (30 s - 30 days)")
+    ask = sset.add_mutually_exclusive_group()
+    ask.add_argument("--ask", dest="ask", action="store_true", default=None)
+    ask.add_argument("--no-ask", dest="ask", action="store_false")
+
+    keep = sub.add_parser("keep", help="answer a ceiling prompt: keep the box awake")
+    keep.add_argument("name")
+
+    simbox = sub.add_parser("simbox", help="local sleepable boxes (Linux, root)")
+    simbox.add_argument("simbox_args", nargs=argparse.REMAINDER)
     return parser
+
+
+def _err(error: UserError) -> None:
+    print(f"workroom: {error.title}: {error.message}", file=sys.stderr)
+    if error.hint:
+        print(f"  {error.hint}", file=sys.stderr)
+
+
+def _exit_code_for(error: UserError) -> int:
+    from workroom.core.ceiling import SettingsError
+    from workroom.core.hosts import DuplicateHostError, HostNotFoundError
+
+    name = type(error).__name__
+    if isinstance(error, HostNotFoundError):
+        return EXIT_NO_HOST
+    if isinstance(error, DuplicateHostError):
+        return EXIT_ERROR
+    if isinstance(error, SettingsError):
+        return EXIT_OUT_OF_RANGE
+    if name == "HostKeyUnknown" or (error.title or "").lower().startswith("unknown host key"):
+        return EXIT_HOST_KEY_UNKNOWN
+    if name == "HostKeyChanged" or ("changed" in (error.title or "").lower() and "key" in error.title.lower()):
+        return EXIT_HOST_KEY_CHANGED
+    return EXIT_UNREACHABLE
+
+
+def _engine(auto_reconnect: bool = False) -> Any:
+    from workroom.agent_bundle import load_agent_bundle
+    from workroom.paths import app_paths
+    from workroom.sessions.engine import Engine
+
+    paths = app_paths()
+    engine = Engine(paths, load_agent_bundle(paths), auto_reconnect=auto_reconnect)
+    for problem in engine.problems:
+        _err(problem)
+    return engine
+
+
+def _snapshot_json(snap: Any) -> dict[str, Any]:
+    b = snap.badge(time.monotonic())
+    out: dict[str, Any] = {
+        "name": snap.host.name,
+        "provider": snap.host.provider,
+        "connection": snap.connection.state.value,
+        "badge": {"kind": b.kind.value, "label": b.label, "tooltip": b.tooltip, "offers_keep": b.offers_keep},
+        "status": snap.status.model_dump(mode="json") if snap.status else None,
+        "error": snap.connection.error.model_dump() if snap.connection.error else None,
+        "wake_seconds": snap.connection.wake_seconds,
+    }
+    if snap.install is not None:
+        out["pushed_bytes"] = snap.install.pushed_bytes
+        out["install_action"] = snap.install.action
+    if snap.status is not None:
+        out["build"] = snap.status.agent.build
+    return out
+
+
+def _snapshot_line(snap: Any) -> str:
+    b = snap.badge(time.monotonic())
+    reasons = ", ".join(snap.status.busy_reasons[:3]) if snap.status and snap.status.busy_reasons else ""
+    line = f"{snap.host.name:<20} {b.label:<28} {snap.connection.state.value:<12}"
+    if reasons:
+        line += f" {reasons}"
+    if snap.connection.error is not None and b.kind.value in ("offline", "unknown"):
+        line += f"  ({snap.connection.error.message})"
+    return line
+
+
+async def _cmd_connect(args: argparse.Namespace) -> int:
+    engine = _engine()
+    session = engine.session(args.name)
+
+    async def answer(_session: Any, question: Any) -> bool:
+        if args.trust_new_host_key:
+            print(f"workroom: trusting new host key {question.fingerprint}", file=sys.stderr)
+            return True
+        return False
+
+    session.host_key_answerer = answer
+    try:
+        snap = await session.connect(timeout=args.timeout)
+        print(json.dumps(_snapshot_json(snap)) if args.json else _snapshot_line(snap), flush=True)
+        if args.watch:
+            done = asyncio.get_running_loop().create_future()
+
+            def show(s: Any) -> None:
+                print(json.dumps(_snapshot_json(s)) if args.json else _snapshot_line(s), flush=True)
+
+            session.listeners.append(show)
+            session.auto_reconnect = True
+            await done
+        return EXIT_OK
+    finally:
+        await engine.close()
+
+
+async def _cmd_status(args: argparse.Namespace) -> int:
+    engine = _engine(auto_reconnect=args.watch)
+    code = EXIT_OK
+    try:
+        async def one(name: str) -> Any:
+            session = engine.session(name)
+            try:
+                return await session.connect(timeout=30)
+            except UserError:
+                return session.snapshot()
+
+        snaps = await asyncio.gather(*(one(n) for n in engine.hosts.names()))
+        if args.json:
+            print(json.dumps([_snapshot_json(s) for s in snaps]))
+        else:
+            for s in snaps:
+                print(_snapshot_line(s))
+        if args.watch:
+            engine.listeners.append(lambda s: print(_snapshot_line(s), flush=True))
+            await asyncio.get_running_loop().create_future()
+        return code
+    finally:
+        await engine.close()
+
+
+async def _cmd_keep(args: argparse.Namespace) -> int:
+    engine = _engine()
+    try:
+        session = engine.session(args.name)
+        await session.connect(timeout=30)
+        status = await session.keep()
+        print(f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
+        return EXIT_OK
+    finally:
+        await engine.close()
+
+
+def _cmd_hosts(args: argparse.Namespace) -> int:
+    from workroom.core.hosts import Host, IdentityRef
+    from workroom.paths import app_paths
+    from workroom.storage import load_hosts, save_hosts
+
+    paths = app_paths().ensure()
+    loaded = load_hosts(paths)
+    if loaded.problem:
+        _err(loaded.problem)
+    hosts = loaded.value
+    if args.hosts_command == "add":
+        try:
+            host = Host(
+                name=args.name, provider=args.provider, address=args.address, port=args.port, user=args.user,
+                identity=IdentityRef.file(args.identity) if args.identity else None,
+                idle_window_seconds=args.idle_window, agent_candidates=args.candidates,
+            )
+        except ValueError as error:
+            print(f"workroom: invalid host: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        save_hosts(paths, hosts.add(host))
+        print(f"added {host.name} ({host.provider})")
+    elif args.hosts_command == "remove":
+        save_hosts(paths, hosts.remove(args.name))
+        print(f"removed {args.name}")
+    elif args.hosts_command == "list":
+        if args.json:
+            print(json.dumps([h.model_dump(mode="json") for h in hosts.hosts]))
+        else:
+            for h in hosts.hosts:
+                where = f"{h.user + '@' if h.user else ''}{h.address or ''}{':' + str(h.port) if h.port else ''}"
+                print(f"{h.name:<20} {h.provider:<16} {where}")
+    else:
+        print("workroom hosts: add, list or remove", file=sys.stderr)
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+async def _cmd_settings(args: argparse.Namespace) -> int:
+    from workroom.paths import app_paths
+    from workroom.storage import load_settings
+
+    if args.settings_command == "get":
+        loaded = load_settings(app_paths().ensure())
+        if loaded.problem:
+            _err(loaded.problem)
+        c = loaded.value.ceiling
+        if args.json:
+            print(json.dumps(c.model_dump()))
+        else:
+            print(f"ceiling {c.ceiling_seconds:g} s, prompt timeout {c.prompt_timeout_seconds:g} s, "
+                  f"ask mode {'on' if c.ask_at_ceiling else 'off'}")
+        return EXIT_OK
+    if args.settings_command == "set":
+        loaded = load_settings(app_paths().ensure())
+        changes: dict[str, object] = {}
+        if args.ceiling is not None:
+            changes["ceiling_seconds"] = args.ceiling
+        if args.prompt_timeout is not None:
+            changes["prompt_timeout_seconds"] = args.prompt_timeout
+        if args.ask is not None:
+            changes["ask_at_ceiling"] = args.ask
+        ceiling = loaded.value.ceiling.replaced(**changes)
+        from workroom.paths import app_paths as _paths
+        from workroom.storage import save_settings
+
+        save_settings(_paths(), loaded.value.model_copy(update={"ceiling": ceiling}))
+        print(f"ceiling {ceiling.ceiling_seconds:g} s, prompt timeout {ceiling.prompt_timeout_seconds:g} s, "
+              f"ask mode {'on' if ceiling.ask_at_ceiling else 'off'}")
+        return EXIT_OK
+    print("workroom settings: get or set", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "hosts":
+            return _cmd_hosts(args)
+        if args.command == "settings":
+            return asyncio.run(_cmd_settings(args))
+        if args.command == "connect":
+            return asyncio.run(_cmd_connect(args))
+        if args.command == "status":
+            return asyncio.run(_cmd_status(args))
+        if args.command == "keep":
+            return asyncio.run(_cmd_keep(args))
+        if args.command == "simbox":
+            from workroom.simbox.__main__ import main as simbox_main
+
+            return int(simbox_main(args.simbox_args) or 0)
+    except UserError as error:
+        _err(error)
+        return _exit_code_for(error)
+    except KeyboardInterrupt:
+        return EXIT_OK
     parser.print_help()
-    return 0
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -1,0 +1,18 @@
+"""This computer's app settings as stored on disk (the ceiling settings handed to every agent)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from workroom.core.ceiling import CeilingSettings
+
+
+class AppSettings(BaseModel):
+    """Everything in settings.json. New fields get defaults so older files still load."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: Literal[1] = 1
+    ceiling: CeilingSettings = Field(default_factory=CeilingSettings)

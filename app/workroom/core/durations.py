@@ -1,0 +1,44 @@
+"""Durations in words and in hours + minutes, for badges, tooltips and the settings pane."""
+
+from __future__ import annotations
+
+import math
+
+
+def format_duration(seconds: float) -> str:
+    """A short human duration: "45 s", "12 min", "4 h", "4 h 30 min", "2 d 3 h".
+
+    Rounded to the largest two units that matter, so a tooltip stays readable.
+    """
+    if not math.isfinite(seconds):
+        return "unknown"
+    total = max(0, round(seconds))
+    if total < 60:
+        return f"{total} s"
+    if total < 3600:
+        minutes, secs = divmod(total, 60)
+        return f"{minutes} min" if secs == 0 else f"{minutes} min {secs} s"
+    if total < 86400:
+        minutes = round(total / 60)
+        hours, mins = divmod(minutes, 60)
+        return f"{hours} h" if mins == 0 else f"{hours} h {mins} min"
+    hours_total = round(total / 3600)
+    days, hours = divmod(hours_total, 24)
+    return f"{days} d" if hours == 0 else f"{days} d {hours} h"
+
+
+def split_hours_minutes(seconds: float) -> tuple[int, int]:
+    """Seconds as (hours, minutes) rounded to the nearest minute, for two spin boxes."""
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"cannot split {seconds!r} into hours and minutes")
+    minutes = math.floor(seconds / 60 + 0.5)
+    return divmod(minutes, 60)
+
+
+def join_hours_minutes(hours: int, minutes: int) -> float:
+    """(hours, minutes) back to seconds. Minutes may exceed 59; negatives are refused."""
+    if isinstance(hours, bool) or isinstance(minutes, bool):
+        raise ValueError("hours and minutes must be whole numbers, not booleans")
+    if hours < 0 or minutes < 0:
+        raise ValueError(f"hours and minutes cannot be negative (got {hours} h {minutes} min)")
+    return float(hours * 3600 + minutes * 60)

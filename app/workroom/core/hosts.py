@@ -1,0 +1,228 @@
+"""Hosts (one workroom each) and the list the user keeps of them.
+
+A host holds only references: the identity is a key file path or a keyring id, never a secret.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from enum import StrEnum
+from typing import Annotated, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from workroom.core.errors import UserError
+from workroom.core.traits import PROVIDER_KINDS, ProviderTraits, UnknownProviderError, traits_for_kind
+
+MAX_NAME_LENGTH = 64
+LOCAL_PROVIDER = "local"
+FALLBACK_LOCAL_NAME = "this-computer"
+
+AgentCandidates = Literal["all", "user"]
+"""Which processes the agent counts as work: every process, or only the connecting user's."""
+
+
+def _has_control(text: str) -> bool:
+    return any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in text)
+
+
+def check_host_name(name: str) -> str:
+    """Return `name` if it can name a workroom, else raise ValueError saying why."""
+    if not name or not name.strip():
+        raise ValueError("a host name cannot be empty")
+    if name != name.strip():
+        raise ValueError(f"a host name cannot start or end with spaces (got {name!r})")
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(f"a host name is at most {MAX_NAME_LENGTH} characters (got {len(name)})")
+    if "/" in name or "\\" in name:
+        raise ValueError(f"a host name cannot contain slashes (got {name!r})")
+    if _has_control(name):
+        raise ValueError(f"a host name cannot contain control characters (got {name!r})")
+    if name in (".", ".."):
+        raise ValueError(f"{name!r} cannot name a host")
+    return name
+
+
+class IdentityKind(StrEnum):
+    FILE = "file"
+    """A private key file on this computer (its passphrase, if any, lives in the keyring)."""
+    KEYRING = "keyring"
+    """A key stored in the system keyring under this id."""
+
+
+_PRIVATE_KEY_MARK = re.compile(r"-----BEGIN|PRIVATE KEY", re.IGNORECASE)
+
+
+class IdentityRef(BaseModel):
+    """Where the SSH identity lives. Never the secret itself."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: IdentityKind
+    value: str = Field(min_length=1, max_length=4096)
+
+    @field_validator("value")
+    @classmethod
+    def _not_a_secret(cls, value: str) -> str:
+        if _PRIVATE_KEY_MARK.search(value) or "\n" in value or _has_control(value):
+            raise ValueError("an identity is a key file path or a keyring id, never the key itself")
+        return value
+
+    @classmethod
+    def file(cls, path: str) -> IdentityRef:
+        return cls(kind=IdentityKind.FILE, value=path)
+
+    @classmethod
+    def keyring(cls, key_id: str) -> IdentityRef:
+        return cls(kind=IdentityKind.KEYRING, value=key_id)
+
+
+Port = Annotated[int, Field(ge=1, le=65535, strict=True)]
+
+
+class Host(BaseModel):
+    """One workroom: which provider runs it and how to reach it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    """The workroom's name, shown everywhere; unique in the hosts file."""
+    provider: str = LOCAL_PROVIDER
+    address: str | None = None
+    """Host name or IP to connect to; None means the name itself (an ~/.ssh/config alias works)."""
+    port: Port | None = None
+    """None means ~/.ssh/config's Port, else 22."""
+    user: str | None = None
+    identity: IdentityRef | None = None
+    idle_window_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    """This host's own idle window, when it differs from the provider's (or the provider's is unknown)."""
+    agent_candidates: AgentCandidates | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _valid_name(cls, name: str) -> str:
+        return check_host_name(name)
+
+    @field_validator("provider")
+    @classmethod
+    def _known_provider(cls, provider: str) -> str:
+        if provider not in PROVIDER_KINDS:
+            raise ValueError(str(UnknownProviderError(provider)))
+        return provider
+
+    @field_validator("address", "user")
+    @classmethod
+    def _plain_token(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value or any(ch.isspace() for ch in value) or _has_control(value) or len(value) > 255:
+            raise ValueError(f"must be a non-empty word without spaces or control characters (got {value!r})")
+        return value
+
+    @model_validator(mode="after")
+    def _local_has_no_address(self) -> Self:
+        if self.provider == LOCAL_PROVIDER and (self.address or self.port or self.user or self.identity):
+            raise ValueError(
+                "the local provider is this computer: it takes no address, port, user or identity"
+            )
+        return self
+
+    @property
+    def traits(self) -> ProviderTraits:
+        """The provider's traits with this host's idle window applied."""
+        return traits_for_kind(self.provider).with_idle_window(self.idle_window_seconds)
+
+    @property
+    def connect_address(self) -> str:
+        """What to hand SSH as the host: the address, or the name as an ~/.ssh/config alias."""
+        return self.address or self.name
+
+    @classmethod
+    def local(cls, hostname: str) -> Host:
+        """This computer as a host, named for its short hostname (made safe if need be)."""
+        return cls(name=local_host_name(hostname), provider=LOCAL_PROVIDER)
+
+
+def local_host_name(hostname: str) -> str:
+    """A valid host name from this machine's hostname: the short name, cleaned, or a fallback."""
+    short = hostname.split(".", 1)[0]
+    short = "".join(ch for ch in short if not _has_control(ch) and ch not in "/\\").strip()
+    short = short[:MAX_NAME_LENGTH].strip()
+    try:
+        return check_host_name(short)
+    except ValueError:
+        return FALLBACK_LOCAL_NAME
+
+
+class HostNotFoundError(UserError, KeyError):
+    def __init__(self, name: str) -> None:
+        super().__init__("No such host", f"There is no host called {name!r}.", "Run `workroom hosts list`.")
+        self.name = name
+
+    def __str__(self) -> str:
+        return UserError.__str__(self)
+
+
+class DuplicateHostError(UserError, ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            "Host already exists",
+            f"There is already a host called {name!r}.",
+            "Pick another name, or remove the existing host first.",
+        )
+        self.name = name
+
+
+def _same_name(a: str, b: str) -> bool:
+    return a.casefold() == b.casefold()
+
+
+class HostsFile(BaseModel):
+    """The user's hosts, names unique (ignoring case). Changes return a new value."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: Literal[1] = 1
+    hosts: tuple[Host, ...] = ()
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Self:
+        seen: set[str] = set()
+        for host in self.hosts:
+            key = host.name.casefold()
+            if key in seen:
+                raise ValueError(f"the host name {host.name!r} appears more than once")
+            seen.add(key)
+        return self
+
+    def names(self) -> list[str]:
+        return [host.name for host in self.hosts]
+
+    def get(self, name: str) -> Host | None:
+        return next((host for host in self.hosts if _same_name(host.name, name)), None)
+
+    def require(self, name: str) -> Host:
+        host = self.get(name)
+        if host is None:
+            raise HostNotFoundError(name)
+        return host
+
+    def add(self, host: Host) -> HostsFile:
+        if self.get(host.name) is not None:
+            raise DuplicateHostError(host.name)
+        return HostsFile(hosts=(*self.hosts, host))
+
+    def remove(self, name: str) -> HostsFile:
+        self.require(name)
+        return HostsFile(hosts=tuple(h for h in self.hosts if not _same_name(h.name, name)))
+
+    def replace(self, host: Host) -> HostsFile:
+        """The same list with the host of that name swapped for `host` (same position)."""
+        self.require(host.name)
+        return HostsFile(hosts=tuple(host if _same_name(h.name, host.name) else h for h in self.hosts))
+
+    @classmethod
+    def first_run(cls, hostname: str) -> HostsFile:
+        """What a new user sees: this computer, so a live badge shows before adding anything."""
+        return cls(hosts=(Host.local(hostname),))

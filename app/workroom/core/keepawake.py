@@ -1,0 +1,309 @@
+"""Keeping a request-metered box awake from outside: the policy and its pure state machine.
+
+Some platforms count only inbound requests through their proxy as activity; work inside the box
+does not, and the box's own loopback requests never reach the meter. So while the host is busy,
+this computer polls the agent's health endpoint through the proxy (seed 004). This module decides
+*when* to poll and *when to stop*; the async runner (elsewhere) does the waiting and the polling,
+driving `KeepAwakeState` step by step, so every decision here is testable without a clock.
+
+Why the interval is at most half the idle window: one missed poll must not let the box sleep;
+with the cap, a failed or slow poll still leaves a second one inside the window. When the window
+is unknown we assume the platform's smallest (`MIN_IDLE_WINDOW_SECONDS`), the only assumption that
+cannot be too generous.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+
+from workroom.core.errors import UserError
+
+MIN_IDLE_WINDOW_SECONDS = 60.0
+"""The smallest idle window a request-metered platform accepts; assumed when the window is unknown."""
+DEFAULT_KEEP_AWAKE_INTERVAL_SECONDS = 60.0
+"""Default cadence when none is named: a third of the window, at most this."""
+DEFAULT_TOLERATED_ERRORS = 3
+"""Consecutive retryable poll failures tolerated before giving up."""
+MIN_KEEP_AWAKE_INTERVAL_SECONDS = 0.1
+"""Shortest interval accepted, so a tiny window cannot turn the keep-awake into a flood."""
+
+
+class KeepAwakeEnd(StrEnum):
+    """Why a keep-awake ended without an error."""
+
+    NO_LONGER_BUSY = "no_longer_busy"
+    DEADLINE = "deadline"
+    STOPPED = "stopped"
+    GATE_CLOSED = "gate_closed"
+    """The running gate said the box is not running (e.g. the user suspended it): never poll it awake."""
+
+
+class KeepAwakePolicyError(UserError, ValueError):
+    def __init__(self, message: str) -> None:
+        super().__init__(
+            "Keep-awake settings not usable",
+            message,
+            "Use an interval of at most half the idle window, or let the app choose one.",
+        )
+
+
+@dataclass(frozen=True)
+class KeepAwakePolicy:
+    """A keep-awake's policy. Build with `KeepAwakePolicy.new`, check with `validate()`."""
+
+    idle_window_seconds: float
+    """The window the interval is checked against (the assumed one when the real one is unknown)."""
+    interval_seconds: float
+    window_assumed: bool = False
+    stop_when_idle: bool = True
+    """End once the agent stops reporting busy."""
+    deadline_monotonic: float | None = None
+    """Stop polling at this time (the runner's monotonic clock), whatever the box says."""
+    tolerated_errors: int = DEFAULT_TOLERATED_ERRORS
+
+    @classmethod
+    def new(
+        cls,
+        *,
+        idle_window_seconds: float | None = None,
+        interval_seconds: float | None = None,
+        stop_when_idle: bool = True,
+        deadline_monotonic: float | None = None,
+        tolerated_errors: int = DEFAULT_TOLERATED_ERRORS,
+    ) -> KeepAwakePolicy:
+        """The policy for a window (None: unknown) with the default interval unless one is named.
+
+        Does not check; call `validate()` (a named interval may be too long for the window).
+        """
+        assumed = idle_window_seconds is None
+        window = MIN_IDLE_WINDOW_SECONDS if idle_window_seconds is None else idle_window_seconds
+        interval = default_interval(window) if interval_seconds is None else interval_seconds
+        return cls(
+            idle_window_seconds=window,
+            interval_seconds=interval,
+            window_assumed=assumed,
+            stop_when_idle=stop_when_idle,
+            deadline_monotonic=deadline_monotonic,
+            tolerated_errors=tolerated_errors,
+        )
+
+    def validate(self) -> KeepAwakePolicy:
+        """Return self if usable, else raise `KeepAwakePolicyError` saying what is wrong."""
+        window, interval = self.idle_window_seconds, self.interval_seconds
+        if _not_number(window) or not math.isfinite(window) or window <= 0:
+            raise KeepAwakePolicyError(f"The idle window must be a positive number of seconds: {window!r}.")
+        if _not_number(interval) or not math.isfinite(interval) or interval <= 0:
+            raise KeepAwakePolicyError(f"The interval must be a positive number of seconds: {interval!r}.")
+        if interval < MIN_KEEP_AWAKE_INTERVAL_SECONDS:
+            raise KeepAwakePolicyError(
+                f"The interval ({interval:g} s) is under the shortest allowed "
+                f"({MIN_KEEP_AWAKE_INTERVAL_SECONDS:g} s)."
+            )
+        if interval > window / 2:
+            assumed = " (assumed: the real window is unknown)" if self.window_assumed else ""
+            raise KeepAwakePolicyError(
+                f"The interval ({interval:g} s) is more than half the idle window ({window:g} s{assumed}), "
+                "so one missed poll could let the box sleep."
+            )
+        if isinstance(self.tolerated_errors, bool) or not isinstance(self.tolerated_errors, int):
+            raise KeepAwakePolicyError(f"Tolerated errors must be a whole number: {self.tolerated_errors!r}.")
+        if self.tolerated_errors < 0:
+            raise KeepAwakePolicyError(f"Tolerated errors cannot be negative ({self.tolerated_errors}).")
+        deadline = self.deadline_monotonic
+        if deadline is not None and (_not_number(deadline) or not math.isfinite(deadline)):
+            raise KeepAwakePolicyError(f"The deadline must be a finite time, not {deadline!r}.")
+        return self
+
+
+def _not_number(value: object) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int | float)
+
+
+def default_interval(window_seconds: float) -> float:
+    """A third of the window, at most `DEFAULT_KEEP_AWAKE_INTERVAL_SECONDS`."""
+    return min(window_seconds / 3, DEFAULT_KEEP_AWAKE_INTERVAL_SECONDS)
+
+
+# Poll outcomes and actions ------------------------------------------------------------------
+
+
+class PollOutcomeKind(StrEnum):
+    BUSY = "busy"
+    NOT_BUSY = "not_busy"
+    NOT_RUNNING = "not_running"
+    """The running gate answered instead of polling: the box is not running."""
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class PollOutcome:
+    """What one poll found. Build with the class methods."""
+
+    kind: PollOutcomeKind
+    error: str | None = None
+    retryable: bool = True
+
+    @classmethod
+    def busy(cls) -> PollOutcome:
+        return cls(PollOutcomeKind.BUSY)
+
+    @classmethod
+    def not_busy(cls) -> PollOutcome:
+        return cls(PollOutcomeKind.NOT_BUSY)
+
+    @classmethod
+    def not_running(cls) -> PollOutcome:
+        return cls(PollOutcomeKind.NOT_RUNNING)
+
+    @classmethod
+    def failed(cls, error: str, *, retryable: bool = True) -> PollOutcome:
+        return cls(PollOutcomeKind.FAILED, error=error, retryable=retryable)
+
+
+@dataclass(frozen=True)
+class KeepAwakeReport:
+    """What a finished keep-awake did."""
+
+    polls: int
+    failures: int
+    ended: KeepAwakeEnd | None
+    """None when it ended with an error."""
+    last_error: str | None = None
+
+
+class KeepAwakeError(UserError):
+    """Too many poll failures in a row (or one that cannot be retried). Carries the report."""
+
+    def __init__(self, report: KeepAwakeReport, error: str) -> None:
+        super().__init__(
+            "Could not keep the box awake",
+            f"Polling the box failed {report.failures} time(s); the last error: {error}.",
+            "Check this computer's connection to the provider; "
+            "the box may be suspended when its idle window runs out.",
+        )
+        self.report = report
+
+
+@dataclass(frozen=True)
+class Poll:
+    """Call the poll now (it may check the running gate first), then feed the outcome back."""
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Sleep until `until_monotonic`, then ask for the next action."""
+
+    until_monotonic: float
+
+
+@dataclass(frozen=True)
+class Finished:
+    report: KeepAwakeReport
+
+
+@dataclass(frozen=True)
+class GaveUp:
+    error: KeepAwakeError
+
+
+KeepAwakeAction = Poll | Wait | Finished | GaveUp
+
+
+@dataclass(frozen=True)
+class KeepAwakeState:
+    """The keep-awake between steps. Immutable: each step returns the next state and an action.
+
+    The runner loop is:
+        state = KeepAwakeState.begin(policy, now)
+        loop: state, action = state.next_action(now)
+              Poll -> started = now; outcome = await poll()
+                      state, action = state.on_poll_result(outcome, started)
+              Wait -> sleep until action.until_monotonic
+              Finished -> return action.report;  GaveUp -> raise action.error
+        cancelled or dropped -> state.stop() (the report says STOPPED)
+    """
+
+    policy: KeepAwakePolicy
+    next_poll_monotonic: float
+    polls: int = 0
+    failures: int = 0
+    consecutive_failures: int = 0
+    last_error: str | None = None
+    ended: KeepAwakeEnd | None = None
+    error: KeepAwakeError | None = field(default=None, compare=False)
+
+    @classmethod
+    def begin(cls, policy: KeepAwakePolicy, now_monotonic: float) -> KeepAwakeState:
+        """Start: the policy is validated and the first poll is due at once."""
+        return cls(policy=policy.validate(), next_poll_monotonic=now_monotonic)
+
+    @property
+    def done(self) -> bool:
+        return self.ended is not None or self.error is not None
+
+    def report(self) -> KeepAwakeReport:
+        return KeepAwakeReport(
+            polls=self.polls, failures=self.failures, ended=self.ended, last_error=self.last_error
+        )
+
+    def _terminal(self) -> KeepAwakeAction:
+        if self.error is not None:
+            return GaveUp(self.error)
+        return Finished(self.report())
+
+    def _end(self, why: KeepAwakeEnd) -> tuple[KeepAwakeState, KeepAwakeAction]:
+        state = replace(self, ended=why)
+        return state, state._terminal()
+
+    def next_action(self, now_monotonic: float) -> tuple[KeepAwakeState, KeepAwakeAction]:
+        """What to do at `now_monotonic`: poll, wait, or stop at the deadline."""
+        if self.done:
+            return self, self._terminal()
+        deadline = self.policy.deadline_monotonic
+        if deadline is not None and now_monotonic >= deadline:
+            return self._end(KeepAwakeEnd.DEADLINE)
+        if now_monotonic >= self.next_poll_monotonic:
+            return self, Poll()
+        until = self.next_poll_monotonic if deadline is None else min(self.next_poll_monotonic, deadline)
+        return self, Wait(until)
+
+    def on_poll_result(
+        self, outcome: PollOutcome, started_monotonic: float
+    ) -> tuple[KeepAwakeState, KeepAwakeAction]:
+        """Take one poll's outcome (the poll started at `started_monotonic`) and say what comes next.
+
+        The cadence runs from each poll's start, so a slow poll does not stretch the gap.
+        """
+        if self.done:
+            return self, self._terminal()
+        if outcome.kind is PollOutcomeKind.NOT_RUNNING:
+            # The gate answered; no request reached the box, so this is not a poll made.
+            return self._end(KeepAwakeEnd.GATE_CLOSED)
+        polls = self.polls + 1
+        next_at = started_monotonic + self.policy.interval_seconds
+        if outcome.kind is PollOutcomeKind.FAILED:
+            message = outcome.error or "unknown error"
+            state = replace(
+                self,
+                polls=polls,
+                failures=self.failures + 1,
+                consecutive_failures=self.consecutive_failures + 1,
+                last_error=message,
+                next_poll_monotonic=next_at,
+            )
+            if not outcome.retryable or state.consecutive_failures > self.policy.tolerated_errors:
+                failed = replace(state, error=KeepAwakeError(state.report(), message))
+                return failed, failed._terminal()
+            return state.next_action(started_monotonic)
+        state = replace(self, polls=polls, consecutive_failures=0, next_poll_monotonic=next_at)
+        if outcome.kind is PollOutcomeKind.NOT_BUSY and self.policy.stop_when_idle:
+            return state._end(KeepAwakeEnd.NO_LONGER_BUSY)
+        return state.next_action(started_monotonic)
+
+    def stop(self) -> KeepAwakeState:
+        """Stopped by the caller (cancelled, dropped, host turned idle, user suspended it)."""
+        if self.done:
+            return self
+        return replace(self, ended=KeepAwakeEnd.STOPPED)

@@ -1,0 +1,342 @@
+"""The wire protocol's messages as models, a line parser, and request builders (docs/protocol.md).
+
+Agent messages may carry fields this app does not know (a newer agent): they are ignored. A
+missing or wrongly typed known field is an error, as is anything that is not one JSON object per
+line of at most 64 KiB. Every failure is a `ProtocolError`; nothing else escapes `parse_line`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.errors import UserError
+
+PROTOCOL_VERSION = 1
+"""The protocol this app speaks; an agent reporting another in its hello is refused."""
+MAX_LINE_BYTES = 65536
+"""Longest line either side accepts, without its newline."""
+AGENT_HELLO = "wr-agent"
+
+RequestId = int | str
+_M = TypeVar("_M", bound=BaseModel)
+
+__all__ = [
+    "AGENT_HELLO",
+    "MAX_LINE_BYTES",
+    "PROTOCOL_VERSION",
+    "AgentInfo",
+    "AgentMessage",
+    "ErrorBody",
+    "ErrorCode",
+    "ErrorReply",
+    "Hello",
+    "KeepAwakeInfo",
+    "Method",
+    "PromptEvent",
+    "ProtocolError",
+    "Reply",
+    "RequestId",
+    "Status",
+    "StatusEvent",
+    "Verdict",
+    "handoff_request",
+    "keep_request",
+    "parse_line",
+    "ping_request",
+    "settings_request",
+    "status_request",
+    "subscribe_request",
+]
+
+
+class ProtocolError(UserError, ValueError):
+    """The agent said something this app cannot understand. `code` says what kind of wrong."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(
+            "Agent spoke an unknown language",
+            message,
+            "Reconnect; if this repeats, the agent on that host may be from a different app version.",
+        )
+        self.code = code
+
+
+class Verdict(StrEnum):
+    BUSY = "BUSY"
+    IDLE = "IDLE"
+
+
+class ErrorCode(StrEnum):
+    """Error codes the agent may reply with. Unknown codes are kept as plain strings."""
+
+    INVALID = "invalid"
+    UNSUPPORTED = "unsupported"
+    OUT_OF_RANGE = "out_of_range"
+    TOO_LARGE = "too_large"
+    FAILED = "failed"
+    FORBIDDEN = "forbidden"
+
+
+class Method(StrEnum):
+    STATUS = "status"
+    SUBSCRIBE = "subscribe"
+    SETTINGS = "settings"
+    KEEP = "keep"
+    PING = "ping"
+    HANDOFF = "handoff"
+
+
+class _AgentModel(BaseModel):
+    """Agent messages: types checked strictly, unknown fields tolerated, no NaN or infinities."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", strict=True, allow_inf_nan=False)
+
+
+class Hello(_AgentModel):
+    hello: Literal["wr-agent"]
+    protocol: int
+    version: str
+    build: str
+
+    @property
+    def speaks_our_protocol(self) -> bool:
+        return self.protocol == PROTOCOL_VERSION
+
+
+class KeepAwakeInfo(_AgentModel):
+    """The agent's heartbeat, as it reports it."""
+
+    last_sent: float | None = None
+    error: str | None = None
+    target: str | None = None
+    interval_seconds: float = Field(gt=0)
+    enabled: bool
+
+
+class AgentInfo(_AgentModel):
+    version: str
+    protocol: int
+    build: str
+
+
+class Status(_AgentModel):
+    """The status object. Fields an older agent may lack have defaults; the rest are required."""
+
+    verdict: Verdict = Field(strict=False)
+    classifier_verdict: Verdict = Field(strict=False)
+    busy_reasons: tuple[str, ...] = Field(strict=False)
+    stalled: bool
+    monotonic: float
+    awake_seconds: float = Field(ge=0)
+    ceiling_seconds: float
+    prompt_timeout_seconds: float
+    ask_at_ceiling: bool
+    awake_ceiling_exceeded: bool
+    prompt_pending: bool
+    prompt_deadline: float | None = None
+    suppressed: bool
+    asserting: bool | None = None
+    """None from an agent that does not report it."""
+    keep_awake: KeepAwakeInfo | None = None
+    """None from an agent too old to keep a box awake."""
+    settings_error: str | None = None
+    workroom: str
+    agent: AgentInfo
+    sampler: str = "proc"
+
+    @property
+    def busy(self) -> bool:
+        return self.verdict is Verdict.BUSY
+
+
+class StatusEvent(_AgentModel):
+    event: Literal["status"]
+    status: Status
+
+
+class PromptEvent(_AgentModel):
+    event: Literal["awake_ceiling_prompt"]
+    workroom: str
+    awake_seconds: float
+    prompt_deadline: float
+
+
+class Reply(_AgentModel):
+    """A successful reply. `result` depends on the method; read it with the typed accessors."""
+
+    id: RequestId
+    result: dict[str, Any]
+
+    def status(self) -> Status:
+        """The result as a status object (status, subscribe, settings, keep)."""
+        return _validate(Status, self.result, "status result")
+
+    def ping_monotonic(self) -> float:
+        """The agent's CLOCK_MONOTONIC from a ping reply."""
+        return _validate(_PingResult, self.result, "ping result").monotonic
+
+    def accepted(self) -> bool:
+        """Whether a hand-off was accepted."""
+        return _validate(_HandoffResult, self.result, "handoff result").accepted
+
+
+class _PingResult(_AgentModel):
+    monotonic: float
+
+
+class _HandoffResult(_AgentModel):
+    accepted: bool
+
+
+class ErrorBody(_AgentModel):
+    code: str
+    message: str
+
+
+class ErrorReply(_AgentModel):
+    """The agent refused a request (or could not parse it: then `id` is None)."""
+
+    id: RequestId | None
+    error: ErrorBody
+
+    def to_user_error(self) -> UserError:
+        hints = {
+            ErrorCode.OUT_OF_RANGE: "Change the value to one within the bounds named above.",
+            ErrorCode.FORBIDDEN: "The agent runs as another user; connect as the user that owns it.",
+            ErrorCode.UNSUPPORTED: "The agent on that host is older than this app; reconnect to update it.",
+        }
+        hint = hints.get(ErrorCode(self.error.code), "") if self.error.code in set(ErrorCode) else ""
+        return UserError("The agent refused the request", self.error.message, hint)
+
+
+AgentMessage = Hello | StatusEvent | PromptEvent | Reply | ErrorReply
+
+_EVENTS: dict[str, type[StatusEvent] | type[PromptEvent]] = {
+    "status": StatusEvent,
+    "awake_ceiling_prompt": PromptEvent,
+}
+
+
+def _describe(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors()[:3]:
+        where = ".".join(str(p) for p in item["loc"]) or "message"
+        parts.append(f"{where}: {item['msg']}")
+    return "; ".join(parts)
+
+
+def _validate(model: type[_M], data: object, what: str) -> _M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        detail = _describe(error)
+        raise ProtocolError("invalid", f"The agent sent a {what} with bad fields ({detail}).") from None
+    except (ValueError, TypeError, OverflowError, RecursionError) as error:
+        raise ProtocolError("invalid", f"The agent sent a {what} that could not be read ({error}).") from None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not allowed")
+
+
+def parse_line(line: bytes | str) -> AgentMessage:
+    """One line from the agent -> its message, or `ProtocolError` (and nothing else)."""
+    if isinstance(line, str):
+        try:
+            raw = line.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ProtocolError("not_utf8", "The agent sent text that is not valid UTF-8.") from None
+    elif isinstance(line, bytes | bytearray | memoryview):
+        raw = bytes(line)
+    else:
+        raise ProtocolError("invalid", f"A protocol line must be bytes or text, not {type(line).__name__}.")
+    if raw.endswith(b"\n"):
+        raw = raw[:-1]
+    if len(raw) > MAX_LINE_BYTES:
+        raise ProtocolError(
+            "too_large", f"The agent sent a line of {len(raw)} bytes; the limit is {MAX_LINE_BYTES} bytes."
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolError("not_utf8", "The agent sent bytes that are not valid UTF-8.") from None
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ProtocolError("not_json", "The agent sent JSON nested too deeply to read.") from None
+    except ValueError as error:
+        raise ProtocolError("not_json", f"The agent sent a line that is not JSON ({error}).") from None
+    if not isinstance(data, dict):
+        raise ProtocolError("not_object", f"The agent sent JSON {type(data).__name__}, not an object.")
+    return _classify(data)
+
+
+def _classify(data: dict[str, Any]) -> AgentMessage:
+    if "hello" in data:
+        return _validate(Hello, data, "hello")
+    if "event" in data:
+        name = data["event"]
+        event_model = _EVENTS.get(name) if isinstance(name, str) else None
+        if event_model is None:
+            raise ProtocolError("unknown_event", f"The agent sent an event this app does not know: {name!r}.")
+        return _validate(event_model, data, f"{name} event")
+    if "id" in data and "result" in data:
+        return _validate(Reply, data, "reply")
+    if "id" in data and "error" in data:
+        return _validate(ErrorReply, data, "error reply")
+    keys = ", ".join(sorted(data)[:5]) or "none"
+    raise ProtocolError("unknown_shape", f"The agent sent a message of unknown shape (keys: {keys}).")
+
+
+# Requests -----------------------------------------------------------------------------------
+
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_id(request_id: RequestId) -> RequestId:
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        raise TypeError(f"a request id is an int or a string, not {type(request_id).__name__}")
+    return request_id
+
+
+def _line(request_id: RequestId, method: Method, **params: Any) -> bytes:
+    body = {"id": _check_id(request_id), "method": method.value, **params}
+    text = json.dumps(body, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8") + b"\n"
+
+
+def status_request(request_id: RequestId) -> bytes:
+    return _line(request_id, Method.STATUS)
+
+
+def subscribe_request(request_id: RequestId) -> bytes:
+    return _line(request_id, Method.SUBSCRIBE)
+
+
+def keep_request(request_id: RequestId) -> bytes:
+    """Answer a ceiling prompt: "keep awake" (the agent restarts its ceiling)."""
+    return _line(request_id, Method.KEEP)
+
+
+def ping_request(request_id: RequestId) -> bytes:
+    return _line(request_id, Method.PING)
+
+
+def settings_request(request_id: RequestId, settings: CeilingSettings) -> bytes:
+    """Hand the agent this computer's ceiling settings (already shaped for the host's provider)."""
+    return _line(request_id, Method.SETTINGS, **settings.as_request_params())
+
+
+def handoff_request(request_id: RequestId, bundle: str, sha256: str) -> bytes:
+    """Ask the running agent to re-execute into `bundle`, whose hash must be `sha256` (lowercase hex)."""
+    if not bundle or "\n" in bundle or "\x00" in bundle:
+        raise ValueError(f"a bundle path must be a non-empty single line, got {bundle!r}")
+    if not _SHA256_HEX.fullmatch(sha256):
+        raise ValueError(f"sha256 must be 64 lowercase hex digits, got {sha256!r}")
+    return _line(request_id, Method.HANDOFF, bundle=bundle, sha256=sha256)

@@ -1,0 +1,75 @@
+"""What every provider offers the session: its traits, how to reach the host, where the agent lives.
+
+A provider module declares its traits (core.traits) and implements the few verbs below; the session
+decides everything from the traits, never from the provider's name (DESIGN.md §7).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from workroom.core.hosts import Host
+from workroom.core.traits import ProviderTraits, traits_for_kind
+from workroom.remote.agent_install import AgentBundle, AgentLayout, ServeOptions
+from workroom.remote.agent_link import AgentLink
+from workroom.remote.host_shell import HostShell
+
+if TYPE_CHECKING:
+    from workroom.remote.agent_client import EventHandler
+    from workroom.remote.host_keys import KnownHosts
+
+
+class BoxState(StrEnum):
+    AWAKE = "awake"
+    ASLEEP = "asleep"
+    UNKNOWN = "unknown"
+
+
+@dataclass
+class ProviderContext:
+    """What providers need from the app: the agent to push, the known hosts, secrets, folders."""
+
+    bundle: AgentBundle
+    known_hosts: KnownHosts | None
+    state_dir: Path
+    secret_lookup: object | None = None
+
+
+class Provider:
+    """Base provider. Subclasses set `kind` and override what differs."""
+
+    kind: str = ""
+
+    def __init__(self, context: ProviderContext) -> None:
+        self.context = context
+
+    def traits(self, host: Host) -> ProviderTraits:
+        return traits_for_kind(self.kind).with_idle_window(getattr(host, "idle_window_seconds", None))
+
+    def layout(self, host: Host) -> AgentLayout:
+        return AgentLayout()
+
+    def serve_options(self, host: Host) -> ServeOptions:
+        traits = self.traits(host)
+        return ServeOptions(
+            workroom=host.name,
+            candidates=getattr(host, "agent_candidates", None),
+            heartbeat=traits.agent_keeps_awake,
+            heartbeat_interval=traits.heartbeat_interval_seconds if traits.agent_keeps_awake else None,
+        )
+
+    def open_shell(self, host: Host) -> HostShell:
+        """Blocking: a shell on the host (may raise a host-key question or a connection error)."""
+        raise NotImplementedError
+
+    async def open_link(self, host: Host, shell: HostShell, socket_path: str,
+                        on_event: EventHandler) -> AgentLink:
+        """A live stream to the agent on the host."""
+        raise NotImplementedError
+
+    async def box_state(self, host: Host) -> BoxState:
+        """Whether the box sleeps now, read without waking it. UNKNOWN when the provider cannot say."""
+        return BoxState.UNKNOWN

@@ -1,0 +1,46 @@
+"""This computer as a host: the embedded default a new user sees first.
+
+The agent runs as a local process of this user (under its own `--supervise` parent), is installed by
+the same push-by-hash code as a remote host, and is reached on its Unix socket directly. This
+computer never sleeps on a provider's timer, so the agent runs without the network heartbeat.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from workroom.core.hosts import Host
+from workroom.providers.base import Provider
+from workroom.remote.agent_client import EventHandler
+from workroom.remote.agent_install import AgentLayout, ServeOptions
+from workroom.remote.agent_link import AgentLink, open_unix_link
+from workroom.remote.host_shell import HostShell, LocalShell
+
+MAX_SOCKET_PATH = 100  # sun_path is 104-108 bytes depending on the platform
+
+
+def short_socket_dir(preferred: Path) -> Path:
+    """`preferred`, or a private folder under /tmp when a socket path there would be too long."""
+    if len(str(preferred / "agent.sock.lock")) <= MAX_SOCKET_PATH:
+        return preferred
+    digest = hashlib.sha256(str(preferred).encode()).hexdigest()[:10]
+    return Path("/tmp") / f"wr-{os.getuid()}-{digest}"
+
+
+class LocalProvider(Provider):
+    kind = "local"
+
+    def layout(self, host: Host) -> AgentLayout:
+        root = self.context.state_dir
+        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(short_socket_dir(root / "run")))
+
+    def serve_options(self, host: Host) -> ServeOptions:
+        return ServeOptions(workroom=host.name, candidates=host.agent_candidates or "user", heartbeat=False)
+
+    def open_shell(self, host: Host) -> HostShell:
+        return LocalShell()
+
+    async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
+        return await open_unix_link(os.path.expanduser(socket_path), on_event)

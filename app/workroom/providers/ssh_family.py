@@ -1,0 +1,140 @@
+"""Providers reached over SSH: plain SSH, exe.dev, containers, boxd.
+
+They differ only in their traits (core.traits) and, for boxd, in reading the machine's state from the
+`boxd` command line so a background look never wakes a sleeping box.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+import shutil
+
+from workroom.core.hosts import Host
+from workroom.providers.base import BoxState, Provider
+from workroom.remote.agent_client import EventHandler
+from workroom.remote.agent_link import AgentLink, open_stream_link
+from workroom.remote.host_shell import ExecResult, HostShell
+from workroom.remote.ssh_config import resolve_target
+from workroom.remote.ssh_connection import ExecStream, SshConnection
+
+CONNECT_TIMEOUT_SECONDS = 10.0
+
+
+class SshShell:
+    """HostShell over one SSH connection."""
+
+    def __init__(self, connection: SshConnection) -> None:
+        self.connection = connection
+
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
+        result = self.connection.exec(cmd, input=input, timeout=timeout)
+        return ExecResult(result.exit_status, result.stdout, result.stderr)
+
+    def put_file(self, data: bytes, remote_path: str, *, mode: int = 0o600) -> int:
+        return self.connection.sftp_put(data, remote_path, mode=mode)
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class _StreamAdapter:
+    """ExecStream shaped as the BlockingStream that agent_link reads."""
+
+    def __init__(self, stream: ExecStream) -> None:
+        self._stream = stream
+
+    def recv(self, nbytes: int) -> bytes:
+        data = self._stream.recv(nbytes)
+        if not data:
+            error = self._stream.end_error()
+            if error is not None:
+                raise ConnectionError(error.message)
+        return data
+
+    def sendall(self, data: bytes) -> None:
+        self._stream.send(data)
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+class SshProvider(Provider):
+    kind = "ssh"
+
+    def ask_secret(self) -> object | None:
+        return self.context.secret_lookup
+
+    def target(self, host: Host) -> object:
+        identity = host.identity.value if host.identity is not None and host.identity.kind == "file" else None
+        return resolve_target(host.connect_address, port=host.port, user=host.user, identity=identity)
+
+    def open_shell(self, host: Host) -> HostShell:
+        assert self.context.known_hosts is not None
+        connection = SshConnection.connect(
+            self.target(host),  # type: ignore[arg-type]
+            self.context.known_hosts,
+            timeout=CONNECT_TIMEOUT_SECONDS,
+            ask_secret=self.context.secret_lookup,  # type: ignore[arg-type]
+        )
+        return SshShell(connection)
+
+    async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
+        assert isinstance(shell, SshShell)
+        bundle = self.layout(host).bundle_path
+        cmd = " ".join(shlex.quote(a) for a in ("python3", bundle.replace("~/", "", 1) if bundle.startswith("~/")
+                                                else bundle, "relay", "--socket", socket_path))
+        loop = asyncio.get_running_loop()
+        stream = await loop.run_in_executor(None, shell.connection.open_exec_channel, cmd)
+        return open_stream_link(_StreamAdapter(stream), on_event, name=host.name)
+
+
+class ExeDevProvider(SshProvider):
+    kind = "exe.dev"
+
+
+class ContainerProvider(SshProvider):
+    kind = "container"
+
+
+class BoxdProvider(SshProvider):
+    """boxd VMs hibernate after network silence; the `boxd` CLI tells their state without waking them."""
+
+    kind = "boxd"
+    cli = "boxd"
+
+    async def box_state(self, host: Host) -> BoxState:
+        exe = shutil.which(self.cli)
+        if exe is None:
+            return BoxState.UNKNOWN
+        proc = await asyncio.create_subprocess_exec(
+            exe, "machine", "status", host.connect_address, "--json",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), 10)
+        except TimeoutError:
+            proc.kill()
+            return BoxState.UNKNOWN
+        return parse_boxd_state(out)
+
+
+def parse_boxd_state(output: bytes) -> BoxState:
+    """`boxd machine status NAME --json` -> awake/asleep; anything unexpected -> unknown."""
+    try:
+        data = json.loads(output)
+    except ValueError:
+        return BoxState.UNKNOWN
+    state = str(data.get("state", "")).lower() if isinstance(data, dict) else ""
+    if state in ("hibernated", "suspended", "stopped", "sleeping", "asleep"):
+        return BoxState.ASLEEP
+    if state in ("running", "started", "awake"):
+        return BoxState.AWAKE
+    return BoxState.UNKNOWN
+
+
+PROVIDERS: dict[str, type[Provider]] = {
+    p.kind: p for p in (SshProvider, ExeDevProvider, ContainerProvider, BoxdProvider)
+}
+

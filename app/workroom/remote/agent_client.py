@@ -1,0 +1,151 @@
+"""Talks the wire protocol (docs/protocol.md) to one agent over any line transport.
+
+The transport is whatever carries bytes to the agent: the local Unix socket, or a `relay` running over
+an SSH channel. It hands us complete lines (`feed_line`) and its end (`feed_eof`) on the event loop, and
+gives us one coroutine to send bytes. Replies are matched to requests by id; events go to a callback.
+When the stream ends every pending request fails at once with `AgentGone` (lesson 3: a broken stream
+fails visibly, it never leaves a caller waiting).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Awaitable, Callable
+
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.errors import UserError
+from workroom.core.protocol import (
+    ErrorReply,
+    Hello,
+    PromptEvent,
+    ProtocolError,
+    Reply,
+    Status,
+    StatusEvent,
+    keep_request,
+    parse_line,
+    ping_request,
+    settings_request,
+    status_request,
+    subscribe_request,
+)
+
+Send = Callable[[bytes], Awaitable[None]]
+EventHandler = Callable[[StatusEvent | PromptEvent], None]
+
+HELLO_TIMEOUT_SECONDS = 15.0
+REQUEST_TIMEOUT_SECONDS = 15.0
+
+
+class AgentGone(UserError):
+    """The stream to the agent ended (host asleep, connection cut, agent died)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(
+            "Lost the agent",
+            f"The connection to the workroom's agent ended: {why}.",
+            "The app reconnects on its own when the host is reachable again.",
+        )
+
+
+class AgentRefused(UserError):
+    """The agent answered a request with an error."""
+
+    def __init__(self, reply: ErrorReply) -> None:
+        err = reply.to_user_error()
+        super().__init__(err.title, err.message, err.hint)
+        self.code = reply.error.code
+
+
+class AgentClient:
+    """One agent connection: hello, requests with ids, pushed events."""
+
+    def __init__(self, send: Send, on_event: EventHandler | None = None) -> None:
+        self._send = send
+        self._on_event = on_event
+        self._ids = itertools.count(1)
+        self._pending: dict[int | str, asyncio.Future[Reply]] = {}
+        self._hello: asyncio.Future[Hello] = asyncio.get_running_loop().create_future()
+        self._closed: AgentGone | None = None
+        self.protocol_errors = 0
+
+    # -- transport side ------------------------------------------------------------------------
+
+    def feed_line(self, line: bytes) -> None:
+        """One complete line from the agent (called on the event loop)."""
+        try:
+            message = parse_line(line)
+        except ProtocolError as error:
+            self.protocol_errors += 1
+            if not self._hello.done():
+                self._hello.set_exception(error)
+            return
+        if isinstance(message, Hello):
+            if not self._hello.done():
+                self._hello.set_result(message)
+        elif isinstance(message, StatusEvent | PromptEvent):
+            if self._on_event is not None:
+                self._on_event(message)
+        else:
+            future = self._pending.pop(message.id, None) if message.id is not None else None
+            if future is None or future.done():
+                return
+            if isinstance(message, ErrorReply):
+                future.set_exception(AgentRefused(message))
+            else:
+                future.set_result(message)
+
+    def feed_eof(self, why: str = "the stream closed") -> None:
+        """The transport ended; fail everything that waits (called on the event loop)."""
+        if self._closed is not None:
+            return
+        self._closed = AgentGone(why)
+        if not self._hello.done():
+            self._hello.set_exception(self._closed)
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(self._closed)
+        self._pending.clear()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    # -- requests ------------------------------------------------------------------------------
+
+    async def hello(self, timeout: float = HELLO_TIMEOUT_SECONDS) -> Hello:
+        hello = await asyncio.wait_for(asyncio.shield(self._hello), timeout)
+        if not hello.speaks_our_protocol:
+            raise ProtocolError(
+                "protocol", f"The agent speaks protocol {hello.protocol}; this app speaks protocol 1."
+            )
+        return hello
+
+    async def _request(self, build: Callable[[int], bytes], timeout: float) -> Reply:
+        if self._closed is not None:
+            raise self._closed
+        request_id = next(self._ids)
+        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            await self._send(build(request_id))
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def status(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
+        return (await self._request(status_request, timeout)).status()
+
+    async def subscribe(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
+        return (await self._request(subscribe_request, timeout)).status()
+
+    async def keep(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
+        return (await self._request(keep_request, timeout)).status()
+
+    async def settings(self, settings: CeilingSettings, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
+        return (await self._request(lambda i: settings_request(i, settings), timeout)).status()
+
+    async def ping(self, timeout: float) -> float:
+        """Liveness: the agent's monotonic clock, or `TimeoutError` when the peer is frozen."""
+        return (await self._request(ping_request, timeout)).ping_monotonic()

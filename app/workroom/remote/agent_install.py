@@ -1,0 +1,357 @@
+"""Agent push by hash (DESIGN.md §6): probe once, push only what differs, never run a partial upload.
+
+Steps, each one command on the host (blocking; run on the host's worker thread):
+1. probe: python3 present? the installed bundle's sha256 and version, whether an agent runs (its lock).
+2. equal hash -> nothing to push. Installed newer -> keep it (an older app never downgrades).
+3. upload to a staged file (mode 0600), verify its sha256 on the host, rename over the install path.
+4. an agent running -> hand off to the new bundle (it re-executes, keeping settings and ceiling state);
+   none running -> start it under its supervisor (systemd user unit where the host has one, otherwise
+   the agent's own `--supervise` parent with its lock file for a single instance).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shlex
+import textwrap
+import time
+from dataclasses import dataclass, field
+
+from workroom.core.errors import UserError
+from workroom.remote.host_shell import HostShell
+
+DEFAULT_INSTALL_DIR = "~/.local/share/wr-agent"
+DEFAULT_STATE_DIR = "~/.local/state/wr-agent"
+BUNDLE_NAME = "wr-agent.pyz"
+MIN_PYTHON = (3, 8)
+START_TIMEOUT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class AgentBundle:
+    """The agent this app ships: its bytes, their sha256 (its identity) and its version."""
+
+    data: bytes
+    sha256: str
+    version: str
+
+    @property
+    def version_tuple(self) -> tuple[int, ...]:
+        return version_tuple(self.version)
+
+
+@dataclass(frozen=True)
+class AgentLayout:
+    """Where the agent lives on a host. `~` is the host user's home."""
+
+    install_dir: str = DEFAULT_INSTALL_DIR
+    state_dir: str = DEFAULT_STATE_DIR
+
+    @property
+    def bundle_path(self) -> str:
+        return f"{self.install_dir}/{BUNDLE_NAME}"
+
+    @property
+    def socket_path(self) -> str:
+        return f"{self.state_dir}/agent.sock"
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """How the agent is started on a first install (kept across hand-offs by the agent itself)."""
+
+    workroom: str
+    candidates: str | None = None
+    heartbeat: bool = True
+    heartbeat_interval: float | None = None
+    extra: tuple[str, ...] = ()
+
+    def argv(self, socket_path: str) -> list[str]:
+        args = ["serve", "--socket", socket_path, "--workroom", self.workroom]
+        if self.candidates:
+            args += ["--candidates", self.candidates]
+        if not self.heartbeat:
+            args.append("--no-heartbeat")
+        if self.heartbeat_interval is not None:
+            args += ["--heartbeat-interval", f"{self.heartbeat_interval:g}"]
+        return args + list(self.extra)
+
+
+@dataclass
+class Probe:
+    python: str | None
+    home: str
+    bundle_path: str
+    socket_path: str
+    sha256: str | None
+    version: str | None
+    running: bool
+    systemd_user: bool
+
+
+@dataclass
+class InstallReport:
+    """What a push did. `pushed_bytes` is 0 when the installed agent was already this one."""
+
+    pushed_bytes: int = 0
+    action: str = "none"  # none | installed | handed_off | kept_newer
+    installed_version: str | None = None
+    socket_path: str = ""
+    bundle_path: str = ""
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+class AgentInstallError(UserError):
+    pass
+
+
+def version_tuple(text: str) -> tuple[int, ...]:
+    match = re.search(r"(\d+(?:\.\d+)+)", text)
+    return tuple(int(p) for p in match.group(1).split(".")) if match else ()
+
+
+def _expand(path: str, home: str) -> str:
+    return home + path[1:] if path.startswith("~") else path
+
+
+_PROBE = textwrap.dedent(
+    r"""
+    import fcntl, hashlib, json, os, shutil, subprocess, sys
+    bundle, sock, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
+    out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
+           "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
+           "systemd_user": False}
+    try:
+        with open(bundle, "rb") as f:
+            out["sha256"] = hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        pass
+    if out["sha256"] and out["sha256"] != expected:
+        try:
+            p = subprocess.run([sys.executable, bundle, "--version"], capture_output=True, timeout=10)
+            out["version"] = p.stdout.decode("utf-8", "replace").strip()[:200]
+        except Exception as e:
+            out["version"] = "unreadable: %s" % e
+    try:
+        fd = os.open(sock + ".lock", os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        except OSError:
+            out["running"] = True
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+    if os.environ.get("XDG_RUNTIME_DIR") and shutil.which("systemctl"):
+        p = subprocess.run(["systemctl", "--user", "is-system-running"], capture_output=True, timeout=10)
+        out["systemd_user"] = p.stdout.strip() in (b"running", b"degraded")
+    print(json.dumps(out))
+    """
+)
+
+_VERIFY_AND_PLACE = textwrap.dedent(
+    r"""
+    import hashlib, os, sys
+    staged, final, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
+    with open(staged, "rb") as f:
+        got = hashlib.sha256(f.read()).hexdigest()
+    if got != expected:
+        os.unlink(staged)
+        sys.exit("sha256 mismatch: uploaded %s, expected %s; the partial upload was deleted" % (got, expected))
+    os.replace(staged, final)
+    """
+)
+
+_WAIT_FOR_BUILD = textwrap.dedent(
+    r"""
+    import json, os, socket, sys, time
+    sock, expected, timeout = os.path.expanduser(sys.argv[1]), sys.argv[2], float(sys.argv[3])
+    deadline, last = time.monotonic() + timeout, "no answer"
+    while time.monotonic() < deadline:
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(2)
+            s.connect(sock)
+            hello = json.loads(s.makefile("rb").readline())
+            s.close()
+            if hello.get("build") == expected:
+                sys.exit(0)
+            last = "agent still runs build %s" % hello.get("build")
+        except (OSError, ValueError) as e:
+            last = str(e)
+        time.sleep(0.05)
+    sys.exit("the agent did not come up with the new build within %.0f s (%s)" % (timeout, last))
+    """
+)
+
+_SYSTEMD_UNIT = textwrap.dedent(
+    """\
+    [Unit]
+    Description=Workroom companion agent (wr-agent)
+
+    [Service]
+    ExecStart={exec_start}
+    Restart=always
+    RestartSec=1
+
+    [Install]
+    WantedBy=default.target
+    """
+)
+
+
+def _python_cmd(script: str, *args: str) -> tuple[str, bytes]:
+    """A command that runs `script` (sent on stdin) with python3, or says there is no python3."""
+    quoted = " ".join(shlex.quote(a) for a in args)
+    cmd = f"command -v python3 >/dev/null 2>&1 || {{ echo 'wr: no python3' >&2; exit 127; }}; exec python3 - {quoted}"
+    return cmd, script.encode()
+
+
+class AgentInstaller:
+    """Pushes `bundle` to a host through `shell` and makes sure an agent runs there."""
+
+    def __init__(self, shell: HostShell, bundle: AgentBundle, layout: AgentLayout, serve: ServeOptions) -> None:
+        self.shell = shell
+        self.bundle = bundle
+        self.layout = layout
+        self.serve = serve
+
+    def probe(self) -> Probe:
+        cmd, script = _python_cmd(_PROBE, self.layout.bundle_path, self.layout.socket_path, self.bundle.sha256)
+        result = self.shell.run(cmd, input=script, timeout=30)
+        if result.exit_status == 127 and "no python3" in result.error_text():
+            raise AgentInstallError(
+                "No Python on the host",
+                "The host has no python3 on its PATH, and the workroom agent needs Python 3.8 or newer.",
+                "Install python3 on the host (e.g. apt-get install python3), then connect again.",
+            )
+        try:
+            data = json.loads(result.text().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise AgentInstallError(
+                "Could not read the host",
+                f"The probe of the host failed (exit {result.exit_status}): {result.error_text()[:300]}",
+                "Check that the host's shell works for this user.",
+            ) from None
+        python = data.get("python")
+        if version_tuple(python or "") < MIN_PYTHON:
+            raise AgentInstallError(
+                "Python on the host is too old",
+                f"The host's python3 is {python}; the workroom agent needs Python 3.8 or newer.",
+                "Install a newer python3 on the host, then connect again.",
+            )
+        return Probe(
+            python=python, home=data["home"], bundle_path=data["bundle"], socket_path=data["socket"],
+            sha256=data.get("sha256"), version=data.get("version"), running=bool(data.get("running")),
+            systemd_user=bool(data.get("systemd_user")),
+        )
+
+    def ensure(self) -> InstallReport:
+        """Probe, push if needed, hand off or start. Blocking."""
+        t0 = time.monotonic()
+        probe = self.probe()
+        report = InstallReport(socket_path=probe.socket_path, bundle_path=probe.bundle_path)
+        report.seconds["probe"] = time.monotonic() - t0
+        if probe.sha256 == self.bundle.sha256:
+            report.installed_version = self.bundle.version
+            if not probe.running:
+                self._start(probe)
+                report.action = "started"
+            return report
+        if probe.sha256 is not None and version_tuple(probe.version or "") > self.bundle.version_tuple:
+            report.action = "kept_newer"
+            report.installed_version = probe.version
+            if not probe.running:
+                self._start(probe, probe.sha256)
+            return report
+        t1 = time.monotonic()
+        report.pushed_bytes = self._upload_and_place(probe)
+        report.seconds["upload"] = time.monotonic() - t1
+        report.installed_version = self.bundle.version
+        t2 = time.monotonic()
+        if probe.running:
+            self._handoff(probe)
+            report.action = "handed_off"
+        else:
+            self._start(probe)
+            report.action = "installed"
+        report.seconds["start"] = time.monotonic() - t2
+        return report
+
+    def _upload_and_place(self, probe: Probe) -> int:
+        install_dir = _expand(self.layout.install_dir, probe.home)
+        state_dir = _expand(self.layout.state_dir, probe.home)
+        mk = self.shell.run(
+            f"umask 077 && mkdir -p {shlex.quote(install_dir)} {shlex.quote(state_dir)}"
+            f" && chmod 700 {shlex.quote(state_dir)}"
+            f" && rm -f {shlex.quote(install_dir)}/.{BUNDLE_NAME}.staged-*",
+            timeout=30,
+        )
+        if not mk.ok:
+            raise AgentInstallError(
+                "Could not prepare the host",
+                f"Creating the agent's folders failed: {mk.error_text()[:300]}",
+                "Check the free space and permissions in the host user's home.",
+            )
+        staged = f"{install_dir}/.{BUNDLE_NAME}.staged-{secrets.token_hex(6)}"
+        sent = self.shell.put_file(self.bundle.data, staged, mode=0o600)
+        cmd, script = _python_cmd(_VERIFY_AND_PLACE, staged, probe.bundle_path, self.bundle.sha256)
+        placed = self.shell.run(cmd, input=script, timeout=60)
+        if not placed.ok:
+            raise AgentInstallError(
+                "The agent upload was damaged",
+                f"The host refused the uploaded agent: {placed.error_text()[:300]}",
+                "Connect again to retry the upload.",
+            )
+        return sent
+
+    def _wait_for_build(self, probe: Probe, expected: str | None = None) -> None:
+        cmd, script = _python_cmd(
+            _WAIT_FOR_BUILD, probe.socket_path, expected or self.bundle.sha256, f"{START_TIMEOUT_SECONDS:g}"
+        )
+        waited = self.shell.run(cmd, input=script, timeout=START_TIMEOUT_SECONDS + 15)
+        if not waited.ok:
+            raise AgentInstallError(
+                "The agent did not start",
+                f"The agent did not answer after it was started: {waited.error_text()[:300]}",
+                f"Look at {probe.socket_path}.log on the host.",
+            )
+
+    def _handoff(self, probe: Probe) -> None:
+        py = "python3"
+        cmd = " ".join(
+            shlex.quote(a)
+            for a in (py, probe.bundle_path, "handoff", "--socket", probe.socket_path,
+                      "--bundle", probe.bundle_path, "--sha256", self.bundle.sha256)
+        )
+        done = self.shell.run(cmd, timeout=30)
+        if not done.ok:
+            raise AgentInstallError(
+                "The agent update did not take",
+                f"The running agent refused the new version: {done.error_text()[:300]}",
+                "Connect again; if it repeats, stop the agent on the host and connect.",
+            )
+        self._wait_for_build(probe)
+
+    def _start(self, probe: Probe, expected: str | None = None) -> None:
+        argv = ["python3", probe.bundle_path, *self.serve.argv(probe.socket_path)]
+        log = probe.socket_path + ".log"
+        if probe.systemd_user:
+            unit_dir = f"{probe.home}/.config/systemd/user"
+            unit = _SYSTEMD_UNIT.format(exec_start=" ".join(shlex.quote(a) for a in argv))
+            self.shell.put_file(unit.encode(), f"{unit_dir}/wr-agent.service", mode=0o644)
+            cmd = "systemctl --user daemon-reload && systemctl --user enable --now wr-agent.service"
+        else:
+            inner = " ".join(shlex.quote(a) for a in [*argv, "--supervise", "--log", log])
+            cmd = f"cd ~ && umask 077 && (setsid {inner} </dev/null >/dev/null 2>&1 &)"
+        started = self.shell.run(cmd, timeout=30)
+        if not started.ok:
+            raise AgentInstallError(
+                "The agent did not start",
+                f"Starting the agent failed: {started.error_text()[:300]}",
+                f"Look at {log} on the host.",
+            )
+        self._wait_for_build(probe, expected)

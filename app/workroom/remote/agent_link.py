@@ -1,0 +1,147 @@
+"""One live stream to an agent: the local Unix socket, or a relay running over an SSH channel.
+
+Either way the result is an `AgentLink`: an `AgentClient` fed from the stream, a `closed` future that
+completes (with the reason) exactly once when the stream ends, and `close()` that destroys the stream
+(lesson 3: both ends, nothing left half-open).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from workroom.core.protocol import MAX_LINE_BYTES
+from workroom.remote.agent_client import AgentClient, EventHandler
+
+READ_CHUNK = 65536
+
+
+class AgentLink:
+    def __init__(self, client: AgentClient, closer: Callable[[], None]) -> None:
+        self.client = client
+        self._closer = closer
+        self.closed: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    def _ended(self, why: str) -> None:
+        self.client.feed_eof(why)
+        if not self.closed.done():
+            self.closed.set_result(why)
+
+    def close(self, why: str = "closed by the app") -> None:
+        with contextlib.suppress(Exception):
+            self._closer()
+        self._ended(why)
+
+
+class _LineSplitter:
+    """Bytes in, complete lines out; a line over the limit ends the stream (the agent never sends one)."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        lines = []
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl < 0:
+                break
+            lines.append(bytes(self._buf[: nl + 1]))
+            del self._buf[: nl + 1]
+        if len(self._buf) > MAX_LINE_BYTES + 1:
+            raise ValueError(f"the agent sent a line over {MAX_LINE_BYTES} bytes")
+        return lines
+
+
+async def open_unix_link(socket_path: str, on_event: EventHandler | None) -> AgentLink:
+    """Connect to a local agent's socket."""
+    loop = asyncio.get_running_loop()
+    reader, writer = await asyncio.open_unix_connection(socket_path, limit=MAX_LINE_BYTES + 2)
+
+    async def send(data: bytes) -> None:
+        writer.write(data)
+        await writer.drain()
+
+    def closer() -> None:
+        writer.close()
+
+    client = AgentClient(send, on_event)
+    link = AgentLink(client, closer)
+    splitter = _LineSplitter()
+
+    async def pump() -> None:
+        why = "the agent closed the connection"
+        try:
+            while True:
+                data = await reader.read(READ_CHUNK)
+                if not data:
+                    break
+                for line in splitter.feed(data):
+                    client.feed_line(line)
+        except (OSError, ValueError) as error:
+            why = str(error)
+        finally:
+            writer.close()
+            link._ended(why)
+
+    link._pump = loop.create_task(pump())  # type: ignore[attr-defined]
+    return link
+
+
+class BlockingStream(Protocol):
+    """A paramiko Channel (or anything shaped like one)."""
+
+    def recv(self, nbytes: int) -> bytes: ...
+
+    def sendall(self, data: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name: str = "agent") -> AgentLink:
+    """Wrap a blocking stream (e.g. `relay` over SSH): one reader thread, sends off the event loop."""
+    loop = asyncio.get_running_loop()
+    send_lock = threading.Lock()
+
+    def send_blocking(data: bytes) -> None:
+        with send_lock:
+            stream.sendall(data)
+
+    async def send(data: bytes) -> None:
+        try:
+            await loop.run_in_executor(None, send_blocking, data)
+        except OSError as error:
+            link.close(f"sending failed: {error}")
+            raise
+
+    client = AgentClient(send, on_event)
+    link = AgentLink(client, stream.close)
+    splitter = _LineSplitter()
+
+    def reader() -> None:
+        why = "the host closed the connection"
+        try:
+            while True:
+                data = stream.recv(READ_CHUNK)
+                if not data:
+                    break
+                lines = splitter.feed(data)
+                if lines:
+                    loop.call_soon_threadsafe(_deliver, lines)
+        except Exception as error:  # any failure of the stream ends it visibly
+            why = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        finally:
+            with contextlib.suppress(Exception):
+                stream.close()
+            with contextlib.suppress(RuntimeError):  # loop already closed at shutdown
+                loop.call_soon_threadsafe(link._ended, why)
+
+    def _deliver(lines: list[bytes]) -> None:
+        for line in lines:
+            client.feed_line(line)
+
+    threading.Thread(target=reader, name=f"wr-link-{name}", daemon=True).start()
+    return link

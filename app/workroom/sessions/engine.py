@@ -1,0 +1,112 @@
+"""The app's engine, with no Qt: the hosts, their sessions, the ceiling settings and their fan-out.
+
+The desktop app and the CLI are two faces of this one object. It owns persistence (hosts.json,
+settings.json) and hands every host's session this computer's ceiling settings (ask mode only to hosts
+whose provider sleeps when idle).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from workroom.core.app_settings import AppSettings
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.errors import UserError
+from workroom.core.hosts import Host, HostsFile
+from workroom.paths import AppPaths
+from workroom.providers import make_provider
+from workroom.providers.base import Provider, ProviderContext
+from workroom.remote.agent_install import AgentBundle
+from workroom.sessions.host_session import HostSession, HostSnapshot
+from workroom.storage import load_hosts, load_settings, save_hosts, save_settings
+
+log = logging.getLogger(__name__)
+
+
+class Engine:
+    def __init__(self, paths: AppPaths, bundle: AgentBundle, *, hostname: str | None = None,
+                 auto_reconnect: bool = True) -> None:
+        self.paths = paths.ensure()
+        loaded_hosts = load_hosts(paths, hostname)
+        loaded_settings = load_settings(paths)
+        self.problems: list[UserError] = [p for p in (loaded_hosts.problem, loaded_settings.problem) if p]
+        self.hosts: HostsFile = loaded_hosts.value
+        self.settings: AppSettings = loaded_settings.value
+        self.auto_reconnect = auto_reconnect
+        from workroom.remote.host_keys import KnownHosts
+
+        self.context = ProviderContext(bundle=bundle, known_hosts=KnownHosts(paths.known_hosts_file),
+                                       state_dir=paths.state_dir)
+        self.sessions: dict[str, HostSession] = {}
+        self.listeners: list[Callable[[HostSnapshot], None]] = []
+        self._providers: dict[str, Provider] = {}
+        if loaded_hosts.problem is None and not paths.hosts_file.exists():
+            save_hosts(paths, self.hosts)
+
+    # -- hosts -------------------------------------------------------------------------------------
+
+    def provider_for(self, host: Host) -> Provider:
+        if host.provider not in self._providers:
+            self._providers[host.provider] = make_provider(host.provider, self.context)
+        return self._providers[host.provider]
+
+    def session(self, name: str) -> HostSession:
+        host = self.hosts.require(name)
+        session = self.sessions.get(host.name)
+        if session is None:
+            session = HostSession(host, self.provider_for(host), self.settings.ceiling,
+                                  auto_reconnect=self.auto_reconnect)
+            session.listeners.append(self._relay)
+            self.sessions[host.name] = session
+        return session
+
+    def _relay(self, snapshot: HostSnapshot) -> None:
+        for listener in list(self.listeners):
+            listener(snapshot)
+
+    def snapshots(self) -> list[HostSnapshot]:
+        out = []
+        for host in self.hosts.hosts:
+            if host.name in self.sessions:
+                out.append(self.sessions[host.name].snapshot())
+            else:
+                from workroom.core.connection import ConnectionInfo
+
+                out.append(HostSnapshot(host, self.provider_for(host).traits(host), ConnectionInfo(), None, None))
+        return out
+
+    def add_host(self, host: Host) -> None:
+        self.hosts = self.hosts.add(host)
+        save_hosts(self.paths, self.hosts)
+
+    async def remove_host(self, name: str) -> None:
+        host = self.hosts.require(name)
+        session = self.sessions.pop(host.name, None)
+        if session is not None:
+            await session.close()
+        self.hosts = self.hosts.remove(host.name)
+        save_hosts(self.paths, self.hosts)
+
+    # -- settings ----------------------------------------------------------------------------------
+
+    async def set_ceiling_settings(self, ceiling: CeilingSettings) -> dict[str, UserError | None]:
+        """Persist and hand to every connected host at once. Returns each host's outcome."""
+        self.settings = self.settings.model_copy(update={"ceiling": ceiling})
+        save_settings(self.paths, self.settings)
+        names = list(self.sessions)
+        results = await asyncio.gather(*(self.sessions[n].apply_settings(ceiling) for n in names),
+                                       return_exceptions=True)
+        outcome: dict[str, UserError | None] = {}
+        for name, result in zip(names, results, strict=True):
+            if isinstance(result, UserError):
+                outcome[name] = result
+            elif isinstance(result, BaseException):
+                outcome[name] = UserError("Settings not applied", f"{name}: {result}", "Reconnect and try again.")
+            else:
+                outcome[name] = None
+        return outcome
+
+    async def close(self) -> None:
+        await asyncio.gather(*(s.close() for s in self.sessions.values()), return_exceptions=True)

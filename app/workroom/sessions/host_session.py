@@ -1,0 +1,358 @@
+"""One HostSession per host: connect, push, subscribe, stay live or go quiet, notice loss, back off.
+
+States (core.connection.ConnectionState): disconnected -> connecting -> (host_key_question) -> pushing
+-> live | quiet -> lost -> backing_off -> connecting ... ; asleep when the provider says the box sleeps.
+Every transition is published to listeners as a `HostSnapshot`.
+
+The app's own traffic must never keep a sleepable box awake (DESIGN.md §5): status is pushed by the
+agent, we never poll it, and on sleepable providers we are silent on the wire while the verdict is IDLE
+(no pings, no SSH keepalives). While BUSY (or always, on hosts that never sleep) a ping that expects a
+reply notices a dead or frozen peer within `LIVENESS_DEADLINE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from workroom.core.badge import Badge, badge
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.connection import ConnectionInfo, ConnectionState
+from workroom.core.errors import UserError
+from workroom.core.hosts import Host
+from workroom.core.protocol import PromptEvent, Status, StatusEvent, Verdict
+from workroom.core.traits import ProviderTraits
+from workroom.providers.base import BoxState, Provider
+from workroom.remote.agent_install import AgentInstaller, InstallReport
+from workroom.remote.agent_link import AgentLink
+from workroom.remote.host_shell import HostShell
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+PING_INTERVAL_SECONDS = 2.0
+PING_TIMEOUT_SECONDS = 5.0
+LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
+"""Worst case from a peer freezing to the session calling it lost (the issue asks for <= 10 s)."""
+BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
+
+
+@dataclass(frozen=True)
+class HostSnapshot:
+    """Everything a face (window, tray, CLI) needs to show one host."""
+
+    host: Host
+    traits: ProviderTraits
+    connection: ConnectionInfo
+    status: Status | None
+    prompt: PromptEvent | None
+    status_received_at: float | None = None
+    install: InstallReport | None = None
+
+    def badge(self, now_monotonic: float | None = None) -> Badge:
+        return badge(self.status, self.traits, self.connection, now_monotonic=now_monotonic)
+
+
+class BlockingRunner:
+    """Runs blocking calls for one host in order on one thread (paramiko never on the event loop)."""
+
+    def __init__(self, name: str) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"wr-host-{name}")
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+Listener = Callable[[HostSnapshot], None]
+HostKeyAnswerer = Callable[["HostSession", Any], Awaitable[bool]]
+
+
+@dataclass
+class _Runtime:
+    shell: HostShell | None = None
+    link: AgentLink | None = None
+    tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+
+class HostSession:
+    def __init__(
+        self,
+        host: Host,
+        provider: Provider,
+        settings: CeilingSettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        auto_reconnect: bool = True,
+    ) -> None:
+        self.host = host
+        self.provider = provider
+        self.traits = provider.traits(host)
+        self._settings = settings
+        self._clock = clock
+        self.auto_reconnect = auto_reconnect
+        self.connection = ConnectionInfo()
+        self.status: Status | None = None
+        self.status_received_at: float | None = None
+        self.prompt: PromptEvent | None = None
+        self.install: InstallReport | None = None
+        self.listeners: list[Listener] = []
+        self.host_key_answerer: HostKeyAnswerer | None = None
+        self._runner = BlockingRunner(host.name)
+        self._rt = _Runtime()
+        self._main: asyncio.Task[None] | None = None
+        self._wanted = False
+        self._attempt = 0
+        self._first_status: asyncio.Event = asyncio.Event()
+        self.connect_started_at: float | None = None
+        self.first_status_seconds: float | None = None
+        self.failure: UserError | None = None
+
+    # -- public ----------------------------------------------------------------------------------
+
+    def snapshot(self) -> HostSnapshot:
+        return HostSnapshot(self.host, self.traits, self.connection, self.status, self.prompt,
+                            self.status_received_at, self.install)
+
+    def start(self) -> None:
+        """Connect (and keep reconnecting) in the background."""
+        self._wanted = True
+        if self._main is None or self._main.done():
+            self._main = asyncio.get_running_loop().create_task(self._run(), name=f"session-{self.host.name}")
+
+    async def connect(self, timeout: float = 60.0) -> HostSnapshot:
+        """Start and wait for the first status (or the first failure)."""
+        self._first_status.clear()
+        self.failure = None
+        self.start()
+        waiter = asyncio.ensure_future(self._first_status.wait())
+        assert self._main is not None
+        done, _ = await asyncio.wait({waiter, self._main}, timeout=timeout,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        waiter.cancel()
+        if not done:
+            raise TimeoutError(f"{self.host.name}: no status within {timeout:.0f} s")
+        if self._main in done and not self._main.cancelled() and self._main.exception() is not None:
+            raise self._main.exception()  # type: ignore[misc]
+        if self.connection.state not in (ConnectionState.LIVE, ConnectionState.QUIET) and self.failure:
+            raise self.failure
+        return self.snapshot()
+
+    async def disconnect(self) -> None:
+        self._wanted = False
+        self._teardown("disconnected by the user")
+        if self._main is not None:
+            self._main.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._main
+        self._set_state(ConnectionState.DISCONNECTED)
+
+    async def close(self) -> None:
+        await self.disconnect()
+        self._runner.shutdown()
+
+    async def keep(self) -> Status:
+        """Answer a ceiling prompt with "keep awake". Raises a UserError when the host cannot be reached."""
+        link = self._rt.link
+        if link is None or link.client.closed:
+            raise UserError("Not connected", f"{self.host.name} is not connected, so it cannot be kept awake.",
+                            "Connect to the host and try again.")
+        status = await link.client.keep()
+        self.prompt = None
+        self._on_status(status)
+        return status
+
+    async def apply_settings(self, settings: CeilingSettings) -> Status | None:
+        """Hand new ceiling settings to the agent (ask mode only where the provider sleeps)."""
+        self._settings = settings
+        link = self._rt.link
+        if link is None or link.client.closed:
+            return None
+        status = await link.client.settings(settings.for_provider(self.traits))
+        self._on_status(status)
+        return status
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _publish(self) -> None:
+        snap = self.snapshot()
+        for listener in list(self.listeners):
+            try:
+                listener(snap)
+            except Exception:  # a face's bug must not kill the session
+                log.exception("listener failed for %s", self.host.name)
+
+    def _set_state(self, state: ConnectionState, error: UserError | None = None, **extra: Any) -> None:
+        info = self.connection.with_state(state, self._clock(), error=error)
+        if extra:
+            info = info.model_copy(update=extra)
+        self.connection = info
+        self._publish()
+
+    def _on_status(self, status: Status) -> None:
+        self.status = status
+        self.status_received_at = self._clock()
+        if not status.prompt_pending:
+            self.prompt = None
+        if self.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET):
+            quiet = self.traits.sleeps_when_idle and status.verdict is Verdict.IDLE
+            state = ConnectionState.QUIET if quiet else ConnectionState.LIVE
+            self.connection = self.connection.model_copy(
+                update={"state": state, "status_received_monotonic": self.status_received_at}
+            )
+        self._publish()
+
+    def _on_event(self, event: StatusEvent | PromptEvent) -> None:
+        if isinstance(event, PromptEvent):
+            self.prompt = event
+            self._publish()
+        else:
+            self._on_status(event.status)
+
+    def _teardown(self, why: str) -> None:
+        for task in self._rt.tasks:
+            task.cancel()
+        if self._rt.link is not None:
+            self._rt.link.close(why)
+        shell = self._rt.shell
+        if shell is not None:
+            # Closing a paramiko transport can block briefly; do it off the loop.
+            asyncio.get_running_loop().run_in_executor(None, shell.close)
+        self._rt = _Runtime()
+
+    async def _run(self) -> None:
+        while self._wanted:
+            error: UserError
+            try:
+                await self._connect_once()
+                assert self._rt.link is not None
+                error = _lost_error(self.host, await self._rt.link.closed)
+            except asyncio.CancelledError:
+                raise
+            except _Fatal as fatal:
+                self._teardown(str(fatal))
+                self.failure = fatal.original
+                self._wanted = False
+                self._set_state(ConnectionState.ERROR, fatal.original)
+                self._first_status.set()
+                return
+            except UserError as user_error:
+                error = user_error
+            except (OSError, TimeoutError, EOFError) as other:
+                error = _lost_error(self.host, other)
+            self._teardown(str(error))
+            if not self._wanted:
+                return
+            if await self._box_state() is BoxState.ASLEEP:
+                self._wanted = False  # connecting again would wake it: that is the user's call
+                self._set_state(ConnectionState.ASLEEP)
+                self._first_status.set()
+                return
+            self.failure = error
+            self._set_state(ConnectionState.LOST, error)
+            self._first_status.set()
+            if not self.auto_reconnect:
+                self._wanted = False
+                return
+            delay = BACKOFF_SECONDS[min(self._attempt, len(BACKOFF_SECONDS) - 1)]
+            self._attempt += 1
+            self._set_state(ConnectionState.BACKING_OFF, error, retry_at_monotonic=self._clock() + delay)
+            await asyncio.sleep(delay)
+
+    async def _box_state(self) -> BoxState:
+        if not self.traits.reads_state_without_waking:
+            return BoxState.UNKNOWN
+        try:
+            return await self.provider.box_state(self.host)
+        except Exception:
+            return BoxState.UNKNOWN
+
+    async def _connect_once(self) -> None:
+        self.connect_started_at = start = self._clock()
+        was_asleep = (await self._box_state()) is BoxState.ASLEEP
+        self._set_state(ConnectionState.CONNECTING)
+        shell = await self._open_shell()
+        self._rt.shell = shell
+        self._set_state(ConnectionState.PUSHING)
+        installer = AgentInstaller(shell, self.provider.context.bundle, self.provider.layout(self.host),
+                                   self.provider.serve_options(self.host))
+        self.install = await self._runner.run(installer.ensure)
+        link = await self.provider.open_link(self.host, shell, self.install.socket_path, self._on_event)
+        self._rt.link = link
+        await link.client.hello()
+        status = await link.client.subscribe()
+        status = await link.client.settings(self._settings.for_provider(self.traits))
+        self.first_status_seconds = self._clock() - start
+        wake = self.first_status_seconds if was_asleep else self.connection.wake_seconds
+        self.connection = self.connection.with_state(ConnectionState.LIVE, self._clock()).model_copy(
+            update={"wake_seconds": wake, "pushed_bytes": self.install.pushed_bytes, "error": None}
+        )
+        self._attempt = 0
+        self._on_status(status)
+        self._first_status.set()
+        self._rt.tasks.append(asyncio.get_running_loop().create_task(self._liveness(link)))
+
+    async def _open_shell(self) -> HostShell:
+        from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
+        from workroom.remote.ssh_connection import AuthFailed
+
+        while True:
+            try:
+                return await self._runner.run(self.provider.open_shell, self.host)
+            except (HostKeyChanged, AuthFailed) as refused:
+                raise _Fatal(refused) from None
+            except HostKeyUnknown as question:
+                q = question.question
+                self._set_state(ConnectionState.HOST_KEY_QUESTION, host_key_fingerprint=q.fingerprint)
+                trusted = False
+                if self.host_key_answerer is not None:
+                    trusted = await self.host_key_answerer(self, q)
+                if not trusted:
+                    raise _Fatal(question) from None
+                known = self.provider.context.known_hosts
+                assert known is not None
+                known.trust_answer(q)
+                self._set_state(ConnectionState.CONNECTING)
+
+    async def _liveness(self, link: AgentLink) -> None:
+        """Ping while a peer must be watched; silence while a sleepable box is idle."""
+        while not link.closed.done():
+            await asyncio.sleep(PING_INTERVAL_SECONDS)
+            if self.traits.sleeps_when_idle and (self.status is None or self.status.verdict is Verdict.IDLE):
+                continue
+            try:
+                await link.client.ping(timeout=PING_TIMEOUT_SECONDS)
+            except TimeoutError:
+                link.close(f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")
+                return
+            except UserError:
+                return
+
+
+class _Lost(Exception):
+    pass
+
+
+class _Fatal(Exception):
+    """A failure reconnecting will not fix (an untrusted or changed host key, refused login)."""
+
+    def __init__(self, original: UserError) -> None:
+        super().__init__(str(original))
+        self.original = original
+
+
+def _lost_error(host: Host, error: BaseException) -> UserError:
+    return UserError(
+        "Lost the host",
+        f"The connection to {host.name} ended: {error}.",
+        "The app reconnects on its own when the host is reachable again.",
+    )

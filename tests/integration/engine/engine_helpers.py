@@ -1,0 +1,41 @@
+"""Helpers for engine tests: hosts on the test sshd, a variant agent bundle, agent PIDs."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import subprocess
+import zipfile
+
+from workroom.core.hosts import Host, IdentityRef
+from workroom.paths import AppPaths
+from workroom.remote.agent_install import AgentBundle
+
+
+def variant_bundle(bundle: AgentBundle, marker: str) -> AgentBundle:
+    """The same agent with one extra file: different bytes and hash, same version (not older)."""
+    out = io.BytesIO()
+    src = zipfile.ZipFile(io.BytesIO(bundle.data))
+    head = bundle.data[: bundle.data.index(b"PK")]  # the zipapp's shebang line
+    out.write(head)
+    with zipfile.ZipFile(out, "a") as dst:
+        for info in src.infolist():
+            dst.writestr(info, src.read(info))
+        dst.writestr(zipfile.ZipInfo("wr_agent/_variant.txt", (1980, 1, 1, 0, 0, 0)), marker)
+    data = out.getvalue()
+    return AgentBundle(data=data, sha256=hashlib.sha256(data).hexdigest(), version=bundle.version)
+
+
+def ssh_host(sshd, name: str = "box1", provider: str = "ssh", **extra) -> Host:  # type: ignore[no-untyped-def]
+    return Host(name=name, provider=provider, address=sshd.host, port=sshd.port, user=sshd.user,
+                identity=IdentityRef.file(str(sshd.key_path)), agent_candidates="user", **extra)
+
+
+def trust_sshd(paths: AppPaths, sshd) -> None:  # type: ignore[no-untyped-def]
+    with paths.known_hosts_file.open("a") as handle:
+        handle.write(sshd.host_key_line + "\n")
+
+
+def agent_pids(uid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-u", str(uid), "-f", "wr-agent.pyz serve"], capture_output=True, text=True)
+    return [int(p) for p in out.stdout.split()]

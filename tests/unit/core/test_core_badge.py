@@ -1,0 +1,211 @@
+"""The badge function: every state of DESIGN.md §8, as a table, plus the tray's worst-state order."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from unit.core.status_factory import busy_dict, make_busy, make_status, status_dict
+from workroom.core.badge import (
+    SEVERITY_ORDER,
+    Badge,
+    BadgeKind,
+    NotKeptAwakeReason,
+    badge,
+    worst_badge_kind,
+)
+from workroom.core.connection import ConnectionInfo, ConnectionState
+from workroom.core.errors import ErrorInfo
+from workroom.core.protocol import Status
+from workroom.core.traits import (
+    BOXD_TRAITS,
+    LOCAL_TRAITS,
+    PROVIDER_KINDS,
+    REQUEST_METERED_TRAITS,
+    SIMBOX_TRAITS,
+    SSH_TRAITS,
+    ProviderTraits,
+)
+
+pytestmark = pytest.mark.unit
+
+LIVE = ConnectionInfo(state=ConnectionState.LIVE)
+QUIET = ConnectionInfo(state=ConnectionState.QUIET)
+KEEPAWAKE_ON = ConnectionInfo(state=ConnectionState.LIVE, keepawake_running=True)
+SHORT_WINDOW_SIMBOX = SIMBOX_TRAITS.with_idle_window(8).with_heartbeat_interval(5)
+OK_WINDOW_SIMBOX = SIMBOX_TRAITS.with_idle_window(8).with_heartbeat_interval(3)
+
+
+@dataclass
+class Case:
+    status: dict[str, Any] | None
+    traits: ProviderTraits
+    connection: ConnectionInfo
+    kind: BadgeKind
+    words: tuple[str, ...] = ()
+    reason: NotKeptAwakeReason | None = None
+    offers_keep: bool = False
+    label_words: tuple[str, ...] = field(default=())
+
+
+PENDING = {"awake_ceiling_exceeded": True, "prompt_pending": True, "prompt_deadline": 1300.0,
+           "ask_at_ceiling": True, "awake_seconds": 14500}
+SUPPRESSED = {"verdict": "IDLE", "classifier_verdict": "BUSY", "awake_ceiling_exceeded": True,
+              "suppressed": True, "asserting": False, "awake_seconds": 15000}
+
+CASES: dict[str, Case] = {
+    "idle ssh": Case(status_dict(), SSH_TRAITS, LIVE, BadgeKind.IDLE, ("Idle",)),
+    "idle boxd quiet": Case(status_dict(), BOXD_TRAITS, QUIET, BadgeKind.IDLE, ("silent on the wire",)),
+    "idle short window warns": Case(status_dict(), SHORT_WINDOW_SIMBOX, LIVE, BadgeKind.IDLE, ("Note:",)),
+    "busy ssh shows reason": Case(busy_dict(), SSH_TRAITS, LIVE, BadgeKind.BUSY, ("cpu: cargo (pid 4121)",)),
+    "busy local": Case(busy_dict(keep_awake=None), LOCAL_TRAITS, LIVE, BadgeKind.BUSY),
+    "busy boxd heartbeat": Case(busy_dict(), BOXD_TRAITS, LIVE, BadgeKind.BUSY, ("heartbeat (every 1 min)",)),
+    "busy simbox ok window": Case(busy_dict(keep_awake={"interval_seconds": 3, "enabled": True}),
+                                  OK_WINDOW_SIMBOX, LIVE, BadgeKind.BUSY),
+    "past ceiling advisory": Case(busy_dict(awake_ceiling_exceeded=True, awake_seconds=15000), SSH_TRAITS,
+                                  LIVE, BadgeKind.BUSY_PAST_CEILING, ("4 h awake ceiling",), offers_keep=True),
+    "prompt pending boxd": Case(busy_dict(**PENDING), BOXD_TRAITS, LIVE, BadgeKind.BUSY_PAST_CEILING,
+                                ("Keep awake within 5 min",), offers_keep=True),
+    "suppressed boxd": Case(busy_dict(**SUPPRESSED), BOXD_TRAITS, LIVE, BadgeKind.BUSY_NOT_KEPT_AWAKE,
+                            ("nobody answered",), NotKeptAwakeReason.UNANSWERED_PROMPT, offers_keep=True),
+    "suppressed ssh is not alarming": Case(busy_dict(**SUPPRESSED), SSH_TRAITS, LIVE,
+                                           BadgeKind.BUSY_PAST_CEILING, ("never sleeps",), offers_keep=True),
+    "stalled boxd": Case(busy_dict(stalled=True), BOXD_TRAITS, LIVE, BadgeKind.BUSY_NOT_KEPT_AWAKE,
+                         ("stopped checking",), NotKeptAwakeReason.STALLED_AGENT),
+    "stalled ssh": Case(busy_dict(stalled=True), SSH_TRAITS, LIVE, BadgeKind.UNKNOWN, ("out of date",)),
+    "stalled idle boxd": Case(status_dict(stalled=True), BOXD_TRAITS, LIVE, BadgeKind.UNKNOWN),
+    "heartbeat failing": Case(
+        busy_dict(keep_awake={"interval_seconds": 60, "enabled": True, "error": "no default route"}),
+        BOXD_TRAITS, LIVE, BadgeKind.BUSY_NOT_KEPT_AWAKE, ("no default route",),
+        NotKeptAwakeReason.HEARTBEAT_FAILING),
+    "heartbeat failing on ssh is fine": Case(
+        busy_dict(keep_awake={"interval_seconds": 60, "enabled": True, "error": "no default route"}),
+        SSH_TRAITS, LIVE, BadgeKind.BUSY),
+    "heartbeat off": Case(busy_dict(keep_awake={"interval_seconds": 60, "enabled": False}), BOXD_TRAITS,
+                          LIVE, BadgeKind.BUSY_NOT_KEPT_AWAKE, ("switched off",),
+                          NotKeptAwakeReason.HEARTBEAT_OFF),
+    "heartbeat not sent": Case(busy_dict(asserting=False), BOXD_TRAITS, LIVE,
+                               BadgeKind.BUSY_NOT_KEPT_AWAKE, ("not sending",),
+                               NotKeptAwakeReason.HEARTBEAT_NOT_SENT),
+    "agent too old (no keep_awake)": Case(busy_dict(keep_awake=None), BOXD_TRAITS, LIVE,
+                                          BadgeKind.BUSY_NOT_KEPT_AWAKE, ("too old",),
+                                          NotKeptAwakeReason.AGENT_TOO_OLD),
+    "agent too old (protocol 0)": Case(busy_dict(agent={"version": "0.0.1", "protocol": 0, "build": "x"}),
+                                       SIMBOX_TRAITS, LIVE, BadgeKind.BUSY_NOT_KEPT_AWAKE, ("too old",),
+                                       NotKeptAwakeReason.AGENT_TOO_OLD),
+    "agent too old on ssh is fine": Case(busy_dict(keep_awake=None), SSH_TRAITS, LIVE, BadgeKind.BUSY),
+    "window too short": Case(busy_dict(keep_awake={"interval_seconds": 5, "enabled": True}),
+                             SHORT_WINDOW_SIMBOX, LIVE, BadgeKind.BUSY_NOT_KEPT_AWAKE,
+                             ("idle window (8 s)", "every 5 s"), NotKeptAwakeReason.WINDOW_TOO_SHORT),
+    "window too short from traits when agent silent on interval": Case(
+        busy_dict(), SIMBOX_TRAITS.with_idle_window(100), LIVE, BadgeKind.BUSY_NOT_KEPT_AWAKE,
+        ("1 min 40 s",), NotKeptAwakeReason.WINDOW_TOO_SHORT),
+    "not kept awake with prompt still offers keep": Case(
+        busy_dict(keep_awake=None, **PENDING), BOXD_TRAITS, LIVE, BadgeKind.BUSY_NOT_KEPT_AWAKE,
+        ("too old", "Keep awake within"), NotKeptAwakeReason.AGENT_TOO_OLD, offers_keep=True),
+    "request-metered busy kept by this computer": Case(
+        busy_dict(keep_awake=None), REQUEST_METERED_TRAITS, KEEPAWAKE_ON, BadgeKind.BUSY,
+        ("kept awake by this computer while the app runs",), label_words=("kept awake by this computer",)),
+    "request-metered past ceiling kept by this computer": Case(
+        busy_dict(keep_awake=None, awake_ceiling_exceeded=True, awake_seconds=15000),
+        REQUEST_METERED_TRAITS, KEEPAWAKE_ON,
+        BadgeKind.BUSY_PAST_CEILING, ("kept awake by this computer",), offers_keep=True,
+        label_words=("kept awake by this computer",)),
+    "request-metered busy, keep-awake not running": Case(
+        busy_dict(keep_awake=None), REQUEST_METERED_TRAITS, LIVE, BadgeKind.BUSY_NOT_KEPT_AWAKE,
+        ("not sending them",), NotKeptAwakeReason.OUTSIDE_KEEPAWAKE_NOT_RUNNING),
+    "request-metered busy, keep-awake failing": Case(
+        busy_dict(keep_awake=None), REQUEST_METERED_TRAITS,
+        ConnectionInfo(state=ConnectionState.LIVE, keepawake_running=True, keepawake_error="HTTP 502"),
+        BadgeKind.BUSY_NOT_KEPT_AWAKE, ("HTTP 502",), NotKeptAwakeReason.OUTSIDE_KEEPAWAKE_FAILING),
+    "request-metered idle": Case(status_dict(keep_awake=None), REQUEST_METERED_TRAITS, LIVE, BadgeKind.IDLE),
+    "asleep": Case(None, BOXD_TRAITS, ConnectionInfo(state=ConnectionState.ASLEEP, wake_seconds=0.8),
+                   BadgeKind.ASLEEP, ("put this box to sleep", "0.8 s", "Connecting wakes it")),
+    "asleep, suspended while busy": Case(
+        None, REQUEST_METERED_TRAITS, ConnectionInfo(state=ConnectionState.ASLEEP, suspended_while_busy=True),
+        BadgeKind.ASLEEP, ("suspended while", "only while the app runs")),
+    "lost with error": Case(
+        busy_dict(), BOXD_TRAITS,
+        ConnectionInfo(state=ConnectionState.LOST,
+                       error=ErrorInfo(title="Connection lost", message="No reply for 10 s.", hint="Check it.")),
+        BadgeKind.OFFLINE, ("Connection lost: No reply for 10 s.", "Check it.")),
+    "backing off": Case(None, SSH_TRAITS, ConnectionInfo(state=ConnectionState.BACKING_OFF),
+                        BadgeKind.OFFLINE, ("keep trying",)),
+    "error": Case(None, SSH_TRAITS, ConnectionInfo(
+        state=ConnectionState.ERROR, error=ErrorInfo(title="No python3", message="python3 was not found.")),
+        BadgeKind.OFFLINE, ("python3 was not found",)),
+    "disconnected": Case(None, SSH_TRAITS, ConnectionInfo(), BadgeKind.UNKNOWN, ("Not connected",)),
+    "connecting": Case(None, SSH_TRAITS, ConnectionInfo(state=ConnectionState.CONNECTING), BadgeKind.UNKNOWN),
+    "host key question": Case(None, SSH_TRAITS, ConnectionInfo(
+        state=ConnectionState.HOST_KEY_QUESTION, host_key_fingerprint="SHA256:abc"), BadgeKind.UNKNOWN,
+        ("SHA256:abc",)),
+    "pushing": Case(None, SSH_TRAITS, ConnectionInfo(state=ConnectionState.PUSHING), BadgeKind.UNKNOWN,
+                    ("Installing",)),
+    "live, no status yet": Case(None, SSH_TRAITS, LIVE, BadgeKind.UNKNOWN, ("first status",)),
+}
+
+
+@pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
+def test_badge_table(case: Case) -> None:
+    status = None if case.status is None else Status.model_validate(case.status)
+    result = badge(status, case.traits, case.connection, now_monotonic=None)
+    assert result.kind is case.kind, result
+    assert result.reason is case.reason, result
+    assert result.offers_keep is case.offers_keep, result
+    for words in case.words:
+        assert words.lower() in result.tooltip.lower(), (words, result.tooltip)
+    for words in case.label_words:
+        assert words in result.label, (words, result.label)
+    assert result.tooltip.strip() and result.label.strip()
+
+
+def test_every_badge_kind_and_reason_is_covered_by_the_table() -> None:
+    kinds = {case.kind for case in CASES.values()}
+    reasons = {case.reason for case in CASES.values()} - {None}
+    assert kinds == set(BadgeKind)
+    assert reasons == set(NotKeptAwakeReason)
+
+
+@pytest.mark.parametrize("kind", [k for k, t in PROVIDER_KINDS.items() if not t.sleeps_when_idle])
+def test_never_not_kept_awake_on_hosts_that_never_sleep(kind: str) -> None:
+    traits = PROVIDER_KINDS[kind]
+    hostile = [
+        busy_dict(**SUPPRESSED),
+        busy_dict(stalled=True),
+        busy_dict(keep_awake=None),
+        busy_dict(keep_awake={"interval_seconds": 60, "enabled": True, "error": "boom"}),
+        busy_dict(asserting=False),
+    ]
+    for data in hostile:
+        result = badge(Status.model_validate(data), traits, LIVE)
+        assert result.kind is not BadgeKind.BUSY_NOT_KEPT_AWAKE, (kind, data, result)
+
+
+def test_prompt_countdown_uses_this_computers_clock_since_the_status_arrived() -> None:
+    status = make_busy(**PENDING)  # agent monotonic 1000, deadline 1300: 5 min left at arrival
+    connection = ConnectionInfo(state=ConnectionState.LIVE, status_received_monotonic=50.0)
+    later = badge(status, BOXD_TRAITS, connection, now_monotonic=50.0 + 240)
+    assert "within 1 min" in later.tooltip
+    gone = badge(status, BOXD_TRAITS, connection, now_monotonic=50.0 + 999)
+    assert "within 0 s" in gone.tooltip
+
+
+def test_tooltip_lists_at_most_three_reasons() -> None:
+    status = make_busy(busy_reasons=[f"cpu: job{i} (pid {i})" for i in range(5)])
+    result = badge(status, SSH_TRAITS, LIVE)
+    assert "job2" in result.tooltip and "job3" not in result.tooltip and "2 more" in result.tooltip
+
+
+def test_badge_is_plain_data() -> None:
+    result = badge(make_status(), SSH_TRAITS, LIVE)
+    assert Badge.model_validate_json(result.model_dump_json()) == result
+
+
+def test_worst_state_order() -> None:
+    assert SEVERITY_ORDER[0] is BadgeKind.IDLE
+    assert SEVERITY_ORDER[-1] is BadgeKind.BUSY_NOT_KEPT_AWAKE
+    assert worst_badge_kind([BadgeKind.IDLE, BadgeKind.OFFLINE, BadgeKind.BUSY]) is BadgeKind.OFFLINE
+    assert worst_badge_kind([BadgeKind.ASLEEP, BadgeKind.BUSY_NOT_KEPT_AWAKE]) is BadgeKind.BUSY_NOT_KEPT_AWAKE
+    assert worst_badge_kind([]) is BadgeKind.UNKNOWN
+    assert len({k.severity for k in BadgeKind}) == len(BadgeKind)

@@ -1,0 +1,216 @@
+"""Protocol models and the line parser, on good lines and hostile ones (docs/protocol.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from unit.core.status_factory import BUILD, busy_dict, status_dict
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.protocol import (
+    MAX_LINE_BYTES,
+    ErrorReply,
+    Hello,
+    PromptEvent,
+    ProtocolError,
+    Reply,
+    StatusEvent,
+    Verdict,
+    handoff_request,
+    keep_request,
+    parse_line,
+    ping_request,
+    settings_request,
+    status_request,
+    subscribe_request,
+)
+
+pytestmark = pytest.mark.unit
+
+
+def line(obj: Any) -> bytes:
+    return json.dumps(obj).encode() + b"\n"
+
+
+def test_hello() -> None:
+    message = parse_line(line({"hello": "wr-agent", "protocol": 1, "version": "0.1.0", "build": BUILD}))
+    assert isinstance(message, Hello) and message.speaks_our_protocol
+    other = parse_line(line({"hello": "wr-agent", "protocol": 2, "version": "9", "build": BUILD}))
+    assert isinstance(other, Hello) and not other.speaks_our_protocol
+
+
+def test_status_event_with_unknown_fields_is_tolerated() -> None:
+    data = busy_dict(future_field={"x": 1})
+    data["keep_awake"]["future"] = True
+    message = parse_line(line({"event": "status", "status": data, "also_new": 3}))
+    assert isinstance(message, StatusEvent)
+    assert message.status.verdict is Verdict.BUSY and message.status.busy
+    assert message.status.busy_reasons == ("cpu: cargo (pid 4121)",)
+    assert message.status.keep_awake is not None and message.status.keep_awake.interval_seconds == 60
+
+
+def test_status_from_an_older_agent_without_keep_awake_fields() -> None:
+    data = status_dict()
+    for key in ("keep_awake", "asserting", "settings_error", "sampler", "prompt_deadline"):
+        del data[key]
+    message = parse_line(line({"event": "status", "status": data}))
+    assert isinstance(message, StatusEvent)
+    assert message.status.keep_awake is None and message.status.asserting is None
+
+
+def test_prompt_event_and_text_input() -> None:
+    text = json.dumps({"event": "awake_ceiling_prompt", "workroom": "box1", "awake_seconds": 14400,
+                       "prompt_deadline": 2000.5})
+    message = parse_line(text)
+    assert isinstance(message, PromptEvent) and message.prompt_deadline == 2000.5
+
+
+def test_replies() -> None:
+    status_reply = parse_line(line({"id": 3, "result": status_dict()}))
+    assert isinstance(status_reply, Reply) and status_reply.status().workroom == "box1"
+    ping = parse_line(line({"id": "p", "result": {"monotonic": 12.5}}))
+    assert isinstance(ping, Reply) and ping.ping_monotonic() == 12.5
+    handoff = parse_line(line({"id": 4, "result": {"accepted": True}}))
+    assert isinstance(handoff, Reply) and handoff.accepted()
+    with pytest.raises(ProtocolError, match="status result"):
+        ping.status()
+
+
+def test_error_replies_become_user_errors() -> None:
+    message = parse_line(line({"id": None, "error": {"code": "out_of_range",
+                                                     "message": "ceiling_seconds must be 30 - 2592000"}}))
+    assert isinstance(message, ErrorReply) and message.id is None
+    error = message.to_user_error()
+    assert "ceiling_seconds" in error.message and error.hint
+    unknown = parse_line(line({"id": 1, "error": {"code": "brand_new", "message": "hm"}}))
+    assert isinstance(unknown, ErrorReply) and unknown.to_user_error().hint == ""
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"not json\n", "not_json"),
+        (b"[1,2]\n", "not_object"),
+        (b'"hello"\n', "not_object"),
+        (b"\xff\xfe\n", "not_utf8"),
+        (b'{"hello":"wr-agent","protocol":1}\n', "invalid"),
+        (b'{"hello":"wr-agent","protocol":"1","version":"x","build":"y"}\n', "invalid"),
+        (b'{"hello":"other","protocol":1,"version":"x","build":"y"}\n', "invalid"),
+        (b'{"event":"status","status":{}}\n', "invalid"),
+        (b'{"event":"telepathy"}\n', "unknown_event"),
+        (b'{"event":7}\n', "unknown_event"),
+        (b'{"what":1}\n', "unknown_shape"),
+        (b'{"id":true,"result":{}}\n', "invalid"),
+        (b'{"id":1,"result":[]}\n', "invalid"),
+        (b'{"id":1,"result":{"monotonic":NaN}}\n', "not_json"),
+        (b'{"event":"awake_ceiling_prompt","workroom":"b","awake_seconds":1e999,"prompt_deadline":1}\n',
+         "invalid"),
+        (b"[" * 50000 + b"]" * 50000, "too_large"),
+        (b"[" * 30000 + b"]" * 30000, "not_json"),
+        (b"1" * 10000, "not_json"),
+    ],
+)
+def test_hostile_lines_raise_protocol_error(raw: bytes, code: str) -> None:
+    with pytest.raises(ProtocolError) as caught:
+        parse_line(raw)
+    assert caught.value.code == code
+    assert caught.value.title and caught.value.message
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["verdict", "stalled", "monotonic", "workroom", "agent", "busy_reasons", "suppressed", "prompt_pending"],
+)
+def test_missing_required_status_field_is_an_error(field: str) -> None:
+    data = status_dict()
+    del data[field]
+    with pytest.raises(ProtocolError, match=field):
+        parse_line(line({"event": "status", "status": data}))
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("verdict", "MAYBE"), ("stalled", "no"), ("stalled", 0), ("monotonic", "1"), ("busy_reasons", "cpu"),
+     ("busy_reasons", [1]), ("awake_seconds", -1), ("monotonic", True)],
+)
+def test_wrongly_typed_status_field_is_an_error(field: str, value: object) -> None:
+    with pytest.raises(ProtocolError, match=field):
+        parse_line(line({"event": "status", "status": status_dict(**{field: value})}))
+
+
+def test_oversize_limit_is_exact() -> None:
+    padding = MAX_LINE_BYTES - len(b'{"id":1,"result":{"pad":""}}')
+    fits = b'{"id":1,"result":{"pad":"' + b"x" * padding + b'"}}'
+    assert len(fits) == MAX_LINE_BYTES
+    assert isinstance(parse_line(fits + b"\n"), Reply)
+    with pytest.raises(ProtocolError) as caught:
+        parse_line(fits[:-2] + b'x"}}')
+    assert caught.value.code == "too_large"
+
+
+@settings(max_examples=400)
+@given(st.binary(max_size=2048))
+def test_arbitrary_bytes_only_ever_raise_protocol_error(raw: bytes) -> None:
+    try:
+        parse_line(raw)
+    except ProtocolError:
+        pass
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+keys = st.sampled_from(["hello", "event", "id", "result", "error", "status", "protocol", "version", "build",
+                        "workroom", "awake_seconds", "prompt_deadline", "code", "message", "monotonic"])
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(keys, json_values | st.sampled_from(["status", "awake_ceiling_prompt", "wr-agent"]),
+                       max_size=6))
+def test_arbitrary_json_objects_only_ever_raise_protocol_error(obj: dict[str, Any]) -> None:
+    try:
+        parse_line(json.dumps(obj))
+    except ProtocolError:
+        pass
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(field=st.sampled_from(sorted(status_dict())), value=json_values)
+def test_a_status_with_any_field_swapped_parses_or_raises_protocol_error(field: str, value: Any) -> None:
+    try:
+        message = parse_line(json.dumps({"event": "status", "status": status_dict(**{field: value})}))
+    except ProtocolError as error:
+        assert field in error.message or error.code == "not_json"  # NaN/Infinity are refused as JSON
+    else:
+        assert isinstance(message, StatusEvent)
+
+
+def test_request_builders_produce_single_json_lines() -> None:
+    cases = {
+        status_request(1): {"id": 1, "method": "status"},
+        subscribe_request("s"): {"id": "s", "method": "subscribe"},
+        keep_request(2): {"id": 2, "method": "keep"},
+        ping_request(3): {"id": 3, "method": "ping"},
+        settings_request(4, CeilingSettings(ceiling_seconds=60, ask_at_ceiling=True)): {
+            "id": 4, "method": "settings", "ceiling_seconds": 60.0, "prompt_timeout_seconds": 600.0,
+            "ask_at_ceiling": True},
+        handoff_request(5, "/home/u/.local/share/wr/wr-agent.pyz", "ab" * 32): {
+            "id": 5, "method": "handoff", "bundle": "/home/u/.local/share/wr/wr-agent.pyz", "sha256": "ab" * 32},
+    }
+    for raw, expected in cases.items():
+        assert raw.endswith(b"\n") and raw.count(b"\n") == 1
+        assert json.loads(raw) == expected
+
+
+def test_request_builders_refuse_bad_arguments() -> None:
+    with pytest.raises(TypeError):
+        status_request(True)
+    with pytest.raises(ValueError, match="sha256"):
+        handoff_request(1, "/x", "AB" * 32)
+    with pytest.raises(ValueError, match="bundle"):
+        handoff_request(1, "", "ab" * 32)

@@ -1,0 +1,156 @@
+"""Provider traits, hosts and the hosts list; and the house rule that core has no Qt and no I/O."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+from workroom.core.app_settings import AppSettings
+from workroom.core.connection import ConnectionInfo, ConnectionState
+from workroom.core.errors import UserError
+from workroom.core.hosts import (
+    FALLBACK_LOCAL_NAME,
+    DuplicateHostError,
+    Host,
+    HostNotFoundError,
+    HostsFile,
+    IdentityKind,
+    IdentityRef,
+    check_host_name,
+    local_host_name,
+)
+from workroom.core.traits import (
+    PROVIDER_KINDS,
+    IdleMetering,
+    ProviderTraits,
+    Transport,
+    UnknownProviderError,
+    traits_for_kind,
+)
+
+pytestmark = pytest.mark.unit
+
+CORE = Path(__file__).resolve().parents[3] / "app" / "workroom" / "core"
+
+
+def test_provider_kinds_declare_the_designed_traits() -> None:
+    sleepers = {k for k, t in PROVIDER_KINDS.items() if t.sleeps_when_idle}
+    assert sleepers == {"boxd", "simbox", "request-metered"}
+    assert traits_for_kind("boxd").idle_metering is IdleMetering.NETWORK
+    assert traits_for_kind("request-metered").idle_metering is IdleMetering.REQUESTS
+    assert traits_for_kind("request-metered").needs_outside_keep_awake
+    assert traits_for_kind("local").transport is Transport.LOCAL
+    assert traits_for_kind("simbox").transport is Transport.SSH_VIA_PROVIDER_PROXY
+    assert not any(t.keep_awake_holds_credential for t in PROVIDER_KINDS.values())
+    with pytest.raises(UnknownProviderError, match="boxd"):
+        traits_for_kind("cloud9")
+
+
+def test_traits_must_be_consistent() -> None:
+    with pytest.raises(ValidationError, match="sleeps when idle"):
+        ProviderTraits(sleeps_when_idle=True, idle_metering=IdleMetering.NEVER, transport=Transport.SSH)
+    with pytest.raises(ValidationError, match="heartbeat"):
+        ProviderTraits(sleeps_when_idle=True, idle_metering=IdleMetering.REQUESTS, transport=Transport.SSH,
+                       heartbeat_interval_seconds=60)
+    with pytest.raises(ValueError):
+        traits_for_kind("boxd").with_idle_window(float("nan"))
+    assert traits_for_kind("boxd").with_idle_window(None) is traits_for_kind("boxd")
+
+
+@pytest.mark.parametrize("name", ["", " ", " lead", "a/b", "a\\b", "tab\there", "nl\n", "x" * 65, "..", "\u200b"])
+def test_bad_host_names_are_refused(name: str) -> None:
+    with pytest.raises(ValueError):
+        check_host_name(name)
+    with pytest.raises(ValidationError):
+        Host(name=name)
+
+
+@given(st.text(min_size=1, max_size=64))
+def test_host_name_validation_never_crashes(name: str) -> None:
+    try:
+        Host(name=name)
+    except ValidationError:
+        pass
+
+
+@pytest.mark.parametrize(("hostname", "name"), [("mybox.example.com", "mybox"), ("Mac-Pro.local", "Mac-Pro"),
+                                               ("", FALLBACK_LOCAL_NAME), ("/", FALLBACK_LOCAL_NAME),
+                                               ("x" * 100, "x" * 64)])
+def test_local_host_name(hostname: str, name: str) -> None:
+    assert local_host_name(hostname) == name
+
+
+def test_host_fields() -> None:
+    host = Host(name="gpu-box", provider="boxd", address="10.0.0.5", port=2222, user="dev",
+                identity=IdentityRef.file("~/.ssh/id_ed25519"), idle_window_seconds=120, agent_candidates="user")
+    assert host.traits.idle_window_seconds == 120 and host.traits.sleeps_when_idle
+    assert host.connect_address == "10.0.0.5"
+    assert Host(name="alias", provider="ssh").connect_address == "alias"
+    assert Host.model_validate_json(host.model_dump_json()) == host
+    for bad in ({"port": 0}, {"port": 65536}, {"port": True}, {"port": "22"}, {"provider": "nope"},
+                {"address": "two words"}, {"idle_window_seconds": 0}, {"agent_candidates": "root"},
+                {"colour": "red"}):
+        with pytest.raises(ValidationError):
+            Host.model_validate({"name": "h", "provider": "ssh", **bad})
+    with pytest.raises(ValidationError, match="local provider"):
+        Host(name="me", provider="local", address="1.2.3.4")
+
+
+def test_identity_is_a_reference_never_a_secret() -> None:
+    assert IdentityRef.keyring("gpu-key").kind is IdentityKind.KEYRING
+    with pytest.raises(ValidationError, match="never the key"):
+        IdentityRef.file("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn...")
+
+
+def test_hosts_file_add_remove_are_pure_and_names_unique() -> None:
+    empty = HostsFile()
+    one = empty.add(Host(name="a", provider="ssh"))
+    two = one.add(Host(name="b", provider="boxd"))
+    assert empty.hosts == () and one.names() == ["a"] and two.names() == ["a", "b"]
+    with pytest.raises(DuplicateHostError):
+        two.add(Host(name="A", provider="ssh"))
+    assert two.remove("a").names() == ["b"] and two.names() == ["a", "b"]
+    with pytest.raises(HostNotFoundError) as caught:
+        two.remove("zzz")
+    assert isinstance(caught.value, UserError) and "zzz" in str(caught.value)
+    assert two.replace(Host(name="a", provider="exe.dev")).require("a").provider == "exe.dev"
+    with pytest.raises(ValidationError, match="more than once"):
+        HostsFile(hosts=(Host(name="a"), Host(name="a")))
+    first = HostsFile.first_run("laptop.lan")
+    assert first.names() == ["laptop"] and first.hosts[0].provider == "local"
+
+
+def test_connection_info_with_state() -> None:
+    info = ConnectionInfo().with_state(ConnectionState.LOST, 5.0, error=UserError("Lost", "Gone.", "Retry."))
+    assert info.state is ConnectionState.LOST and info.since_monotonic == 5.0
+    assert info.error is not None and info.error.text() == "Lost: Gone. Retry."
+    assert info.with_state(ConnectionState.LIVE, 6.0).error is None
+
+
+def test_app_settings_defaults() -> None:
+    assert AppSettings().ceiling.ceiling_seconds == 4 * 3600
+
+
+ALLOWED_IMPORTS = {"__future__", "collections", "dataclasses", "enum", "json", "math", "re", "types",
+                   "typing", "unicodedata", "pydantic", "workroom"}
+
+
+def test_core_imports_no_qt_no_io_and_nothing_else_of_the_app() -> None:
+    for path in CORE.glob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [node.module or ""]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                assert top in ALLOWED_IMPORTS, f"{path.name} imports {name}"
+                if top == "workroom":
+                    assert name.startswith("workroom.core"), f"{path.name} imports {name}"

@@ -1,0 +1,147 @@
+"""Paths, and hosts/settings on disk: atomic writes, mode 0600, damaged files kept aside.
+
+These touch temporary files only (WORKROOM_HOME points into tmp_path).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from workroom.core.app_settings import AppSettings
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.hosts import Host, HostsFile
+from workroom.paths import HOME_ENV, AppPaths, app_paths
+from workroom.storage import (
+    atomic_write_bytes,
+    load_hosts,
+    load_settings,
+    save_hosts,
+    save_settings,
+)
+
+pytestmark = pytest.mark.unit
+
+
+@pytest.fixture
+def paths(tmp_path: Path) -> AppPaths:
+    return app_paths({HOME_ENV: str(tmp_path / "home")}).ensure()
+
+
+def test_workroom_home_overrides_every_path(tmp_path: Path) -> None:
+    p = app_paths({HOME_ENV: str(tmp_path)})
+    for directory in (p.config_dir, p.state_dir, p.cache_dir, p.runtime_dir, p.log_dir):
+        assert directory.is_relative_to(tmp_path)
+    assert len({p.config_dir, p.state_dir, p.cache_dir, p.runtime_dir, p.log_dir}) == 5
+    assert p.hosts_file.parent == p.config_dir and p.known_hosts_file.parent == p.config_dir
+    p.ensure()
+    assert stat.S_IMODE(p.config_dir.stat().st_mode) == 0o700
+
+
+def test_platform_paths_without_workroom_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    p = app_paths({})
+    assert all("workroom" in str(d) for d in (p.config_dir, p.state_dir, p.cache_dir, p.log_dir))
+    assert p.runtime_dir.is_relative_to(p.cache_dir)  # private, not a shared /tmp fallback
+
+
+def test_first_run_has_this_computer(paths: AppPaths) -> None:
+    loaded = load_hosts(paths, hostname="devbox.example.org")
+    assert loaded.problem is None
+    assert [(h.name, h.provider) for h in loaded.value.hosts] == [("devbox", "local")]
+    assert not paths.hosts_file.exists()  # loading writes nothing
+
+
+def test_hosts_round_trip_atomically_with_mode_0600(paths: AppPaths) -> None:
+    hosts = HostsFile.first_run("me").add(Host(name="gpu", provider="boxd", address="10.1.2.3", port=2222))
+    save_hosts(paths, hosts)
+    assert stat.S_IMODE(paths.hosts_file.stat().st_mode) == 0o600
+    assert load_hosts(paths, hostname="other").value == hosts
+    assert [p.name for p in paths.config_dir.iterdir()] == ["hosts.json"]  # no temp file left
+
+
+def test_settings_round_trip(paths: AppPaths) -> None:
+    assert load_settings(paths).value == AppSettings()
+    settings = AppSettings(ceiling=CeilingSettings(ceiling_seconds=90, ask_at_ceiling=True))
+    save_settings(paths, settings)
+    assert load_settings(paths).value == settings
+    assert stat.S_IMODE(paths.settings_file.stat().st_mode) == 0o600
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"{not json",
+        b"\xff\xfe\x00",
+        b"[]",
+        json.dumps({"version": 1, "hosts": [{"name": "a/b", "provider": "ssh"}]}).encode(),
+        json.dumps({"version": 1, "hosts": [{"name": "a"}, {"name": "A"}]}).encode(),
+        json.dumps({"version": 99, "hosts": []}).encode(),
+        b"",
+    ],
+)
+def test_damaged_hosts_file_is_kept_aside_and_the_app_starts(paths: AppPaths, content: bytes) -> None:
+    paths.hosts_file.write_bytes(content)
+    loaded = load_hosts(paths, hostname="me")
+    assert loaded.value == HostsFile.first_run("me")
+    problem = loaded.problem
+    assert problem is not None and problem.title and problem.message and problem.hint
+    assert loaded.moved_aside_to is not None and loaded.moved_aside_to.name.startswith("hosts.json.corrupt-")
+    assert loaded.moved_aside_to.read_bytes() == content  # nothing lost
+    assert str(loaded.moved_aside_to) in problem.message
+    assert not paths.hosts_file.exists()
+
+
+def test_damaged_settings_out_of_range_says_which_field(paths: AppPaths) -> None:
+    paths.settings_file.write_text(json.dumps({"version": 1, "ceiling": {"ceiling_seconds": 10}}))
+    loaded = load_settings(paths)
+    assert loaded.value == AppSettings()
+    assert loaded.problem is not None and "ceiling_seconds" in loaded.problem.message
+
+
+def test_two_damaged_files_in_the_same_second_are_both_kept(paths: AppPaths) -> None:
+    asides = []
+    for content in (b"one", b"two"):
+        paths.settings_file.write_bytes(content)
+        loaded = load_settings(paths)
+        asides.append(loaded.moved_aside_to)
+    assert asides[0] != asides[1]
+    assert {a.read_bytes() for a in asides if a} == {b"one", b"two"}
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file, so permissions cannot make it unreadable")
+def test_unreadable_file_is_reported_and_left_in_place(paths: AppPaths) -> None:
+    paths.hosts_file.write_text("{}")
+    paths.hosts_file.chmod(0)
+    loaded = load_hosts(paths, hostname="me")
+    assert loaded.problem is not None and loaded.moved_aside_to is None and paths.hosts_file.exists()
+
+
+def test_unreadable_path_is_reported_and_left_in_place(paths: AppPaths) -> None:
+    paths.hosts_file.mkdir()  # a directory where the file should be: open() fails even for root
+    loaded = load_hosts(paths, hostname="me")
+    assert loaded.problem is not None and "Could not read" in loaded.problem.title
+    assert loaded.moved_aside_to is None and paths.hosts_file.is_dir()
+
+
+def test_atomic_write_keeps_the_old_file_when_writing_fails(tmp_path: Path) -> None:
+    target = tmp_path / "f.json"
+    atomic_write_bytes(target, b"old")
+
+    with pytest.raises(TypeError):
+        atomic_write_bytes(target, "text is not bytes")  # type: ignore[arg-type]
+    assert target.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["f.json"]
+
+
+def test_atomic_write_replaces_not_rewrites(tmp_path: Path) -> None:
+    """A reader holding the old file keeps seeing the old bytes: the new file is a new inode."""
+    target = tmp_path / "f.json"
+    atomic_write_bytes(target, b"old")
+    with target.open("rb") as reader:
+        atomic_write_bytes(target, b"new")
+        assert reader.read() == b"old"
+    assert target.read_bytes() == b"new"
