@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "keep":
             return asyncio.run(_cmd_keep(args))
         if args.command == "simbox":
-            from workroom.simbox.__main__ import main as simbox_main
+            from workroom.simbox.cli import main as simbox_main
 
             return int(simbox_main(args.simbox_args) or 0)
     except UserError as error:

@@ -98,6 +98,8 @@ class Host(BaseModel):
     idle_window_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """This host's own idle window, when it differs from the provider's (or the provider's is unknown)."""
     agent_candidates: AgentCandidates | None = None
+    provider_ref: str | None = None
+    """The provider's own name for the machine: a boxd machine name, a simulated box's health URL."""
 
     @field_validator("name")
     @classmethod
@@ -111,7 +113,7 @@ class Host(BaseModel):
             raise ValueError(str(UnknownProviderError(provider)))
         return provider
 
-    @field_validator("address", "user")
+    @field_validator("address", "user", "provider_ref")
     @classmethod
     def _plain_token(cls, value: str | None) -> str | None:
         if value is None:

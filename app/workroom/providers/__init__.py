@@ -9,8 +9,13 @@ from workroom.providers.base import Provider, ProviderContext
 def make_provider(kind: str, context: ProviderContext) -> Provider:
     from workroom.providers import ssh_family
     from workroom.providers.local import LocalProvider
+    from workroom.providers.simbox import SimboxProvider
 
-    classes: dict[str, type[Provider]] = {LocalProvider.kind: LocalProvider, **ssh_family.PROVIDERS}
+    classes: dict[str, type[Provider]] = {
+        LocalProvider.kind: LocalProvider,
+        SimboxProvider.kind: SimboxProvider,
+        **ssh_family.PROVIDERS,
+    }
     if kind not in classes:
         raise UnknownProviderError(kind)
     return classes[kind](context)

@@ -109,7 +109,7 @@ class BoxdProvider(SshProvider):
         if exe is None:
             return BoxState.UNKNOWN
         proc = await asyncio.create_subprocess_exec(
-            exe, "machine", "status", host.connect_address, "--json",
+            exe, "machine", "status", host.provider_ref or host.connect_address, "--json",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
         )
         try:

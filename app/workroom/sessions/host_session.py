@@ -320,7 +320,7 @@ class HostSession:
                     raise _Fatal(question) from None
                 known = self.provider.context.known_hosts
                 assert known is not None
-                known.trust_answer(q)
+                await self._runner.run(known.trust_answer, q)
                 self._set_state(ConnectionState.CONNECTING)
 
     async def _liveness(self, link: AgentLink) -> None:

@@ -1,0 +1,141 @@
+"""Finds the agent zipapp the app pushes to hosts, the same way in development and when frozen.
+
+Frozen (PyInstaller): the build put `wr-agent.pyz` next to the app's files (`sys._MEIPASS`); it is read as is.
+Development or an installed wheel: the agent's own `python -m wr_agent bundle --out F` builds it from
+`agent_bundle/wr_agent` (checkout) or `workroom/_agent_src/wr_agent` (wheel), in a child process, so the
+app never imports agent code and the bytes are exactly what the agent's deterministic builder makes.
+The result is cached under the app's cache dir, keyed by a digest of the agent's sources.
+
+Either way the sha256 returned is computed here from the bytes returned, never taken on trust.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+BUNDLE_NAME = "wr-agent.pyz"
+BUILD_TIMEOUT_S = 60.0
+_HEX64 = re.compile(r"\b[0-9a-f]{64}\b")
+
+
+class AgentBundleError(RuntimeError):
+    """The agent bundle could not be found or built; the message says where and why."""
+
+
+@dataclass(frozen=True)
+class AgentBundle:
+    path: Path
+    data: bytes
+    sha256: str
+
+    def __repr__(self) -> str:  # keep the bytes out of logs
+        return f"AgentBundle(path={str(self.path)!r}, size={len(self.data)}, sha256={self.sha256!r})"
+
+
+def frozen_bundle_dir() -> Path | None:
+    """The PyInstaller data dir when running frozen, else None."""
+    meipass = getattr(sys, "_MEIPASS", None)
+    return Path(meipass) if meipass and getattr(sys, "frozen", False) else None
+
+
+def agent_source_root() -> Path:
+    """The directory that holds the `wr_agent` package (what goes on the builder's PYTHONPATH)."""
+    here = Path(__file__).resolve().parent
+    candidates = [here / "_agent_src", here.parent.parent / "agent_bundle"]
+    for root in candidates:
+        if (root / "wr_agent" / "__init__.py").is_file():
+            return root
+    looked = ", ".join(str(c) for c in candidates)
+    raise AgentBundleError(f"agent sources (wr_agent/) not found (looked in: {looked})")
+
+
+def source_digest(source_root: Path) -> str:
+    """sha256 over every file of the wr_agent package (names and bytes), ignoring bytecode caches."""
+    pkg = source_root / "wr_agent"
+    h = hashlib.sha256()
+    files = sorted(p for p in pkg.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    for path in files:
+        rel = path.relative_to(pkg).as_posix().encode()
+        data = path.read_bytes()
+        h.update(len(rel).to_bytes(4, "big") + rel + len(data).to_bytes(8, "big") + data)
+    return h.hexdigest()
+
+
+def default_cache_dir() -> Path:
+    """The app's cache dir (honours WORKROOM_HOME via workroom.paths), `agent/` under it."""
+    try:
+        from workroom.paths import app_paths
+    except ImportError:
+        home = os.environ.get("WORKROOM_HOME")
+        base = Path(home) / "cache" if home else Path(tempfile.gettempdir()) / "workroom-cache"
+        return base / "agent"
+    return app_paths().cache_dir / "agent"
+
+
+def _read(path: Path) -> AgentBundle:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise AgentBundleError(f"cannot read the agent bundle {path}: {exc}") from None
+    if not data:
+        raise AgentBundleError(f"the agent bundle {path} is empty")
+    return AgentBundle(path=path, data=data, sha256=hashlib.sha256(data).hexdigest())
+
+
+def build_bundle(source_root: Path, out: Path, python: str | None = None) -> str:
+    """Run the agent's own builder in a child process; returns the sha256 it printed (or "")."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(source_root)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # an installed wheel's site-packages may be read-only
+    cmd = [python or sys.executable, "-m", "wr_agent", "bundle", "--out", str(out)]
+    try:
+        proc = subprocess.run(
+            cmd, env=env, cwd=out.parent, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise AgentBundleError(f"building the agent bundle took over {BUILD_TIMEOUT_S:.0f} s: {cmd}") from None
+    except OSError as exc:
+        raise AgentBundleError(f"cannot run the agent bundle builder {cmd[0]}: {exc}") from None
+    if proc.returncode != 0 or not out.is_file():
+        detail = (proc.stderr or proc.stdout).strip()[-2000:]
+        raise AgentBundleError(
+            f"`{' '.join(cmd)}` (PYTHONPATH={source_root}) failed with exit {proc.returncode}: {detail}"
+        )
+    found = _HEX64.findall(proc.stdout)
+    return found[-1] if found else ""
+
+
+def locate_agent_bundle(cache_dir: Path | None = None, *, frozen_dir: Path | None = None) -> AgentBundle:
+    """The agent bundle's path, bytes and real sha256.
+
+    `frozen_dir` (default: sys._MEIPASS when frozen) holds a packaged wr-agent.pyz; otherwise the bundle is
+    built from the sources into `cache_dir` (default: the app's cache dir) once per source digest.
+    """
+    frozen = frozen_dir if frozen_dir is not None else frozen_bundle_dir()
+    if frozen is not None:
+        path = frozen / BUNDLE_NAME
+        if not path.is_file():
+            raise AgentBundleError(f"the packaged agent bundle is missing: {path}")
+        return _read(path)
+
+    source_root = agent_source_root()
+    cache = cache_dir if cache_dir is not None else default_cache_dir()
+    target = cache / f"wr-agent-{source_digest(source_root)[:20]}.pyz"
+    if not target.is_file():
+        printed = build_bundle(source_root, target)
+        bundle = _read(target)
+        if printed and printed != bundle.sha256:
+            target.unlink(missing_ok=True)
+            raise AgentBundleError(
+                f"the agent builder printed sha256 {printed} but wrote bytes hashing to {bundle.sha256}"
+            )
+        return bundle
+    return _read(target)

@@ -1,0 +1,421 @@
+"""Host key checking: the app's own known_hosts, the user's read-only, and never an automatic yes.
+
+A key is accepted only if a known_hosts entry for that host and port holds exactly that key. A key
+never seen before is a question (`UnknownHostKey`) for the UI or CLI to put to the user, who may then
+`trust` it; a key that differs from what is on record is refused (`ChangedHostKey`) and never
+becomes a question, because that is what an interception looks like. The user's ~/.ssh/known_hosts
+is read (so hosts they already use are known) but only the app-owned file is ever written.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import fcntl
+import hashlib
+import hmac
+import os
+import re
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+
+from workroom.core.errors import UserError
+
+HASHED_PREFIX = "|1|"
+USER_KNOWN_HOSTS = Path.home() / ".ssh" / "known_hosts"
+RSA_SIGNATURE_TYPES = ("rsa-sha2-512", "rsa-sha2-256")
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """OpenSSH's SHA256 fingerprint of a public key: `SHA256:` + unpadded base64 (as `ssh-keygen -l`)."""
+    return fingerprint_of_blob(key.asbytes())
+
+
+def fingerprint_of_blob(blob: bytes) -> str:
+    digest = hashlib.sha256(blob).digest()
+    return "SHA256:" + base64.b64encode(digest).decode("ascii").rstrip("=")
+
+
+def host_key_name(host: str, port: int) -> str:
+    """The name OpenSSH files a host's key under: `host` on port 22, else `[host]:port`."""
+    return host if port == 22 else f"[{host}]:{port}"
+
+
+def _display_type(key_type: str) -> str:
+    """`ssh-ed25519` -> `ED25519`, `ecdsa-sha2-nistp256` -> `ECDSA`, as ssh prints them."""
+    if key_type.startswith("ecdsa-"):
+        return "ECDSA"
+    return key_type.removeprefix("ssh-").upper()
+
+
+# --- verdicts ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KnownHostKey:
+    """The presented key is on record for this host and port (found in `source`)."""
+
+    host: str
+    port: int
+    key_type: str
+    fingerprint: str
+    source: Path
+
+
+@dataclass(frozen=True)
+class UnknownHostKey:
+    """A question: nothing is on record for this host and port; does the user trust this key?
+
+    Carries the key itself so that answering yes is `KnownHosts.trust_answer(question)`.
+    """
+
+    host: str
+    port: int
+    key_type: str
+    fingerprint: str
+    key: paramiko.PKey
+
+    def prompt(self) -> str:
+        """The question in the words ssh uses."""
+        return (f"The authenticity of host {host_key_name(self.host, self.port)} can't be established. "
+                f"{_display_type(self.key_type)} key fingerprint is {self.fingerprint}. "
+                "Trust this key and connect?")
+
+
+@dataclass(frozen=True)
+class ChangedHostKey:
+    """Refused: the host presented a key other than the one(s) on record (or a revoked key)."""
+
+    host: str
+    port: int
+    key_type: str
+    presented_fingerprint: str
+    expected_fingerprints: tuple[str, ...]
+    sources: tuple[Path, ...]
+    revoked: bool = False
+
+
+HostKeyVerdict = KnownHostKey | UnknownHostKey | ChangedHostKey
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+class HostKeyUnknown(UserError):
+    """Connecting stopped at a host key nobody has confirmed yet; `.question` is what to ask."""
+
+    def __init__(self, question: UnknownHostKey) -> None:
+        self.question = question
+        super().__init__(
+            "New host key",
+            f"{host_key_name(question.host, question.port)} presented a host key this computer has not "
+            f"seen before: {_display_type(question.key_type)} {question.fingerprint}.",
+            "Compare it with the host's own fingerprint (ssh-keygen -lf on the host's key) and trust it "
+            "only if they match.",
+        )
+
+
+class HostKeyChanged(UserError):
+    """Connecting was refused because the host key differs from the one on record."""
+
+    def __init__(self, change: ChangedHostKey) -> None:
+        self.change = change
+        name = host_key_name(change.host, change.port)
+        if change.revoked:
+            message = (f"{name} presented the host key {change.presented_fingerprint}, which is marked "
+                       "as revoked.")
+        else:
+            expected = " or ".join(change.expected_fingerprints)
+            message = (f"The host key of {name} has changed: expected {expected}, but the host presented "
+                       f"{change.presented_fingerprint}. Someone may be intercepting the connection, or "
+                       "the host was rebuilt.")
+        files = ", ".join(str(p) for p in change.sources)
+        super().__init__(
+            "Host key changed",
+            message,
+            f"Do not connect unless you know the host was rebuilt; then remove its old key from {files} "
+            f"(for ~/.ssh/known_hosts: ssh-keygen -R '{name}') and connect again.",
+        )
+
+
+class KnownHostsError(UserError):
+    """The app's known_hosts file could not be written."""
+
+
+# --- known_hosts files ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Entry:
+    patterns: str
+    key_type: str
+    blob: bytes
+    marker: str  # "" | "@revoked" | "@cert-authority"
+    source: Path
+
+    def matches(self, name: str) -> bool:
+        if self.patterns.startswith(HASHED_PREFIX):
+            return _hashed_match(self.patterns, name)
+        return _pattern_match(self.patterns, name)
+
+
+def _hashed_match(field: str, name: str) -> bool:
+    """`|1|base64(salt)|base64(HMAC-SHA1(salt, name))`, as HashKnownHosts writes."""
+    parts = field.split("|")
+    if len(parts) != 4:
+        return False
+    try:
+        salt = base64.b64decode(parts[2], validate=True)
+        expected = base64.b64decode(parts[3], validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    actual = hmac.new(salt, name.encode("utf-8"), hashlib.sha1).digest()
+    return hmac.compare_digest(actual, expected)
+
+
+def _pattern_match(field: str, name: str) -> bool:
+    """OpenSSH host pattern lists: comma-separated, `*`/`?` wildcards, `!` negates and wins."""
+    name = name.lower()
+    matched = False
+    for raw in field.split(","):
+        negated = raw.startswith("!")
+        pattern = raw[1:] if negated else raw
+        if pattern and _glob(pattern.lower()).fullmatch(name):
+            if negated:
+                return False
+            matched = True
+    return matched
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """OpenSSH wildcards are only `*` and `?`; `[` is literal (it is in `[host]:port`)."""
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern),
+                      re.DOTALL)
+
+
+def _parse_line(line: str, source: Path) -> _Entry | None:
+    """One known_hosts line, or None for blanks, comments and lines OpenSSH would skip too."""
+    fields = line.split()
+    if not fields or fields[0].startswith("#"):
+        return None
+    marker = ""
+    if fields[0].startswith("@"):
+        marker, fields = fields[0], fields[1:]
+    if len(fields) < 3:
+        return None
+    patterns, key_type, b64 = fields[0], fields[1], fields[2]
+    try:
+        blob = base64.b64decode(b64, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return _Entry(patterns, key_type, blob, marker, source)
+
+
+def _read_entries(path: Path | None) -> list[_Entry]:
+    if path is None:
+        return []
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    except OSError:
+        return []  # an unreadable user file must not block the app; the key will simply be a question
+    entries = []
+    for line in text.splitlines():
+        entry = _parse_line(line, path)
+        if entry is not None:
+            entries.append(entry)
+    return entries
+
+
+class KnownHosts:
+    """Host keys on record: `app_file` (read and appended by us) and `user_file` (only read).
+
+    `user_file` defaults to ~/.ssh/known_hosts; pass None to ignore it. Files are re-read on every
+    check so a key trusted by the CLI is seen by a running app at once.
+    """
+
+    def __init__(self, app_file: Path, user_file: Path | None = USER_KNOWN_HOSTS) -> None:
+        self.app_file = Path(app_file)
+        self.user_file = Path(user_file) if user_file is not None else None
+        self._lock = threading.Lock()
+
+    def _entries_for(self, host: str, port: int) -> list[_Entry]:
+        name = host_key_name(host, port)
+        entries = _read_entries(self.user_file) + _read_entries(self.app_file)
+        return [e for e in entries if e.marker != "@cert-authority" and e.matches(name)]
+
+    def known_key_types(self, host: str, port: int) -> list[str]:
+        """Key types on record for this host, so the connection can ask the server for one of those."""
+        return list(dict.fromkeys(e.key_type for e in self._entries_for(host, port) if not e.marker))
+
+    def verify(self, host: str, port: int, key: paramiko.PKey) -> HostKeyVerdict:
+        """Compare the presented key with the records: known, unknown (a question) or changed (refused).
+
+        A host with keys on record only of other types is treated as changed: the connection asks
+        for the recorded types first, so a server that no longer offers them has changed its keys.
+        """
+        blob = key.asbytes()
+        key_type = key.get_name()
+        presented = fingerprint_of_blob(blob)
+        entries = self._entries_for(host, port)
+        revoked = [e for e in entries if e.marker == "@revoked" and e.blob == blob]
+        if revoked:
+            return ChangedHostKey(host, port, key_type, presented, (),
+                                  tuple(dict.fromkeys(e.source for e in revoked)), revoked=True)
+        plain = [e for e in entries if not e.marker]
+        for entry in plain:
+            if entry.blob == blob:
+                return KnownHostKey(host, port, key_type, presented, entry.source)
+        if plain:
+            return ChangedHostKey(
+                host, port, key_type, presented,
+                tuple(dict.fromkeys(fingerprint_of_blob(e.blob) for e in plain)),
+                tuple(dict.fromkeys(e.source for e in plain)),
+            )
+        return UnknownHostKey(host, port, key_type, presented, key)
+
+    def trust(self, host: str, port: int, key: paramiko.PKey) -> None:
+        """Record `key` for host:port in the app's file (atomic replace; a no-op if already known).
+
+        Refuses (HostKeyChanged) when a different key is on record: trusting cannot override that.
+        """
+        if not host or any(c.isspace() or c in ",#[]" for c in host) or host.startswith("|"):
+            raise ValueError(f"not a host name: {host!r}")
+        with self._lock, self._file_lock():
+            verdict = self.verify(host, port, key)
+            if isinstance(verdict, KnownHostKey):
+                return
+            if isinstance(verdict, ChangedHostKey):
+                raise HostKeyChanged(verdict)
+            line = f"{host_key_name(host, port)} {key.get_name()} {key.get_base64()}\n"
+            self._rewrite(lambda old: old + ("" if not old or old.endswith("\n") else "\n") + line)
+
+    def trust_answer(self, question: UnknownHostKey) -> None:
+        """The user said yes to `question`."""
+        self.trust(question.host, question.port, question.key)
+
+    def forget(self, host: str, port: int) -> int:
+        """Remove every entry for host:port from the app's file (after a host was rebuilt).
+
+        Returns how many lines went. The user's own known_hosts is never touched.
+        """
+        name = host_key_name(host, port)
+        removed = 0
+
+        def drop(old: str) -> str:
+            nonlocal removed
+            kept = []
+            for line in old.splitlines(keepends=True):
+                entry = _parse_line(line, self.app_file)
+                if entry is not None and entry.matches(name):
+                    removed += 1
+                    continue
+                kept.append(line)
+            return "".join(kept)
+
+        with self._lock, self._file_lock():
+            self._rewrite(drop)
+        return removed
+
+    def _file_lock(self) -> _FileLock:
+        return _FileLock(self.app_file.with_name(self.app_file.name + ".lock"))
+
+    def _rewrite(self, change: Callable[[str], str]) -> None:
+        """Write change(old text) to the app file via a temp file + fsync + rename: never half-written."""
+        directory = self.app_file.parent
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            try:
+                old = self.app_file.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                old = ""
+            new = change(old)
+            fd, tmp = tempfile.mkstemp(prefix=".known_hosts.", dir=directory)
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(new)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.chmod(tmp, 0o600)
+                os.replace(tmp, self.app_file)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                raise
+        except OSError as exc:
+            raise _save_error(self.app_file, exc) from exc
+
+
+def _save_error(path: Path, exc: OSError) -> KnownHostsError:
+    return KnownHostsError("Could not save the host key", f"Writing {path} failed: {exc.strerror or exc}.",
+                           "Check that the folder exists and is writable, then try again.")
+
+
+class _FileLock:
+    """An advisory lock shared with other workroom processes (the CLI and the app may both trust)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def __enter__(self) -> _FileLock:
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:
+            raise _save_error(self.path, exc) from exc
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+# --- paramiko glue ----------------------------------------------------------------------------
+
+
+class RefuseUnverifiedHostKey(paramiko.MissingHostKeyPolicy):
+    """paramiko's host key hook for one connection: accept only a key on record, raise otherwise.
+
+    The SSHClient using it holds no host keys of its own, so every key comes through here and is
+    checked against `KnownHosts` (never added).
+    """
+
+    def __init__(self, known_hosts: KnownHosts, host: str, port: int) -> None:
+        self.known_hosts = known_hosts
+        self.host = host
+        self.port = port
+        self.verdict: HostKeyVerdict | None = None
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        verdict = self.known_hosts.verify(self.host, self.port, key)
+        self.verdict = verdict
+        if isinstance(verdict, UnknownHostKey):
+            raise HostKeyUnknown(verdict)
+        if isinstance(verdict, ChangedHostKey):
+            raise HostKeyChanged(verdict)
+        if not isinstance(verdict, KnownHostKey):  # defensive: only an explicit match passes
+            raise HostKeyUnknown(UnknownHostKey(self.host, self.port, key.get_name(), fingerprint(key), key))
+
+
+def preferred_key_types(known: list[str], offered: tuple[str, ...] | list[str]) -> list[str]:
+    """Put the host key algorithms we hold keys for first, like ssh does, so a known key is presented.
+
+    An `ssh-rsa` record is satisfied by the rsa-sha2 signature algorithms.
+    """
+    wanted: list[str] = []
+    for key_type in known:
+        if key_type == "ssh-rsa":
+            wanted.extend(t for t in RSA_SIGNATURE_TYPES if t in offered)
+        if key_type in offered:
+            wanted.append(key_type)
+    wanted = list(dict.fromkeys(wanted))
+    return wanted + [t for t in offered if t not in wanted]
