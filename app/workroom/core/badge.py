@@ -175,6 +175,11 @@ def _waiting(connection: ConnectionInfo) -> Badge:
         return _make(BadgeKind.UNKNOWN, sentences, hint="Check the fingerprint, then trust it or cancel.")
     if connection.state is ConnectionState.PUSHING:
         return _make(BadgeKind.UNKNOWN, ["Installing the agent on this host."])
+    if connection.error is not None:
+        # Retrying after a loss: still unreachable until this attempt succeeds.
+        sentences = ["The app cannot reach this host; it is trying again now.",
+                     f"{connection.error.title}: {connection.error.message}"]
+        return _make(BadgeKind.OFFLINE, sentences, hint="The app will keep trying.")
     return _make(BadgeKind.UNKNOWN, ["Connecting."])
 
 

@@ -71,3 +71,7 @@ class ConnectionInfo(BaseModel):
         """The next snapshot: a new state since `now_monotonic`, with the error (if any) replaced."""
         info = error.info() if isinstance(error, UserError) else error
         return self.model_copy(update={"state": state, "since_monotonic": now_monotonic, "error": info})
+
+    def retrying(self, now_monotonic: float) -> ConnectionInfo:
+        """CONNECTING again after a failure: the last error stays until the attempt succeeds."""
+        return self.model_copy(update={"state": ConnectionState.CONNECTING, "since_monotonic": now_monotonic})

@@ -52,6 +52,10 @@ class Engine:
             self._providers[host.provider] = make_provider(host.provider, self.context)
         return self._providers[host.provider]
 
+    def use_provider(self, provider: Provider) -> None:
+        """Serve `provider.kind` hosts with this provider (tests use stand-ins for cloud providers)."""
+        self._providers[provider.kind] = provider
+
     def session(self, name: str) -> HostSession:
         host = self.hosts.require(name)
         session = self.sessions.get(host.name)

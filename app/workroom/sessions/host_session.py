@@ -116,6 +116,7 @@ class HostSession:
         self.connect_started_at: float | None = None
         self.first_status_seconds: float | None = None
         self.failure: UserError | None = None
+        self._may_wake = False
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -123,8 +124,13 @@ class HostSession:
         return HostSnapshot(self.host, self.traits, self.connection, self.status, self.prompt,
                             self.status_received_at, self.install)
 
-    def start(self) -> None:
-        """Connect (and keep reconnecting) in the background."""
+    def start(self, *, wake: bool = False) -> None:
+        """Connect (and keep reconnecting) in the background.
+
+        A box its provider reports asleep is left asleep (shown as such) unless `wake` is set: a
+        background connect must not wake a sleeping box just to look at it.
+        """
+        self._may_wake = wake
         self._wanted = True
         if self._main is None or self._main.done():
             self._main = asyncio.get_running_loop().create_task(self._run(), name=f"session-{self.host.name}")
@@ -133,7 +139,7 @@ class HostSession:
         """Start and wait for the first status (or the first failure)."""
         self._first_status.clear()
         self.failure = None
-        self.start()
+        self.start(wake=True)
         waiter = asyncio.ensure_future(self._first_status.wait())
         assert self._main is not None
         done, _ = await asyncio.wait({waiter, self._main}, timeout=timeout,
@@ -238,6 +244,12 @@ class HostSession:
                 error = _lost_error(self.host, await self._rt.link.closed)
             except asyncio.CancelledError:
                 raise
+            except _StayAsleep:
+                self._teardown("asleep")
+                self._wanted = False
+                self._set_state(ConnectionState.ASLEEP)
+                self._first_status.set()
+                return
             except _Fatal as fatal:
                 self._teardown(str(fatal))
                 self.failure = fatal.original
@@ -279,7 +291,13 @@ class HostSession:
     async def _connect_once(self) -> None:
         self.connect_started_at = start = self._clock()
         was_asleep = (await self._box_state()) is BoxState.ASLEEP
-        self._set_state(ConnectionState.CONNECTING)
+        if was_asleep and not self._may_wake:
+            raise _StayAsleep()
+        if self.connection.error is not None and self._attempt > 0:
+            self.connection = self.connection.retrying(self._clock())
+            self._publish()
+        else:
+            self._set_state(ConnectionState.CONNECTING)
         shell = await self._open_shell()
         self._rt.shell = shell
         self._set_state(ConnectionState.PUSHING)
@@ -338,8 +356,8 @@ class HostSession:
                 return
 
 
-class _Lost(Exception):
-    pass
+class _StayAsleep(Exception):
+    """The provider says the box sleeps and this start may not wake it."""
 
 
 class _Fatal(Exception):

@@ -1,0 +1,173 @@
+"""The one object views talk to: it owns the engine, turns its listener calls into Qt signals and runs
+every action (connect, keep, add, remove, settings) as a task on the qasync loop.
+
+Views render what the controller hands them and call its methods; they never reach a session or the
+network themselves (STYLE.md: the UI only renders state the core computed).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal
+
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.connection import ConnectionInfo, ConnectionState
+from workroom.core.errors import UserError
+from workroom.core.hosts import Host
+from workroom.core.protocol import Status
+from workroom.sessions.engine import Engine
+from workroom.sessions.host_session import HostSession, HostSnapshot
+from workroom.ui.tasks import TaskKeeper
+
+log = logging.getLogger(__name__)
+
+HostKeyPrompter = Callable[[str, Any], Awaitable[bool]]
+"""(host name, question with .host .port .key_type .fingerprint) -> trust?"""
+
+
+class AppController(QObject):
+    snapshot_changed = Signal(object)
+    """A HostSnapshot, on every change of any host (the Qt thread: qasync runs asyncio there)."""
+    host_added = Signal(object)
+    host_removed = Signal(str)
+    failed = Signal(object)
+    """A UserError from an action the user started, to be shown."""
+    settings_applied = Signal(object)
+    """{host name: UserError | None} after new ceiling settings went out."""
+    settings_failed = Signal(object)
+    """A UserError: the settings could not be saved."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__()
+        self.engine = engine
+        self.tasks = TaskKeeper(self._task_failed)
+        self.host_key_prompter: HostKeyPrompter | None = None
+        engine.listeners.append(self._relay)
+
+    # -- state ------------------------------------------------------------------------------------
+
+    @property
+    def problems(self) -> list[UserError]:
+        return list(self.engine.problems)
+
+    @property
+    def ceiling_settings(self) -> CeilingSettings:
+        return self.engine.settings.ceiling
+
+    def host_names(self) -> list[str]:
+        return self.engine.hosts.names()
+
+    def snapshots(self) -> list[HostSnapshot]:
+        """Every host's snapshot; a host whose provider cannot be made shows as an error, not a crash."""
+        out = []
+        for host in self.engine.hosts.hosts:
+            try:
+                out.append(self._session(host.name).snapshot())
+            except UserError as error:
+                out.append(_unreachable(host, error))
+        return out
+
+    def _relay(self, snapshot: HostSnapshot) -> None:
+        self.snapshot_changed.emit(snapshot)
+
+    def _session(self, name: str) -> HostSession:
+        session = self.engine.session(name)
+        if session.host_key_answerer is None:
+            session.host_key_answerer = self._answer_host_key
+        return session
+
+    async def _answer_host_key(self, session: HostSession, question: Any) -> bool:
+        if self.host_key_prompter is None:
+            return False
+        return await self.host_key_prompter(session.host.name, question)
+
+    def _task_failed(self, name: str, error: BaseException) -> None:
+        if isinstance(error, UserError):
+            self.failed.emit(error)
+            return
+        log.error("action %s failed", name, exc_info=error)
+        self.failed.emit(UserError("Something went wrong", f"{name}: {type(error).__name__}: {error}",
+                                   "Try again; if it repeats, report it with the app's log."))
+
+    # -- actions ----------------------------------------------------------------------------------
+
+    def connect_host(self, name: str, *, wake: bool = True) -> None:
+        """Connect in the background (and keep reconnecting); progress arrives as snapshots.
+
+        The user asking wakes a sleeping box; the app's own start-up (`wake=False`) leaves it asleep.
+        """
+        try:
+            self._session(name).start(wake=wake)
+        except UserError as error:
+            self.failed.emit(error)
+
+    def connect_all(self, *, wake: bool = True) -> None:
+        for name in self.host_names():
+            self.connect_host(name, wake=wake)
+
+    def disconnect_host(self, name: str) -> None:
+        self.tasks.run(f"disconnect:{name}", self._session(name).disconnect())
+
+    async def keep(self, name: str) -> Status:
+        """Answer a prompt with Keep awake; raises UserError when the host cannot be reached."""
+        try:
+            session = self._session(name)
+        except UserError:
+            raise
+        try:
+            return await session.keep()
+        except UserError:
+            raise
+        except (OSError, TimeoutError, EOFError) as error:
+            raise UserError("Keep awake did not reach the host", f"{name}: {error}.",
+                            "Check the connection; the card stays until the host answers.") from None
+
+    def add_host(self, host: Host, *, connect: bool = True) -> None:
+        """Save a new host (raises DuplicateHostError) and start connecting to it."""
+        self.engine.add_host(host)
+        snapshot = self._snapshot_of(host)
+        self.host_added.emit(snapshot)
+        if connect:
+            self.connect_host(host.name)
+
+    def _snapshot_of(self, host: Host) -> HostSnapshot:
+        try:
+            return self._session(host.name).snapshot()
+        except UserError as error:
+            return _unreachable(host, error)
+
+    def remove_host(self, name: str) -> None:
+        async def remove() -> None:
+            await self.engine.remove_host(name)
+            self.host_removed.emit(name)
+
+        self.tasks.run(f"remove:{name}", remove())
+
+    def apply_settings(self, settings: CeilingSettings) -> None:
+        async def apply() -> None:
+            try:
+                outcome = await self.engine.set_ceiling_settings(settings)
+            except UserError as error:
+                self.settings_failed.emit(error)
+                return
+            except OSError as error:
+                self.settings_failed.emit(UserError("Settings not saved", str(error),
+                                                    "Check that the settings folder is writable."))
+                return
+            self.settings_applied.emit(outcome)
+
+        self.tasks.run("settings", apply())
+
+    async def close(self) -> None:
+        await self.tasks.cancel_all()
+        if self._relay in self.engine.listeners:
+            self.engine.listeners.remove(self._relay)
+        await self.engine.close()
+
+
+def _unreachable(host: Host, error: UserError) -> HostSnapshot:
+    info = ConnectionInfo(state=ConnectionState.ERROR, error=error.info())
+    return HostSnapshot(host, host.traits, info, None, None)

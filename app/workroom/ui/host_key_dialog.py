@@ -1,0 +1,64 @@
+"""The host-key question: an unknown key's SHA256 fingerprint, and the choice to trust it or cancel.
+
+Asked without a nested event loop (`open()`, then awaiting `finished`), so every other host keeps
+updating while the question is up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import html
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
+
+
+class HostKeyDialog(QDialog):
+    def __init__(self, host_name: str, question: Any, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("host_key_dialog")
+        self.setWindowTitle(f"Trust {host_name}'s key?")
+        port = getattr(question, "port", None)
+        where = f"{question.host}:{port}" if port and port != 22 else str(question.host)
+        text = QLabel(
+            f"<p><b>{html.escape(host_name)}</b> ({html.escape(where)}) offered a "
+            f"{html.escape(str(question.key_type))} key this computer has not seen before.</p>"
+            "<p>Trust it only if this fingerprint matches the one the host's owner gives you:</p>"
+        )
+        text.setWordWrap(True)
+        self.fingerprint = QLabel(str(question.fingerprint))
+        self.fingerprint.setObjectName("host_key_fingerprint")
+        self.fingerprint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.fingerprint.setStyleSheet("font-family: monospace; font-size: 13px; padding: 6px;")
+        buttons = QDialogButtonBox()
+        self.trust_button = buttons.addButton("Trust and connect", QDialogButtonBox.ButtonRole.AcceptRole)
+        self.trust_button.setObjectName("host_key_trust")
+        self.cancel_button = buttons.addButton(QDialogButtonBox.StandardButton.Cancel)
+        self.cancel_button.setObjectName("host_key_cancel")
+        self.cancel_button.setDefault(True)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(text)
+        layout.addWidget(self.fingerprint)
+        layout.addWidget(buttons)
+
+
+async def ask_host_key(host_name: str, question: Any, parent: QWidget | None = None) -> bool:
+    """Show the dialog and wait (without blocking the loop) for Trust (True) or Cancel (False)."""
+    dialog = HostKeyDialog(host_name, question, parent)
+    answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    def finished(result: int) -> None:
+        if not answer.done():
+            answer.set_result(result == QDialog.DialogCode.Accepted)
+
+    dialog.finished.connect(finished)
+    dialog.open()
+    try:
+        return await answer
+    finally:
+        if dialog.isVisible():
+            dialog.reject()
+        dialog.deleteLater()

@@ -1,0 +1,274 @@
+"""The window: prompt cards on top, the host list and its detail panel, and the settings pane.
+
+Everything here renders what the controller hands over and calls the controller's verbs.
+"""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import QItemSelectionModel, Qt
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMainWindow,
+    QMessageBox,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workroom.core.errors import UserError
+from workroom.core.hosts import Host
+from workroom.sessions.host_session import HostSnapshot
+from workroom.ui.app_controller import AppController
+from workroom.ui.host_detail_view import HostDetailView
+from workroom.ui.host_dialog import AddHostDialog
+from workroom.ui.host_key_dialog import ask_host_key
+from workroom.ui.host_table_model import Column, HostTableModel
+from workroom.ui.prompt_cards_view import PromptCardsView
+from workroom.ui.settings_view import SettingsView
+
+HOSTS_TAB, SETTINGS_TAB = 0, 1
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, controller: AppController) -> None:
+        super().__init__()
+        self.controller = controller
+        self.hide_on_close = False
+        self.setWindowTitle("Workroom")
+        self.setObjectName("main_window")
+        self.resize(1100, 620)
+        self.model = HostTableModel()
+        self.table = QTableView()
+        self.table.setObjectName("host_table")
+        self.table.setModel(self.model)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().hide()
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(False)
+        header.setSectionResizeMode(Column.BUSY, QHeaderView.ResizeMode.Stretch)
+        for column, width in ((Column.NAME, 130), (Column.PROVIDER, 80), (Column.BADGE, 190),
+                              (Column.VERDICT, 60), (Column.AWAKE, 80), (Column.CONNECTION, 150)):
+            self.table.setColumnWidth(column, width)
+        self.detail = HostDetailView()
+        self.detail.setMinimumWidth(300)
+        self.cards = PromptCardsView(controller.keep, controller.tasks)
+        self.settings = SettingsView()
+        self.settings.load(controller.ceiling_settings)
+
+        self.problems = QLabel()
+        self.problems.setObjectName("problems_banner")
+        self.problems.setWordWrap(True)
+        self.problems.setStyleSheet("background: #fde2e1; padding: 6px; border-radius: 4px;")
+        self._show_problems(controller.problems)
+        self.action_error = QLabel()
+        self.action_error.setObjectName("action_error")
+        self.action_error.setWordWrap(True)
+        self.action_error.setStyleSheet("color: #a40000;")
+        self.action_error.hide()
+
+        self.add_button = QPushButton("Add host…")
+        self.add_button.setObjectName("add_host")
+        self.remove_button = QPushButton("Remove host")
+        self.remove_button.setObjectName("remove_host")
+        self.connect_all_button = QPushButton("Connect all")
+        self.connect_all_button.setObjectName("connect_all")
+        toolbar = QHBoxLayout()
+        for button in (self.add_button, self.remove_button, self.connect_all_button):
+            toolbar.addWidget(button)
+        toolbar.addStretch(1)
+
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.table)
+        detail_scroll = QScrollArea()
+        detail_scroll.setWidgetResizable(True)
+        detail_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        detail_scroll.setWidget(self.detail)
+        splitter.addWidget(detail_scroll)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 1)
+        hosts_page = QWidget()
+        hosts_layout = QVBoxLayout(hosts_page)
+        hosts_layout.addWidget(self.problems)
+        hosts_layout.addWidget(self.cards)
+        hosts_layout.addLayout(toolbar)
+        hosts_layout.addWidget(self.action_error)
+        hosts_layout.addWidget(splitter, 1)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(hosts_page, "Hosts")
+        self.tabs.addTab(self.settings, "Settings")
+        self.setCentralWidget(self.tabs)
+        self.add_dialog: AddHostDialog | None = None
+
+        self._wire()
+        self.model.set_snapshots(controller.snapshots())
+        for snapshot in self.model.snapshots():
+            self.cards.sync(snapshot)
+        if self.model.rowCount() > 0:
+            self.select_host(self.model.snapshots()[0].host.name)
+        self._update_buttons()
+
+    # -- wiring -----------------------------------------------------------------------------------
+
+    def _wire(self) -> None:
+        c = self.controller
+        c.snapshot_changed.connect(self.on_snapshot)
+        c.host_added.connect(self._host_added)
+        c.host_removed.connect(self._host_removed)
+        c.failed.connect(self.show_error)
+        c.settings_applied.connect(self.settings.show_outcome)
+        c.settings_failed.connect(self.settings.show_failure)
+        c.host_key_prompter = lambda name, question: ask_host_key(name, question, self)
+        self.table.selectionModel().selectionChanged.connect(self._selection_changed)
+        self.detail.connect_requested.connect(self._connect)
+        self.detail.disconnect_requested.connect(self._disconnect)
+        self.detail.keep_requested.connect(self._keep)
+        self.cards.card_clicked.connect(self.select_host)
+        self.cards.ticked.connect(self._tick)
+        self.settings.apply_requested.connect(self._apply_settings)
+        self.add_button.clicked.connect(self.open_add_dialog)
+        self.remove_button.clicked.connect(self.confirm_remove)
+        self.connect_all_button.clicked.connect(lambda: c.connect_all())
+
+    def on_snapshot(self, snapshot: HostSnapshot) -> None:
+        self.model.update(snapshot)
+        self.cards.sync(snapshot)
+        if self.detail.snapshot is not None and self.detail.snapshot.host.name == snapshot.host.name:
+            self.detail.show_snapshot(snapshot)
+            self._update_buttons()
+
+    def _tick(self) -> None:
+        self.model.refresh_times()
+        if self.detail.snapshot is not None:
+            self.detail.show_snapshot(self.detail.snapshot)
+
+    # -- selection --------------------------------------------------------------------------------
+
+    def selected_name(self) -> str | None:
+        return self.detail.snapshot.host.name if self.detail.snapshot is not None else None
+
+    def select_host(self, name: str) -> None:
+        row = self.model.row_of(name)
+        if row is None:
+            return
+        self.tabs.setCurrentIndex(HOSTS_TAB)
+        self.table.selectionModel().select(
+            self.model.index(row, 0),
+            QItemSelectionModel.SelectionFlag.ClearAndSelect | QItemSelectionModel.SelectionFlag.Rows,
+        )
+        self.table.scrollTo(self.model.index(row, 0))
+
+    def _selection_changed(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        self.detail.show_snapshot(self.model.snapshot(rows[0].row()) if rows else None)
+        self._update_buttons()
+
+    def _update_buttons(self) -> None:
+        self.remove_button.setEnabled(self.detail.snapshot is not None)
+
+    # -- actions ----------------------------------------------------------------------------------
+
+    def _connect(self, name: str) -> None:
+        self.action_error.hide()
+        self.controller.connect_host(name)
+
+    def _disconnect(self, name: str) -> None:
+        self.action_error.hide()
+        self.controller.disconnect_host(name)
+
+    def _keep(self, name: str) -> None:
+        self.action_error.hide()
+
+        async def keep() -> None:
+            await self.controller.keep(name)
+
+        self.controller.tasks.run(f"keep:{name}", keep())
+
+    def _apply_settings(self, settings: object) -> None:
+        self.controller.apply_settings(settings)  # type: ignore[arg-type]
+
+    def open_add_dialog(self) -> AddHostDialog:
+        dialog = AddHostDialog(self.controller.engine.hosts, self)
+        dialog.accepted.connect(lambda: self._add_from(dialog))
+        dialog.finished.connect(dialog.deleteLater)
+        self.add_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _add_from(self, dialog: AddHostDialog) -> None:
+        host = dialog.host
+        if not isinstance(host, Host):
+            return
+        try:
+            self.controller.add_host(host)
+        except UserError as error:
+            self.show_error(error)
+
+    def confirm_remove(self) -> QMessageBox | None:
+        name = self.selected_name()
+        if name is None:
+            return None
+        box = QMessageBox(QMessageBox.Icon.Question, "Remove host",
+                          f"Remove {name} from this computer's hosts? Its agent keeps running there.",
+                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
+        box.setObjectName("remove_confirm")
+        box.finished.connect(lambda result: self._remove_answered(name, result))
+        box.open()
+        return box
+
+    def _remove_answered(self, name: str, result: int) -> None:
+        if result == QMessageBox.StandardButton.Yes:
+            self.controller.remove_host(name)
+
+    def _host_added(self, snapshot: HostSnapshot) -> None:
+        self.model.update(snapshot)
+        self.select_host(snapshot.host.name)
+
+    def _host_removed(self, name: str) -> None:
+        self.model.remove(name)
+        self.cards.forget_host(name)
+        if self.selected_name() == name:
+            self.detail.show_snapshot(None)
+        self._update_buttons()
+
+    def show_error(self, error: UserError) -> None:
+        self.action_error.setText(f"<b>{html.escape(error.title)}</b>: {html.escape(error.message)} "
+                                  f"{html.escape(error.hint)}")
+        self.action_error.show()
+
+    def _show_problems(self, problems: list[UserError]) -> None:
+        if not problems:
+            self.problems.hide()
+            return
+        self.problems.setText("<br>".join(
+            f"<b>{html.escape(p.title)}</b>: {html.escape(p.message)} {html.escape(p.hint)}" for p in problems))
+        self.problems.show()
+
+    def show_settings(self) -> None:
+        self.tabs.setCurrentIndex(SETTINGS_TAB)
+        self.bring_up()
+
+    def bring_up(self) -> None:
+        self.show()
+        self.raise_()
+        self.activateWindow()
+
+    def closeEvent(self, event: QCloseEvent) -> None:
+        if self.hide_on_close:
+            event.ignore()
+            self.hide()
+            return
+        super().closeEvent(event)

@@ -1,0 +1,216 @@
+"""Ceiling prompt cards: one per host whose agent asks "keep it awake?", in a scroll area.
+
+A card is keyed by (host, prompt deadline): once answered (Keep awake or Dismiss) the same prompt
+never comes back, while a new prompt from that host does. A Keep awake that cannot reach the host
+leaves the card up with the reason. The countdown uses one 1 Hz QTimer that runs only while a card
+is showing: it re-renders, it never asks the network.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtGui import QMouseEvent, QResizeEvent
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
+
+from workroom.core.durations import format_duration
+from workroom.core.errors import UserError
+from workroom.sessions.host_session import HostSnapshot
+from workroom.ui import row_text
+from workroom.ui.tasks import TaskKeeper
+
+CardKey = tuple[str, float]
+Keeper = Callable[[str], Awaitable[Any]]
+MAX_VISIBLE_CARDS = 3
+"""Cards shown before the area scrolls."""
+
+
+class PromptCard(QFrame):
+    clicked = Signal(str)
+
+    def __init__(self, snapshot: HostSnapshot, key: CardKey) -> None:
+        super().__init__()
+        self.setObjectName("prompt_card")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setStyleSheet("#prompt_card { background: #fff4d6; border: 1px solid #d9a400; border-radius: 6px; }")
+        self.host_name = snapshot.host.name
+        self.key = key
+        self.snapshot = snapshot
+        self.title = QLabel()
+        self.title.setObjectName("card_title")
+        font = self.title.font()
+        font.setBold(True)
+        self.title.setFont(font)
+        self.body = QLabel()
+        self.body.setObjectName("card_body")
+        self.body.setWordWrap(True)
+        self.countdown = QLabel()
+        self.countdown.setObjectName("card_countdown")
+        self.error = QLabel()
+        self.error.setObjectName("card_error")
+        self.error.setWordWrap(True)
+        self.error.setStyleSheet("color: #a40000;")
+        self.error.hide()
+        self.keep_button = QPushButton("Keep awake")
+        self.keep_button.setObjectName("card_keep")
+        self.keep_button.setDefault(True)
+        self.dismiss_button = QPushButton("Dismiss")
+        self.dismiss_button.setObjectName("card_dismiss")
+        buttons = QHBoxLayout()
+        buttons.addWidget(self.countdown, 1)
+        buttons.addWidget(self.dismiss_button)
+        buttons.addWidget(self.keep_button)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.title)
+        layout.addWidget(self.body)
+        layout.addWidget(self.error)
+        layout.addLayout(buttons)
+
+    def render(self, snapshot: HostSnapshot, now: float) -> None:
+        self.snapshot = snapshot
+        workroom = row_text.workroom_name(snapshot)
+        self.title.setText(f"{workroom}: keep it awake?")
+        status = snapshot.status
+        awake = status.awake_seconds if status else (snapshot.prompt.awake_seconds if snapshot.prompt else 0.0)
+        ceiling = f" past its {format_duration(status.ceiling_seconds)} ceiling" if status else " past its ceiling"
+        reasons = f" ({row_text.busy_text(snapshot)})" if status and status.busy_reasons else ""
+        self.body.setText(f"{workroom} has been busy for {format_duration(awake)}{ceiling}{reasons}. "
+                          "If nobody answers, its agent stops keeping it awake.")
+        self.render_countdown(now)
+
+    def render_countdown(self, now: float) -> None:
+        left = row_text.prompt_seconds_left(self.snapshot, now)
+        if left is None:
+            self.countdown.setText("")
+        elif left <= 0:
+            self.countdown.setText("Time is up: no longer kept awake")
+        else:
+            self.countdown.setText(f"Answer within {format_duration(left)}")
+
+    def show_error(self, error: UserError) -> None:
+        self.error.setText(f"{error.title}: {error.message} {error.hint}".strip())
+        self.error.show()
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:
+        self.clicked.emit(self.host_name)
+        super().mousePressEvent(event)
+
+
+class PromptCardsView(QScrollArea):
+    card_raised = Signal(str, str)
+    """(host name, workroom) when a new card appears: the app turns it into a system notification."""
+    card_clicked = Signal(str)
+    ticked = Signal()
+    """Every second while cards are showing (views refresh their own countdowns with it)."""
+
+    def __init__(self, keeper: Keeper, tasks: TaskKeeper, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self.setObjectName("prompt_cards")
+        self._keeper = keeper
+        self._tasks = tasks
+        self._clock = clock
+        self.cards: dict[str, PromptCard] = {}
+        self.answered: set[CardKey] = set()
+        self.setWidgetResizable(True)
+        self.setFrameShape(QFrame.Shape.NoFrame)
+        inner = QWidget()
+        self._layout = QVBoxLayout(inner)
+        self._layout.setContentsMargins(0, 0, 0, 0)
+        self._layout.addStretch(1)
+        self.setWidget(inner)
+        self.timer = QTimer(self)
+        self.timer.setInterval(1000)
+        self.timer.timeout.connect(self._tick)
+        self.hide()
+
+    # -- feeding ----------------------------------------------------------------------------------
+
+    def sync(self, snapshot: HostSnapshot) -> None:
+        """Show, update or drop the card of one host from its latest snapshot."""
+        name = snapshot.host.name
+        deadline = row_text.prompt_deadline(snapshot)
+        card = self.cards.get(name)
+        if deadline is None or (name, deadline) in self.answered:
+            if card is not None:
+                self._drop(name)
+            return
+        key = (name, deadline)
+        if card is not None and card.key != key:
+            self._drop(name)
+            card = None
+        if card is None:
+            card = self._add(snapshot, key)
+            self.card_raised.emit(name, row_text.workroom_name(snapshot))
+        card.render(snapshot, self._clock())
+
+    def forget_host(self, name: str) -> None:
+        if name in self.cards:
+            self._drop(name)
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _add(self, snapshot: HostSnapshot, key: CardKey) -> PromptCard:
+        card = PromptCard(snapshot, key)
+        card.keep_button.clicked.connect(lambda: self._keep(card))
+        card.dismiss_button.clicked.connect(lambda: self._answer(card))
+        card.clicked.connect(self.card_clicked)
+        self._layout.insertWidget(self._layout.count() - 1, card)
+        self.cards[key[0]] = card
+        self._resize()
+        return card
+
+    def _drop(self, name: str) -> None:
+        card = self.cards.pop(name)
+        self._layout.removeWidget(card)
+        card.hide()
+        card.deleteLater()
+        self._resize()
+
+    def _resize(self) -> None:
+        if not self.cards:
+            self.timer.stop()
+            self.hide()
+            return
+        shown = list(self.cards.values())[:MAX_VISIBLE_CARDS]
+        width = max(self.viewport().width(), 300)
+        height = sum(max(c.heightForWidth(width), c.minimumSizeHint().height()) for c in shown)
+        self.setFixedHeight(height + self._layout.spacing() * len(shown) + 2)
+        self.show()
+        if not self.timer.isActive():
+            self.timer.start()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        if self.cards and event.size().width() != event.oldSize().width():
+            self._resize()
+
+    def _answer(self, card: PromptCard) -> None:
+        self.answered.add(card.key)
+        if self.cards.get(card.host_name) is card:
+            self._drop(card.host_name)
+
+    def _keep(self, card: PromptCard) -> None:
+        async def keep() -> None:
+            card.keep_button.setEnabled(False)
+            card.keep_button.setText("Keeping…")
+            try:
+                await self._keeper(card.host_name)
+            except UserError as error:
+                if self.cards.get(card.host_name) is card:
+                    card.show_error(error)
+                    card.keep_button.setEnabled(True)
+                    card.keep_button.setText("Keep awake")
+                    self._resize()
+                return
+            self._answer(card)
+
+        self._tasks.run(f"keep:{card.host_name}", keep())
+
+    def _tick(self) -> None:
+        now = self._clock()
+        for card in self.cards.values():
+            card.render_countdown(now)
+        self.ticked.emit()

@@ -1,0 +1,76 @@
+"""Helpers for the GUI tests: waiting on the qasync loop, feeding snapshots, cleaning up agents by PID."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def agent_pids_under(home: Path) -> list[int]:
+    """PIDs of processes whose command line names a path under `home` (the agents this test started)."""
+    marker = str(home).encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker in cmdline:
+            pids.append(int(entry.name))
+    return pids
+
+
+def kill_agents_under(home: Path) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = agent_pids_under(home)
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 3
+        while pids and time.monotonic() < deadline:
+            pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
+            time.sleep(0.05)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+async def wait_for(condition: Callable[[], Any], timeout: float, what: str, step: float = 0.05) -> Any:
+    """Poll `condition` on the running loop until truthy; fail naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(step)
+
+
+def feed(engine: Any, snapshot: Any) -> None:
+    """Hand a snapshot to the app exactly as a HostSession does: through the engine's listeners."""
+    for listener in list(engine.listeners):
+        listener(snapshot)
+
+
+def open_dialog(kind: type) -> Any:
+    """The visible top-level widget of type `kind`, or None."""
+    from PySide6.QtWidgets import QApplication
+
+    for widget in QApplication.topLevelWidgets():
+        if isinstance(widget, kind) and widget.isVisible():
+            return widget
+    return None

@@ -1,0 +1,136 @@
+"""The host list and tray render every badge state from constructed snapshots, as a user sees them."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from gui_helpers import feed
+from PySide6.QtCore import Qt
+from workroom.core.badge import BadgeKind
+from workroom.core.connection import ConnectionState
+from workroom.ui.demo_states import busy, every_state, make_snapshot
+from workroom.ui.host_table_model import BADGE_KIND_ROLE, Column, HostTableModel
+from workroom.ui.tray import TrayController, host_menu_text
+
+pytestmark = pytest.mark.gui
+
+EXPECTED_KIND = {
+    "idle": BadgeKind.IDLE,
+    "busy": BadgeKind.BUSY,
+    "busy_past_ceiling": BadgeKind.BUSY_PAST_CEILING,
+    "busy_not_kept_awake": BadgeKind.BUSY_NOT_KEPT_AWAKE,
+    "heartbeat_failing": BadgeKind.BUSY_NOT_KEPT_AWAKE,
+    "asleep": BadgeKind.ASLEEP,
+    "offline": BadgeKind.OFFLINE,
+    "unknown": BadgeKind.UNKNOWN,
+    "connecting": BadgeKind.UNKNOWN,
+    "host_key_question": BadgeKind.UNKNOWN,
+}
+
+
+def _text(model: HostTableModel, row: int, column: Column, role: int = Qt.ItemDataRole.DisplayRole) -> object:
+    return model.data(model.index(row, column), role)
+
+
+def test_every_state_renders_badge_icon_words_and_tooltip(qapp: object) -> None:
+    now = time.monotonic()
+    states = every_state(now)
+    model = HostTableModel(clock=lambda: now)
+    model.set_snapshots(list(states.values()))
+    assert model.rowCount() == len(states)
+    for row, (key, snap) in enumerate(states.items()):
+        badge = snap.badge(now)
+        assert badge.kind is EXPECTED_KIND[key], key
+        assert _text(model, row, Column.BADGE, BADGE_KIND_ROLE) is badge.kind
+        assert _text(model, row, Column.BADGE) == badge.label
+        assert _text(model, row, Column.BADGE, Qt.ItemDataRole.ToolTipRole) == badge.tooltip
+        icon = _text(model, row, Column.BADGE, Qt.ItemDataRole.DecorationRole)
+        assert icon is not None and not icon.isNull(), key
+        assert _text(model, row, Column.NAME) == snap.host.name
+        assert _text(model, row, Column.PROVIDER) == snap.host.provider
+    row = list(states).index("busy")
+    assert _text(model, row, Column.VERDICT) == "Busy"
+    assert "cc1plus (pid 4121)" in str(_text(model, row, Column.BUSY))
+    assert _text(model, row, Column.AWAKE) == "42 min"
+    assert _text(model, row, Column.CONNECTION) == "Live"
+    offline = list(states).index("offline")
+    assert str(_text(model, offline, Column.CONNECTION)).startswith("Lost, retrying in 8 s")
+    assert "connection refused" in str(_text(model, offline, Column.CONNECTION, Qt.ItemDataRole.ToolTipRole))
+    heartbeat = list(states).index("heartbeat_failing")
+    assert "heartbeat is failing: connection refused" in str(
+        _text(model, heartbeat, Column.BADGE, Qt.ItemDataRole.ToolTipRole))
+
+
+def test_asleep_offline_unknown_look_different(qapp: object) -> None:
+    now = time.monotonic()
+    states = every_state(now)
+    model = HostTableModel(clock=lambda: now)
+    model.set_snapshots([states["asleep"], states["offline"], states["unknown"]])
+    images = [_text(model, r, Column.BADGE, Qt.ItemDataRole.DecorationRole).pixmap(36, 36).toImage()
+              for r in range(3)]
+    labels = {_text(model, r, Column.BADGE) for r in range(3)}
+    assert len(labels) == 3
+    assert images[0] != images[1] and images[1] != images[2] and images[0] != images[2]
+
+
+def test_unanswered_prompt_alarms_only_where_the_host_can_sleep(qapp: object) -> None:
+    suppressed = busy(awake_seconds=5 * 3600.0, awake_ceiling_exceeded=True, suppressed=True)
+    sleepy = make_snapshot("sleepy", "boxd", **suppressed)
+    never = make_snapshot("never", "ssh", **suppressed)
+    assert sleepy.badge().kind is BadgeKind.BUSY_NOT_KEPT_AWAKE
+    assert "nobody answered the prompt" in sleepy.badge().tooltip
+    assert never.badge().kind is BadgeKind.BUSY_PAST_CEILING
+    assert "never sleeps" in never.badge().tooltip
+
+
+def test_row_updates_in_place(qapp: object) -> None:
+    model = HostTableModel()
+    model.set_snapshots([make_snapshot("a"), make_snapshot("b")])
+    changed: list[int] = []
+    model.dataChanged.connect(lambda tl, br: changed.append(tl.row()))
+    model.update(make_snapshot("b", **busy()))
+    assert changed == [1]
+    assert model.rowCount() == 2
+    assert _text(model, 1, Column.VERDICT) == "Busy"
+    model.update(make_snapshot("c", state=ConnectionState.CONNECTING))
+    assert model.rowCount() == 3
+    model.remove("a")
+    assert [s.host.name for s in model.snapshots()] == ["b", "c"]
+    assert model.row_of("c") == 1
+
+
+def test_tray_icon_is_the_worst_state_and_menu_lists_hosts(qapp: object) -> None:
+    tray = TrayController()
+    states = every_state()
+    tray.update(states["idle"])
+    assert tray.worst_kind is BadgeKind.IDLE
+    tray.update(states["busy"])
+    assert tray.worst_kind is BadgeKind.BUSY
+    tray.update(states["offline"])
+    assert tray.worst_kind is BadgeKind.OFFLINE
+    tray.update(states["busy_not_kept_awake"])
+    assert tray.worst_kind is BadgeKind.BUSY_NOT_KEPT_AWAKE
+    assert not tray.icon.icon().isNull()
+    texts = [a.text() for a in tray.menu.actions()]
+    assert host_menu_text(states["busy"], time.monotonic()) in texts
+    assert "gpu-box — Busy · Busy" in texts
+    assert {"Open Workroom", "Settings…", "Connect all", "Quit"} <= set(texts)
+    tray.remove("ci-runner")
+    assert tray.worst_kind is BadgeKind.OFFLINE
+
+
+def test_window_renders_snapshots_fed_through_the_engine(window: object, engine: object, qtbot: object) -> None:
+    states = every_state()
+    for snap in states.values():
+        feed(engine, snap)
+    model = window.model  # type: ignore[attr-defined]
+    assert model.rowCount() == len(states) + 1  # this computer is the first row
+    window.select_host("ci-runner")  # type: ignore[attr-defined]
+    detail = window.detail  # type: ignore[attr-defined]
+    assert detail.title.text() == "ci-runner"
+    assert "Busy but not kept awake" in detail.badge_label.text()
+    assert "nobody answered the prompt" in detail.tooltip.text()
+    assert detail.keep_button.isVisible()
+    window.select_host("laptop")  # type: ignore[attr-defined]
+    assert not detail.keep_button.isVisible()
