@@ -82,12 +82,16 @@ class SshProvider(Provider):
 
     async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
         assert isinstance(shell, SshShell)
-        bundle = self.layout(host).bundle_path
-        cmd = " ".join(shlex.quote(a) for a in ("python3", bundle.replace("~/", "", 1) if bundle.startswith("~/")
-                                                else bundle, "relay", "--socket", socket_path))
+        bundle = _home_relative(self.layout(host).bundle_path)
+        cmd = " ".join(shlex.quote(a) for a in ("python3", bundle, "relay", "--socket", _home_relative(socket_path)))
         loop = asyncio.get_running_loop()
         stream = await loop.run_in_executor(None, shell.connection.open_exec_channel, cmd)
         return open_stream_link(_StreamAdapter(stream), on_event, name=host.name)
+
+
+def _home_relative(path: str) -> str:
+    """`~/x` as `x`: SSH commands start in the user's home, and a quoted `~` would not expand."""
+    return path[2:] if path.startswith("~/") else path
 
 
 class ExeDevProvider(SshProvider):

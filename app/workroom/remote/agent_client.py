@@ -67,6 +67,8 @@ class AgentClient:
         self._ids = itertools.count(1)
         self._pending: dict[int | str, asyncio.Future[Reply]] = {}
         self._hello: asyncio.Future[Hello] = asyncio.get_running_loop().create_future()
+        # A link dropped before anyone asked for its hello is not an unhandled error.
+        self._hello.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._closed: AgentGone | None = None
         self.protocol_errors = 0
 

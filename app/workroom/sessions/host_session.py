@@ -116,6 +116,7 @@ class HostSession:
         self.connect_started_at: float | None = None
         self.first_status_seconds: float | None = None
         self.failure: UserError | None = None
+        self.phase_seconds: dict[str, float] = {}
         self._may_wake = False
 
     # -- public ----------------------------------------------------------------------------------
@@ -299,16 +300,45 @@ class HostSession:
         else:
             self._set_state(ConnectionState.CONNECTING)
         shell = await self._open_shell()
+        self.phase_seconds = {"ssh": self._clock() - start}
         self._rt.shell = shell
         self._set_state(ConnectionState.PUSHING)
-        installer = AgentInstaller(shell, self.provider.context.bundle, self.provider.layout(self.host),
+        layout = self.provider.layout(self.host)
+        installer = AgentInstaller(shell, self.provider.context.bundle, layout,
                                    self.provider.serve_options(self.host))
-        self.install = await self._runner.run(installer.ensure)
-        link = await self.provider.open_link(self.host, shell, self.install.socket_path, self._on_event)
+        # Reconnecting to an up-to-date host is the common case: open the relay while the probe runs,
+        # and keep it only if the probe finds nothing to change.
+        early = asyncio.ensure_future(self.provider.open_link(self.host, shell, layout.socket_path, self._on_event))
+        try:
+            self.install = await self._runner.run(installer.ensure)
+        except BaseException:
+            early.add_done_callback(_close_link_quietly)
+            raise
+        self.phase_seconds["install"] = self._clock() - start
+        link = None
+        if self.install.action == "none":
+            try:
+                link = await early
+                await link.client.hello()
+            except (UserError, OSError, TimeoutError, EOFError):
+                if link is not None:
+                    link.close("replaced")
+                link = None
+        else:
+            early.add_done_callback(_close_link_quietly)
+        if link is None:
+            link = await self.provider.open_link(self.host, shell, self.install.socket_path, self._on_event)
+            self._rt.link = link
+            await link.client.hello()
         self._rt.link = link
-        await link.client.hello()
+        self.phase_seconds["hello"] = self._clock() - start
         status = await link.client.subscribe()
-        status = await link.client.settings(self._settings.for_provider(self.traits))
+        self.phase_seconds["subscribe"] = self._clock() - start
+        wanted = self._settings.for_provider(self.traits)
+        if (status.ceiling_seconds, status.prompt_timeout_seconds, status.ask_at_ceiling) != (
+            wanted.ceiling_seconds, wanted.prompt_timeout_seconds, wanted.ask_at_ceiling
+        ) or status.settings_error is not None:
+            status = await link.client.settings(wanted)
         self.first_status_seconds = self._clock() - start
         wake = self.first_status_seconds if was_asleep else self.connection.wake_seconds
         self.connection = self.connection.with_state(ConnectionState.LIVE, self._clock()).model_copy(
@@ -366,6 +396,11 @@ class _Fatal(Exception):
     def __init__(self, original: UserError) -> None:
         super().__init__(str(original))
         self.original = original
+
+
+def _close_link_quietly(future: asyncio.Future[AgentLink]) -> None:
+    if not future.cancelled() and future.exception() is None:
+        future.result().close("not needed")
 
 
 def _lost_error(host: Host, error: BaseException) -> UserError:

@@ -1,0 +1,7 @@
+"""`python -m workroom.simbox ...`: see workroom.simbox.cli."""
+
+import sys
+
+from workroom.simbox.cli import main
+
+sys.exit(main())
