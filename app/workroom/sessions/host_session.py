@@ -117,6 +117,10 @@ class HostSession:
         self.first_status_seconds: float | None = None
         self.failure: UserError | None = None
         self.phase_seconds: dict[str, float] = {}
+        self._keepawake: Any = None
+        self.keepawake_report: Any = None
+        self._gate_lock = asyncio.Lock()
+        self._suspended = False
         self._may_wake = False
 
     # -- public ----------------------------------------------------------------------------------
@@ -132,6 +136,7 @@ class HostSession:
         background connect must not wake a sleeping box just to look at it.
         """
         self._may_wake = wake
+        self._suspended = False
         self._wanted = True
         if self._main is None or self._main.done():
             self._main = asyncio.get_running_loop().create_task(self._run(), name=f"session-{self.host.name}")
@@ -156,6 +161,8 @@ class HostSession:
 
     async def disconnect(self) -> None:
         self._wanted = False
+        if self._keepawake is not None:
+            self._keepawake.stop()
         self._teardown("disconnected by the user")
         if self._main is not None:
             self._main.cancel()
@@ -205,7 +212,53 @@ class HostSession:
         self.connection = info
         self._publish()
 
+    # -- keep-awake from outside (request-metered providers) -------------------------------------------
+
+    def _maybe_keep_awake(self, status: Status) -> None:
+        if not self.traits.needs_outside_keep_awake:
+            return
+        poll_health = getattr(self.provider, "poll_health", None)
+        if poll_health is None or status.verdict is not Verdict.BUSY:
+            return
+        if self._keepawake is not None and self._keepawake.running:
+            return
+        from workroom.core.keepawake import KeepAwakePolicy, KeepAwakePolicyError, PollOutcome
+        from workroom.sessions.keepawake_task import KeepAwakeTask
+
+        async def gated_poll() -> PollOutcome:
+            async with self._gate_lock:
+                if not self._wanted or self._suspended:
+                    return PollOutcome.not_running()  # never poll (and so resume) a box the user suspended
+                outcome: PollOutcome = await poll_health(self.host)
+                return outcome
+
+        try:
+            policy = KeepAwakePolicy.new(idle_window_seconds=self.traits.idle_window_seconds).validate()
+        except KeepAwakePolicyError as error:
+            self.connection = self.connection.model_copy(update={"keepawake_error": error.message})
+            return
+        self._keepawake = KeepAwakeTask(policy, gated_poll, name=f"keep-awake-{self.host.name}")
+        self.connection = self.connection.model_copy(update={"keepawake_running": True, "keepawake_error": None})
+        self._keepawake.task.add_done_callback(self._keep_awake_ended)
+
+    def _keep_awake_ended(self, task: asyncio.Task[Any]) -> None:
+        error = None
+        if not task.cancelled() and task.exception() is not None:
+            error = str(task.exception())
+        self.keepawake_report = None if task.cancelled() or task.exception() else task.result()
+        self.connection = self.connection.model_copy(update={"keepawake_running": False, "keepawake_error": error})
+        self._publish()
+
+    async def suspend(self) -> None:
+        """The user suspends the box: close the gate first, so no poll resumes it, then disconnect."""
+        async with self._gate_lock:
+            self._suspended = True
+        if self._keepawake is not None:
+            self._keepawake.stop()
+        await self.disconnect()
+
     def _on_status(self, status: Status) -> None:
+        self._maybe_keep_awake(status)
         self.status = status
         self.status_received_at = self._clock()
         if not status.prompt_pending:

@@ -1,0 +1,196 @@
+"""The agent's state and its tick: sampler -> classifier -> ceiling -> published verdict -> heartbeat.
+
+The tick runs on its own thread; the socket server reads status from another thread under `lock`, and
+computes `stalled` itself so a stuck tick is visible.
+"""
+
+import logging
+import os
+import threading
+import time
+
+from wr_agent import PROTOCOL, VERSION
+from wr_agent import settings as settings_mod
+from wr_agent.ceiling import Ceiling
+from wr_agent.classifier import Classifier
+
+log = logging.getLogger("wr_agent")
+STALL_SECONDS = 30.0
+# Fields whose change alone does not make a status event (they move on every tick).
+QUIET_FIELDS = ("monotonic", "awake_seconds", "hold_until")
+
+
+def visible(status):
+    """The part of a status a user would see change; events are pushed when it differs."""
+    v = dict((k, val) for k, val in status.items() if k not in QUIET_FIELDS)
+    ka = dict(v["keep_awake"])
+    ka.pop("last_sent", None)
+    v["keep_awake"] = ka
+    return v
+
+
+class Agent(object):
+    def __init__(self, sampler, settings, heartbeat, workroom, build, hold_seconds=30.0, tick_seconds=1.0,
+                 settings_path=None, settings_error=None, min_duration=settings_mod.MIN_DURATION,
+                 test_min_duration=None, clock=time.monotonic):
+        self.lock = threading.RLock()
+        self.sampler = sampler
+        self.classifier = Classifier(hold_seconds, tick_seconds)
+        self.ceiling = Ceiling(settings)
+        self.heartbeat = heartbeat
+        self.workroom = workroom
+        self.build = build
+        self.tick_seconds = tick_seconds
+        self.settings_path = settings_path
+        self.settings_error = settings_error
+        self.min_duration = min_duration
+        self.test_min_duration = test_min_duration
+        self.clock = clock
+        self.classifier_busy = False
+        self.published_busy = False
+        self.last_tick = None
+        self.started = clock()
+        self.saved_settings = None  # what the settings file holds, when it is valid
+        self.ticks = 0
+        self.tick_error = None
+        self.on_tick = None  # callable the server sets to be woken after each tick
+        self._stop = threading.Event()
+        self._thread = None
+
+    # -- tick ------------------------------------------------------------------------------------------------
+    def tick(self):
+        with self.lock:
+            hint = self.classifier.operations > 0
+        sig = self.sampler.sample(busy_hint=hint)
+        now = self.clock()
+        with self.lock:
+            busy, _ = self.classifier.step(now, sig)
+            self.classifier_busy = busy
+            self.published_busy = self.ceiling.update(now, busy)
+            self.heartbeat.tick(now, self.published_busy)
+            self.last_tick = now
+            self.ticks += 1
+
+    def _loop(self):
+        next_at = self.clock()
+        while not self._stop.is_set():
+            try:
+                self.tick()
+                self.tick_error = None
+            except Exception as exc:  # a bad tick is logged and retried; the thread must not die
+                if self.tick_error != str(exc):
+                    log.exception("tick failed")
+                self.tick_error = str(exc)
+            if os.getpid() == 1:
+                _reap_children()
+            cb = self.on_tick
+            if cb is not None:
+                cb()
+            next_at += self.tick_seconds
+            now = self.clock()
+            if next_at < now:
+                next_at = now  # overran or the box slept: no catch-up burst
+            self._stop.wait(next_at - now)
+
+    def start(self):
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._loop, name="wr-agent-tick", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout=3.0):
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        return self._thread is None or not self._thread.is_alive()
+
+    # -- status and requests -------------------------------------------------------------------------------
+    def status(self, now=None):
+        with self.lock:
+            now = self.clock() if now is None else now
+            c, s, hb = self.ceiling, self.ceiling.settings, self.heartbeat
+            last = self.started if self.last_tick is None else self.last_tick
+            stalled = now - last >= STALL_SECONDS
+            return {
+                "verdict": "BUSY" if self.published_busy else "IDLE",
+                "classifier_verdict": "BUSY" if self.classifier_busy else "IDLE",
+                "busy_reasons": list(self.classifier.reasons),
+                "hold_until": self.classifier.hold_until(),
+                "stalled": stalled,
+                "monotonic": now,
+                "awake_seconds": c.awake_seconds(now) if self.classifier_busy else 0.0,
+                "ceiling_seconds": s.ceiling_seconds,
+                "prompt_timeout_seconds": s.prompt_timeout_seconds,
+                "ask_at_ceiling": s.ask_at_ceiling,
+                "awake_ceiling_exceeded": c.exceeded,
+                "prompt_pending": c.prompt_pending,
+                "prompt_deadline": c.prompt_deadline if c.prompt_pending else None,
+                "suppressed": c.suppressed,
+                "asserting": bool(self.published_busy and hb.enabled and hb.error is None),
+                "keep_awake": {"last_sent": hb.last_sent, "error": hb.error, "target": hb.target,
+                               "interval_seconds": hb.interval, "enabled": hb.enabled},
+                "settings_error": self.settings_error,
+                "workroom": self.workroom,
+                "agent": {"version": VERSION, "protocol": PROTOCOL, "build": self.build},
+                "sampler": self.sampler.name,
+                "test_min_duration": self.test_min_duration,
+            }
+
+    def prompt_event(self, now=None):
+        with self.lock:
+            now = self.clock() if now is None else now
+            return {"event": "awake_ceiling_prompt", "workroom": self.workroom,
+                    "awake_seconds": self.ceiling.awake_seconds(now),
+                    "prompt_deadline": self.ceiling.prompt_deadline}
+
+    def keep(self):
+        with self.lock:
+            now = self.clock()
+            self.ceiling.keep(now)
+            self.published_busy = self.ceiling.update(now, self.classifier_busy)
+            return self.status(now)
+
+    def apply_settings(self, params):
+        """Validate (raises SettingsError), save, then apply. Nothing changes on any error."""
+        new = settings_mod.validate(params, self.min_duration)
+        with self.lock:
+            if self.settings_path is not None and new != self.saved_settings:
+                try:
+                    settings_mod.save(self.settings_path, new)
+                except OSError as exc:
+                    raise settings_mod.SettingsError("failed", "could not save settings to %s: %s"
+                                                     % (self.settings_path, exc.strerror or exc)) from None
+                self.saved_settings = new
+            self.settings_error = None
+            now = self.clock()
+            self.ceiling.apply_settings(now, new)
+            self.published_busy = self.ceiling.update(now, self.classifier_busy)
+            return self.status(now)
+
+    def handoff_state(self):
+        with self.lock:
+            return {"ceiling": self.ceiling.to_state(), "classifier": self.classifier.to_state(),
+                    "settings": self.ceiling.settings.to_dict(),
+                    "classifier_busy": self.classifier_busy, "published_busy": self.published_busy}
+
+    def restore_state(self, d):
+        """Apply a hand-off state (raises ValueError on a malformed one, leaving defaults)."""
+        with self.lock:
+            settings = settings_mod.validate(d.get("settings"), self.min_duration)
+            ceiling = Ceiling(settings)
+            ceiling.restore(d.get("ceiling") or {})
+            classifier = Classifier(self.classifier.hold_seconds, self.classifier.tick_seconds)
+            classifier.restore(d.get("classifier") or {})
+            self.ceiling, self.classifier = ceiling, classifier
+            self.classifier_busy = classifier.busy
+            self.published_busy = bool(d.get("published_busy")) and classifier.busy
+
+
+def _reap_children():
+    """As PID 1 of a namespace the agent inherits orphans; reap them so zombies do not pile up."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return

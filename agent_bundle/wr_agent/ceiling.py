@@ -1,0 +1,93 @@
+"""The awake ceiling state machine (DESIGN §4), driven by ticks on CLOCK_MONOTONIC.
+
+below -> exceeded (advisory: reported, still BUSY) or prompted(deadline) (ask mode) -> suppressed
+(nobody answered: the published verdict is IDLE). A classifier IDLE resets to below; `keep` restarts the
+ceiling. Nothing else resets it: a tick gap (the box slept) or a client connecting does not, which closes
+upstream's wake-on-connect hole.
+"""
+
+BELOW, EXCEEDED, PROMPTED, SUPPRESSED = "below", "exceeded", "prompted", "suppressed"
+STATES = (BELOW, EXCEEDED, PROMPTED, SUPPRESSED)
+
+
+class Ceiling(object):
+    def __init__(self, settings):
+        self.settings = settings
+        self.state = BELOW
+        self.awake_start = None  # monotonic time the classifier turned BUSY
+        self.prompt_deadline = None
+        self.prompt_seq = 0  # bumps once per crossing in ask mode (one prompt event each)
+
+    def awake_seconds(self, now):
+        return 0.0 if self.awake_start is None else max(0.0, now - self.awake_start)
+
+    def update(self, now, classifier_busy):
+        """Advance on one tick; return the published verdict (True = BUSY)."""
+        if not classifier_busy:
+            self.state, self.awake_start, self.prompt_deadline = BELOW, None, None
+            return False
+        if self.awake_start is None:
+            self.awake_start = now
+        if self.state == BELOW and now - self.awake_start >= self.settings.ceiling_seconds:
+            self._cross(now)
+        if self.state == PROMPTED and self.prompt_deadline is not None and now >= self.prompt_deadline:
+            self.state = SUPPRESSED
+        return self.state != SUPPRESSED
+
+    def _cross(self, now):
+        if self.settings.ask_at_ceiling:
+            self.state = PROMPTED
+            self.prompt_deadline = now + self.settings.prompt_timeout_seconds
+            self.prompt_seq += 1
+        else:
+            self.state = EXCEEDED
+
+    def keep(self, now):
+        """The user said keep awake: restart the ceiling from now."""
+        if self.awake_start is not None:
+            self.awake_start = now
+        self.state, self.prompt_deadline = BELOW, None
+
+    def apply_settings(self, now, settings):
+        """New settings; identical settings change nothing (every app connect sends them)."""
+        if settings == self.settings:
+            return
+        old, self.settings = self.settings, settings
+        if self.awake_start is None:
+            return
+        if now - self.awake_start < settings.ceiling_seconds:
+            self.state, self.prompt_deadline = BELOW, None
+        elif self.state in (PROMPTED, SUPPRESSED) and not settings.ask_at_ceiling:
+            self.state, self.prompt_deadline = EXCEEDED, None
+        elif self.state == EXCEEDED and settings.ask_at_ceiling and not old.ask_at_ceiling:
+            self._cross(now)
+
+    @property
+    def exceeded(self):
+        return self.state != BELOW
+
+    @property
+    def prompt_pending(self):
+        return self.state == PROMPTED
+
+    @property
+    def suppressed(self):
+        return self.state == SUPPRESSED
+
+    def to_state(self):
+        return {"state": self.state, "awake_start": self.awake_start,
+                "prompt_deadline": self.prompt_deadline, "prompt_seq": self.prompt_seq}
+
+    def restore(self, d):
+        """Restore from a hand-off state dict (values were checked by the caller's JSON load)."""
+        state = d.get("state")
+        if state not in STATES:
+            raise ValueError("bad ceiling state %r" % (state,))
+        for key in ("awake_start", "prompt_deadline"):
+            v = d.get(key)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise ValueError("bad %s %r" % (key, v))
+        self.state = state
+        self.awake_start = d.get("awake_start")
+        self.prompt_deadline = d.get("prompt_deadline")
+        self.prompt_seq = int(d.get("prompt_seq") or 0)

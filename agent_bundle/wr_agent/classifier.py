@@ -1,0 +1,102 @@
+"""Policy P4 (DESIGN §3): per-tick BUSY vote, 30 s hold, resume mask after a tick gap.
+
+Pure: it sees only Signals and the monotonic time, so it is unit-tested on a fake clock.
+"""
+
+import collections
+
+CPU_SHARE = 0.05
+TTY_BYTES_PER_S, TTY_WINDOW = 200.0, 5.0
+KEYSTROKE_WINDOW = 10.0
+NET_BYTES_PER_S, NET_WINDOW = 500.0, 3.0
+GAP_SECONDS = 30.0
+MASK_SECONDS = 3.0
+REASONS_MAX = 8
+
+
+class Classifier(object):
+    def __init__(self, hold_seconds=30.0, tick_seconds=1.0):
+        self.hold_seconds = hold_seconds
+        self.tick_seconds = tick_seconds
+        self.last_tick = None
+        self.last_busy = None  # monotonic time of the last BUSY vote
+        self.last_busy_reasons = []
+        self.mask_until = None
+        self.busy = False
+        self.reasons = []
+        self.operations = 0  # agent-run operations in flight (a BUSY signal)
+        self._tty = collections.deque()
+        self._net = collections.deque()
+
+    @staticmethod
+    def _rate(window, now, span, value):
+        window.append((now, value))
+        while window and window[0][0] <= now - span:
+            window.popleft()
+        return sum(v for _, v in window) / span
+
+    def step(self, now, sig):
+        """Feed one tick's signals; return (busy, reasons)."""
+        if self.last_tick is not None and now - self.last_tick >= GAP_SECONDS:
+            # The box slept: CPU and network right after a wake are the wake itself, not work.
+            self.mask_until = now + MASK_SECONDS + self.tick_seconds
+            self._tty.clear()
+            self._net.clear()
+        self.last_tick = now
+        masked = self.mask_until is not None and now < self.mask_until
+        suffix = " (coarse)" if sig.coarse else ""
+        reasons = []
+        if not masked:
+            for comm, pid, _share in sorted(sig.cpu, key=lambda c: -c[2]):
+                reasons.append("cpu: %s (pid %s)%s" % (comm, pid, suffix))
+            for comm, pid in sig.dstate:
+                reasons.append("disk: %s (pid %s) in D state%s" % (comm, pid, suffix))
+        for comm, pid in sig.timer_sleep:
+            reasons.append("sleep: %s (pid %s)" % (comm, pid))
+        for comm, pid in sig.tcp:
+            reasons.append("tcp: %s (pid %s)" % (comm, pid))
+        tty_rate = self._rate(self._tty, now, TTY_WINDOW, sig.tty_bytes)
+        if tty_rate >= TTY_BYTES_PER_S:
+            reasons.append("tty: output %d B/s" % tty_rate)
+        if sig.keystroke_age is not None and sig.keystroke_age <= KEYSTROKE_WINDOW:
+            reasons.append("tty: keystroke")
+        net_rate = self._rate(self._net, now, NET_WINDOW, 0 if masked else sig.net_bytes)
+        if net_rate >= NET_BYTES_PER_S:
+            reasons.append("net: %d B/s" % net_rate)
+        if self.operations > 0:
+            reasons.append("agent: operation in flight")
+        if len(reasons) > REASONS_MAX:
+            reasons = [*reasons[:REASONS_MAX], "+%d more" % (len(reasons) - REASONS_MAX)]
+        if reasons:
+            self.last_busy, self.last_busy_reasons = now, reasons
+            self.busy, self.reasons = True, reasons
+        elif self.last_busy is not None and now - self.last_busy < self.hold_seconds - self.tick_seconds / 2:
+            # (half a tick of slack: ticks jitter by a hair, and a 30 s hold must not become 31 s)
+            self.busy, self.reasons = True, ["hold: after " + self.last_busy_reasons[0]]
+        elif masked and self.busy:
+            # Keep the verdict through the mask: a wake is not evidence of idleness (and an IDLE here
+            # would reset an unanswered ceiling).
+            self.reasons = ["resume: measuring after a wake"]
+        else:
+            self.busy, self.reasons = False, []
+        return self.busy, self.reasons
+
+    def hold_until(self):
+        if not self.busy or self.last_busy is None:
+            return None
+        return self.last_busy + self.hold_seconds
+
+    def to_state(self):
+        return {"last_busy": self.last_busy, "last_busy_reasons": self.last_busy_reasons,
+                "busy": self.busy}
+
+    def restore(self, d):
+        lb = d.get("last_busy")
+        if lb is not None and (isinstance(lb, bool) or not isinstance(lb, (int, float))):
+            raise ValueError("bad last_busy")
+        reasons = d.get("last_busy_reasons") or []
+        if not isinstance(reasons, list) or not all(isinstance(r, str) for r in reasons):
+            raise ValueError("bad last_busy_reasons")
+        self.last_busy, self.last_busy_reasons = lb, reasons[:REASONS_MAX] or ["restored"]
+        self.busy = bool(d.get("busy"))
+        self.reasons = ["hold: after " + self.last_busy_reasons[0]] if self.busy else []

@@ -1,0 +1,182 @@
+"""Process-level plumbing for `serve`: the private socket directory, the one-instance lock, the listening
+socket, and the hand-off (state file + execv keeping the PID)."""
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import socket
+import stat
+import sys
+import time
+
+log = logging.getLogger("wr_agent")
+LOCK_FD_ENV, LISTEN_FD_ENV = "WR_AGENT_LOCK_FD", "WR_AGENT_LISTEN_FD"
+STATE_MAX_AGE = 120.0
+EXIT_LOCKED = 3
+
+
+class StartupError(Exception):
+    """A reason not to start, said plainly; `code` is the exit status."""
+
+    def __init__(self, message, code=2):
+        Exception.__init__(self, message)
+        self.code = code
+
+
+def set_comm(name):
+    """Name this process in /proc (ps, top, and our own exclusion list) — best effort, Linux only."""
+    try:
+        with open("/proc/self/comm", "w") as f:
+            f.write(name[:15])
+    except OSError:
+        pass
+
+
+def prepare_dir(sock_path):
+    """Create the socket's directory 0700, or refuse one that is not private to us."""
+    d = os.path.dirname(os.path.abspath(sock_path))
+    if not os.path.isdir(d):
+        parent = os.path.dirname(d)
+        if not os.path.isdir(parent):
+            os.makedirs(parent, 0o755)
+        try:
+            os.mkdir(d, 0o700)
+        except FileExistsError:
+            pass
+        os.chmod(d, 0o700)
+    st = os.stat(d)
+    if st.st_uid != os.getuid():
+        raise StartupError("refusing to start: %s is owned by uid %d, not by this user (uid %d)"
+                           % (d, st.st_uid, os.getuid()))
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        raise StartupError("refusing to start: %s is open to other users (mode %o); run chmod 700 %s"
+                           % (d, stat.S_IMODE(st.st_mode), d))
+    return d
+
+
+def _inherited_fd(env):
+    value = os.environ.pop(env, None)
+    if value is None:
+        return None
+    try:
+        fd = int(value)
+        os.fstat(fd)
+    except (ValueError, OSError):
+        return None
+    os.set_inheritable(fd, False)
+    return fd
+
+
+def acquire_lock(sock_path):
+    """flock on `<socket>.lock`: one agent per socket. Returns the held fd."""
+    path = sock_path + ".lock"
+    fd = _inherited_fd(LOCK_FD_ENV)
+    if fd is not None:
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                return fd
+        except OSError:
+            pass
+        os.close(fd)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "?"
+        os.close(fd)
+        raise StartupError("another wr-agent (pid %s) is already serving %s" % (holder, sock_path),
+                           EXIT_LOCKED) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, ("%d\n" % os.getpid()).encode(), 0)
+    return fd
+
+
+def listen_socket(sock_path):
+    fd = _inherited_fd(LISTEN_FD_ENV)
+    if fd is not None:
+        return socket.socket(fileno=fd)
+    try:
+        os.unlink(sock_path)  # we hold the lock, so whatever is there is stale
+    except FileNotFoundError:
+        pass
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(sock_path)
+    finally:
+        os.umask(old)
+    os.chmod(sock_path, 0o600)
+    sock.listen(64)
+    return sock
+
+
+def boot_id():
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def write_state(path, state):
+    state = dict(state, boot_id=boot_id(), written=time.monotonic())
+    tmp = path + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        os.fchmod(fd, 0o600)
+        json.dump(state, f)
+        f.flush()
+        os.fsync(fd)
+    os.rename(tmp, path)
+
+
+def take_state(path):
+    """Read and delete a hand-off state file; None if absent, stale (other boot, too old) or corrupt."""
+    try:
+        with open(path) as f:
+            raw = f.read(1 << 20)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cannot read hand-off state %s: %s", path, exc)
+        return None
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    try:
+        state = json.loads(raw)
+        if not isinstance(state, dict):
+            raise ValueError("not an object")
+    except ValueError as exc:
+        log.warning("ignoring corrupt hand-off state %s: %s", path, exc)
+        return None
+    written = state.get("written")
+    if state.get("boot_id") != boot_id() or not isinstance(written, (int, float)) or not (
+            0 <= time.monotonic() - written <= STATE_MAX_AGE):
+        log.warning("ignoring stale hand-off state %s", path)
+        return None
+    return state
+
+
+def exec_into(bundle_path, serve_args, lock_fd, listen_sock):
+    """Replace this process (same PID) with `bundle_path`, passing the lock and the listening socket."""
+    env = dict(os.environ)
+    os.set_inheritable(lock_fd, True)
+    os.set_inheritable(listen_sock.fileno(), True)
+    env[LOCK_FD_ENV] = str(lock_fd)
+    env[LISTEN_FD_ENV] = str(listen_sock.fileno())
+    argv = [sys.executable, bundle_path, *serve_args]
+    log.info("handing off to %s", bundle_path)
+    for h in logging.getLogger().handlers:
+        h.flush()
+    try:
+        os.execve(sys.executable, argv, env)
+    finally:  # only reached when exec failed
+        os.set_inheritable(lock_fd, False)
+        os.set_inheritable(listen_sock.fileno(), False)

@@ -1,0 +1,326 @@
+"""The Unix-socket server (the service thread): newline-delimited JSON, one object a line.
+
+Single-threaded over selectors, non-blocking per client: one client's garbage, flood or hang-up costs
+that client its connection and nothing else; the tick runs on its own thread and is never waited on.
+"""
+
+import errno
+import json
+import logging
+import os
+import re
+import selectors
+import socket
+import struct
+import sys
+import zipfile
+
+from wr_agent import PROTOCOL, VERSION, bundle
+from wr_agent.agent import visible
+from wr_agent.settings import SettingsError
+
+log = logging.getLogger("wr_agent")
+MAX_LINE = 65536
+MAX_CLIENTS = 64
+MAX_OUT = 1 << 20
+SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def peer_uid(sock):
+    """The connecting process's uid (SO_PEERCRED on Linux, LOCAL_PEERCRED on BSD/macOS), or None."""
+    so_peercred = getattr(socket, "SO_PEERCRED", None)
+    if so_peercred is not None:
+        raw = sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i"))
+        return struct.unpack("3i", raw)[1]
+    if sys.platform == "darwin":
+        raw = sock.getsockopt(0, 0x001, struct.calcsize("IIh16I") + 8)  # SOL_LOCAL, LOCAL_PEERCRED: xucred
+        return struct.unpack_from("II", raw)[1]
+    return None
+
+
+def encode(obj):
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
+
+
+class RequestError(Exception):
+    def __init__(self, code, message):
+        Exception.__init__(self, message)
+        self.code, self.message = code, message
+
+
+class _Client(object):
+    __slots__ = ("closing", "inbuf", "last_visible", "outbuf", "prompt_seq", "sock", "subscribed")
+
+    def __init__(self, sock):
+        self.sock = sock
+        self.inbuf = bytearray()
+        self.outbuf = bytearray()
+        self.subscribed = False
+        self.last_visible = None
+        self.prompt_seq = 0
+        self.closing = False
+
+
+class Server(object):
+    def __init__(self, agent, listen_sock, handoff=None):
+        self.agent = agent
+        self.listen = listen_sock
+        self.listen.setblocking(False)
+        self.handoff = handoff  # callable(bundle_path): re-executes; returns only on failure
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.listen, selectors.EVENT_READ, None)
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._wake_w.setblocking(False)
+        self.sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self.clients = {}
+        self.uid = os.getuid()
+        self.pending_handoff = None
+        agent.on_tick = self.wake
+
+    def wake(self):
+        try:
+            self._wake_w.send(b"x")
+        except OSError:
+            pass  # already woken (buffer full) or closing
+
+    def run(self, stop):
+        while not stop.is_set():
+            for key, mask in self.sel.select(timeout=1.0):
+                if key.data is None:
+                    self._accept()
+                elif key.data == "wake":
+                    try:
+                        while self._wake_r.recv(4096):
+                            pass
+                    except OSError:
+                        pass
+                else:
+                    self._service(key.data, mask)
+            try:
+                self._push_changes()
+            except Exception:  # never let an event bug take the server down
+                log.exception("pushing events failed")
+            if self.pending_handoff is not None:
+                self._do_handoff()
+
+    def close(self):
+        for c in list(self.clients):
+            self._drop(c)
+        self.sel.close()
+        self._wake_r.close()
+        self._wake_w.close()
+
+    # -- connections -----------------------------------------------------------------------------------------
+    def _accept(self):
+        for _ in range(16):
+            try:
+                sock, _ = self.listen.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    log.warning("out of file descriptors accepting a client")
+                return
+            sock.setblocking(False)
+            try:
+                uid = peer_uid(sock)
+            except OSError:
+                uid = -1
+            if uid is not None and uid != self.uid:
+                try:
+                    sock.send(encode({"id": None, "error": {"code": "forbidden",
+                                                           "message": "peer uid %s is not the agent's" % uid}}))
+                except OSError:
+                    pass
+                sock.close()
+                continue
+            if len(self.clients) >= MAX_CLIENTS:
+                # Full: make room by dropping the oldest client that has not subscribed (a flood of idle
+                # connections must not lock out the app, whose connection is subscribed).
+                victim = next((old for old in self.clients if not old.subscribed), None)
+                if victim is None:
+                    sock.close()
+                    continue
+                self._drop(victim)
+            c = _Client(sock)
+            self.clients[c] = True
+            self.sel.register(sock, selectors.EVENT_READ, c)
+            self._send(c, {"hello": "wr-agent", "protocol": PROTOCOL, "version": VERSION,
+                           "build": self.agent.build})
+
+    def _drop(self, c):
+        if self.clients.pop(c, None) is not None:
+            try:
+                self.sel.unregister(c.sock)
+            except (KeyError, ValueError):
+                pass
+        c.sock.close()
+
+    def _service(self, c, mask):
+        if mask & selectors.EVENT_WRITE:
+            self._flush(c)
+        if mask & selectors.EVENT_READ and c.sock.fileno() >= 0:
+            try:
+                data = c.sock.recv(65536)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if not data:
+                self._drop(c)
+                return
+            c.inbuf += data
+            while c.sock.fileno() >= 0 and not c.closing:
+                nl = c.inbuf.find(b"\n")
+                if nl < 0:
+                    if len(c.inbuf) > MAX_LINE:
+                        self._too_large(c)
+                    break
+                line = bytes(c.inbuf[:nl])
+                del c.inbuf[:nl + 1]
+                if len(line) > MAX_LINE:
+                    self._too_large(c)
+                    break
+                self._handle_line(c, line)
+
+    def _too_large(self, c):
+        c.inbuf = bytearray()
+        self._send(c, {"id": None, "error": {"code": "too_large",
+                                            "message": "line longer than %d bytes" % MAX_LINE}})
+        c.closing = True
+        self._flush(c)
+
+    def _send(self, c, obj):
+        if c.sock.fileno() < 0:
+            return
+        c.outbuf += encode(obj)
+        if len(c.outbuf) > MAX_OUT:
+            log.warning("dropping a client that does not read (%d bytes queued)", len(c.outbuf))
+            self._drop(c)
+            return
+        self._flush(c)
+
+    def _flush(self, c):
+        if c.sock.fileno() < 0:
+            return
+        try:
+            while c.outbuf:
+                n = c.sock.send(c.outbuf)
+                del c.outbuf[:n]
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            self._drop(c)
+            return
+        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if c.outbuf else 0)
+        if c.closing and not c.outbuf:
+            self._drop(c)
+            return
+        try:
+            self.sel.modify(c.sock, want, c)
+        except (KeyError, ValueError):
+            pass
+
+    # -- requests --------------------------------------------------------------------------------------------
+    def _handle_line(self, c, line):
+        line = line.rstrip(b"\r")
+        if not line.strip():
+            return
+        rid = None
+        try:
+            try:
+                req = json.loads(line.decode("utf-8"))
+            except (ValueError, UnicodeDecodeError, RecursionError):
+                raise RequestError("invalid", "not a JSON object line (UTF-8)") from None
+            if not isinstance(req, dict):
+                raise RequestError("invalid", "a request must be a JSON object")
+            rid = req.get("id")
+            if isinstance(rid, bool) or not isinstance(rid, (int, str)) or (
+                    isinstance(rid, str) and len(rid) > 200):
+                rid = None
+                raise RequestError("invalid", "id must be an integer or a short string")
+            method = req.get("method")
+            if not isinstance(method, str):
+                raise RequestError("invalid", "method must be a string")
+            result = self._dispatch(c, method, req)
+            self._send(c, {"id": rid, "result": result})
+        except RequestError as exc:
+            self._send(c, {"id": rid, "error": {"code": exc.code, "message": exc.message}})
+        except SettingsError as exc:
+            self._send(c, {"id": rid, "error": {"code": exc.code, "message": exc.message}})
+        except Exception as exc:  # a bug in one request must not take the server down
+            log.exception("request failed")
+            self._send(c, {"id": rid, "error": {"code": "failed", "message": "internal error: %s" % exc}})
+
+    def _dispatch(self, c, method, req):
+        agent = self.agent
+        if method == "status":
+            return agent.status()
+        if method == "ping":
+            return {"monotonic": agent.clock()}
+        if method == "subscribe":
+            st = agent.status()
+            c.subscribed = True
+            c.last_visible = visible(st)
+            c.prompt_seq = agent.ceiling.prompt_seq
+            return st
+        if method == "keep":
+            return agent.keep()
+        if method == "settings":
+            return agent.apply_settings(req)
+        if method == "handoff":
+            return self._handoff_request(req)
+        raise RequestError("unsupported", "unknown method %r" % method[:64])
+
+    def _handoff_request(self, req):
+        path, sha = req.get("bundle"), req.get("sha256")
+        if not isinstance(path, str) or not path or "\0" in path:
+            raise RequestError("invalid", "bundle must be a path")
+        if not isinstance(sha, str) or not SHA_RE.match(sha.lower()):
+            raise RequestError("invalid", "sha256 must be 64 hex digits")
+        if self.handoff is None:
+            raise RequestError("unsupported", "this agent cannot hand off")
+        try:
+            actual = bundle.sha256_file(path)
+        except (OSError, ValueError) as exc:
+            raise RequestError("failed", "cannot read bundle %s: %s" % (path, exc)) from None
+        if actual != sha.lower():
+            raise RequestError("failed", "bundle %s has sha256 %s, not %s" % (path, actual, sha.lower()))
+        if not zipfile.is_zipfile(path):
+            raise RequestError("failed", "bundle %s is not a zipapp" % path)
+        self.pending_handoff = os.path.abspath(path)
+        return {"accepted": True}
+
+    def _do_handoff(self):
+        path, self.pending_handoff = self.pending_handoff, None
+        for c in list(self.clients):  # let the "accepted" replies out first (bounded)
+            if c.outbuf and c.sock.fileno() >= 0:
+                try:
+                    c.sock.settimeout(1.0)
+                    c.sock.sendall(bytes(c.outbuf))
+                except OSError:
+                    pass
+        try:
+            self.handoff(path)
+        except Exception:
+            log.exception("hand-off to %s failed; carrying on", path)
+
+    # -- events ----------------------------------------------------------------------------------------------
+    def _push_changes(self):
+        subs = [c for c in self.clients if c.subscribed]
+        if not subs:
+            return
+        st = self.agent.status()
+        vis = visible(st)
+        seq = self.agent.ceiling.prompt_seq
+        prompt = None
+        for c in subs:
+            if c.last_visible != vis:
+                c.last_visible = vis
+                self._send(c, {"event": "status", "status": st})
+            if c.prompt_seq != seq:
+                c.prompt_seq = seq
+                if self.agent.ceiling.prompt_pending:
+                    prompt = prompt or self.agent.prompt_event()
+                    self._send(c, prompt)

@@ -1,0 +1,29 @@
+"""What a sampler saw in one tick; the classifier turns it into a vote."""
+
+
+class Signals(object):
+    """Raw per-tick observations. Lists hold (comm, pid) or (comm, pid, share) tuples."""
+
+    __slots__ = (
+        "candidates",
+        "coarse",
+        "cpu",
+        "dstate",
+        "keystroke_age",
+        "net_bytes",
+        "tcp",
+        "timer_sleep",
+        "tty_bytes",
+    )
+
+    def __init__(self, cpu=(), dstate=(), timer_sleep=(), tcp=(), tty_bytes=0, keystroke_age=None,
+                 net_bytes=0, coarse=False, candidates=0):
+        self.cpu = list(cpu)  # (comm, pid, share of a core) at or over the threshold
+        self.dstate = list(dstate)
+        self.timer_sleep = list(timer_sleep)
+        self.tcp = list(tcp)
+        self.tty_bytes = tty_bytes  # pty output bytes since the last tick
+        self.keystroke_age = keystroke_age  # seconds since the last keystroke on any pty, or None
+        self.net_bytes = net_bytes  # rx+tx on box-crossing interfaces since the last tick
+        self.coarse = coarse
+        self.candidates = candidates

@@ -1,0 +1,58 @@
+"""Platforms that meter idleness by inbound requests through their endpoint proxy (seed 004).
+
+Work inside the box does not count, nor do its own loopback requests; only a caller outside keeps it up.
+While the app runs and the host is BUSY, the session's KeepAwake polls `GET /v1/health` (the agent's
+health endpoint, unauthenticated, telling only busy/verdict/stalled) through the provider's proxy. The
+host's `provider_ref` is that proxy's base URL. The simulator's `--metering requests` is such a platform.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+
+from workroom.core.hosts import Host
+from workroom.core.keepawake import PollOutcome
+from workroom.providers.base import BoxState
+from workroom.providers.ssh_family import SshProvider
+from workroom.remote.agent_install import ServeOptions
+
+HEALTH_PORT = 8080
+POLL_TIMEOUT_SECONDS = 5.0
+
+
+class RequestMeteredProvider(SshProvider):
+    kind = "request-metered"
+
+    def serve_options(self, host: Host) -> ServeOptions:
+        base = super().serve_options(host)
+        return ServeOptions(workroom=base.workroom, candidates=base.candidates, heartbeat=False,
+                            extra=("--health-listen", f"0.0.0.0:{HEALTH_PORT}"))
+
+    def health_url(self, host: Host) -> str | None:
+        return host.provider_ref.rstrip("/") + "/v1/health" if host.provider_ref else None
+
+    async def poll_health(self, host: Host) -> PollOutcome:
+        """One request through the provider's proxy: it counts as activity and says whether still busy."""
+        url = self.health_url(host)
+        if url is None:
+            return PollOutcome.failed("this host has no endpoint URL (provider_ref)", retryable=False)
+
+        def fetch() -> PollOutcome:
+            try:
+                with urllib.request.urlopen(url, timeout=POLL_TIMEOUT_SECONDS) as reply:  # loopback or provider URL
+                    data = json.loads(reply.read())
+            except urllib.error.HTTPError as error:
+                return PollOutcome.failed(f"health answered HTTP {error.code}")
+            except (OSError, ValueError) as error:
+                return PollOutcome.failed(f"health request failed: {error}")
+            if not isinstance(data, dict) or not isinstance(data.get("busy"), bool):
+                return PollOutcome.failed("health answer is not {busy: bool, ...}", retryable=False)
+            return PollOutcome.busy() if data["busy"] else PollOutcome.not_busy()
+
+        return await asyncio.get_running_loop().run_in_executor(None, fetch)
+
+    async def box_state(self, host: Host) -> BoxState:
+        return BoxState.UNKNOWN  # a platform's suspended state is read by its own API; none here

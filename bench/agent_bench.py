@@ -1,0 +1,200 @@
+"""wr-agent benchmark: tick cost (share of one core) with ~20 and 500 extra sleeping processes, resident
+memory, time-to-busy and time-to-idle. Prints the figures; cleans up every process it started by PID.
+
+    sudo .venv/bin/python bench/agent_bench.py [--seconds 20] [--mode ns|host]
+
+`ns` (default as root): the agent and the sleepers run in a fresh PID namespace, so the process count is
+exactly what is measured. `host`: the agent watches the whole host (`--candidates user` when not root).
+Issue 3's goals: <= 0.1 % of a core (~20), <= 0.5 % (500), RSS <= 20 MB, busy <= 1 s, idle <= hold + 1 s.
+"""
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+AGENT_SRC = os.path.join(os.path.dirname(HERE), "agent_bundle")
+SPAWNER = ("import os, signal, sys\n"
+           "for _ in range(int(sys.argv[1])):\n"
+           "    if os.fork() == 0:\n"
+           "        signal.pause(); os._exit(0)\n"
+           "print('ready', flush=True)\n"
+           "signal.pause()\n")
+BURN = "import time\nt = time.monotonic() + 30\nwhile time.monotonic() < t: pass\n"
+CLK = os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid):
+    out = []
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            kids = [int(k) for k in f.read().split()]
+    except OSError:
+        return out
+    for k in kids:
+        out.append(k)
+        out.extend(descendants(k))
+    return out
+
+
+def comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+class Runner:
+    def __init__(self, mode):
+        self.mode = mode
+        self.procs = []
+        self.inner = None
+        if mode == "ns":
+            setup = "mount -t devpts -o newinstance devpts /dev/pts 2>/dev/null; exec sleep 3600"
+            self.unshare = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", "--net", "sh", "-c",
+                                             setup])
+            deadline = time.monotonic() + 5
+            while self.inner is None and time.monotonic() < deadline:
+                kids = [k for k in descendants(self.unshare.pid) if comm(k) == "sleep"]
+                self.inner = kids[0] if kids else None
+                time.sleep(0.02)
+
+    def popen(self, argv, **kw):
+        if self.mode == "ns":
+            argv = ["nsenter", "--target", str(self.inner), "--pid", "--mount", "--net", "--", *argv]
+        p = subprocess.Popen(argv, **kw)
+        self.procs.append(p)
+        return p
+
+    def kill(self, p):
+        for pid in reversed(descendants(p.pid)):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=10)
+
+    def close(self):
+        for p in self.procs:
+            self.kill(p)
+        if self.mode == "ns":
+            try:
+                os.kill(self.inner, signal.SIGKILL)
+            except (ProcessLookupError, TypeError):
+                pass
+            self.unshare.wait(timeout=10)
+
+
+def cpu_seconds(pid):
+    """CPU time of all the agent's threads, in ns precision (schedstat), not 10 ms clock ticks."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total / 1e9
+
+
+def rss_kb(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+class Sub:
+    def __init__(self, path):
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(path)
+        self.f = self.s.makefile("rb")
+        json.loads(self.f.readline())
+        self.s.sendall(b'{"id":1,"method":"subscribe"}\n')
+        self.first = json.loads(self.f.readline())["result"]
+
+    def wait_verdict(self, verdict, timeout):
+        self.s.settimeout(timeout)
+        while True:
+            msg = json.loads(self.f.readline())
+            if msg.get("event") == "status" and msg["status"]["verdict"] == verdict:
+                return time.monotonic()
+
+
+def measure(mode, extra, seconds, hold):
+    r = Runner(mode)
+    tmp = tempfile.mkdtemp(prefix="wrbench")
+    os.chmod(tmp, 0o700)
+    sock = os.path.join(tmp, "agent.sock")
+    try:
+        spawner = r.popen([sys.executable, "-c", SPAWNER, str(extra)], stdout=subprocess.PIPE)
+        spawner.stdout.readline()
+        pyz = os.path.join(tmp, "wr-agent.pyz")  # measured as deployed: the zipapp
+        subprocess.run([sys.executable, "-m", "wr_agent", "bundle", "--out", pyz], check=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=AGENT_SRC), stdout=subprocess.DEVNULL)
+        argv = [sys.executable, pyz, "serve", "--socket", sock, "--no-heartbeat", "--hold-seconds", str(hold)]
+        if mode == "host" and os.geteuid() != 0:
+            argv += ["--candidates", "user"]
+        agent = r.popen(argv, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        pid = next(p for p in [agent.pid, *descendants(agent.pid)] if comm(p) == "wr-agent")
+        time.sleep(3)  # warm-up: first-sight reads done
+        c0, t0 = cpu_seconds(pid), time.monotonic()
+        time.sleep(seconds)
+        share = (cpu_seconds(pid) - c0) / (time.monotonic() - t0)
+        rss = rss_kb(pid)
+        sub = Sub(sock)
+        busy, idle = [], []
+        for _ in range(3):
+            if sub.first["verdict"] != "IDLE":
+                sub.wait_verdict("IDLE", 60)
+            sub.first = {"verdict": "IDLE"}
+            t = time.monotonic()
+            burner = r.popen([sys.executable, "-c", BURN])
+            busy.append(sub.wait_verdict("BUSY", 10) - t)
+            time.sleep(0.5)
+            r.kill(burner)
+            t = time.monotonic()
+            idle.append(sub.wait_verdict("IDLE", hold + 10) - t)
+            time.sleep(1.2)
+        return {"mode": mode, "extra_sleepers": extra, "cpu_share_pct": round(share * 100, 3),
+                "rss_mb": round(rss / 1024.0, 1), "time_to_busy_max_s": round(max(busy), 2),
+                "time_to_idle_max_s": round(max(idle), 2), "hold_s": hold}
+    finally:
+        r.close()
+        import shutil
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=20.0, help="CPU measuring window per run")
+    ap.add_argument("--mode", choices=("ns", "host"), default="ns" if os.geteuid() == 0 else "host")
+    ap.add_argument("--hold", type=float, default=5.0, help="hold seconds for the time-to-idle runs")
+    ap.add_argument("--counts", default="20,500")
+    args = ap.parse_args()
+    rows = []
+    for n in [int(x) for x in args.counts.split(",")]:
+        row = measure(args.mode, n, args.seconds, args.hold)
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    print(f"\nmode={args.mode} window={args.seconds:g}s  "
+          "(goals: <=0.1% @20, <=0.5% @500, RSS<=20MB, busy<=1s, idle<=hold+1s)")
+    for row in rows:
+        print(f"{row['extra_sleepers']:4d} sleepers: tick cost {row['cpu_share_pct']:.3f}% of a core, "
+              f"RSS {row['rss_mb']:.1f} MB, time-to-busy <= {row['time_to_busy_max_s']:.2f} s, "
+              f"time-to-idle <= {row['time_to_idle_max_s']:.2f} s (hold {row['hold_s']:g} s)")
+
+
+if __name__ == "__main__":
+    main()

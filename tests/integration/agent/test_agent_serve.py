@@ -1,0 +1,206 @@
+"""The serve process: hello and status contract, one instance, private directory, peer uid, settings
+persistence and corrupt settings files."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+from agentrun import AGENT_SRC, Client, agent_env, private_dir, serve_argv, start_agent, stop
+
+pytestmark = pytest.mark.integration
+
+STATUS_FIELDS = {"verdict", "classifier_verdict", "busy_reasons", "stalled", "monotonic", "awake_seconds",
+                 "ceiling_seconds", "prompt_timeout_seconds", "ask_at_ceiling", "awake_ceiling_exceeded",
+                 "prompt_pending", "prompt_deadline", "suppressed", "asserting", "keep_awake",
+                 "settings_error", "workroom", "agent", "sampler"}
+
+
+@pytest.fixture
+def sock(tmp_path):
+    return os.path.join(private_dir(tmp_path / "run"), "agent.sock")
+
+
+def test_hello_status_and_files(sock):
+    a = start_agent(sock, "--workroom", "w-one", "--no-heartbeat", "--awake-ceiling", "120")
+    try:
+        c = a.client()
+        assert c.hello["hello"] == "wr-agent" and c.hello["protocol"] == 1
+        assert len(c.hello["build"]) == 64
+        st = c.call("status")["result"]
+        assert set(st) >= STATUS_FIELDS
+        assert st["workroom"] == "w-one" and st["ceiling_seconds"] == 120 and st["prompt_timeout_seconds"] == 600
+        assert st["agent"]["build"] == c.hello["build"] and st["test_min_duration"] is None
+        assert c.call("ping")["result"]["monotonic"] >= st["monotonic"]
+        assert c.call("nope")["error"]["code"] == "unsupported"
+        c.close()
+        assert stat.S_IMODE(os.stat(sock).st_mode) == 0o600
+        assert stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o700
+        r = subprocess.run([sys.executable, "-m", "wr_agent", "status", "--socket", sock], env=agent_env(),
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0 and json.loads(r.stdout)["workroom"] == "w-one"
+    finally:
+        a.stop()
+    assert not os.path.exists(sock)
+
+
+def test_status_with_nothing_answering_fails_clearly(sock):
+    r = subprocess.run([sys.executable, "-m", "wr_agent", "status", "--socket", sock], env=agent_env(),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1 and "no wr-agent answers on" in r.stderr
+
+
+def test_second_serve_exits_with_a_clear_message(sock):
+    a = start_agent(sock, "--no-heartbeat")
+    try:
+        r = subprocess.run(serve_argv(sock, "--no-heartbeat"), env=agent_env(), capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 3
+        assert f"another wr-agent (pid {a.proc.pid}) is already serving" in r.stderr
+        assert a.status()["verdict"] in ("BUSY", "IDLE")
+    finally:
+        a.stop()
+
+
+def test_refuses_a_directory_open_to_others(tmp_path):
+    d = tmp_path / "open"
+    d.mkdir()
+    os.chmod(str(d), 0o755)
+    r = subprocess.run(serve_argv(str(d / "a.sock")), env=agent_env(), capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode == 2 and "open to other users" in r.stderr
+
+
+def test_creates_a_missing_directory_private(tmp_path):
+    sock = str(tmp_path / "state" / "wr-agent" / "agent.sock")
+    a = start_agent(sock, "--no-heartbeat")
+    try:
+        assert stat.S_IMODE(os.stat(os.path.dirname(sock)).st_mode) == 0o700
+    finally:
+        a.stop()
+
+
+def test_bad_flag_refuses_to_start(sock):
+    r = subprocess.run(serve_argv(sock, "--awake-ceiling", "5"), env=agent_env(), capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2 and "--awake-ceiling must be between 30" in r.stderr
+
+
+def test_env_fallbacks_and_test_min_duration(sock):
+    env = agent_env(WORKROOM_AWAKE_CEILING="7", WORKROOM_AWAKE_PROMPT_TIMEOUT="90",
+                    WORKROOM_ASK_AT_AWAKE_CEILING="1")
+    a = start_agent(sock, "--no-heartbeat", "--test-min-duration", "1", env=env)
+    try:
+        st = a.status()
+        assert (st["ceiling_seconds"], st["prompt_timeout_seconds"], st["ask_at_ceiling"]) == (7, 90, True)
+        assert st["test_min_duration"] == 1
+    finally:
+        a.stop()
+
+
+def test_settings_survive_a_restart_and_win_over_flags(sock):
+    a = start_agent(sock, "--no-heartbeat")
+    try:
+        c = a.client()
+        bad = c.call("settings", ceiling_seconds=float("nan"), prompt_timeout_seconds=60, ask_at_ceiling=True)
+        assert bad["error"]["code"] == "out_of_range"
+        assert not os.path.exists(sock + ".settings")
+        ok = c.call("settings", ceiling_seconds=3600, prompt_timeout_seconds=60, ask_at_ceiling=True)
+        assert ok["result"]["ceiling_seconds"] == 3600 and ok["result"]["ask_at_ceiling"] is True
+        c.close()
+        assert stat.S_IMODE(os.stat(sock + ".settings").st_mode) == 0o600
+    finally:
+        a.stop()
+    b = start_agent(sock, "--no-heartbeat", "--awake-ceiling", "100")
+    try:
+        st = b.status()
+        assert (st["ceiling_seconds"], st["prompt_timeout_seconds"], st["ask_at_ceiling"]) == (3600, 60, True)
+    finally:
+        b.stop()
+
+
+def test_corrupt_settings_file_is_reported_and_kept_until_a_valid_request(sock):
+    with open(sock + ".settings", "w") as f:
+        f.write("{broken")
+    a = start_agent(sock, "--no-heartbeat", "--awake-ceiling", "100")
+    try:
+        st = a.status()
+        assert st["ceiling_seconds"] == 100 and "corrupt" in st["settings_error"]
+        with open(sock + ".settings") as f:
+            assert f.read() == "{broken"
+        c = a.client()
+        res = c.call("settings", ceiling_seconds=200, prompt_timeout_seconds=60, ask_at_ceiling=False)["result"]
+        c.close()
+        assert res["settings_error"] is None and res["ceiling_seconds"] == 200
+        with open(sock + ".settings") as f:
+            assert json.load(f)["ceiling_seconds"] == 200
+    finally:
+        a.stop()
+
+
+@pytest.mark.root
+def test_peer_with_another_uid_is_refused(tmp_path):
+    """The agent runs as nobody; root connecting is a different uid and is refused."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run the agent as another user")
+    d = tmp_path / "nobody"
+    d.mkdir()
+    os.chown(str(d), 65534, 65534)
+    os.chmod(str(d), 0o700)
+    saved = [(p, os.stat(str(p)).st_mode) for p in (tmp_path, tmp_path.parent, tmp_path.parent.parent)]
+    for p, mode in saved:  # let nobody traverse to its directory
+        os.chmod(str(p), mode | 0o011)
+    sock = str(d / "agent.sock")
+    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *serve_argv(sock, "--no-heartbeat")]
+    proc = subprocess.Popen(argv, env=agent_env(HOME=str(d)))
+    try:
+        def answered():
+            try:
+                return Client(sock, 1.0)
+            except (OSError, EOFError):
+                return None
+        from agentrun import wait_until
+        try:
+            c = wait_until(answered, 10, 0.1, "agent up")
+            first = c.hello
+        except TimeoutError:
+            pytest.fail(f"agent did not start as nobody (is {AGENT_SRC} readable by others?)")
+        assert first["error"]["code"] == "forbidden"
+        with pytest.raises((EOFError, ConnectionError)):
+            c.read(2.0)
+    finally:
+        stop(proc)
+        for p, mode in saved:
+            os.chmod(str(p), mode)
+
+
+def test_request_and_relay_commands(sock):
+    a = start_agent(sock, "--no-heartbeat", "--workroom", "relayed")
+    try:
+        r = subprocess.run([sys.executable, "-m", "wr_agent", "request", "--socket", sock,
+                            '{"id":"x","method":"ping"}'], env=agent_env(), capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 0 and json.loads(r.stdout)["id"] == "x"
+        relay = subprocess.run([sys.executable, "-m", "wr_agent", "relay", "--socket", sock], env=agent_env(),
+                               input=b'{"id":1,"method":"status"}\n', capture_output=True, timeout=30)
+        # stdin closes right after the request: the relay half-closes and still prints the reply.
+        lines = [json.loads(x) for x in relay.stdout.splitlines()]
+        assert relay.returncode == 0 and lines[0]["hello"] == "wr-agent"
+        assert lines[1]["result"]["workroom"] == "relayed"
+        p = subprocess.Popen([sys.executable, "-m", "wr_agent", "relay", "--socket", sock], env=agent_env(),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        try:
+            assert json.loads(p.stdout.readline())["hello"] == "wr-agent"
+            p.stdin.write(b'{"id":1,"method":"status"}\n')
+            p.stdin.flush()
+            assert json.loads(p.stdout.readline())["result"]["workroom"] == "relayed"
+            with open(f"/proc/{p.pid}/comm") as f:
+                assert f.read().strip() == "wr-agent-relay"  # so the agent never counts it as work
+        finally:
+            p.stdin.close()
+            p.wait(timeout=10)
+        assert p.returncode == 0
+    finally:
+        a.stop()

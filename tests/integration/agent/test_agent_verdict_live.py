@@ -1,0 +1,100 @@
+"""The classifier on real processes, in a fresh PID namespace so only the test's jobs are candidates."""
+
+import os
+import sys
+import time
+
+import pytest
+from agentrun import Agent, PidNamespace, agent_env, private_dir, serve_argv, wait_answering
+
+pytestmark = [pytest.mark.integration, pytest.mark.root]
+
+BURN = "import time\nt = time.monotonic() + 60\nwhile time.monotonic() < t: pass\n"
+TCP_JOB = ("import socket, time\n"
+           "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
+           "c = socket.create_connection(s.getsockname()); a, _ = s.accept()\n"
+           "time.sleep(0) ; import select; select.select([a], [], [], 60)\n")
+
+
+@pytest.fixture
+def ns():
+    if os.geteuid() != 0:
+        pytest.skip("needs root: PID/mount/net namespaces")
+    n = PidNamespace()
+    yield n
+    n.close()
+
+
+@pytest.fixture
+def agent(ns, tmp_path):
+    sock = os.path.join(private_dir(tmp_path / "run"), "agent.sock")
+    proc = ns.popen(serve_argv(sock, "--hold-seconds", "2", "--no-heartbeat", "--workroom", "nsbox"),
+                    env=agent_env())
+    wait_answering(sock, proc)
+    a = Agent(sock, proc)
+    a.wait_status(lambda s: s["verdict"] == "IDLE", 5, "idle at start")
+    return a
+
+
+def test_cpu_burner_busy_within_2s_then_idle_after_hold(ns, agent):
+    burner = ns.popen([sys.executable, "-c", BURN])
+    t0 = time.monotonic()
+    st = agent.wait_status(lambda s: s["verdict"] == "BUSY", 3, "busy")
+    assert time.monotonic() - t0 <= 2.0
+    assert any(r.startswith("cpu: python") for r in st["busy_reasons"]), st["busy_reasons"]
+    ns.kill(burner)
+    t1 = time.monotonic()
+    agent.wait_status(lambda s: s["verdict"] == "IDLE", 6, "idle after the hold")
+    assert time.monotonic() - t1 <= 2 + 1.5
+
+
+def test_job_that_only_sleeps_is_busy(ns, agent):
+    job = ns.popen(["sh", "-c", "sleep 600"])
+    st = agent.wait_status(lambda s: s["verdict"] == "BUSY", 3, "busy")
+    assert any(r.startswith("sleep: sleep") for r in st["busy_reasons"]), st["busy_reasons"]
+    ns.kill(job)
+    agent.wait_status(lambda s: s["verdict"] == "IDLE", 8, "idle after the hold")
+
+
+def test_established_tcp_connection_is_busy(ns, agent):
+    job = ns.popen([sys.executable, "-c", TCP_JOB])
+    st = agent.wait_status(lambda s: any(r.startswith("tcp: python") for r in s["busy_reasons"]), 4,
+                           "tcp reason")
+    assert st["verdict"] == "BUSY"
+    ns.kill(job)
+
+
+@pytest.mark.slow
+def test_idle_agent_is_silent_and_changes_are_pushed(ns, agent):
+    c = agent.client()
+    try:
+        sub = c.call("subscribe")["result"]
+        assert sub["verdict"] == "IDLE"
+        assert c.next_event(2.5) is None  # idle: nothing on the wire
+        job = ns.popen(["sleep", "600"])
+        ev = c.next_event(3.0)
+        assert ev is not None and ev["event"] == "status" and ev["status"]["verdict"] == "BUSY"
+        ns.kill(job)
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            ev = c.next_event(1.0)
+            if ev and ev["status"]["verdict"] == "IDLE":
+                break
+        else:
+            pytest.fail("no IDLE event after the job ended")
+        assert c.next_event(2.0) is None
+    finally:
+        c.close()
+
+
+def test_coarse_sampler_sees_a_burner(ns, tmp_path):
+    sock = os.path.join(private_dir(tmp_path / "coarse"), "agent.sock")
+    proc = ns.popen(serve_argv(sock, "--sampler", "coarse", "--hold-seconds", "1", "--no-heartbeat",
+                               "--tick-seconds", "0.2"),
+                    env=agent_env())
+    wait_answering(sock, proc)
+    a = Agent(sock, proc)
+    assert a.status()["sampler"] == "coarse" and a.status()["keep_awake"]["enabled"] is False
+    ns.popen([sys.executable, "-c", BURN])
+    st = a.wait_status(lambda s: s["verdict"] == "BUSY", 5, "coarse busy (ps every 5 ticks = 1 s)")
+    assert any(r.endswith("(coarse)") for r in st["busy_reasons"]), st["busy_reasons"]

@@ -1,0 +1,86 @@
+"""Write /proc-shaped snapshot trees for the sampler's unit tests.
+
+The files have the kernel's exact formats (stat, schedstat, wchan, io, fd symlinks, net/tcp, net/dev,
+uptime), so the sampler reads them through the same code path it uses on a live /proc.
+"""
+
+import os
+
+TCP_HEADER = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout "
+              "inode\n")
+DEV_HEADER = ("Inter-|   Receive                                                |  Transmit\n"
+              " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop "
+              "fifo colls carrier compressed\n")
+
+
+class FakeProc:
+    def __init__(self, root):
+        self.root = str(root)
+        self.sys_net = os.path.join(self.root, "_sys_net")
+        self.pts = os.path.join(self.root, "_pts")
+        for d in (self.root, self.sys_net, self.pts, os.path.join(self.root, "net")):
+            os.makedirs(d, exist_ok=True)
+        self.uptime(1000.0)
+        self.tcp([])
+        self.dev({"lo": (0, 0)})
+
+    def _w(self, rel, text):
+        path = os.path.join(self.root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+    def uptime(self, secs):
+        self._w("uptime", f"{secs:.2f} 100.00\n")
+
+    def proc(self, pid, comm, state="S", ppid=1, ticks=0, runtime_ns=0, threads=1, start_ticks=0,
+             flags=4194304, wchan="do_select", fds=None, wchar=None):
+        """One process; call again to change it (a later 'tick')."""
+        fields = [state, str(ppid), str(pid), str(pid), "0", "-1", str(flags), "0", "0", "0", "0",
+                  str(ticks), "0", "0", "0", "20", "0", str(threads), "0", str(start_ticks)] + ["0"] * 32
+        self._w(f"{pid}/stat", f"{pid} ({comm}) {' '.join(fields)}\n")
+        self._w(f"{pid}/schedstat", f"{runtime_ns} 0 1\n")
+        self._w(f"{pid}/wchan", wchan)
+        if wchar is not None:
+            self._w(f"{pid}/io", f"rchar: 0\nwchar: {wchar}\nsyscr: 0\n")
+        fddir = os.path.join(self.root, str(pid), "fd")
+        os.makedirs(fddir, exist_ok=True)
+        if fds is not None:
+            for name in os.listdir(fddir):
+                os.unlink(os.path.join(fddir, name))
+            for n, target in enumerate(fds):
+                os.symlink(target, os.path.join(fddir, str(n)))
+
+    def remove(self, pid):
+        import shutil
+        shutil.rmtree(os.path.join(self.root, str(pid)))
+
+    def tcp(self, conns, name="tcp"):
+        """conns: (state hex, inode) pairs."""
+        lines = [TCP_HEADER]
+        for n, (st, inode) in enumerate(conns):
+            lines.append(f"   {n}: 0100007F:1F90 0100007F:C350 {st} 00000000:00000000 00:00000000 00000000     0"
+                         f"        0 {inode} 1 0000000000000000 20 4 30 10 -1\n")
+        self._w("net/" + name, "".join(lines))
+
+    def dev(self, counters):
+        lines = [DEV_HEADER]
+        for name, (rx, tx) in counters.items():
+            lines.append(f"{name:>6}: {rx} 0 0 0 0 0 0 0 {tx} 0 0 0 0 0 0 0\n")
+        self._w("net/dev", "".join(lines))
+
+    def iface(self, name, kind=None):
+        d = os.path.join(self.sys_net, name)
+        os.makedirs(d, exist_ok=True)
+        if kind == "bridge":
+            os.makedirs(os.path.join(d, "bridge"), exist_ok=True)
+        elif kind == "brport":
+            os.makedirs(os.path.join(d, "brport"), exist_ok=True)
+        elif kind == "tap":
+            self._w(os.path.join("_sys_net", name, "tun_flags"), "0x1002\n")
+
+    def pty(self, n, atime):
+        path = os.path.join(self.pts, str(n))
+        with open(path, "w"):
+            pass
+        os.utime(path, (atime, atime))

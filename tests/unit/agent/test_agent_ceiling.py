@@ -1,0 +1,175 @@
+"""The awake ceiling state machine on a fake clock, and the agent-level wake-gap guarantee."""
+
+import pytest
+from wr_agent.agent import Agent, visible
+from wr_agent.ceiling import BELOW, EXCEEDED, PROMPTED, SUPPRESSED, Ceiling
+from wr_agent.heartbeat import Heartbeat
+from wr_agent.settings import Settings
+from wr_agent.signals import Signals
+
+pytestmark = pytest.mark.unit
+
+
+def test_advisory_exceeded_stays_busy():
+    c = Ceiling(Settings(100, 50, False))
+    assert c.update(0, True)
+    assert c.update(99, True) and c.state == BELOW
+    assert c.update(100, True) and c.state == EXCEEDED and c.exceeded
+    assert c.update(10000, True)
+
+
+def test_ask_mode_prompts_once_then_suppresses_at_deadline():
+    c = Ceiling(Settings(100, 50, True))
+    c.update(0, True)
+    assert c.update(100, True) and c.state == PROMPTED and c.prompt_deadline == 150
+    assert c.prompt_seq == 1
+    assert c.update(149, True) and c.prompt_seq == 1
+    assert not c.update(150, True) and c.state == SUPPRESSED
+    assert not c.update(500, True) and c.prompt_seq == 1
+
+
+def test_idle_resets_and_next_crossing_prompts_again():
+    c = Ceiling(Settings(100, 50, True))
+    c.update(0, True)
+    c.update(200, True)
+    assert not c.update(201, False) and c.state == BELOW and c.awake_start is None
+    c.update(300, True)
+    c.update(400, True)
+    assert c.prompt_seq == 2
+
+
+def test_keep_restarts_the_ceiling():
+    c = Ceiling(Settings(100, 50, True))
+    c.update(0, True)
+    c.update(200, True)
+    c.update(250, True)
+    assert c.suppressed
+    c.keep(260)
+    assert c.update(261, True) and c.state == BELOW and c.awake_seconds(261) == 1
+    assert c.update(360, True) and c.state == PROMPTED
+
+
+def test_same_settings_change_nothing_even_when_suppressed():
+    c = Ceiling(Settings(100, 50, True))
+    c.update(0, True)
+    c.update(200, True)
+    c.update(250, True)
+    c.apply_settings(251, Settings(100, 50, True))  # every app connect sends its settings
+    assert c.suppressed and not c.update(252, True)
+
+
+def test_changed_settings_reevaluate():
+    c = Ceiling(Settings(100, 50, True))
+    c.update(0, True)
+    c.update(200, True)
+    c.apply_settings(201, Settings(100, 50, False))  # ask off: advisory
+    assert c.state == EXCEEDED and c.update(202, True)
+    c.apply_settings(203, Settings(100, 50, True))  # ask on again past the ceiling: a new prompt
+    assert c.state == PROMPTED and c.prompt_deadline == 253
+    c.apply_settings(204, Settings(1000, 50, True))  # raised above the awake time
+    assert c.state == BELOW
+
+
+class FakeSampler:
+    name = "proc"
+
+    def __init__(self):
+        self.sig = Signals()
+
+    def sample(self, busy_hint=False):
+        return self.sig
+
+    def close(self):
+        pass
+
+
+class Clock:
+    def __init__(self):
+        self.t = 1000.0
+
+    def __call__(self):
+        return self.t
+
+
+def make_agent(settings):
+    clock, sampler = Clock(), FakeSampler()
+    agent = Agent(sampler, settings, Heartbeat(enabled=False), "w1", "b" * 64, hold_seconds=30,
+                  tick_seconds=1, clock=clock)
+    return agent, sampler, clock
+
+
+def test_wake_gap_does_not_reset_an_unanswered_ceiling():
+    """Suppressed by an unanswered prompt, the box sleeps; on wake (tick gap + the app connecting and
+    sending the same settings) the ceiling stays suppressed while the job is still running."""
+    agent, sampler, clock = make_agent(Settings(60, 30, True))
+    sampler.sig = Signals(cpu=[("job", "5", 1.0)])
+    for _ in range(100):
+        agent.tick()
+        clock.t += 1
+    st = agent.status()
+    assert st["suppressed"] and st["verdict"] == "IDLE" and st["classifier_verdict"] == "BUSY"
+    clock.t += 3600  # asleep: no ticks
+    for _ in range(6):
+        agent.tick()
+        agent.apply_settings({"ceiling_seconds": 60, "prompt_timeout_seconds": 30, "ask_at_ceiling": True})
+        st = agent.status()
+        assert st["suppressed"] and st["verdict"] == "IDLE" and st["awake_ceiling_exceeded"]
+        clock.t += 1
+    assert agent.ceiling.prompt_seq == 1
+
+
+def test_prompt_deadline_armed_without_clients_and_visible_in_first_status():
+    agent, sampler, clock = make_agent(Settings(60, 30, True))
+    sampler.sig = Signals(timer_sleep=[("sleep", "8")])
+    for _ in range(61):
+        agent.tick()
+        clock.t += 1
+    st = agent.status()
+    assert st["prompt_pending"] and st["prompt_deadline"] == pytest.approx(1060 + 30)
+    ev = agent.prompt_event()
+    assert ev["event"] == "awake_ceiling_prompt" and ev["workroom"] == "w1"
+    clock.t += 40
+    agent.tick()
+    assert agent.status()["suppressed"]
+
+
+def test_stalled_is_computed_from_the_last_tick():
+    agent, _, clock = make_agent(Settings())
+    agent.tick()
+    clock.t += 29
+    assert not agent.status()["stalled"]
+    clock.t += 2
+    assert agent.status()["stalled"]
+
+
+def test_visible_ignores_clock_fields():
+    agent, sampler, clock = make_agent(Settings())
+    sampler.sig = Signals(timer_sleep=[("sleep", "8")])
+    agent.tick()
+    a = agent.status()
+    clock.t += 5
+    agent.tick()
+    agent.heartbeat.last_sent = clock.t
+    b = agent.status()
+    assert a["monotonic"] != b["monotonic"] and a["awake_seconds"] != b["awake_seconds"]
+    assert visible(a) == visible(b)
+    sampler.sig = Signals(timer_sleep=[("sleep", "9")])
+    agent.tick()
+    assert visible(agent.status()) != visible(b)
+
+
+def test_handoff_state_round_trip_keeps_awake_clock_and_prompt():
+    agent, sampler, clock = make_agent(Settings(60, 300, True))
+    sampler.sig = Signals(cpu=[("job", "5", 1.0)])
+    for _ in range(70):
+        agent.tick()
+        clock.t += 1
+    state = agent.handoff_state()
+    new, _, clock2 = make_agent(Settings())
+    clock2.t = clock.t
+    new.restore_state(state)
+    st = new.status()
+    assert st["prompt_pending"] and st["ceiling_seconds"] == 60 and st["verdict"] == "BUSY"
+    assert st["awake_seconds"] == pytest.approx(70)
+    with pytest.raises(ValueError):
+        new.restore_state({"settings": state["settings"], "ceiling": {"state": "weird"}})

