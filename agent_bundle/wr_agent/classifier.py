@@ -57,12 +57,14 @@ class Classifier(object):
             reasons.append("tcp: %s (pid %s)" % (comm, pid))
         tty_rate = self._rate(self._tty, now, TTY_WINDOW, sig.tty_bytes)
         if tty_rate >= TTY_BYTES_PER_S:
-            reasons.append("tty: output %d B/s" % tty_rate)
+            # No rate in the text: a reason that changes every tick would push an event every tick,
+            # and over SSH that traffic would itself keep a network-metered box busy.
+            reasons.append("tty: output")
         if sig.keystroke_age is not None and sig.keystroke_age <= KEYSTROKE_WINDOW:
             reasons.append("tty: keystroke")
         net_rate = self._rate(self._net, now, NET_WINDOW, 0 if masked else sig.net_bytes)
         if net_rate >= NET_BYTES_PER_S:
-            reasons.append("net: %d B/s" % net_rate)
+            reasons.append("net: traffic")
         if self.operations > 0:
             reasons.append("agent: operation in flight")
         if len(reasons) > REASONS_MAX:

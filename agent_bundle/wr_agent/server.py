@@ -38,6 +38,19 @@ def peer_uid(sock):
     return None
 
 
+def _peer_is_relay(sock):
+    """Whether the peer is our own `relay` process (it names itself wr-agent-relay), by its pid's comm."""
+    so_peercred = getattr(socket, "SO_PEERCRED", None)
+    if so_peercred is None:
+        return False
+    try:
+        pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i")))[0]
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip() == "wr-agent-relay"
+    except (OSError, ValueError, struct.error):
+        return False
+
+
 def encode(obj):
     return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode("utf-8") + b"\n"
 
@@ -49,10 +62,11 @@ class RequestError(Exception):
 
 
 class _Client(object):
-    __slots__ = ("closing", "inbuf", "last_visible", "outbuf", "prompt_seq", "sock", "subscribed")
+    __slots__ = ("closing", "inbuf", "last_visible", "outbuf", "prompt_seq", "relay", "sock", "subscribed")
 
-    def __init__(self, sock):
+    def __init__(self, sock, relay=False):
         self.sock = sock
+        self.relay = relay  # our own `relay` (the app over SSH): its traffic is not the box's work
         self.inbuf = bytearray()
         self.outbuf = bytearray()
         self.subscribed = False
@@ -143,7 +157,7 @@ class Server(object):
                     sock.close()
                     continue
                 self._drop(victim)
-            c = _Client(sock)
+            c = _Client(sock, relay=_peer_is_relay(sock))
             self.clients[c] = True
             self.sel.register(sock, selectors.EVENT_READ, c)
             self._send(c, {"hello": "wr-agent", "protocol": PROTOCOL, "version": VERSION,
@@ -171,6 +185,8 @@ class Server(object):
                 self._drop(c)
                 return
             c.inbuf += data
+            if c.relay:
+                self.agent.count_own_traffic(len(data), data.count(b"\n"))
             while c.sock.fileno() >= 0 and not c.closing:
                 nl = c.inbuf.find(b"\n")
                 if nl < 0:
@@ -207,6 +223,8 @@ class Server(object):
         try:
             while c.outbuf:
                 n = c.sock.send(c.outbuf)
+                if c.relay:
+                    self.agent.count_own_traffic(n, c.outbuf.count(b"\n", 0, n))
                 del c.outbuf[:n]
         except (BlockingIOError, InterruptedError):
             pass

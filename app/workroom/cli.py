@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--identity", help="private key file")
     add.add_argument("--idle-window", type=float, help="seconds the provider lets the box idle")
     add.add_argument("--candidates", choices=["all", "user"], help="which processes count as work")
+    add.add_argument("--ref", dest="provider_ref",
+                     help="the provider's name for the machine (boxd machine name, simbox health URL)")
     hosts.add_parser("list", help="list hosts").add_argument("--json", action="store_true")
     rm = hosts.add_parser("remove", help="remove a host")
     rm.add_argument("name")
@@ -216,6 +218,7 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
                 name=args.name, provider=args.provider, address=args.address, port=args.port, user=args.user,
                 identity=IdentityRef.file(args.identity) if args.identity else None,
                 idle_window_seconds=args.idle_window, agent_candidates=args.candidates,
+                provider_ref=args.provider_ref,
             )
         except ValueError as error:
             print(f"workroom: invalid host: {error}", file=sys.stderr)
