@@ -69,7 +69,11 @@ async def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str,
         while (session.status is None or session.status.verdict is not Verdict.IDLE) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
         busy = asyncio.Event()
-        session.listeners.append(lambda s, busy=busy: busy.set() if s.status and s.status.verdict is Verdict.BUSY else None)
+        def on_busy(s, busy=busy):  # type: ignore[no-untyped-def]
+            if s.status and s.status.verdict is Verdict.BUSY:
+                busy.set()
+
+        session.listeners.append(on_busy)
         t0 = time.perf_counter()
         job = await asyncio.create_subprocess_exec("runuser", "-u", server.user, "--", "sleep", "2")
         await asyncio.wait_for(busy.wait(), 10)

@@ -45,6 +45,8 @@ def build_parser():
     s.add_argument("--heartbeat-interval", type=_positive, default=60.0, metavar="S")
     s.add_argument("--heartbeat-target", default=None, metavar="HOST:PORT")
     s.add_argument("--no-heartbeat", action="store_true")
+    s.add_argument("--health-listen", default=None, metavar="HOST:PORT",
+                   help="serve GET /v1/health (busy/verdict/stalled only) on this address; [ADDR]:PORT for IPv6")
     s.add_argument("--hold-seconds", type=_nonneg, default=30.0, metavar="S")
     s.add_argument("--tick-seconds", type=_positive, default=1.0, metavar="S")
     s.add_argument("--candidates", choices=("all", "user"), default="all")
@@ -157,6 +159,7 @@ def serve(args, argv):
         from wr_agent import supervise
         return supervise.run(supervise.child_argv(supervise.entry_argv(), argv))
     _setup_logging(args.log)
+    from wr_agent import health
     from wr_agent.agent import Agent
     from wr_agent.heartbeat import Heartbeat, parse_target
 
@@ -166,9 +169,26 @@ def serve(args, argv):
         log.warning("TESTING ONLY: --test-min-duration lowers the 30 s lower bound on durations to %g s",
                     min_duration)
     initial = _initial_settings(args, min_duration)
+    health_spec = None
+    if args.health_listen is not None:
+        try:
+            health_spec = health.parse_listen(args.health_listen)  # a bad address refuses before the lock
+        except health.HealthListenError as exc:
+            raise runtime.StartupError(str(exc)) from None
+    else:
+        health.drop_inherited()
     sock_path = os.path.abspath(args.socket)
     runtime.prepare_dir(sock_path)
     lock_fd = runtime.acquire_lock(sock_path)
+    health_sock = None
+    if health_spec is not None:
+        # Bound after the lock, so a second agent on this socket still exits 3 ("already serving"), not
+        # with the first one's port in use; a failed bind releases the lock before exiting 2.
+        try:
+            health_sock = health.open_listener(health_spec)
+        except health.HealthListenError as exc:
+            os.close(lock_fd)
+            raise runtime.StartupError(str(exc)) from None
     settings_path = sock_path + ".settings"
     saved, settings_error = settings_mod.load(settings_path, min_duration)
     if settings_error:
@@ -188,6 +208,8 @@ def serve(args, argv):
                   settings_path=settings_path, settings_error=settings_error, min_duration=min_duration,
                   test_min_duration=args.test_min_duration)
     agent.saved_settings = saved
+    if health_sock is not None:
+        agent.health_listen = health.format_address(health_sock)
     state = runtime.take_state(sock_path + ".state")
     if state is not None:
         try:
@@ -202,9 +224,13 @@ def serve(args, argv):
     def handoff(bundle_path):
         agent.stop(2.0)
         runtime.write_state(sock_path + ".state", agent.handoff_state())
+        if health_sock is not None:
+            health.keep_for_handoff(health_sock)  # same port after the exec, even for port 0
         try:
             runtime.exec_into(bundle_path, argv, lock_fd, listen)
         except OSError:
+            if health_sock is not None:
+                health.release_after_failed_handoff(health_sock)
             try:
                 os.unlink(sock_path + ".state")
             except OSError:
@@ -224,10 +250,19 @@ def serve(args, argv):
     log.info("serving %s (build %s, sampler %s, heartbeat %s)", sock_path, agent.build[:12], sampler.name,
              "on" if enabled else "off")
     agent.start()
+    health_server = None
+    if health_sock is not None:
+        health_server = health.HealthServer(health_sock, lambda: health.agent_answer(agent),
+                                            on_traffic=agent.count_own_traffic)
+        health_server.start()
+        log.info("health endpoint listening on %s (GET %s)", agent.health_listen, health.HEALTH_PATH)
     try:
         server.run(stop)
     finally:
         agent.stop()
+        if health_server is not None:
+            health_server.stop()
+            health_sock.close()
         server.close()
         try:
             os.unlink(sock_path)

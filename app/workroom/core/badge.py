@@ -140,7 +140,16 @@ def badge(
         return _waiting(connection)
     if status is None:
         return _make(BadgeKind.UNKNOWN, ["Connected; waiting for the agent's first status."])
-    return _from_status(status, traits, connection, now_monotonic)
+    result = _from_status(status, traits, connection, now_monotonic)
+    if connection.suspended_while_busy:
+        result = result.model_copy(update={"tooltip": f"{SUSPENDED_WHILE_BUSY} {result.tooltip}"})
+    return result
+
+
+SUSPENDED_WHILE_BUSY = (
+    "While the app was not running, the provider suspended this box although its agent last said it was busy: "
+    "work on it may have been cut short."
+)
 
 
 def _asleep(traits: ProviderTraits, connection: ConnectionInfo) -> Badge:

@@ -8,8 +8,10 @@ whose provider sleeps when idle).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
@@ -20,7 +22,7 @@ from workroom.providers import make_provider
 from workroom.providers.base import Provider, ProviderContext
 from workroom.remote.agent_install import AgentBundle
 from workroom.sessions.host_session import HostSession, HostSnapshot
-from workroom.storage import load_hosts, load_settings, save_hosts, save_settings
+from workroom.storage import atomic_write_bytes, load_hosts, load_settings, save_hosts, save_settings
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +44,7 @@ class Engine:
         self.sessions: dict[str, HostSession] = {}
         self.listeners: list[Callable[[HostSnapshot], None]] = []
         self._providers: dict[str, Provider] = {}
+        self.last_verdicts: dict[str, str] = self._load_verdicts()
         if loaded_hosts.problem is None and not paths.hosts_file.exists():
             save_hosts(paths, self.hosts)
 
@@ -61,14 +64,46 @@ class Engine:
         session = self.sessions.get(host.name)
         if session is None:
             session = HostSession(host, self.provider_for(host), self.settings.ceiling,
-                                  auto_reconnect=self.auto_reconnect)
+                                  auto_reconnect=self.auto_reconnect,
+                                  previous_verdict=self.last_verdicts.get(host.name))
             session.listeners.append(self._relay)
             self.sessions[host.name] = session
         return session
 
     def _relay(self, snapshot: HostSnapshot) -> None:
+        self._remember_verdict(snapshot)
         for listener in list(self.listeners):
             listener(snapshot)
+
+    # -- the last verdict seen per host (so the next start can say a box was suspended while busy) ------
+
+    @property
+    def _verdicts_file(self) -> Path:
+        return self.paths.state_dir / "last_verdicts.json"
+
+    def _load_verdicts(self) -> dict[str, str]:
+        try:
+            data = json.loads(self._verdicts_file.read_text())
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError):
+            log.warning("ignoring an unreadable %s", self._verdicts_file)
+            return {}
+        if not isinstance(data, dict):
+            return {}
+        return {k: v for k, v in data.items() if isinstance(k, str) and v in ("BUSY", "IDLE")}
+
+    def _remember_verdict(self, snapshot: HostSnapshot) -> None:
+        if snapshot.status is None:
+            return
+        verdict = snapshot.status.verdict.value
+        if self.last_verdicts.get(snapshot.host.name) == verdict:
+            return
+        self.last_verdicts[snapshot.host.name] = verdict
+        try:
+            atomic_write_bytes(self._verdicts_file, json.dumps(self.last_verdicts).encode())
+        except OSError as error:
+            log.warning("cannot save %s: %s", self._verdicts_file, error)
 
     def snapshots(self) -> list[HostSnapshot]:
         out = []

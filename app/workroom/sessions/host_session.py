@@ -94,6 +94,7 @@ class HostSession:
         *,
         clock: Callable[[], float] = time.monotonic,
         auto_reconnect: bool = True,
+        previous_verdict: str | None = None,
     ) -> None:
         self.host = host
         self.provider = provider
@@ -118,6 +119,8 @@ class HostSession:
         self.first_status_seconds: float | None = None
         self.failure: UserError | None = None
         self.phase_seconds: dict[str, float] = {}
+        self.previous_verdict = previous_verdict
+        """The verdict the app last saw before this run (persisted by the engine)."""
         self._keepawake: Any = None
         self.keepawake_report: Any = None
         self._gate_lock = asyncio.Lock()
@@ -395,8 +398,15 @@ class HostSession:
             status = await link.client.settings(wanted)
         self.first_status_seconds = self._clock() - start
         wake = self.first_status_seconds if was_asleep else self.connection.wake_seconds
+        # The agent notices a tick gap (its box was frozen); if the app last saw it BUSY, the provider
+        # suspended it mid-work while nobody was keeping it awake.
+        resumed = any(reason.startswith("resume:") for reason in status.busy_reasons)
+        suspended_while_busy = self.connection.suspended_while_busy or (
+            self.traits.sleeps_when_idle and self.previous_verdict == "BUSY" and (resumed or was_asleep))
+        self.previous_verdict = None
         self.connection = self.connection.with_state(ConnectionState.LIVE, self._clock()).model_copy(
-            update={"wake_seconds": wake, "pushed_bytes": self.install.pushed_bytes, "error": None}
+            update={"wake_seconds": wake, "pushed_bytes": self.install.pushed_bytes, "error": None,
+                    "suspended_while_busy": suspended_while_busy}
         )
         self._attempt = 0
         self._on_status(status)
