@@ -133,6 +133,9 @@ class Agent(object):
                 "classifier_verdict": "BUSY" if self.classifier_busy else "IDLE",
                 "busy_reasons": list(self.classifier.reasons),
                 "hold_until": self.classifier.hold_until(),
+                "last_gap": None if self.classifier.last_gap is None else {
+                    "at": self.classifier.last_gap[0], "seconds": round(self.classifier.last_gap[1], 3),
+                    "busy_before": self.classifier.last_gap[2]},
                 "stalled": stalled,
                 "monotonic": now,
                 "awake_seconds": c.awake_seconds(now) if self.classifier_busy else 0.0,

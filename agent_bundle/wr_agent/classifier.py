@@ -25,6 +25,7 @@ class Classifier(object):
         self.busy = False
         self.reasons = []
         self.operations = 0  # agent-run operations in flight (a BUSY signal)
+        self.last_gap = None  # (monotonic at the wake, seconds without a tick, BUSY before it)
         self._tty = collections.deque()
         self._net = collections.deque()
 
@@ -38,6 +39,8 @@ class Classifier(object):
     def step(self, now, sig):
         """Feed one tick's signals; return (busy, reasons)."""
         if self.last_tick is not None and now - self.last_tick >= GAP_SECONDS:
+            # Remembered for the status (`last_gap`): the app uses it to say a box slept while busy.
+            self.last_gap = (now, now - self.last_tick, self.busy)
             # The box slept: CPU and network right after a wake are the wake itself, not work.
             self.mask_until = now + MASK_SECONDS + self.tick_seconds
             self._tty.clear()

@@ -35,6 +35,7 @@ __all__ = [
     "ErrorBody",
     "ErrorCode",
     "ErrorReply",
+    "GapInfo",
     "Hello",
     "KeepAwakeInfo",
     "Method",
@@ -119,6 +120,14 @@ class KeepAwakeInfo(_AgentModel):
     enabled: bool
 
 
+class GapInfo(_AgentModel):
+    """The agent's last tick gap (its box was frozen or suspended), in the agent's monotonic clock."""
+
+    at: float
+    seconds: float
+    busy_before: bool
+
+
 class AgentInfo(_AgentModel):
     version: str
     protocol: int
@@ -149,6 +158,8 @@ class Status(_AgentModel):
     workroom: str
     agent: AgentInfo
     sampler: str = "proc"
+    last_gap: GapInfo | None = None
+    """None from an agent that never slept (or is too old to say)."""
 
     @property
     def busy(self) -> bool:

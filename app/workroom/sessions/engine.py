@@ -44,7 +44,7 @@ class Engine:
         self.sessions: dict[str, HostSession] = {}
         self.listeners: list[Callable[[HostSnapshot], None]] = []
         self._providers: dict[str, Provider] = {}
-        self.last_verdicts: dict[str, str] = self._load_verdicts()
+        self.last_verdicts: dict[str, dict[str, object]] = self._load_verdicts()
         if loaded_hosts.problem is None and not paths.hosts_file.exists():
             save_hosts(paths, self.hosts)
 
@@ -81,7 +81,7 @@ class Engine:
     def _verdicts_file(self) -> Path:
         return self.paths.state_dir / "last_verdicts.json"
 
-    def _load_verdicts(self) -> dict[str, str]:
+    def _load_verdicts(self) -> dict[str, dict[str, object]]:
         try:
             data = json.loads(self._verdicts_file.read_text())
         except FileNotFoundError:
@@ -91,15 +91,16 @@ class Engine:
             return {}
         if not isinstance(data, dict):
             return {}
-        return {k: v for k, v in data.items() if isinstance(k, str) and v in ("BUSY", "IDLE")}
+        return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, dict)
+                and v.get("verdict") in ("BUSY", "IDLE") and isinstance(v.get("agent_monotonic"), int | float)}
 
     def _remember_verdict(self, snapshot: HostSnapshot) -> None:
         if snapshot.status is None:
             return
         verdict = snapshot.status.verdict.value
-        if self.last_verdicts.get(snapshot.host.name) == verdict:
+        if self.last_verdicts.get(snapshot.host.name, {}).get("verdict") == verdict:
             return
-        self.last_verdicts[snapshot.host.name] = verdict
+        self.last_verdicts[snapshot.host.name] = {"verdict": verdict, "agent_monotonic": snapshot.status.monotonic}
         try:
             atomic_write_bytes(self._verdicts_file, json.dumps(self.last_verdicts).encode())
         except OSError as error:

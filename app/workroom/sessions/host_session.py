@@ -94,7 +94,7 @@ class HostSession:
         *,
         clock: Callable[[], float] = time.monotonic,
         auto_reconnect: bool = True,
-        previous_verdict: str | None = None,
+        previous_verdict: dict[str, Any] | None = None,
     ) -> None:
         self.host = host
         self.provider = provider
@@ -120,7 +120,7 @@ class HostSession:
         self.failure: UserError | None = None
         self.phase_seconds: dict[str, float] = {}
         self.previous_verdict = previous_verdict
-        """The verdict the app last saw before this run (persisted by the engine)."""
+        """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
         self._keepawake: Any = None
         self.keepawake_report: Any = None
         self._gate_lock = asyncio.Lock()
@@ -398,11 +398,8 @@ class HostSession:
             status = await link.client.settings(wanted)
         self.first_status_seconds = self._clock() - start
         wake = self.first_status_seconds if was_asleep else self.connection.wake_seconds
-        # The agent notices a tick gap (its box was frozen); if the app last saw it BUSY, the provider
-        # suspended it mid-work while nobody was keeping it awake.
-        resumed = any(reason.startswith("resume:") for reason in status.busy_reasons)
-        suspended_while_busy = self.connection.suspended_while_busy or (
-            self.traits.sleeps_when_idle and self.previous_verdict == "BUSY" and (resumed or was_asleep))
+        suspended_while_busy = self.connection.suspended_while_busy or _slept_while_busy(
+            self.previous_verdict, status, sleeps=self.traits.sleeps_when_idle)
         self.previous_verdict = None
         self.connection = self.connection.with_state(ConnectionState.LIVE, self._clock()).model_copy(
             update={"wake_seconds": wake, "pushed_bytes": self.install.pushed_bytes, "error": None,
@@ -460,6 +457,20 @@ class _Fatal(Exception):
     def __init__(self, original: UserError) -> None:
         super().__init__(str(original))
         self.original = original
+
+
+def _slept_while_busy(previous: dict[str, Any] | None, status: Status, *, sleeps: bool) -> bool:
+    """The box slept (a tick gap the agent saw) while busy, after the app last saw it (DESIGN §5, seed 004:
+    "the next start says if the box was suspended while busy")."""
+    if not sleeps or not previous or previous.get("verdict") != "BUSY":
+        return False
+    seen_at = previous.get("agent_monotonic")
+    if not isinstance(seen_at, int | float):
+        return False
+    if status.monotonic < seen_at:
+        return True  # the box restarted (its clock began again) since the app saw it busy
+    gap = status.last_gap
+    return gap is not None and gap.busy_before and gap.at > seen_at
 
 
 def _close_link_quietly(future: asyncio.Future[AgentLink]) -> None:

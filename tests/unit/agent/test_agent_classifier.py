@@ -68,7 +68,7 @@ def test_gap_masks_cpu_and_net_but_not_sleep():
     busy, _ = run(c, 100.0, cpu=[("x", "1", 1.0)], net_bytes=10 ** 6)
     assert not busy  # the box just woke: its own CPU/net are not work
     assert run(c, 101.0, timer_sleep=[("sleep", "2")])[0]
-    assert not run(c, 104.5, net_bytes=0)[0] or True
+    assert run(c, 104.5, net_bytes=0) == (True, ["hold: after sleep: sleep (pid 2)"])
     c2 = Classifier()
     run(c2, 0.0)
     run(c2, 100.0)
@@ -98,3 +98,16 @@ def test_state_round_trip():
     assert run(d, 20.0)[0]
     with pytest.raises(ValueError):
         Classifier().restore({"last_busy": "soon"})
+
+
+def test_last_gap_says_when_the_box_slept_and_whether_it_was_busy():
+    c = Classifier(hold_seconds=30, tick_seconds=1)
+    run(c, 0.0)
+    assert c.last_gap is None
+    run(c, 1.0, cpu=[("job", "3", 1.0)])
+    run(c, 2.0, cpu=[("job", "3", 1.0)])
+    run(c, 95.0)
+    assert c.last_gap == (95.0, 93.0, True)
+    assert not run(c, 100.0)[0]  # the mask is over and the hold long gone: idle
+    run(c, 200.0)
+    assert c.last_gap == (200.0, 100.0, False)
