@@ -116,13 +116,18 @@ def _expand(path: str, home: str) -> str:
     return home + path[1:] if path.startswith("~") else path
 
 
-_PROBE = textwrap.dedent(
-    r"""
-    import fcntl, hashlib, json, os, shutil, subprocess, sys
+_NAME_SELF = textwrap.dedent(
+    """\
     try:
         open("/proc/self/comm", "w").write("wr-agent-probe")  # the agent never counts its installer as work
     except OSError:
         pass
+    """
+)
+
+_PROBE = textwrap.dedent(
+    r"""
+    import fcntl, hashlib, json, os, shutil, subprocess, sys
     bundle, sock, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
     out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
            "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
@@ -159,10 +164,6 @@ _PROBE = textwrap.dedent(
 _VERIFY_AND_PLACE = textwrap.dedent(
     r"""
     import hashlib, os, sys
-    try:
-        open("/proc/self/comm", "w").write("wr-agent-probe")  # the agent never counts its installer as work
-    except OSError:
-        pass
     staged, final, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
     with open(staged, "rb") as f:
         got = hashlib.sha256(f.read()).hexdigest()
@@ -176,10 +177,6 @@ _VERIFY_AND_PLACE = textwrap.dedent(
 _WAIT_FOR_BUILD = textwrap.dedent(
     r"""
     import json, os, socket, sys, time
-    try:
-        open("/proc/self/comm", "w").write("wr-agent-probe")  # the agent never counts its installer as work
-    except OSError:
-        pass
     sock, expected, timeout = os.path.expanduser(sys.argv[1]), sys.argv[2], float(sys.argv[3])
     deadline, last = time.monotonic() + timeout, "no answer"
     while time.monotonic() < deadline:
@@ -218,6 +215,7 @@ _SYSTEMD_UNIT = textwrap.dedent(
 def _python_cmd(script: str, *args: str) -> tuple[str, bytes]:
     """A command that runs `script` (sent on stdin) with python3, or says there is no python3."""
     quoted = " ".join(shlex.quote(a) for a in args)
+    script = _NAME_SELF + script
     cmd = f"command -v python3 >/dev/null 2>&1 || {{ echo 'wr: no python3' >&2; exit 127; }}; exec python3 - {quoted}"
     return cmd, script.encode()
 

@@ -4,7 +4,6 @@ field is produced by the real agent in tests/unit/agent)."""
 from __future__ import annotations
 
 import pytest
-
 from unit.core.status_factory import make_status
 from workroom.core.protocol import GapInfo
 from workroom.sessions.host_session import _slept_while_busy
