@@ -23,6 +23,12 @@ QUIET_FIELDS = ("monotonic", "awake_seconds", "hold_until")
 def visible(status):
     """The part of a status a user would see change; events are pushed when it differs."""
     v = dict((k, val) for k, val in status.items() if k not in QUIET_FIELDS)
+    if v.get("verdict") == "IDLE":
+        # Published IDLE (idle, or suppressed after an unanswered prompt): what the classifier sees next
+        # is not shown as work, and pushing its churn would put bytes on the wire of a box that should
+        # be falling asleep.
+        v.pop("busy_reasons", None)
+        v.pop("classifier_verdict", None)
     ka = dict(v["keep_awake"])
     ka.pop("last_sent", None)
     v["keep_awake"] = ka

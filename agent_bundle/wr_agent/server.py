@@ -141,7 +141,7 @@ class Server(object):
                 uid = peer_uid(sock)
             except OSError:
                 uid = -1
-            if uid is not None and uid != self.uid:
+            if uid != self.uid:  # unknown (a platform without peer credentials) is refused too
                 try:
                     sock.send(encode({"id": None, "error": {"code": "forbidden",
                                                            "message": "peer uid %s is not the agent's" % uid}}))
@@ -323,6 +323,11 @@ class Server(object):
             self.handoff(path)
         except Exception:
             log.exception("hand-off to %s failed; carrying on", path)
+            for c in list(self.clients):
+                try:
+                    c.sock.setblocking(False)  # back to the event loop's non-blocking sockets
+                except OSError:
+                    pass
 
     # -- events ----------------------------------------------------------------------------------------------
     def _push_changes(self):

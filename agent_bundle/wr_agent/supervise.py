@@ -9,6 +9,8 @@ import time
 
 from wr_agent.runtime import EXIT_LOCKED, set_comm
 
+EXIT_STARTUP = 2  # serve's exit status for a start-up error (bad flags, health port in use)
+
 RESTART_DELAY = 0.5
 FAST_FAILS_BEFORE_BACKOFF = 10
 BACKOFF = 5.0
@@ -36,7 +38,12 @@ def run(child_argv):
         if code == EXIT_LOCKED:
             sys.stderr.write("wr-agent supervisor: another agent holds the socket; not restarting\n")
             return code
-        fast_fails = fast_fails + 1 if time.monotonic() - started < 2.0 else 0
+        quick = time.monotonic() - started < 2.0
+        if code == EXIT_STARTUP and quick:
+            # Bad flags or a port it cannot bind: restarting would only pile up failures. Say so and stop.
+            sys.stderr.write("wr-agent supervisor: serve could not start (exit 2); not restarting\n")
+            return code
+        fast_fails = fast_fails + 1 if quick else 0
         delay = BACKOFF if fast_fails >= FAST_FAILS_BEFORE_BACKOFF else RESTART_DELAY
         sys.stderr.write("wr-agent supervisor: serve (pid %d) exited with %s; restarting in %g s\n"
                          % (child[0].pid, code, delay))

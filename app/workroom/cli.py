@@ -63,6 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--ask", dest="ask", action="store_true", default=None)
     ask.add_argument("--no-ask", dest="ask", action="store_false")
 
+    secret = sub.add_parser("secret", help="SSH passphrases and passwords, kept only in the system keyring")
+    secret_sub = secret.add_subparsers(dest="secret_command")
+    for verb in ("set", "delete"):
+        sp = secret_sub.add_parser(verb)
+        which = sp.add_mutually_exclusive_group(required=True)
+        which.add_argument("--passphrase", metavar="KEY_FILE", help="the passphrase of this private key file")
+        which.add_argument("--password", metavar="USER@HOST:PORT", help="the SSH password of this login")
+
     keep = sub.add_parser("keep", help="answer a ceiling prompt: keep the box awake")
     keep.add_argument("name")
 
@@ -277,6 +285,36 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
     return EXIT_USAGE
 
 
+def _cmd_secret(args: argparse.Namespace) -> int:
+    import getpass
+    from pathlib import Path
+
+    from workroom.credentials import CredentialKey, CredentialStore
+
+    if args.passphrase:
+        key = CredentialKey.passphrase(str(Path(args.passphrase).expanduser().absolute()))
+    else:
+        user, _, rest = args.password.rpartition("@")
+        host, _, port = rest.partition(":")
+        if not user or not host:
+            print("workroom: --password takes USER@HOST[:PORT]", file=sys.stderr)
+            return EXIT_USAGE
+        key = CredentialKey.password(user, host, int(port or 22))
+    store = CredentialStore()
+    if args.secret_command == "delete":
+        store.delete(key)
+        print(f"forgot the {key.kind.value} for {key.subject}")
+        return EXIT_OK
+    prompt = f"{key.kind.value.capitalize()} for {key.subject}: "
+    value = getpass.getpass(prompt) if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
+    if not value:
+        print("workroom: nothing entered; nothing stored", file=sys.stderr)
+        return EXIT_USAGE
+    store.set(key, value)
+    print(f"stored the {key.kind.value} for {key.subject} in the system keyring ({store.backend_name()})")
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -291,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_cmd_status(args))
         if args.command == "keep":
             return asyncio.run(_cmd_keep(args))
+        if args.command == "secret" and args.secret_command:
+            return _cmd_secret(args)
         if args.command == "simbox":
             from workroom.simbox.cli import main as simbox_main
 

@@ -4,6 +4,7 @@ a real Engine, and cleanup (by PID) of every agent a test's WORKROOM_HOME starte
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
@@ -37,6 +38,9 @@ def aloop(qapp: Any) -> Iterator[asyncio.AbstractEventLoop]:
     loop.run_until_complete(asyncio.sleep(0.05))
     loop.close()
     asyncio.set_event_loop(None)
+    # Collect this test's Qt garbage here, on the GUI thread: left to chance, a collection could run in
+    # some worker thread and destroy Qt objects there (PySide then crashes in the next test's event loop).
+    gc.collect()
 
 
 Runner = Callable[..., Any]

@@ -6,6 +6,7 @@ decides everything from the traits, never from the provider's name (DESIGN.md §
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -36,6 +37,8 @@ class ProviderContext:
     known_hosts: KnownHosts | None
     state_dir: Path
     secret_lookup: object | None = None
+    forget_secret: Callable[[str], None] | None = None
+    """Drop a secret the host refused (its request key), so a wrong stored passphrase is not retried."""
 
 
 class Provider:

@@ -50,6 +50,8 @@ class RequestMeteredProvider(SshProvider):
                 return PollOutcome.failed(f"health request failed: {error}")
             if not isinstance(data, dict) or not isinstance(data.get("busy"), bool):
                 return PollOutcome.failed("health answer is not {busy: bool, ...}", retryable=False)
+            if data.get("stalled") is True:
+                return PollOutcome.not_busy()  # a wedged agent's last word is not evidence of work
             return PollOutcome.busy() if data["busy"] else PollOutcome.not_busy()
 
         return await asyncio.get_running_loop().run_in_executor(None, fetch)

@@ -36,6 +36,7 @@ EventHandler = Callable[[StatusEvent | PromptEvent], None]
 
 HELLO_TIMEOUT_SECONDS = 15.0
 REQUEST_TIMEOUT_SECONDS = 15.0
+MAX_LINES_BEFORE_HELLO = 20
 
 
 class AgentGone(UserError):
@@ -80,7 +81,9 @@ class AgentClient:
             message = parse_line(line)
         except ProtocolError as error:
             self.protocol_errors += 1
-            if not self._hello.done():
+            # A login script that prints something (a ~/.bashrc echo) comes before the hello: skip a few
+            # such lines; past that, the other end is not our agent.
+            if not self._hello.done() and self.protocol_errors > MAX_LINES_BEFORE_HELLO:
                 self._hello.set_exception(error)
             return
         if isinstance(message, Hello):

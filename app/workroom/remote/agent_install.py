@@ -89,6 +89,7 @@ class Probe:
     version: str | None
     running: bool
     systemd_user: bool
+    running_build: str | None = None
 
 
 @dataclass
@@ -154,9 +155,24 @@ _PROBE = textwrap.dedent(
             os.close(fd)
     except OSError:
         pass
-    if os.environ.get("XDG_RUNTIME_DIR") and shutil.which("systemctl"):
+    if out["running"]:
+        try:
+            import socket
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(3)
+            s.connect(sock)
+            out["running_build"] = json.loads(s.makefile("rb").readline()).get("build")
+            s.close()
+        except (OSError, ValueError, AttributeError):
+            pass
+    if os.environ.get("XDG_RUNTIME_DIR") and shutil.which("systemctl") and shutil.which("loginctl"):
         p = subprocess.run(["systemctl", "--user", "is-system-running"], capture_output=True, timeout=10)
-        out["systemd_user"] = p.stdout.strip() in (b"running", b"degraded")
+        # A user manager without linger stops (with the agent) soon after the last session ends: then the
+        # agent's own supervisor is the one that outlives the app's SSH connection.
+        linger = subprocess.run(["loginctl", "show-user", str(os.getuid()), "-p", "Linger"],
+                                capture_output=True, timeout=10)
+        out["systemd_user"] = (p.stdout.strip() in (b"running", b"degraded")
+                               and linger.stdout.strip() == b"Linger=yes")
     print(json.dumps(out))
     """
 )
@@ -256,7 +272,7 @@ class AgentInstaller:
         return Probe(
             python=python, home=data["home"], bundle_path=data["bundle"], socket_path=data["socket"],
             sha256=data.get("sha256"), version=data.get("version"), running=bool(data.get("running")),
-            systemd_user=bool(data.get("systemd_user")),
+            systemd_user=bool(data.get("systemd_user")), running_build=data.get("running_build"),
         )
 
     def ensure(self) -> InstallReport:
@@ -270,6 +286,10 @@ class AgentInstaller:
             if not probe.running:
                 self._start(probe)
                 report.action = "started"
+            elif probe.running_build not in (None, self.bundle.sha256):
+                # The file is new but an earlier hand-off did not take: the old build still runs.
+                self._handoff(probe)
+                report.action = "handed_off"
             return report
         if probe.sha256 is not None and version_tuple(probe.version or "") > self.bundle.version_tuple:
             report.action = "kept_newer"
@@ -351,7 +371,12 @@ class AgentInstaller:
         log = probe.socket_path + ".log"
         if probe.systemd_user:
             unit_dir = f"{probe.home}/.config/systemd/user"
-            unit = _SYSTEMD_UNIT.format(exec_start=" ".join(shlex.quote(a) for a in argv))
+            exec_start = " ".join(shlex.quote(a) for a in argv).replace("%", "%%").replace("$", "$$")
+            unit = _SYSTEMD_UNIT.format(exec_start=exec_start)
+            made = self.shell.run(f"mkdir -p {shlex.quote(unit_dir)}", timeout=30)
+            if not made.ok:
+                raise AgentInstallError("Could not prepare the host", f"Creating {unit_dir} failed: "
+                                        f"{made.error_text()[:300]}", "Check the host user's home.")
             self.shell.put_file(unit.encode(), f"{unit_dir}/wr-agent.service", mode=0o644)
             cmd = "systemctl --user daemon-reload && systemctl --user enable --now wr-agent.service"
         else:

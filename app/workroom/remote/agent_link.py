@@ -117,8 +117,16 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
             link.close(f"sending failed: {error}")
             raise
 
+    def close_quietly() -> None:
+        with contextlib.suppress(Exception):  # already gone with its connection: nothing left to close
+            stream.close()
+
+    def close_off_loop() -> None:
+        # Closing a paramiko channel sends a packet and may wait on the transport: never on the loop.
+        threading.Thread(target=close_quietly, name=f"wr-close-{name}", daemon=True).start()
+
     client = AgentClient(send, on_event)
-    link = AgentLink(client, stream.close)
+    link = AgentLink(client, close_off_loop)
     splitter = _LineSplitter()
 
     def reader() -> None:
@@ -129,15 +137,18 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
                 if not data:
                     break
                 lines = splitter.feed(data)
-                if lines:
+                if lines and not loop.is_closed():
                     loop.call_soon_threadsafe(_deliver, lines)
         except Exception as error:  # any failure of the stream ends it visibly
             why = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
         finally:
             with contextlib.suppress(Exception):
                 stream.close()
-            with contextlib.suppress(RuntimeError):  # loop already closed at shutdown
-                loop.call_soon_threadsafe(link._ended, why)
+            # A loop already closed (the app quitting) must not be touched: with Qt's loop that would
+            # reach objects already deleted.
+            if not loop.is_closed():
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(link._ended, why)
 
     def _deliver(lines: list[bytes]) -> None:
         for line in lines:

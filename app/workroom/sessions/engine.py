@@ -12,11 +12,13 @@ import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host, HostsFile
+from workroom.credentials import CredentialKey, CredentialStore, SecretKind
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
 from workroom.providers.base import Provider, ProviderContext
@@ -27,9 +29,27 @@ from workroom.storage import atomic_write_bytes, load_hosts, load_settings, save
 log = logging.getLogger(__name__)
 
 
+def secret_key(request_key: str) -> CredentialKey:
+    """The keyring entry for an SSH secret request ("passphrase:<key path>", "password:<user@host:port>")."""
+    kind, _, subject = request_key.partition(":")
+    return CredentialKey(SecretKind(kind), subject)
+
+
+def keyring_secret_lookup(store: CredentialStore) -> Callable[[Any], str | None]:
+    """SSH passphrases and passwords come only from the keyring (runs on the host's worker thread).
+
+    Nothing stored: None (the login fails saying a passphrase was needed; `workroom secret set` stores
+    one). No usable keyring: its error is raised, never a plaintext fallback."""
+
+    def lookup(request: Any) -> str | None:
+        return store.get(secret_key(request.key))
+
+    return lookup
+
+
 class Engine:
     def __init__(self, paths: AppPaths, bundle: AgentBundle, *, hostname: str | None = None,
-                 auto_reconnect: bool = True) -> None:
+                 auto_reconnect: bool = True, credentials: CredentialStore | None = None) -> None:
         self.paths = paths.ensure()
         loaded_hosts = load_hosts(paths, hostname)
         loaded_settings = load_settings(paths)
@@ -39,8 +59,11 @@ class Engine:
         self.auto_reconnect = auto_reconnect
         from workroom.remote.host_keys import KnownHosts
 
+        self.credentials = credentials if credentials is not None else CredentialStore()
         self.context = ProviderContext(bundle=bundle, known_hosts=KnownHosts(paths.known_hosts_file),
-                                       state_dir=paths.state_dir)
+                                       state_dir=paths.state_dir,
+                                       secret_lookup=keyring_secret_lookup(self.credentials),
+                                       forget_secret=lambda key: self.credentials.delete(secret_key(key)))
         self.sessions: dict[str, HostSession] = {}
         self.listeners: list[Callable[[HostSnapshot], None]] = []
         self._providers: dict[str, Provider] = {}
@@ -101,10 +124,18 @@ class Engine:
         if self.last_verdicts.get(snapshot.host.name, {}).get("verdict") == verdict:
             return
         self.last_verdicts[snapshot.host.name] = {"verdict": verdict, "agent_monotonic": snapshot.status.monotonic}
+        data, path = json.dumps(self.last_verdicts).encode(), self._verdicts_file
+
+        def save() -> None:
+            try:
+                atomic_write_bytes(path, data)
+            except OSError as error:
+                log.warning("cannot save %s: %s", path, error)
+
         try:
-            atomic_write_bytes(self._verdicts_file, json.dumps(self.last_verdicts).encode())
-        except OSError as error:
-            log.warning("cannot save %s: %s", self._verdicts_file, error)
+            asyncio.get_running_loop().run_in_executor(None, save)  # fsync never on the loop (GUI) thread
+        except RuntimeError:
+            save()
 
     def snapshots(self) -> list[HostSnapshot]:
         out = []
@@ -134,7 +165,7 @@ class Engine:
     async def set_ceiling_settings(self, ceiling: CeilingSettings) -> dict[str, UserError | None]:
         """Persist and hand to every connected host at once. Returns each host's outcome."""
         self.settings = self.settings.model_copy(update={"ceiling": ceiling})
-        save_settings(self.paths, self.settings)
+        await asyncio.get_running_loop().run_in_executor(None, save_settings, self.paths, self.settings)
         names = list(self.sessions)
         results = await asyncio.gather(*(self.sessions[n].apply_settings(ceiling) for n in names),
                                        return_exceptions=True)

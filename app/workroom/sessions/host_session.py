@@ -41,6 +41,8 @@ PING_TIMEOUT_SECONDS = 5.0
 LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
 """Worst case from a peer freezing to the session calling it lost (the issue asks for <= 10 s)."""
 BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
+ASLEEP_RECHECK_SECONDS = 60.0
+"""How often an asleep box's state is read again (the provider answers without waking it)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,21 @@ class BlockingRunner:
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    async def run_closing_on_cancel(self, fn: Callable[..., T], *args: Any) -> T:
+        """Like `run`, for calls that return something to close: if the waiter is cancelled (the user
+        disconnected mid-connect), the result is closed when it arrives instead of leaking."""
+        future = self._pool.submit(fn, *args)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            def close_late(done: Any) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    with contextlib.suppress(Exception):
+                        done.result().close()
+
+            future.add_done_callback(close_late)
+            raise
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -114,6 +131,7 @@ class HostSession:
         self._main: asyncio.Task[None] | None = None
         self._wanted = False
         self._attempt = 0
+        self._may_wake = False  # later reconnects happen in the background: they must not wake the box
         self._first_status: asyncio.Event = asyncio.Event()
         self.connect_started_at: float | None = None
         self.first_status_seconds: float | None = None
@@ -124,6 +142,7 @@ class HostSession:
         self._keepawake: Any = None
         self.keepawake_report: Any = None
         self._gate_lock = asyncio.Lock()
+        self._asleep_watch: asyncio.Task[None] | None = None
         self._suspended = False
         self._may_wake = False
 
@@ -165,6 +184,8 @@ class HostSession:
 
     async def disconnect(self) -> None:
         self._wanted = False
+        if self._asleep_watch is not None:
+            self._asleep_watch.cancel()
         if self._keepawake is not None:
             self._keepawake.stop()
         self._teardown("disconnected by the user")
@@ -307,6 +328,7 @@ class HostSession:
                 self._wanted = False
                 self._set_state(ConnectionState.ASLEEP)
                 self._first_status.set()
+                self._watch_asleep()
                 return
             except _Fatal as fatal:
                 self._teardown(str(fatal))
@@ -315,28 +337,58 @@ class HostSession:
                 self._set_state(ConnectionState.ERROR, fatal.original)
                 self._first_status.set()
                 return
+            except _WouldWake as would_wake:
+                self._teardown("would wake")
+                self._wanted = False
+                self.failure = would_wake.error
+                self._set_state(ConnectionState.DISCONNECTED, would_wake.error)
+                self._first_status.set()
+                return
             except UserError as user_error:
                 error = user_error
             except (OSError, TimeoutError, EOFError) as other:
                 error = _lost_error(self.host, other)
+            except Exception as bug:  # a bug must not leave the row at "Pushing" with a leaked shell
+                log.exception("session %s failed unexpectedly", self.host.name)
+                error = UserError("Something went wrong", f"{self.host.name}: {type(bug).__name__}: {bug}.",
+                                  "The app will try again; if it repeats, report it with the app's log.")
             self._teardown(str(error))
             if not self._wanted:
                 return
-            if await self._box_state() is BoxState.ASLEEP:
+            box = await self._box_state()
+            if box is BoxState.ASLEEP:
                 self._wanted = False  # connecting again would wake it: that is the user's call
                 self._set_state(ConnectionState.ASLEEP)
                 self._first_status.set()
+                self._watch_asleep()
                 return
             self.failure = error
             self._set_state(ConnectionState.LOST, error)
             self._first_status.set()
-            if not self.auto_reconnect:
+            if not self.auto_reconnect or (self.traits.sleeps_when_idle and box is not BoxState.AWAKE):
+                # On a box that sleeps, a reconnect we cannot prove harmless would wake it: leave it to the user.
                 self._wanted = False
                 return
             delay = BACKOFF_SECONDS[min(self._attempt, len(BACKOFF_SECONDS) - 1)]
             self._attempt += 1
             self._set_state(ConnectionState.BACKING_OFF, error, retry_at_monotonic=self._clock() + delay)
             await asyncio.sleep(delay)
+
+    def _watch_asleep(self) -> None:
+        """While ASLEEP, look again now and then (without waking it): a box woken by someone else is
+        connected to again, so its prompts and badge are live."""
+        if not self.traits.reads_state_without_waking:
+            return
+
+        async def watch() -> None:
+            while self.connection.state is ConnectionState.ASLEEP and not self._wanted:
+                await asyncio.sleep(ASLEEP_RECHECK_SECONDS)
+                if self.connection.state is ConnectionState.ASLEEP and not self._wanted \
+                        and await self._box_state() is BoxState.AWAKE:
+                    self.start(wake=False)
+                    return
+
+        self._asleep_watch = asyncio.get_running_loop().create_task(watch(), name=f"asleep-{self.host.name}")
 
     async def _box_state(self) -> BoxState:
         if not self.traits.reads_state_without_waking:
@@ -348,9 +400,14 @@ class HostSession:
 
     async def _connect_once(self) -> None:
         self.connect_started_at = start = self._clock()
-        was_asleep = (await self._box_state()) is BoxState.ASLEEP
+        box = await self._box_state()
+        was_asleep = box is BoxState.ASLEEP
         if was_asleep and not self._may_wake:
             raise _StayAsleep()
+        if self.traits.sleeps_when_idle and box is BoxState.UNKNOWN and not self._may_wake:
+            raise _WouldWake(UserError(
+                "Not connected", f"{self.host.name} may be asleep, and connecting would wake it.",
+                "Click Connect when you need it."))
         if self.connection.error is not None and self._attempt > 0:
             self.connection = self.connection.retrying(self._clock())
             self._publish()
@@ -416,8 +473,15 @@ class HostSession:
 
         while True:
             try:
-                return await self._runner.run(self.provider.open_shell, self.host)
-            except (HostKeyChanged, AuthFailed) as refused:
+                return await self._runner.run_closing_on_cancel(self.provider.open_shell, self.host)
+            except AuthFailed as refused:
+                if refused.rejected_secret:
+                    # A stored passphrase the key refused is wrong: forget it so it is not tried again.
+                    forget = getattr(self.provider.context, "forget_secret", None)
+                    if forget is not None:
+                        await self._runner.run(forget, refused.rejected_secret)
+                raise _Fatal(refused) from None
+            except HostKeyChanged as refused:
                 raise _Fatal(refused) from None
             except HostKeyUnknown as question:
                 q = question.question
@@ -443,8 +507,17 @@ class HostSession:
             except TimeoutError:
                 link.close(f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")
                 return
-            except UserError:
+            except Exception as error:  # an unwatched connection is worse than a reconnect
+                link.close(f"the liveness check failed: {error}")
                 return
+
+
+class _WouldWake(Exception):
+    """A background connect to a sleepable box whose state cannot be read: it would wake it."""
+
+    def __init__(self, error: UserError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 class _StayAsleep(Exception):

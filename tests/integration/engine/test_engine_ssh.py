@@ -307,3 +307,26 @@ def test_busy_job_on_host_reaches_the_app_as_an_event(sshd, app_home, agent_bund
     took, reasons = asyncio.run(go())
     assert took < 3.0
     assert any("sleep" in r for r in reasons), reasons
+
+
+def test_new_file_but_old_agent_running_is_handed_off(sshd, app_home, agent_bundle) -> None:
+    """An upload that was placed but whose hand-off never took (the connection died between the two):
+    the next connect sees the running agent's build differ from the file's and hands off."""
+    trust_sshd(app_home, sshd)
+
+    async def connect(bundle):  # type: ignore[no-untyped-def]
+        engine = _engine(app_home, bundle, ssh_host(sshd)) if "box1" not in Engine(app_home, bundle).hosts.names() \
+            else Engine(app_home, bundle, auto_reconnect=False)
+        try:
+            return await engine.session("box1").connect(timeout=60)
+        finally:
+            await engine.close()
+
+    asyncio.run(connect(agent_bundle))
+    newer = variant_bundle(agent_bundle, "placed-but-not-handed-off")
+    installed = sshd.home / ".local/share/wr-agent/wr-agent.pyz"
+    installed.write_bytes(newer.data)  # what _upload_and_place leaves behind
+    assert _remote_status(sshd)["agent"]["build"] == agent_bundle.sha256
+    snap = asyncio.run(connect(newer))
+    assert snap.install.action == "handed_off" and snap.install.pushed_bytes == 0
+    assert snap.status.agent.build == newer.sha256
