@@ -1,0 +1,119 @@
+"""Contract: the real agent and the app's protocol models agree, and docs/protocol.md names what both use.
+
+Every line the agent sends here goes through the app's own parser (`workroom.core.protocol.parse_line`)
+and the app's request builders produce what the agent accepts. Both sides real; nothing mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import pytest
+from integration.agent.agentrun import private_dir, start_agent
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.protocol import (
+    ErrorReply,
+    Hello,
+    Reply,
+    Status,
+    StatusEvent,
+    keep_request,
+    parse_line,
+    ping_request,
+    settings_request,
+    status_request,
+    subscribe_request,
+)
+
+pytestmark = pytest.mark.integration
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
+
+
+class Wire:
+    """A raw connection: bytes out from the app's builders, lines in through the app's parser."""
+
+    def __init__(self, path: str) -> None:
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(5)
+        self.sock.connect(path)
+        self.buf = b""
+
+    def line(self) -> bytes:
+        while b"\n" not in self.buf:
+            data = self.sock.recv(65536)
+            if not data:
+                raise EOFError
+            self.buf += data
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line
+
+    def ask(self, request: bytes):  # type: ignore[no-untyped-def]
+        self.sock.sendall(request)
+        while True:
+            message = parse_line(self.line())
+            if not isinstance(message, StatusEvent):
+                return message
+
+
+@pytest.fixture
+def agent(tmp_path: Path):  # type: ignore[no-untyped-def]
+    sock = str(Path(private_dir(tmp_path / "run")) / "agent.sock")
+    running = start_agent(sock, "--workroom", "contract", "--candidates", "user", "--no-heartbeat",
+                          "--hold-seconds", "2")
+    yield running
+    running.stop()
+
+
+def test_every_message_parses_with_the_apps_models(agent) -> None:  # type: ignore[no-untyped-def]
+    wire = Wire(agent.sock)
+    hello = parse_line(wire.line())
+    assert isinstance(hello, Hello) and hello.speaks_our_protocol and len(hello.build) == 64
+    for build in (status_request, subscribe_request, keep_request):
+        reply = wire.ask(build(7))
+        assert isinstance(reply, Reply) and reply.id == 7
+        assert isinstance(reply.status(), Status)
+    ping = wire.ask(ping_request("p"))
+    assert isinstance(ping, Reply) and ping.ping_monotonic() > 0
+    changed = wire.ask(settings_request(8, CeilingSettings(ceiling_seconds=3600, prompt_timeout_seconds=120)))
+    assert changed.status().ceiling_seconds == 3600 and changed.status().prompt_timeout_seconds == 120
+
+
+def test_a_settings_change_is_pushed_as_an_event_the_app_reads(agent) -> None:  # type: ignore[no-untyped-def]
+    sub, other = Wire(agent.sock), Wire(agent.sock)
+    parse_line(sub.line()), parse_line(other.line())
+    assert isinstance(sub.ask(subscribe_request(1)), Reply)
+    other.ask(settings_request(2, CeilingSettings(ceiling_seconds=7200)))
+    event = parse_line(sub.line())
+    assert isinstance(event, StatusEvent) and event.status.ceiling_seconds == 7200
+
+
+@pytest.mark.parametrize(("raw", "code"), [
+    (b'{"id":1,"method":"settings","ceiling_seconds":10,"prompt_timeout_seconds":600,"ask_at_ceiling":false}\n',
+     "out_of_range"),
+    (b'{"id":1,"method":"settings","ceiling_seconds":"1h","prompt_timeout_seconds":600,"ask_at_ceiling":false}\n',
+     "invalid"),
+    (b'{"id":1,"method":"reboot"}\n', "unsupported"),
+    (b"not json\n", "invalid"),
+])
+def test_errors_are_the_documented_codes(agent, raw: bytes, code: str) -> None:  # type: ignore[no-untyped-def]
+    wire = Wire(agent.sock)
+    wire.line()
+    reply = wire.ask(raw)
+    assert isinstance(reply, ErrorReply) and reply.error.code == code
+    assert reply.to_user_error().message
+    assert f"`{code}`" in DOC.read_text()
+
+
+def test_the_document_names_every_status_field_both_sides_use(agent) -> None:  # type: ignore[no-untyped-def]
+    status = agent.status()
+    first_cells = re.findall(r"^\| ([^|]*`[a-z_]+`[^|]*) \|", DOC.read_text(), re.M)
+    documented = {name for cell in first_cells for name in re.findall(r"`([a-z_]+)`", cell)}
+    sent = set(status)
+    assert sent <= documented, f"fields the agent sends but docs/protocol.md does not name: {sent - documented}"
+    modelled = set(Status.model_fields)
+    assert modelled <= sent, f"fields the app expects that this agent does not send: {modelled - sent}"
+    assert json.loads(json.dumps(status)) == status  # plain JSON, nothing exotic
