@@ -21,7 +21,7 @@ from gui_helpers import wait_for
 from workroom.core.badge import BadgeKind
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
-from workroom.core.hosts import Host
+from workroom.core.hosts import Host, IdentityRef
 from workroom.core.traits import BOXD_TRAITS, SSH_TRAITS, ProviderTraits
 from workroom.providers.local import LocalProvider, short_socket_dir
 from workroom.remote.agent_install import AgentLayout, ServeOptions
@@ -221,3 +221,39 @@ def test_add_host_via_dialog_trust_key_and_connect(app: Any, engine: Any, run: A
     run(scenario(), timeout=90)
     assert cell(app, "sshd-box", Column.CONNECTION).startswith("Live")
     assert row(app, "sshd-box").status is not None
+
+
+def test_passphrase_dialog_asks_once_and_keeps_it_in_the_keyring(app: Any, engine: Any, run: Any, sshd: Any,
+                                                                   memory_keyring: Any, tmp_path: Any,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A key with a passphrase the keyring does not know: the dialog asks, the login works, the keyring
+    (the in-memory test backend: no desktop keyring runs here) holds it, and the next connect asks nothing."""
+    import subprocess
+
+    from gui_helpers import open_dialog
+    from workroom.credentials import CredentialKey
+    from workroom.ui.secret_dialog import SecretDialog
+
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    key = tmp_path / "id_locked"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "open sesame", "-f", str(key)], check=True)
+    auth = sshd.home / ".ssh" / "authorized_keys"
+    original = auth.read_text()
+    auth.write_text(original + (tmp_path / "id_locked.pub").read_text())
+    engine.paths.known_hosts_file.write_text(sshd.host_key_line + "\n")
+
+    async def scenario() -> None:
+        app.start(show_window=True, connect=False)
+        app.controller.add_host(Host(name="locked-box", provider="ssh", address=sshd.host, port=sshd.port,
+                                     user=sshd.user, identity=IdentityRef.file(str(key)), agent_candidates="user"))
+        dialog = await wait_for(lambda: open_dialog(SecretDialog), 30, "the passphrase dialog")
+        dialog.field.setText("open sesame")
+        dialog.ok_button.click()
+        await wait_for(lambda: row(app, "locked-box").connection.state in LIVE, 60, "the locked host to go live")
+
+    try:
+        run(scenario(), timeout=90)
+    finally:
+        auth.write_text(original)
+    assert memory_keyring.get_password("workroom-companion", CredentialKey.passphrase(str(key)).username) \
+        == "open sesame"

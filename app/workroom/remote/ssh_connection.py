@@ -143,6 +143,7 @@ class _LoginAttempts(AuthStrategy):  # type: ignore[misc]
         self.use_agent = use_agent and not target.identities_only
         self.agent: paramiko.Agent | None = None
         self.tried: list[str] = []
+        self.timed_out = False
         self.problems: list[str] = []
         self.rejected_secret: str | None = None
 
@@ -175,7 +176,9 @@ class _LoginAttempts(AuthStrategy):  # type: ignore[misc]
     def _attempt(self, call: Callable[[], object]) -> bool:
         try:
             remaining = call()
-        except paramiko.SSHException:  # refused, or the agent could not sign, or the server hung up
+        except paramiko.SSHException as exc:  # refused, or the agent could not sign, or the server hung up
+            if "timeout" in str(exc).lower():
+                self.timed_out = True  # slow (a waking box, a busy sshd), not refused: worth retrying
             return False
         if remaining:  # partial success: the server wants a second factor
             self.problems.append(f"the server asks for more ({remaining}), which workroom cannot provide")
@@ -223,8 +226,13 @@ class _LoginAttempts(AuthStrategy):  # type: ignore[misc]
             self.rejected_secret = secret_key
             return None
 
-    def _failure(self, allowed: list[str], still_connected: bool) -> AuthFailed:
+    def _failure(self, allowed: list[str], still_connected: bool) -> AuthFailed | HostUnreachable:
         where = self.target.describe()
+        if self.timed_out:
+            return HostUnreachable(
+                "Login timed out",
+                f"{where} did not finish the login in time.",
+                "The host may be waking up or overloaded; the app tries again.")
         if self.tried:
             message = f"{where} did not accept user {self.target.user!r} with {', '.join(self.tried)}."
         else:

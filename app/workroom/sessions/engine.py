@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +35,28 @@ def secret_key(request_key: str) -> CredentialKey:
     return CredentialKey(SecretKind(kind), subject)
 
 
-def keyring_secret_lookup(store: CredentialStore) -> Callable[[Any], str | None]:
+SecretAsker = Callable[[Any], Awaitable[str | None]]
+ASK_SECRET_TIMEOUT_SECONDS = 300.0
+
+
+def keyring_secret_lookup(store: CredentialStore, engine: Engine | None = None) -> Callable[[Any], str | None]:
     """SSH passphrases and passwords come only from the keyring (runs on the host's worker thread).
 
-    Nothing stored: None (the login fails saying a passphrase was needed; `workroom secret set` stores
-    one). No usable keyring: its error is raised, never a plaintext fallback."""
+    Nothing stored: the face's `secret_asker` (the desktop app's passphrase dialog) is asked on the event
+    loop, and the answer is kept in the keyring (a wrong one is deleted when the host refuses it); with no
+    asker, None (the login fails saying a passphrase was needed; `workroom secret set` stores one). No usable
+    keyring: its error is raised — never a plaintext fallback, and the answer is not used unsaved."""
 
     def lookup(request: Any) -> str | None:
-        return store.get(secret_key(request.key))
+        key = secret_key(request.key)
+        stored = store.get(key)
+        if stored is not None or engine is None or engine.secret_asker is None or engine.loop is None:
+            return stored
+        asked = asyncio.run_coroutine_threadsafe(engine.secret_asker(request), engine.loop)
+        answer = asked.result(timeout=ASK_SECRET_TIMEOUT_SECONDS)
+        if answer:
+            store.set(key, answer)
+        return answer or None
 
     return lookup
 
@@ -60,9 +74,12 @@ class Engine:
         from workroom.remote.host_keys import KnownHosts
 
         self.credentials = credentials if credentials is not None else CredentialStore()
+        self.secret_asker: SecretAsker | None = None
+        """Set by a face that can ask the user for a passphrase (an async callable on the event loop)."""
+        self.loop: asyncio.AbstractEventLoop | None = None
         self.context = ProviderContext(bundle=bundle, known_hosts=KnownHosts(paths.known_hosts_file),
                                        state_dir=paths.state_dir,
-                                       secret_lookup=keyring_secret_lookup(self.credentials),
+                                       secret_lookup=keyring_secret_lookup(self.credentials, self),
                                        forget_secret=lambda key: self.credentials.delete(secret_key(key)))
         self.sessions: dict[str, HostSession] = {}
         self.listeners: list[Callable[[HostSnapshot], None]] = []
@@ -84,6 +101,11 @@ class Engine:
 
     def session(self, name: str) -> HostSession:
         host = self.hosts.require(name)
+        if self.loop is None:
+            try:
+                self.loop = asyncio.get_running_loop()
+            except RuntimeError:
+                pass
         session = self.sessions.get(host.name)
         if session is None:
             session = HostSession(host, self.provider_for(host), self.settings.ceiling,

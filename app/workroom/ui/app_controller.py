@@ -45,6 +45,9 @@ class AppController(QObject):
         self.engine = engine
         self.tasks = TaskKeeper(self._task_failed)
         self.host_key_prompter: HostKeyPrompter | None = None
+        self.secret_prompter: Any = None
+        """async (request) -> str | None: asks the user for a passphrase the keyring does not have."""
+        engine.secret_asker = self._ask_secret
         engine.listeners.append(self._relay)
 
     # -- state ------------------------------------------------------------------------------------
@@ -78,6 +81,12 @@ class AppController(QObject):
         if session.host_key_answerer is None:
             session.host_key_answerer = self._answer_host_key
         return session
+
+    async def _ask_secret(self, request: Any) -> str | None:
+        if self.secret_prompter is None:
+            return None
+        answer: str | None = await self.secret_prompter(request)
+        return answer
 
     async def _answer_host_key(self, session: HostSession, question: Any) -> bool:
         if self.host_key_prompter is None:

@@ -34,6 +34,7 @@ from workroom.ui.host_dialog import AddHostDialog
 from workroom.ui.host_key_dialog import ask_host_key
 from workroom.ui.host_table_model import Column, HostTableModel
 from workroom.ui.prompt_cards_view import PromptCardsView
+from workroom.ui.secret_dialog import ask_secret
 from workroom.ui.settings_view import SettingsView
 
 HOSTS_TAB, SETTINGS_TAB = 0, 1
@@ -132,6 +133,7 @@ class MainWindow(QMainWindow):
         c.settings_applied.connect(self.settings.show_outcome)
         c.settings_failed.connect(self.settings.show_failure)
         c.host_key_prompter = lambda name, question: ask_host_key(name, question, self)
+        c.secret_prompter = lambda request: ask_secret(request, self)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.detail.connect_requested.connect(self._connect)
         self.detail.disconnect_requested.connect(self._disconnect)
