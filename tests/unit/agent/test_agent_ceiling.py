@@ -1,9 +1,9 @@
 """The awake ceiling state machine on a fake clock, and the agent-level wake-gap guarantee."""
 
 import pytest
-from wr_agent.agent import Agent, visible
+from agentfake import make_agent
+from wr_agent.agent import visible
 from wr_agent.ceiling import BELOW, EXCEEDED, PROMPTED, SUPPRESSED, Ceiling
-from wr_agent.heartbeat import Heartbeat
 from wr_agent.settings import Settings
 from wr_agent.signals import Signals
 
@@ -68,34 +68,6 @@ def test_changed_settings_reevaluate():
     assert c.state == PROMPTED and c.prompt_deadline == 253
     c.apply_settings(204, Settings(1000, 50, True))  # raised above the awake time
     assert c.state == BELOW
-
-
-class FakeSampler:
-    name = "proc"
-
-    def __init__(self):
-        self.sig = Signals()
-
-    def sample(self, busy_hint=False):
-        return self.sig
-
-    def close(self):
-        pass
-
-
-class Clock:
-    def __init__(self):
-        self.t = 1000.0
-
-    def __call__(self):
-        return self.t
-
-
-def make_agent(settings):
-    clock, sampler = Clock(), FakeSampler()
-    agent = Agent(sampler, settings, Heartbeat(enabled=False), "w1", "b" * 64, hold_seconds=30,
-                  tick_seconds=1, clock=clock)
-    return agent, sampler, clock
 
 
 def test_wake_gap_does_not_reset_an_unanswered_ceiling():

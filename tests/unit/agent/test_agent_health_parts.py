@@ -9,13 +9,16 @@ import threading
 import time
 
 import pytest
+from agentfake import make_agent
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from wr_agent import health
-from wr_agent.agent import Agent
-from wr_agent.heartbeat import Heartbeat
 from wr_agent.settings import Settings
 from wr_agent.signals import Signals
+
+
+def make_agent_(settings_):
+    return make_agent(settings_, hold_seconds=2)
 
 pytestmark = pytest.mark.unit
 
@@ -187,36 +190,8 @@ def test_arbitrary_heads_get_a_status_never_an_exception(data):
 
 
 # -- the answer from a real Agent ---------------------------------------------------------------------------
-class FakeSampler:
-    name = "proc"
-
-    def __init__(self):
-        self.sig = Signals()
-
-    def sample(self, busy_hint=False):
-        return self.sig
-
-    def close(self):
-        pass
-
-
-class Clock:
-    def __init__(self):
-        self.t = 1000.0
-
-    def __call__(self):
-        return self.t
-
-
-def make_agent(settings_):
-    clock, sampler = Clock(), FakeSampler()
-    agent = Agent(sampler, settings_, Heartbeat(enabled=False), "w1", "b" * 64, hold_seconds=2,
-                  tick_seconds=1, clock=clock)
-    return agent, sampler, clock
-
-
 def test_answer_follows_the_published_verdict_and_stall():
-    agent, sampler, clock = make_agent(Settings(3600, 600, False))
+    agent, sampler, clock = make_agent_(Settings(3600, 600, False))
     assert health.agent_answer(agent) == {"busy": False, "verdict": "IDLE", "stalled": False}
     sampler.sig = Signals(cpu=[("job", "5", 1.0)])
     agent.tick()
@@ -229,7 +204,7 @@ def test_answer_follows_the_published_verdict_and_stall():
 
 def test_answer_is_the_published_verdict_not_the_classifiers():
     """Suppressed by an unanswered prompt, the box must be allowed to sleep: health says IDLE."""
-    agent, sampler, clock = make_agent(Settings(60, 30, True))
+    agent, sampler, clock = make_agent_(Settings(60, 30, True))
     sampler.sig = Signals(cpu=[("job", "5", 1.0)])
     for _ in range(100):
         agent.tick()
@@ -240,7 +215,7 @@ def test_answer_is_the_published_verdict_not_the_classifiers():
 
 
 def test_answer_does_not_wait_for_the_agent_lock():
-    agent, _, _ = make_agent(Settings(3600, 600, False))
+    agent, _, _ = make_agent_(Settings(3600, 600, False))
     done = []
     with agent.lock:
         t = threading.Thread(target=lambda: done.append(health.agent_answer(agent)))
