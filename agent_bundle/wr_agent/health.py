@@ -24,6 +24,7 @@ import socket
 import threading
 import time
 
+from wr_agent import runtime
 from wr_agent.agent import STALL_SECONDS
 
 log = logging.getLogger("wr_agent")
@@ -95,20 +96,14 @@ def format_address(sock):
 
 def _inherited(family, host, port):
     """The listening socket a hand-off passed in LISTEN_FD_ENV, if it matches the requested address."""
-    value = os.environ.pop(LISTEN_FD_ENV, None)
-    if value is None:
-        return None
-    try:
-        fd = int(value)
-        os.fstat(fd)
-    except (ValueError, OSError):
+    fd = runtime.inherited_fd(LISTEN_FD_ENV)
+    if fd is None:
         return None
     try:
         sock = socket.socket(fileno=fd)
     except OSError:
         os.close(fd)
         return None
-    sock.set_inheritable(False)
     try:
         bound = sock.getsockname()
         ok = (sock.family == family and sock.type == socket.SOCK_STREAM

@@ -56,7 +56,9 @@ def prepare_dir(sock_path):
     return d
 
 
-def _inherited_fd(env):
+def inherited_fd(env):
+    """A file descriptor a hand-off passed in environment variable `env` (taken out of the environment,
+    made non-inheritable), or None."""
     value = os.environ.pop(env, None)
     if value is None:
         return None
@@ -72,7 +74,7 @@ def _inherited_fd(env):
 def acquire_lock(sock_path):
     """flock on `<socket>.lock`: one agent per socket. Returns the held fd."""
     path = sock_path + ".lock"
-    fd = _inherited_fd(LOCK_FD_ENV)
+    fd = inherited_fd(LOCK_FD_ENV)
     if fd is not None:
         try:
             if os.path.samestat(os.fstat(fd), os.stat(path)):
@@ -96,7 +98,7 @@ def acquire_lock(sock_path):
 
 
 def listen_socket(sock_path):
-    fd = _inherited_fd(LISTEN_FD_ENV)
+    fd = inherited_fd(LISTEN_FD_ENV)
     if fd is not None:
         return socket.socket(fileno=fd)
     try:
