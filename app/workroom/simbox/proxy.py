@@ -20,12 +20,18 @@ UPSTREAM_CONNECT_TIMEOUT = 10.0
 CHUNK = 65536
 
 
-async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, conn: TrackedConnection,
-                up: bool) -> None:
-    while True:
-        data = await src.read(CHUNK)
+async def copy_counted(src: asyncio.StreamReader, dst: asyncio.StreamWriter, conn: TrackedConnection,
+                       up: bool, limit: int | None = None) -> None:
+    """Copy src to dst (at most `limit` bytes when given), counting bytes on the tracked connection."""
+    remaining = limit
+    while remaining is None or remaining > 0:
+        data = await src.read(CHUNK if remaining is None else min(CHUNK, remaining))
         if not data:
+            if remaining:
+                raise ConnectionError("the stream ended early")
             return
+        if remaining is not None:
+            remaining -= len(data)
         if up:
             conn.bytes_up += len(data)
         else:
@@ -34,11 +40,17 @@ async def _pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter, conn: Trac
         await dst.drain()
 
 
-async def handle(box: BoxRuntime, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    accepted = time.monotonic()
+def track(box: BoxRuntime, writer: asyncio.StreamWriter) -> TrackedConnection:
+    """Register a client connection with its box before the first await (torn down if the box sleeps)."""
     peer = writer.get_extra_info("peername")
-    conn = TrackedConnection(box.new_conn_id(), f"{peer[0]}:{peer[1]}" if peer else "?", accepted, writer)
-    box.conns.add(conn)  # tracked before the first await
+    conn = TrackedConnection(box.new_conn_id(), f"{peer[0]}:{peer[1]}" if peer else "?", time.monotonic(), writer)
+    box.conns.add(conn)
+    return conn
+
+
+async def handle(box: BoxRuntime, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    conn = track(box, writer)
+    accepted = conn.opened
     clean = False
     try:
         box.touch("proxy connect")
@@ -55,8 +67,8 @@ async def handle(box: BoxRuntime, reader: asyncio.StreamReader, writer: asyncio.
             return
         if wake_entry is not None:
             wake_entry["connect_s"] = round(time.monotonic() - accepted, 4)
-        tasks = [asyncio.create_task(_pump(reader, up_writer, conn, True)),
-                 asyncio.create_task(_pump(up_reader, writer, conn, False))]
+        tasks = [asyncio.create_task(copy_counted(reader, up_writer, conn, True)),
+                 asyncio.create_task(copy_counted(up_reader, writer, conn, False))]
         done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         for t in pending:
             t.cancel()

@@ -14,7 +14,8 @@ import contextlib
 import logging
 import time
 
-from workroom.simbox.box import BoxRuntime, TrackedConnection
+from workroom.simbox.box import BoxRuntime
+from workroom.simbox.proxy import copy_counted, track
 
 log = logging.getLogger("workroom.simbox")
 MAX_HEAD = 65536
@@ -77,30 +78,9 @@ def rewrite_head(head: bytes) -> tuple[bytes, int]:
     return ("\r\n".join(out) + "\r\n\r\n").encode("latin-1"), length
 
 
-async def _copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter, limit: int | None,
-                conn: TrackedConnection, up: bool) -> None:
-    remaining = limit
-    while remaining is None or remaining > 0:
-        data = await src.read(CHUNK if remaining is None else min(CHUNK, remaining))
-        if not data:
-            if remaining:
-                raise ConnectionError("request body ended early")
-            return
-        if remaining is not None:
-            remaining -= len(data)
-        if up:
-            conn.bytes_up += len(data)
-        else:
-            conn.bytes_down += len(data)
-        dst.write(data)
-        await dst.drain()
-
-
 async def handle(box: BoxRuntime, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    accepted = time.monotonic()
-    peer = writer.get_extra_info("peername")
-    conn = TrackedConnection(box.new_conn_id(), f"{peer[0]}:{peer[1]}" if peer else "?", accepted, writer)
-    box.conns.add(conn)  # tracked before the first await
+    conn = track(box, writer)
+    accepted = conn.opened
     started = clean = False
     try:
         try:
@@ -134,8 +114,8 @@ async def handle(box: BoxRuntime, reader: asyncio.StreamReader, writer: asyncio.
         if wake_entry is not None:
             wake_entry["connect_s"] = round(time.monotonic() - accepted, 4)
         up_writer.write(new_head)
-        await _copy(reader, up_writer, length, conn, True)
-        await _copy(up_reader, writer, None, conn, False)
+        await copy_counted(reader, up_writer, conn, True, length)
+        await copy_counted(up_reader, writer, conn, False)
         clean = True
     except (ConnectionError, OSError):
         clean = False
