@@ -274,10 +274,9 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
         if args.ask is not None:
             changes["ask_at_ceiling"] = args.ask
         ceiling = loaded.value.ceiling.replaced(**changes)
-        from workroom.paths import app_paths as _paths
         from workroom.storage import save_settings
 
-        save_settings(_paths(), loaded.value.model_copy(update={"ceiling": ceiling}))
+        save_settings(app_paths(), loaded.value.model_copy(update={"ceiling": ceiling}))
         print(f"ceiling {ceiling.ceiling_seconds:g} s, prompt timeout {ceiling.prompt_timeout_seconds:g} s, "
               f"ask mode {'on' if ceiling.ask_at_ceiling else 'off'}")
         return EXIT_OK

@@ -16,7 +16,7 @@ from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_client import EventHandler
 from workroom.remote.agent_link import AgentLink, open_stream_link
 from workroom.remote.host_shell import ExecResult, HostShell
-from workroom.remote.ssh_config import resolve_target
+from workroom.remote.ssh_config import SshTarget, resolve_target
 from workroom.remote.ssh_connection import ExecStream, SshConnection
 
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -63,17 +63,14 @@ class _StreamAdapter:
 class SshProvider(Provider):
     kind = "ssh"
 
-    def ask_secret(self) -> object | None:
-        return self.context.secret_lookup
-
-    def target(self, host: Host) -> object:
+    def target(self, host: Host) -> SshTarget:
         identity = host.identity.value if host.identity is not None and host.identity.kind == "file" else None
         return resolve_target(host.connect_address, port=host.port, user=host.user, identity=identity)
 
     def open_shell(self, host: Host) -> HostShell:
         assert self.context.known_hosts is not None
         connection = SshConnection.connect(
-            self.target(host),  # type: ignore[arg-type]
+            self.target(host),
             self.context.known_hosts,
             timeout=CONNECT_TIMEOUT_SECONDS,
             ask_secret=self.context.secret_lookup,  # type: ignore[arg-type]

@@ -364,7 +364,8 @@ class AgentInstaller:
                 f"The running agent refused the new version: {done.error_text()[:300]}",
                 "Connect again; if it repeats, stop the agent on the host and connect.",
             )
-        self._wait_for_build(probe)
+        # `handoff` itself returns only once the new build answers on the socket (or fails), so there is
+        # nothing more to wait for here.
 
     def _start(self, probe: Probe, expected: str | None = None) -> None:
         argv = ["python3", probe.bundle_path, *self.serve.argv(probe.socket_path)]

@@ -16,6 +16,7 @@ from typing import Any
 
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
+from workroom.core.connection import ConnectionInfo
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host, HostsFile
 from workroom.credentials import CredentialKey, CredentialStore, SecretKind
@@ -165,8 +166,6 @@ class Engine:
             if host.name in self.sessions:
                 out.append(self.sessions[host.name].snapshot())
             else:
-                from workroom.core.connection import ConnectionInfo
-
                 out.append(HostSnapshot(host, self.provider_for(host).traits(host), ConnectionInfo(), None, None))
         return out
 

@@ -25,12 +25,14 @@ from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
+from workroom.core.keepawake import KeepAwakePolicy, KeepAwakePolicyError, PollOutcome
 from workroom.core.protocol import PromptEvent, Status, StatusEvent, Verdict
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_install import AgentInstaller, InstallReport
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
+from workroom.sessions.keepawake_task import KeepAwakeTask
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -247,8 +249,6 @@ class HostSession:
             return
         if self._keepawake is not None and self._keepawake.running:
             return
-        from workroom.core.keepawake import KeepAwakePolicy, KeepAwakePolicyError, PollOutcome
-        from workroom.sessions.keepawake_task import KeepAwakeTask
 
         async def gated_poll() -> PollOutcome:
             async with self._gate_lock:
