@@ -118,6 +118,8 @@ class Agent(object):
 
     def start(self):
         self._stop.clear()
+        if self._thread is not None and self._thread.is_alive():
+            return  # a stop that timed out (a slow tick): that thread sees the cleared flag and carries on
         self._thread = threading.Thread(target=self._loop, name="wr-agent-tick", daemon=True)
         self._thread.start()
 

@@ -125,15 +125,26 @@ def boot_id():
 
 
 def write_state(path, state):
-    state = dict(state, boot_id=boot_id(), written=time.monotonic())
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        os.fchmod(fd, 0o600)
-        json.dump(state, f)
-        f.flush()
-        os.fsync(fd)
-    os.rename(tmp, path)
+    """Write the hand-off state atomically; on any failure nothing is left behind (raises OSError)."""
+    data = json.dumps(dict(state, boot_id=boot_id(), written=time.monotonic())).encode("utf-8")
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def take_state(path):

@@ -202,12 +202,14 @@ def _handoff_function(agent, sock_path, argv, lock_fd, listen, health_sock):
 
     def handoff(bundle_path):
         agent.stop(2.0)
-        runtime.write_state(state_path, agent.handoff_state())
-        if health_sock is not None:
-            health.keep_for_handoff(health_sock)  # same port after the exec, even for port 0
         try:
+            runtime.write_state(state_path, agent.handoff_state())
+            if health_sock is not None:
+                health.keep_for_handoff(health_sock)  # same port after the exec, even for port 0
             runtime.exec_into(bundle_path, argv, lock_fd, listen)
-        except OSError:
+        except BaseException:
+            # Whatever failed (a full disk for the state file, an exec error), the old agent carries on
+            # exactly as before: ticks, heartbeat and the server's clients and subscriptions.
             if health_sock is not None:
                 health.release_after_failed_handoff(health_sock)
             _unlink_quietly(state_path)

@@ -307,8 +307,9 @@ class Server(object):
                 try:
                     c.sock.settimeout(1.0)
                     c.sock.sendall(bytes(c.outbuf))
+                    del c.outbuf[:]  # sent: a failed hand-off must not send these replies twice
                 except OSError:
-                    pass
+                    self._drop(c)  # part of a line may be out: the stream is no longer whole
         try:
             self.handoff(path)
         except Exception:

@@ -90,6 +90,7 @@ class Probe:
     running: bool
     systemd_user: bool
     running_build: str | None = None
+    running_stalled: bool = False
 
 
 @dataclass
@@ -161,7 +162,15 @@ _PROBE = textwrap.dedent(
             s = socket.socket(socket.AF_UNIX)
             s.settimeout(3)
             s.connect(sock)
-            out["running_build"] = json.loads(s.makefile("rb").readline()).get("build")
+            f = s.makefile("rwb")
+            out["running_build"] = json.loads(f.readline()).get("build")
+            f.write(b'{"id":"probe","method":"status"}\n')
+            f.flush()
+            for _ in range(100):  # skip events; the reply carries our id
+                reply = json.loads(f.readline())
+                if reply.get("id") == "probe":
+                    out["running_stalled"] = (reply.get("result") or {}).get("stalled") is True
+                    break
             s.close()
         except (OSError, ValueError, AttributeError):
             pass
@@ -209,6 +218,35 @@ _WAIT_FOR_BUILD = textwrap.dedent(
             last = str(e)
         time.sleep(0.05)
     sys.exit("the agent did not come up with the new build within %.0f s (%s)" % (timeout, last))
+    """
+)
+
+_WAIT_NOT_STALLED = textwrap.dedent(
+    r"""
+    import json, os, socket, sys, time
+    sock, timeout = os.path.expanduser(sys.argv[1]), float(sys.argv[2])
+    deadline, last = time.monotonic() + timeout, "no answer"
+    while time.monotonic() < deadline:
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(2)
+            s.connect(sock)
+            f = s.makefile("rwb")
+            f.readline()
+            f.write(b'{"id":"w","method":"status"}\n')
+            f.flush()
+            for _ in range(100):
+                reply = json.loads(f.readline())
+                if reply.get("id") == "w":
+                    break
+            s.close()
+            if (reply.get("result") or {}).get("stalled") is False:
+                sys.exit(0)
+            last = "still stalled"
+        except (OSError, ValueError, AttributeError) as e:
+            last = str(e)
+        time.sleep(0.1)
+    sys.exit("the agent was still not checking after %.0f s (%s)" % (timeout, last))
     """
 )
 
@@ -273,6 +311,7 @@ class AgentInstaller:
             python=python, home=data["home"], bundle_path=data["bundle"], socket_path=data["socket"],
             sha256=data.get("sha256"), version=data.get("version"), running=bool(data.get("running")),
             systemd_user=bool(data.get("systemd_user")), running_build=data.get("running_build"),
+            running_stalled=data.get("running_stalled") is True,
         )
 
     def ensure(self) -> InstallReport:
@@ -290,6 +329,9 @@ class AgentInstaller:
                 # The file is new but an earlier hand-off did not take: the old build still runs.
                 self._handoff(probe)
                 report.action = "handed_off"
+            elif probe.running_stalled:
+                self._restart_stalled(probe)
+                report.action = "restarted"
             return report
         if probe.sha256 is not None and version_tuple(probe.version or "") > self.bundle.version_tuple:
             report.action = "kept_newer"
@@ -366,6 +408,19 @@ class AgentInstaller:
             )
         # `handoff` itself returns only once the new build answers on the socket (or fails), so there is
         # nothing more to wait for here.
+
+    def _restart_stalled(self, probe: Probe) -> None:
+        """An agent that stopped checking: hand it off into the same bundle. The exec restarts it in place
+        (same PID, lock and socket) and, unlike a kill, keeps the awake clock and a pending prompt."""
+        self._handoff(probe)
+        cmd, script = _python_cmd(_WAIT_NOT_STALLED, probe.socket_path, f"{START_TIMEOUT_SECONDS:g}")
+        waited = self.shell.run(cmd, input=script, timeout=START_TIMEOUT_SECONDS + 15)
+        if not waited.ok:
+            raise AgentInstallError(
+                "The agent did not restart",
+                f"The agent had stopped checking the host and did not recover: {waited.error_text()[:300]}",
+                f"Look at {probe.socket_path}.log on the host, or stop the agent there and connect again.",
+            )
 
     def _start(self, probe: Probe, expected: str | None = None) -> None:
         argv = ["python3", probe.bundle_path, *self.serve.argv(probe.socket_path)]
