@@ -163,10 +163,11 @@ def take_state(path):
         except OSError:
             pass
     try:
-        state = json.loads(raw)
+        state = json.loads(raw, parse_constant=_no_constant)
         if not isinstance(state, dict):
             raise ValueError("not an object")
-    except ValueError as exc:
+        _check_numbers(state)
+    except (ValueError, RecursionError) as exc:
         log.warning("ignoring corrupt hand-off state %s: %s", path, exc)
         return None
     written = state.get("written")
@@ -175,6 +176,30 @@ def take_state(path):
         log.warning("ignoring stale hand-off state %s", path)
         return None
     return state
+
+
+# Numbers in a hand-off state are monotonic seconds and small counters; beyond this they are corrupt (and an
+# integer of hundreds of digits would overflow the float arithmetic of every tick).
+STATE_NUMBER_LIMIT = 1e12
+
+
+def _no_constant(name):
+    raise ValueError("%s is not a number the agent accepts" % name)
+
+
+def _check_numbers(obj, depth=0):
+    """Raise ValueError for a non-finite or absurdly large number anywhere in `obj` (a parsed JSON value)."""
+    if depth > 20:
+        raise ValueError("nested too deeply")
+    if isinstance(obj, dict):
+        for v in obj.values():
+            _check_numbers(v, depth + 1)
+    elif isinstance(obj, list):
+        for v in obj:
+            _check_numbers(v, depth + 1)
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool) and not (
+            -STATE_NUMBER_LIMIT <= obj <= STATE_NUMBER_LIMIT):
+        raise ValueError("a number out of range (%.20s...)" % (obj,))
 
 
 def exec_into(bundle_path, serve_args, lock_fd, listen_sock):

@@ -175,7 +175,7 @@ def _restore_handoff_state(agent, state_path):
     try:
         agent.restore_state(state)
         log.info("restored ceiling state from a hand-off")
-    except (ValueError, settings_mod.SettingsError) as exc:
+    except Exception as exc:  # the file is input like any other: a bad one costs the state, never the start
         log.warning("ignoring hand-off state: %s", exc)
 
 

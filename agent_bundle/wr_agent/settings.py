@@ -50,11 +50,14 @@ def check_duration(name, value, min_duration=MIN_DURATION):
     """Return `value` as a float or raise SettingsError naming the field and the bounds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SettingsError("invalid", "%s must be a number of seconds" % name)
-    value = float(value)
-    if not math.isfinite(value) or value < min_duration or value > MAX_DURATION or value <= 0:
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float (e.g. 400 digits) is out of range, not a crash
+        number = math.inf if value > 0 else -math.inf
+    if not math.isfinite(number) or number < min_duration or number > MAX_DURATION or number <= 0:
         raise SettingsError("out_of_range", "%s must be between %.10g and %.10g seconds (got %r)"
-                            % (name, min_duration, MAX_DURATION, value))
-    return value
+                            % (name, min_duration, MAX_DURATION, number))
+    return number
 
 
 def validate(obj, min_duration=MIN_DURATION):
