@@ -25,6 +25,54 @@ class StartupError(Exception):
         self.code = code
 
 
+class NotARegularFile(OSError):
+    """A FIFO, device, socket or directory where a small data file belongs."""
+
+
+def read_regular_file(path, limit):
+    """Up to `limit` + 1 bytes of `path`, refusing anything but a regular file without ever blocking on it
+    (a FIFO opened for reading would wait for a writer for ever; a device could stream without end).
+    Raises FileNotFoundError, NotARegularFile or another OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile("%s is not a regular file" % path)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def remove_leftovers(directory, prefixes):
+    """Delete `<prefix>.tmp.<pid>` files a failed or interrupted save left behind (call under the lock, so
+    no save of ours is in progress). Returns the names removed."""
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        for prefix in prefixes:
+            rest = name[len(prefix) + 5:] if name.startswith(prefix + ".tmp.") else None
+            if rest is not None and rest.isdigit():
+                try:
+                    if stat.S_ISREG(os.lstat(os.path.join(directory, name)).st_mode):
+                        os.unlink(os.path.join(directory, name))
+                        removed.append(name)
+                except OSError:
+                    pass
+    return removed
+
+
 def set_comm(name):
     """Name this process in /proc (ps, top, and our own exclusion list) — best effort, Linux only."""
     try:
@@ -150,8 +198,7 @@ def write_state(path, state):
 def take_state(path):
     """Read and delete a hand-off state file; None if absent, stale (other boot, too old) or corrupt."""
     try:
-        with open(path) as f:
-            raw = f.read(1 << 20)
+        raw = read_regular_file(path, 1 << 20)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -163,11 +210,11 @@ def take_state(path):
         except OSError:
             pass
     try:
-        state = json.loads(raw, parse_constant=_no_constant)
+        state = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
         if not isinstance(state, dict):
             raise ValueError("not an object")
         _check_numbers(state)
-    except (ValueError, RecursionError) as exc:
+    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
         log.warning("ignoring corrupt hand-off state %s: %s", path, exc)
         return None
     written = state.get("written")

@@ -42,6 +42,9 @@ def run(args, argv):
         if health_sock is not None:
             stack.callback(health_sock.close)
         settings_path = sock_path + ".settings"
+        for name in runtime.remove_leftovers(os.path.dirname(sock_path),
+                                             (os.path.basename(settings_path), os.path.basename(sock_path) + ".state")):
+            log.info("removed %s, left behind by a save that did not finish", name)
         saved, settings_error = settings_mod.load(settings_path, min_duration)
         if settings_error:
             log.error("%s; starting on flags/defaults and leaving the file alone until a valid settings "

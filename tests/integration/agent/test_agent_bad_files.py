@@ -4,10 +4,13 @@ any corrupt input, and the agent starts and answers."""
 
 import json
 import os
+import stat
+import subprocess
+import sys
 import time
 
 import pytest
-from agentrun import private_dir, start_agent
+from agentrun import Agent, agent_env, private_dir, serve_argv, wait_answering
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +23,16 @@ def sock(tmp_path):
 
 
 def quick_agent(sock, *extra):
-    return start_agent(sock, "--candidates", "user", "--no-heartbeat", "--tick-seconds", "0.2", *extra)
+    """A started agent; one that does not answer (hangs at start) is killed by its PID, not leaked."""
+    argv = serve_argv(sock, "--candidates", "user", "--no-heartbeat", "--tick-seconds", "0.2", *extra)
+    proc = subprocess.Popen(argv, env=agent_env())
+    try:
+        wait_answering(sock, proc)
+    except BaseException:
+        proc.kill()
+        proc.wait(timeout=10)
+        raise
+    return Agent(sock, proc)
 
 
 def test_a_huge_integer_in_the_settings_file_is_reported_not_fatal(sock):
@@ -71,3 +83,48 @@ def test_a_bad_handoff_state_is_ignored_and_the_agent_runs(sock, state):
         assert not os.path.exists(sock + ".state")
     finally:
         a.stop()
+
+
+@pytest.mark.parametrize("which", [".settings", ".state"])
+def test_a_fifo_where_a_file_belongs_does_not_hang_the_start(sock, which):
+    os.mkfifo(sock + which)
+    a = quick_agent(sock)  # before: open() of the FIFO waited for a writer for ever
+    try:
+        st = a.status()
+        if which == ".settings":
+            assert "not a regular file" in st["settings_error"]
+            assert stat.S_ISFIFO(os.lstat(sock + which).st_mode)  # reported, left alone like a corrupt file
+    finally:
+        a.stop()
+
+
+def test_temp_files_of_an_interrupted_save_are_removed_at_start(sock):
+    leftovers = [sock + ".settings.tmp.12345", sock + ".state.tmp.999"]
+    keep = sock + ".settings.tmp.notapid"
+    for p in [*leftovers, keep]:
+        with open(p, "w") as f:
+            f.write("{")
+    a = quick_agent(sock)
+    try:
+        assert not any(os.path.exists(p) for p in leftovers) and os.path.exists(keep)
+    finally:
+        a.stop()
+
+
+def test_a_save_that_fails_midway_leaves_no_temp_file(tmp_path):
+    """A real write failure: the file-size limit (RLIMIT_FSIZE) makes write() fail like a full disk."""
+    target = tmp_path / "agent.sock.settings"
+    code = (
+        "import resource, signal, sys\n"
+        "from wr_agent import settings\n"
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (10, resource.RLIM_INFINITY))\n"
+        "try:\n"
+        "    settings.save(sys.argv[1], settings.Settings())\n"
+        "except OSError as e:\n"
+        "    print('failed', e.errno)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code, str(target)], env=agent_env(), capture_output=True,
+                       text=True, timeout=30)
+    assert r.stdout.startswith("failed"), r.stdout + r.stderr
+    assert os.listdir(str(tmp_path)) == []
