@@ -83,18 +83,26 @@ def set_comm(name):
 
 
 def prepare_dir(sock_path):
-    """Create the socket's directory 0700, or refuse one that is not private to us."""
+    """Create the socket's directory 0700, or refuse one that is not private to us.
+
+    Checked with lstat before anything is opened in it (log, lock, socket): a symlink planted in its place,
+    a folder of another user's or one open to others could let someone else swap or read what we write.
+    """
     d = os.path.dirname(os.path.abspath(sock_path))
-    if not os.path.isdir(d):
+    if not os.path.lexists(d):
         parent = os.path.dirname(d)
         if not os.path.isdir(parent):
             os.makedirs(parent, 0o755)
         try:
-            os.mkdir(d, 0o700)
+            os.mkdir(d, 0o700)  # the umask can only take bits away: never wider than 0700
         except FileExistsError:
-            pass
-        os.chmod(d, 0o700)
-    st = os.stat(d)
+            pass  # made meanwhile: judged below like any existing folder
+    st = os.lstat(d)
+    if stat.S_ISLNK(st.st_mode):
+        raise StartupError("refusing to start: %s is a symbolic link; the agent's folder must be a real "
+                           "folder of this user's" % d)
+    if not stat.S_ISDIR(st.st_mode):
+        raise StartupError("refusing to start: %s is not a folder" % d)
     if st.st_uid != os.getuid():
         raise StartupError("refusing to start: %s is owned by uid %d, not by this user (uid %d)"
                            % (d, st.st_uid, os.getuid()))

@@ -26,13 +26,13 @@ def run(args, argv):
     if args.supervise:
         from wr_agent import supervise
         return supervise.run(supervise.child_argv(supervise.entry_argv(), argv))
+    sock_path = os.path.abspath(args.socket)
+    runtime.prepare_dir(sock_path)  # checked before the log (often beside the socket) is opened
     setup_logging(args.log)
     min_duration = _min_duration(args)
     initial = initial_settings(args, min_duration)
     health_spec = _health_spec(args)  # a bad address refuses before the lock
     target = _heartbeat_target(args)
-    sock_path = os.path.abspath(args.socket)
-    runtime.prepare_dir(sock_path)
     with contextlib.ExitStack() as stack:
         lock_fd = runtime.acquire_lock(sock_path)
         stack.callback(os.close, lock_fd)

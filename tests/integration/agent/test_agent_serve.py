@@ -73,6 +73,29 @@ def test_refuses_a_directory_open_to_others(tmp_path):
     assert r.returncode == 2 and "open to other users" in r.stderr
 
 
+def test_refuses_a_symlink_in_place_of_its_folder_and_opens_nothing_first(tmp_path):
+    """Someone planted a symlink where the agent's folder belongs, pointing at a private folder: lstat
+    sees the link (stat would follow it and find nothing wrong)."""
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    r = subprocess.run(serve_argv(str(link / "a.sock"), "--log", str(link / "a.sock.log")), env=agent_env(),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "symbolic link" in r.stderr
+    assert os.listdir(str(real)) == []  # no log, no lock, no socket made through the link
+
+
+def test_an_open_folder_is_refused_before_the_log_is_opened_in_it(tmp_path):
+    d = tmp_path / "open"
+    d.mkdir()
+    os.chmod(str(d), 0o777)
+    r = subprocess.run(serve_argv(str(d / "a.sock"), "--log", str(d / "a.sock.log")), env=agent_env(),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "open to other users" in r.stderr
+    assert os.listdir(str(d)) == []
+
+
 def test_creates_a_missing_directory_private(tmp_path):
     sock = str(tmp_path / "state" / "wr-agent" / "agent.sock")
     a = start_agent(sock, "--no-heartbeat")
