@@ -45,6 +45,7 @@ from workroom.remote.ssh_errors import (
     open_proxy_command,
     short_command,
 )
+from workroom.remote.ssh_transport import WorkroomTransport
 
 __all__ = [
     "AuthFailed",
@@ -292,11 +293,12 @@ class SshConnection:
         known_types = known_hosts.known_key_types(target.hostname, target.port)
 
         def make_transport(sock: object, **kwargs: object) -> paramiko.Transport:
-            transport = paramiko.Transport(sock, **kwargs)
+            transport = WorkroomTransport(sock, **kwargs)
             options = transport.get_security_options()
             options.key_types = preferred_key_types(known_types, tuple(options.key_types))
             return transport
 
+        transport_seen = None
         try:
             client.connect(
                 target.hostname, target.port, username=target.user, sock=sock,
@@ -308,6 +310,7 @@ class SshConnection:
                 raise HostUnreachable("Host key not checked", f"{target.describe()}: no host key check ran.",
                                       "This is a bug in workroom; please report it.")
         except BaseException as exc:
+            transport_seen = client.get_transport()
             login.close()
             client.close()
             close_quietly(sock)
@@ -315,7 +318,7 @@ class SshConnection:
                 jump.close()
             if isinstance(exc, UserError | KeyboardInterrupt):
                 raise
-            raise handshake_error(target, exc, timeout) from exc
+            raise handshake_error(target, exc, timeout, transport_seen) from exc
         login.close()  # the agent is needed only to sign the login
         return cls(target, client, policy.verdict, jump, login, on_lost)
 

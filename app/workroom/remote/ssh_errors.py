@@ -13,6 +13,7 @@ import paramiko
 
 from workroom.core.errors import UserError
 from workroom.remote.ssh_config import SshTarget
+from workroom.remote.ssh_transport import algorithm_mismatch
 
 __all__ = [
     "AuthFailed",
@@ -20,6 +21,7 @@ __all__ = [
     "CommandTimedOut",
     "ConnectionLost",
     "HostUnreachable",
+    "LoginInterrupted",
     "SshError",
     "close_quietly",
     "dial",
@@ -30,7 +32,13 @@ __all__ = [
 
 
 class SshError(UserError):
-    """Base of every SSH failure a user may see."""
+    """Base of every SSH failure a user may see.
+
+    `retryable` is the one place that decides whether trying again later can help: a dead or slow
+    transport can heal (a box's sshd still starting after a wake); a refusal by the server cannot.
+    """
+
+    retryable = True
 
 
 class HostUnreachable(SshError):
@@ -44,9 +52,15 @@ class AuthFailed(SshError):
     or "password:<user@host:port>"), so the caller can drop it from the keyring and ask again.
     """
 
+    retryable = False
+
     def __init__(self, title: str, message: str, hint: str = "", rejected_secret: str | None = None) -> None:
         super().__init__(title, message, hint)
         self.rejected_secret = rejected_secret
+
+
+class LoginInterrupted(HostUnreachable):
+    """The connection dropped during the login before the server accepted or refused anything: retried."""
 
 
 class CommandFailed(SshError):
@@ -106,8 +120,13 @@ def open_proxy_command(target: SshTarget) -> paramiko.ProxyCommand:
                               f"({exc}).", "Check the ProxyCommand line in ~/.ssh/config.") from exc
 
 
-def handshake_error(target: SshTarget, exc: BaseException, timeout: float) -> SshError:
+def handshake_error(target: SshTarget, exc: BaseException, timeout: float, transport: object = None) -> SshError:
     """The plain-words error for a failure during the SSH handshake."""
+    mismatch = algorithm_mismatch(transport, exc)
+    if mismatch is not None:
+        return HostUnreachable("No common SSH algorithm", f"{target.describe()}: {mismatch}",
+                               "Allow one of workroom's methods on the server (sshd_config), or connect "
+                               "to a server with a current OpenSSH.")
     if isinstance(exc, paramiko.AuthenticationException):
         return AuthFailed("Login refused", f"{target.describe()} refused the login ({exc}).",
                           "Check the user name and key for this host.")
