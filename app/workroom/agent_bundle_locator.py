@@ -16,7 +16,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,12 +69,8 @@ def source_digest(source_root: Path) -> str:
 
 def default_cache_dir() -> Path:
     """The app's cache dir (honours WORKROOM_HOME via workroom.paths), `agent/` under it."""
-    try:
-        from workroom.paths import app_paths
-    except ImportError:
-        home = os.environ.get("WORKROOM_HOME")
-        base = Path(home) / "cache" if home else Path(tempfile.gettempdir()) / "workroom-cache"
-        return base / "agent"
+    from workroom.paths import app_paths
+
     return app_paths().cache_dir / "agent"
 
 

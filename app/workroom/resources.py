@@ -17,8 +17,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from PySide6.QtGui import QIcon
 
-# Used only while core/badge.py has not landed; BadgeKind is the source of truth once it exists.
-FALLBACK_BADGE_KINDS = ("idle", "busy", "busy_past_ceiling", "busy_not_kept_awake", "asleep", "offline", "unknown")
 MENUBAR_SIZE = 18  # points; the @2x file is twice that in pixels
 APP_ICON_SIZES = (512, 256, 128)
 ENV_OVERRIDE = "WORKROOM_RESOURCES"  # a directory laid out like resources/, for packagers and tests
@@ -53,11 +51,9 @@ def resources_dir() -> Path:
 
 
 def badge_kinds() -> list[str]:
-    """Every badge kind's name: from core.badge.BadgeKind when it exists, else the known list."""
-    try:
-        from workroom.core.badge import BadgeKind
-    except ImportError:
-        return list(FALLBACK_BADGE_KINDS)
+    """Every badge kind's name (core.badge.BadgeKind is the one list)."""
+    from workroom.core.badge import BadgeKind
+
     return [_kind_name(k) for k in BadgeKind]
 
 

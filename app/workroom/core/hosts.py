@@ -1,6 +1,6 @@
 """Hosts (one workroom each) and the list the user keeps of them.
 
-A host holds only references: the identity is a key file path or a keyring id, never a secret.
+A host holds only references: the identity is a key file path, never a secret.
 """
 
 from __future__ import annotations
@@ -47,8 +47,6 @@ def check_host_name(name: str) -> str:
 class IdentityKind(StrEnum):
     FILE = "file"
     """A private key file on this computer (its passphrase, if any, lives in the keyring)."""
-    KEYRING = "keyring"
-    """A key stored in the system keyring under this id."""
 
 
 _PRIVATE_KEY_MARK = re.compile(r"-----BEGIN|PRIVATE KEY", re.IGNORECASE)
@@ -66,16 +64,12 @@ class IdentityRef(BaseModel):
     @classmethod
     def _not_a_secret(cls, value: str) -> str:
         if _PRIVATE_KEY_MARK.search(value) or "\n" in value or _has_control(value):
-            raise ValueError("an identity is a key file path or a keyring id, never the key itself")
+            raise ValueError("an identity is a key file path, never the key itself")
         return value
 
     @classmethod
     def file(cls, path: str) -> IdentityRef:
         return cls(kind=IdentityKind.FILE, value=path)
-
-    @classmethod
-    def keyring(cls, key_id: str) -> IdentityRef:
-        return cls(kind=IdentityKind.KEYRING, value=key_id)
 
 
 Port = Annotated[int, Field(ge=1, le=65535, strict=True)]
