@@ -1,6 +1,6 @@
 """Finds the shipped resources (icons) wherever the app runs, and fails loudly when one is missing.
 
-Three places, tried in order: a PyInstaller bundle (`sys._MEIPASS/resources`), an installed wheel
+Three places, tried in order: a frozen app (`paths.frozen_data_dir()/resources`), an installed wheel
 (`workroom/_resources`, put there by hatchling's force-include), a repository checkout (`<repo>/resources`).
 A missing icon raises `MissingResourceError` naming the file, so a test fails instead of the menu bar
 showing a blank. Qt is imported only by the functions that return QIcons.
@@ -9,10 +9,11 @@ showing a blank. Qt is imported only by the functions that return QIcons.
 from __future__ import annotations
 
 import os
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from workroom.paths import frozen_data_dir
 
 if TYPE_CHECKING:
     from PySide6.QtGui import QIcon
@@ -31,9 +32,9 @@ def _candidates() -> list[Path]:
     override = os.environ.get(ENV_OVERRIDE)
     if override:
         found.append(Path(override))
-    meipass = getattr(sys, "_MEIPASS", None)
-    if meipass:
-        found.append(Path(meipass) / "resources")
+    frozen = frozen_data_dir()
+    if frozen is not None:
+        found.append(frozen / "resources")
     here = Path(__file__).resolve().parent
     found.append(here / "_resources")  # installed wheel
     found.append(here.parent.parent / "resources")  # repo checkout: <repo>/app/workroom/resources.py

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from workroom.core.errors import UserError
+from workroom.core.errors import ExitCode, UserError
 from workroom.core.traits import PROVIDER_KINDS, ProviderTraits, UnknownProviderError, traits_for_kind
 
 MAX_NAME_LENGTH = 64
@@ -152,6 +152,8 @@ def local_host_name(hostname: str) -> str:
 
 
 class HostNotFoundError(UserError, KeyError):
+    exit_code = ExitCode.NO_HOST
+
     def __init__(self, name: str) -> None:
         super().__init__("No such host", f"There is no host called {name!r}.", "Run `workroom hosts list`.")
         self.name = name
@@ -161,6 +163,8 @@ class HostNotFoundError(UserError, KeyError):
 
 
 class DuplicateHostError(UserError, ValueError):
+    exit_code = ExitCode.ERROR
+
     def __init__(self, name: str) -> None:
         super().__init__(
             "Host already exists",
