@@ -90,6 +90,15 @@ def _is_macos() -> bool:
     return os.uname().sysname == "Darwin"
 
 
+def frozen_data_dir() -> Path | None:
+    """Where a frozen (PyInstaller) app keeps its bundled files (`sys._MEIPASS`); None when not frozen.
+
+    The one place that knows how a frozen app is laid out: the agent bundle and the icons are both found
+    through it."""
+    meipass = getattr(sys, "_MEIPASS", None)
+    return Path(meipass) if meipass and getattr(sys, "frozen", False) else None
+
+
 # -- the local agent's socket folder -------------------------------------------------------------------------
 MAX_SOCKET_PATH = 100  # sun_path is 104-108 bytes depending on the platform
 SOCKET_DIR_NOTE = "socket-dir"

@@ -85,7 +85,8 @@ def test_reconnecting_restarts_a_stalled_agent_in_place(tmp_path):
     """The badge's advice for a stalled agent is "Reconnect to restart the agent": the installer's probe
     (what every connect runs) sees `stalled` and restarts it in place, keeping its PID and its settings.
     The stall is real: a tick interval far longer than the 30 s stall rule."""
-    from workroom.remote.agent_install import AgentBundle, AgentInstaller, AgentLayout, ServeOptions
+    from workroom.agent_bundle import AgentBundle
+    from workroom.remote.agent_install import AgentInstaller, AgentLayout, ServeOptions
     from workroom.remote.host_shell import LocalShell
 
     data = bundle.bundle_bytes()
