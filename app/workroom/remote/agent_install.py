@@ -111,20 +111,46 @@ _NAME_SELF = textwrap.dedent(
 
 _PROBE = textwrap.dedent(
     r"""
-    import fcntl, hashlib, json, os, shutil, subprocess, sys
+    import fcntl, hashlib, json, os, re, shutil, stat, subprocess, sys, zipfile
     bundle, sock, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
     out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
            "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
-           "systemd_user": False}
+           "systemd_user": False, "repaired": []}
+    # The install folder decides who could have written the bundle: it must be a real folder of this user's
+    # that nobody else can write to. Ours but open to others is repaired, and what it holds is not trusted.
+    folder, trusted = os.path.dirname(bundle), True
     try:
-        with open(bundle, "rb") as f:
-            out["sha256"] = hashlib.sha256(f.read()).hexdigest()
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            out["unsafe"] = "%s is not a folder (a symbolic link or a file)" % folder
+        elif st.st_uid != os.getuid():
+            out["unsafe"] = "%s belongs to uid %d, not to this user (uid %d)" % (folder, st.st_uid, os.getuid())
+        elif st.st_mode & 0o022:
+            os.chmod(folder, stat.S_IMODE(st.st_mode) & ~0o077)
+            out["repaired"].append(folder)
+            trusted = False
+    if "unsafe" in out:
+        print(json.dumps(out))
+        sys.exit(0)
+    try:
+        fd = os.open(bundle, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            fst = os.fstat(f.fileno())
+            if stat.S_ISREG(fst.st_mode) and fst.st_uid == os.getuid() and not fst.st_mode & 0o022:
+                out["sha256"] = hashlib.sha256(f.read()).hexdigest()
     except OSError:
         pass
+    if out["sha256"] and out["sha256"] != expected and not trusted:
+        out["sha256"] = None  # may have been swapped while the folder was open: replace it, never run it
     if out["sha256"] and out["sha256"] != expected:
+        # A bundle whose hash is not ours is never run to ask its version: it is read from the archive.
         try:
-            p = subprocess.run([sys.executable, bundle, "--version"], capture_output=True, timeout=10)
-            out["version"] = p.stdout.decode("utf-8", "replace").strip()[:200]
+            with zipfile.ZipFile(bundle) as z:
+                m = re.search(r'__version__ = "([0-9.]+)"', z.read("wr_agent/__init__.py").decode("utf-8"))
+            out["version"] = "wr-agent %s" % m.group(1) if m else "unreadable: no version in the bundle"
         except Exception as e:
             out["version"] = "unreadable: %s" % e
     try:
@@ -282,6 +308,13 @@ class AgentInstaller:
                 f"The probe of the host failed (exit {result.exit_status}): {result.error_text()[:300]}",
                 "Check that the host's shell works for this user.",
             ) from None
+        if data.get("unsafe"):
+            raise AgentInstallError(
+                "The agent's folder on the host is not safe",
+                f"{data['unsafe']}, so another user could replace the agent that the app would then run.",
+                "Remove that folder on the host (or make it a folder of the login user's that only it can write "
+                "to), then connect again.",
+            )
         python = data.get("python")
         if version_tuple(python or "") < MIN_PYTHON:
             raise AgentInstallError(
