@@ -9,7 +9,7 @@ import os
 import threading
 import time
 
-from wr_agent import PROTOCOL, VERSION
+from wr_agent import PROTOCOL, VERSION, plain_text
 from wr_agent import settings as settings_mod
 from wr_agent.ceiling import Ceiling
 from wr_agent.classifier import Classifier
@@ -139,7 +139,7 @@ class Agent(object):
             return {
                 "verdict": "BUSY" if self.published_busy else "IDLE",
                 "classifier_verdict": "BUSY" if self.classifier_busy else "IDLE",
-                "busy_reasons": list(self.classifier.reasons),
+                "busy_reasons": [plain_text.clean(r) for r in self.classifier.reasons],
                 "hold_until": self.classifier.hold_until(),
                 "last_gap": None if self.classifier.last_gap is None else {
                     "at": self.classifier.last_gap[0], "seconds": round(self.classifier.last_gap[1], 3),

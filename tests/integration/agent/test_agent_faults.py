@@ -116,3 +116,29 @@ def test_reconnecting_restarts_a_stalled_agent_in_place(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+HOSTILE_NAME = "\x1b]0;PWN\x07\x1b[2J<h1"  # 15 bytes: the longest process name the kernel keeps
+NAMED_BURN = (f"open('/proc/self/comm', 'w').write({HOSTILE_NAME!r})\n"
+              "import time\nt = time.monotonic() + 60\nwhile time.monotonic() < t: pass\n")
+
+
+def test_a_hostile_process_name_leaves_the_agent_as_plain_text(tmp_path):
+    """Any user can name a process; the agent's busy reasons carry no control characters."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: PID namespace")
+    sock = os.path.join(str(tmp_path), "run", "agent.sock")
+    os.makedirs(os.path.dirname(sock), mode=0o700)
+    ns = PidNamespace()
+    try:
+        proc = ns.popen([sys.executable, "-m", "wr_agent", "serve", "--socket", sock, "--no-heartbeat",
+                         "--hold-seconds", "2"], env=agent_env())
+        wait_answering(sock, proc)
+        agent = Agent(sock, proc)
+        ns.popen([sys.executable, "-c", NAMED_BURN])
+        st = agent.wait_status(lambda s: any("PWN" in r for r in s["busy_reasons"]), 10, "the burner seen")
+        reason = next(r for r in st["busy_reasons"] if "PWN" in r)
+        assert "?]0;PWN??[2J<h1" in reason, reason
+        assert not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in "".join(st["busy_reasons"]))
+    finally:
+        ns.close()
