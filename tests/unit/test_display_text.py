@@ -43,3 +43,4 @@ def test_the_agent_and_the_app_clean_alike(text: str) -> None:
     from wr_agent import plain_text
 
     assert plain_text.clean(text) == plain(text)
+

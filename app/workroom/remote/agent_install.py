@@ -56,7 +56,8 @@ class ServeOptions:
     extra: tuple[str, ...] = ()
 
     def argv(self, socket_path: str) -> list[str]:
-        args = ["serve", "--socket", socket_path, "--workroom", self.workroom]
+        # `--opt=VALUE`: a value starting with '-' (a host named "--log") stays a value, never an option.
+        args = ["serve", f"--socket={socket_path}", f"--workroom={self.workroom}"]
         if self.candidates:
             args += ["--candidates", self.candidates]
         if not self.heartbeat:

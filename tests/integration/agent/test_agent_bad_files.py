@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from agentrun import Agent, agent_env, private_dir, serve_argv, wait_answering
+from agentrun import Agent, agent_env, private_dir, serve_argv, stop, wait_answering
 
 pytestmark = pytest.mark.integration
 
@@ -128,3 +128,16 @@ def test_a_save_that_fails_midway_leaves_no_temp_file(tmp_path):
                        text=True, timeout=30)
     assert r.stdout.startswith("failed"), r.stdout + r.stderr
     assert os.listdir(str(tmp_path)) == []
+
+
+def test_a_workroom_named_like_an_option_reaches_the_agent_as_a_value(sock):
+    """The app starts the agent with ServeOptions.argv: a host named "--log" must stay a name."""
+    from workroom.remote.agent_install import ServeOptions
+
+    argv = ServeOptions(workroom="--log", candidates="user", heartbeat=False).argv(sock)
+    proc = subprocess.Popen([sys.executable, "-m", "wr_agent", *argv], env=agent_env(), stderr=subprocess.PIPE)
+    try:
+        wait_answering(sock, proc)
+        assert Agent(sock, proc).status()["workroom"] == "--log"
+    finally:
+        stop(proc)
