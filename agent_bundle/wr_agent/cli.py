@@ -93,6 +93,10 @@ def main(argv=None):
     except runtime.StartupError as exc:
         sys.stderr.write("wr-agent: %s\n" % exc)
         return exc.code
+    except OSError as exc:  # anything the start-up steps did not name: said plainly, never a traceback
+        where = " (%s)" % exc.filename if getattr(exc, "filename", None) else ""
+        sys.stderr.write("wr-agent: %s%s\n" % (exc.strerror or exc, where))
+        return runtime.StartupError.DEFAULT_CODE if args.command == "serve" else 1
     except KeyboardInterrupt:
         return 130
     parser.print_help()

@@ -20,7 +20,9 @@ EXIT_LOCKED = 3
 class StartupError(Exception):
     """A reason not to start, said plainly; `code` is the exit status."""
 
-    def __init__(self, message, code=2):
+    DEFAULT_CODE = 2
+
+    def __init__(self, message, code=DEFAULT_CODE):
         Exception.__init__(self, message)
         self.code = code
 
@@ -158,13 +160,21 @@ def listen_socket(sock_path):
     if fd is not None:
         return socket.socket(fileno=fd)
     try:
-        os.unlink(sock_path)  # we hold the lock, so whatever is there is stale
+        st = os.lstat(sock_path)
     except FileNotFoundError:
-        pass
+        st = None
+    if st is not None:
+        if not stat.S_ISSOCK(st.st_mode):
+            raise StartupError("refusing to start: %s is in the way (it is not a socket); move it away"
+                               % sock_path)
+        os.unlink(sock_path)  # we hold the lock, so a socket left there is stale
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
         sock.bind(sock_path)
+    except OSError as exc:
+        sock.close()
+        raise StartupError("cannot listen on %s: %s" % (sock_path, exc.strerror or exc)) from None
     finally:
         os.umask(old)
     os.chmod(sock_path, 0o600)

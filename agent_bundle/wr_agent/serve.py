@@ -86,7 +86,10 @@ def run(args, argv):
 
 # -- start-up steps --------------------------------------------------------------------------------------------
 def setup_logging(path):
-    handler = logging.FileHandler(path) if path else logging.StreamHandler(sys.stderr)
+    try:
+        handler = logging.FileHandler(path) if path else logging.StreamHandler(sys.stderr)
+    except OSError as exc:
+        raise runtime.StartupError("cannot open the log file %s: %s" % (path, exc.strerror or exc)) from None
     handler.setFormatter(logging.Formatter("%(asctime)s wr-agent[%(process)d] %(levelname)s %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]

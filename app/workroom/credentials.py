@@ -11,7 +11,7 @@ import threading
 from dataclasses import dataclass
 from enum import StrEnum
 
-from workroom.core.errors import UserError
+from workroom.core.errors import ExitCode, UserError
 
 SERVICE_NAME = "workroom-companion"
 
@@ -29,6 +29,8 @@ class CredentialError(UserError):
 
 class KeyringUnavailableError(CredentialError):
     """No usable (non-plaintext) keyring on this computer."""
+
+    exit_code = ExitCode.NO_KEYRING
 
     def __init__(self, found: str) -> None:
         super().__init__(

@@ -141,3 +141,19 @@ def test_a_workroom_named_like_an_option_reaches_the_agent_as_a_value(sock):
         assert Agent(sock, proc).status()["workroom"] == "--log"
     finally:
         stop(proc)
+
+
+@pytest.mark.parametrize("case", ["log", "socket_dir"])
+def test_start_up_failures_are_said_plainly_never_as_a_traceback(tmp_path, case):
+    d = private_dir(tmp_path / "run")
+    sock = os.path.join(d, "agent.sock")
+    extra = []
+    if case == "log":
+        extra = ["--log", str(tmp_path / "missing" / "agent.log")]
+    else:
+        os.mkdir(sock)  # a directory where the socket goes
+    r = subprocess.run(serve_argv(sock, "--no-heartbeat", *extra), env=agent_env(), capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    expected = "cannot open the log file" if case == "log" else "is in the way (it is not a socket)"
+    assert expected in r.stderr
