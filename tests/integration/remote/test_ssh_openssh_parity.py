@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from fixtures import sshd as sshd_mod
 from fixtures.procs import stop_process
+from workroom.credentials import KeyringUnavailableError
 from workroom.remote.host_keys import HostKeyChanged, KnownHosts
 from workroom.remote.ssh_config import resolve_target
-from workroom.remote.ssh_connection import HostUnreachable, SecretRequest, SshConnection
+from workroom.remote.ssh_connection import AuthFailed, HostUnreachable, SecretRequest, SshConnection
 from workroom.remote.ssh_errors import LoginInterrupted
 from workroom.sessions.host_session import BACKOFF_SECONDS
 
@@ -282,3 +283,44 @@ def test_a_connection_dropped_mid_login_is_retried_not_refused(sshd, tmp_path, v
     started = time.monotonic()
     assert _app(tmp_path, config, "waking", ask_secret=kill_sshd_then_answer) == b"app-ok\n"
     assert time.monotonic() - started < 10
+
+
+def test_host_key_alias_and_several_known_hosts_files(sshd, tmp_path) -> None:
+    """The key is on record under the alias in the second of two UserKnownHostsFile entries: both
+    clients trust it, and the app asks nothing and writes nothing."""
+    key_type, key_b64 = sshd.host_key_line.split()[1:3]
+    second = tmp_path / "second_known_hosts"
+    second.write_text(f"storedalias {key_type} {key_b64}\n")
+    config = _write_config(tmp_path, sshd, "aliased", [f"IdentityFile {sshd.key_path}", "HostKeyAlias storedalias"],
+                           known_hosts=Path(f"{tmp_path / 'missing_known_hosts'} {second}"))
+    _both_connect(tmp_path, config, "aliased")
+    assert not (tmp_path / "app_known_hosts").exists()
+
+
+def test_a_revoked_host_key_is_refused_naming_its_fingerprint(sshd, tmp_path) -> None:
+    key_type, key_b64 = sshd.host_key_line.split()[1:3]
+    known = tmp_path / "revoking_known_hosts"
+    known.write_text(f"{sshd.host_key_line}\n@revoked * {key_type} {key_b64}\n")
+    config = _write_config(tmp_path, sshd, "revoked", [f"IdentityFile {sshd.key_path}"], known_hosts=known)
+    assert _openssh(config, "revoked").returncode != 0
+    with pytest.raises(HostKeyChanged) as refused:
+        _app(tmp_path, config, "revoked")
+    assert "revoked" in refused.value.message and "SHA256:" in refused.value.message
+
+
+def test_password_server_without_keyring_says_which_key_was_refused(sshd, tmp_path, variants) -> None:
+    """The key is not authorized, the server also takes passwords, and there is no keyring to ask: the
+    message names the refused key and the user (not only "no secure keyring")."""
+    server = variants(extra=["PasswordAuthentication yes"])
+    stranger = _keygen(tmp_path / "stranger")
+    config = _write_config(tmp_path, server, "pwbox", [f"IdentityFile {stranger}", "IdentitiesOnly yes"])
+    assert "Permission denied" in _openssh(config, "pwbox").stderr
+
+    def no_keyring(request: SecretRequest) -> str | None:
+        raise KeyringUnavailableError("keyring.backends.fail.Keyring")
+
+    with pytest.raises(AuthFailed) as refused:
+        _app(tmp_path, config, "pwbox", ask_secret=no_keyring)
+    message = refused.value.message
+    assert str(stranger) in message and repr(server.user) in message
+    assert "password could not be asked for" in message and "keyring" in message
