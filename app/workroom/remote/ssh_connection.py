@@ -1,6 +1,6 @@
 """One SSH connection to one host: blocking paramiko, bounded in time, and torn down as a whole.
 
-Everything here blocks; call it from the host's `HostWorker`, never from the event loop. Every wait
+Everything here blocks; call it from the host's `BlockingRunner`, never from the event loop. Every wait
 on the peer has a deadline: when the peer stops answering, the connection is destroyed (transport,
 channels, sftp, jump host) and the operation raises `ConnectionLost`, because a stream that quietly
 hangs is how a box's death goes unnoticed (DESIGN.md §9, lesson 3).

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
+from integration.remote.stream_reader import StreamReader
 from workroom.remote.host_keys import KnownHosts
-from workroom.remote.host_worker import LineReader
 from workroom.remote.ssh_config import SshTarget
 from workroom.remote.ssh_connection import ConnectionLost, SshConnection
 
@@ -93,8 +93,8 @@ def test_keepalive_notices_a_frozen_peer_and_tears_everything_down(sshd, tmp_pat
 
     conn = _connect(sshd, tmp_path, on_lost=on_lost)
     stream = conn.open_exec_channel("cat")
-    ends: list[BaseException | None] = []
-    reader = LineReader(stream, lambda line: None, ends.append).start()
+    reader = StreamReader(stream).start()
+    ends = reader.ends
     assert conn.check_alive(timeout=3) < 3
     stop_pinging = threading.Event()
 
