@@ -72,6 +72,11 @@ def test_unknown_match_criterion_and_missing_values_are_errors(tmp_path: Path) -
         _resolve(tmp_path, "User\n")
 
 
+def test_a_newer_match_criterion_never_applies_but_the_file_still_works(tmp_path: Path) -> None:
+    target = _resolve(tmp_path, "Match localnetwork 10.0.0.0/8\n  User office\nHost x\n  User fine\n")
+    assert target.user == "fine"
+
+
 def test_match_exec_is_not_run_once_the_line_is_already_false(tmp_path: Path) -> None:
     marker = tmp_path / "ran"
     target = _resolve(tmp_path, f"Match host nothere exec \"touch {marker}\"\n  User never\n")
