@@ -324,3 +324,40 @@ def test_password_server_without_keyring_says_which_key_was_refused(sshd, tmp_pa
     message = refused.value.message
     assert str(stranger) in message and repr(server.user) in message
     assert "password could not be asked for" in message and "keyring" in message
+
+
+def test_a_key_in_the_global_known_hosts_file_is_trusted(sshd, tmp_path) -> None:
+    global_file = tmp_path / "ssh_known_hosts"
+    global_file.write_text(sshd.host_key_line + "\n")
+    config = _write_config(tmp_path, sshd, "globally", [f"IdentityFile {sshd.key_path}"],
+                           known_hosts=tmp_path / "empty_user_known_hosts")
+    config.write_text(config.read_text().replace("GlobalKnownHostsFile /dev/null",
+                                                 f"GlobalKnownHostsFile {global_file}"))
+    _both_connect(tmp_path, config, "globally")
+    assert not (tmp_path / "app_known_hosts").exists()
+
+
+def test_proxy_command_written_before_proxy_jump_is_the_one_used(sshd, tmp_path) -> None:
+    """A ProxyJump to a host that does not exist comes second, so it must be ignored."""
+    known = tmp_path / "known_hosts_pipe"
+    known.write_text(sshd.host_key_line + "\n")
+    config = _write_config(tmp_path, sshd, "piped", [
+        f"IdentityFile {sshd.key_path}",
+        f"ProxyCommand ssh -q -i {sshd.key_path} -o BatchMode=yes -o UserKnownHostsFile={known} "
+        f"-o StrictHostKeyChecking=yes -p {sshd.port} {sshd.user}@{sshd.host} -W %h:%p",
+        "ProxyJump nowhere.invalid",
+    ], known_hosts=known)
+    _both_connect(tmp_path, config, "piped")
+
+
+def test_match_user_sees_the_user_typed_in_user_at_host(sshd, tmp_path) -> None:
+    """Only `Match user <test user>` names the key; the user comes from `user@alias` alone."""
+    known = tmp_path / "known_hosts_mu"
+    known.write_text(sshd.host_key_line + "\n")
+    config = tmp_path / "config"
+    config.write_text("\n".join([
+        "Host typed", f"  HostName {sshd.host}", f"  Port {sshd.port}", f"  UserKnownHostsFile {known}",
+        "  GlobalKnownHostsFile /dev/null", "  StrictHostKeyChecking yes", "  BatchMode yes",
+        "  IdentitiesOnly yes",
+        f"Match user {sshd.user}", f"  IdentityFile {sshd.key_path}", ""]))
+    _both_connect(tmp_path, config, f"{sshd.user}@typed")
