@@ -361,3 +361,16 @@ def test_match_user_sees_the_user_typed_in_user_at_host(sshd, tmp_path) -> None:
         "  IdentitiesOnly yes",
         f"Match user {sshd.user}", f"  IdentityFile {sshd.key_path}", ""]))
     _both_connect(tmp_path, config, f"{sshd.user}@typed")
+
+
+def test_a_server_that_hangs_up_after_too_many_attempts_is_a_refusal_not_a_drop(sshd, tmp_path, variants) -> None:
+    """sshd says goodbye ("Too many authentication failures") instead of answering the last attempt: that
+    is final, unlike a connection that just dies."""
+    server = variants(extra=["MaxAuthTries 1"])
+    stranger = _keygen(tmp_path / "stranger")
+    config = _write_config(tmp_path, server, "strict", [f"IdentityFile {stranger}", "IdentitiesOnly yes"])
+    assert _openssh(config, "strict").returncode != 0
+    with pytest.raises(AuthFailed) as refused:
+        _app(tmp_path, config, "strict")
+    assert not refused.value.retryable
+    assert str(stranger) in refused.value.message
