@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from workroom.agent_bundle import AgentBundle
 from workroom.core.hosts import Host
+from workroom.core.keepawake import PollOutcome
 from workroom.core.traits import ProviderTraits, traits_for_kind
 from workroom.remote.agent_install import AgentLayout, ServeOptions
 from workroom.remote.agent_link import AgentLink
@@ -77,3 +78,8 @@ class Provider:
     async def box_state(self, host: Host) -> BoxState:
         """Whether the box sleeps now, read without waking it. UNKNOWN when the provider cannot say."""
         return BoxState.UNKNOWN
+
+    async def poll_health(self, host: Host) -> PollOutcome:
+        """One keep-awake request from outside the box (providers whose traits say it needs one: request
+        metering). It counts as activity and says whether the box is still busy."""
+        return PollOutcome.failed(f"the {self.kind} provider has no keep-awake request", retryable=False)
