@@ -69,9 +69,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     keep = sub.add_parser("keep", help="answer a ceiling prompt: keep the box awake")
     keep.add_argument("name")
-
-    simbox = sub.add_parser("simbox", help="local sleepable boxes (Linux, root)")
-    simbox.add_argument("simbox_args", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -308,10 +305,6 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_cmd_keep(args))
         if args.command == "secret" and args.secret_command:
             return _cmd_secret(args)
-        if args.command == "simbox":
-            from workroom.simbox.cli import main as simbox_main
-
-            return int(simbox_main(args.simbox_args) or 0)
     except UserError as error:
         _err(error)
         return int(error.exit_code)

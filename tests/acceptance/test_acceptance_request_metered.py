@@ -41,7 +41,7 @@ def _box(health_url: str) -> dict:
 def metered(tmp_path: Path):  # type: ignore[no-untyped-def]
     if os.geteuid() != 0:
         pytest.skip("the simulator needs root; CI runs as root")
-    from workroom.simbox import control
+    from simbox import control
 
     home = tmp_path / "sim"
     state = control.up(2, WINDOW, metering="requests", guest_port=8080, home=home)
@@ -53,7 +53,7 @@ def metered(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def test_keep_awake_from_outside_on_the_request_meter(metered, tmp_path: Path) -> None:
     home, info = metered
-    from workroom.simbox import control
+    from simbox import control
 
     kept, control_box = info["boxes"]
     bundle = locate_agent_bundle(tmp_path / "cache")

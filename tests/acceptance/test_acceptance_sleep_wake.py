@@ -76,7 +76,7 @@ def _engine(tmp: Path, label: str, bundle: AgentBundle, box: dict, ceiling: Ceil
 def simbox(tmp_path: Path):  # type: ignore[no-untyped-def]
     if os.geteuid() != 0:
         pytest.skip("the simulator needs root (network namespaces, cgroups); CI runs as root")
-    from workroom.simbox import control
+    from simbox import control
 
     home = tmp_path / "sim"
     state = control.up(3, WINDOW, home=home)
@@ -88,7 +88,7 @@ def simbox(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def test_three_boxes_like_the_live_run(simbox, tmp_path: Path) -> None:
     home, info = simbox
-    from workroom.simbox import control
+    from simbox import control
 
     control_box, agent_box, ask_box = info["boxes"]
     bundle = locate_agent_bundle(tmp_path / "cache")
