@@ -10,15 +10,14 @@ import binascii
 import functools
 import socket
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import paramiko
 from paramiko.agent import AgentSSH
 from paramiko.auth_strategy import AuthStrategy
 
 from workroom.core.errors import UserError
+from workroom.core.questions import SecretRequest
 from workroom.remote.host_keys import fingerprint
 from workroom.remote.ssh_config import SshTarget
 from workroom.remote.ssh_errors import AuthFailed, HostUnreachable, LoginInterrupted, SshError
@@ -26,20 +25,6 @@ from workroom.remote.ssh_errors import AuthFailed, HostUnreachable, LoginInterru
 __all__ = ["AskSecret", "LoginAttempts", "SecretRequest", "agent_at"]
 
 AGENT_TIMEOUT_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class SecretRequest:
-    """What the caller's secret provider is asked for (the app answers from keyring, or asks the user).
-
-    `key` is a stable name to store the answer under: "passphrase:<key path>" or
-    "password:<user@host:port>".
-    """
-
-    kind: Literal["passphrase", "password"]
-    key: str
-    prompt: str
-    key_path: Path | None = None
 
 
 AskSecret = Callable[[SecretRequest], str | None]
@@ -66,7 +51,7 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
         self.refused = False  # the server answered an attempt with "no"
         self.dropped = False  # the transport died under an attempt
         self.problems: list[str] = []
-        self.rejected_secret: str | None = None
+        self.rejected_secret: SecretRequest | None = None
 
     def authenticate(self, transport: paramiko.Transport) -> list[str]:
         user = self.target.user
@@ -85,15 +70,15 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
                 if self._attempt(transport, functools.partial(transport.auth_publickey, user, key)):
                     return []
         if "password" in allowed and self.ask_secret is not None and transport.is_active():
-            secret_key = f"password:{self.target.user}@{self.target.hostname}:{self.target.port}"
-            password = self._ask(SecretRequest("password", secret_key, f"Password for {self.target.describe()}"),
-                                 "a password")
+            request = SecretRequest.password(self.target.user, self.target.hostname, self.target.port,
+                                             where=self.target.describe())
+            password = self._ask(request, "a password")
             if password is not None:
                 self.tried.append("password")
                 if self._attempt(transport, lambda: transport.auth_password(user, password)):
                     return []
                 if self.refused:
-                    self.rejected_secret = secret_key
+                    self.rejected_secret = request
         if not transport.is_active():
             self.dropped = True
         raise self._failure(allowed, transport.is_active())
@@ -184,11 +169,10 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
         except (ValueError, OSError, paramiko.SSHException, paramiko.UnknownKeyType) as exc:
             self.problems.append(f"{path} is not a private key paramiko can read ({exc})")
             return None
-        secret_key = f"passphrase:{path}"
+        request = SecretRequest.passphrase(str(path))
         passphrase = None
         if self.ask_secret is not None:
-            passphrase = self._ask(SecretRequest("passphrase", secret_key, f"Passphrase for {path}", key_path=path),
-                                   f"the passphrase for {path}")
+            passphrase = self._ask(request, f"the passphrase for {path}")
         if passphrase is None:
             self.problems.append(f"{path} needs a passphrase and none was available")
             return None
@@ -197,7 +181,7 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
             return paramiko.PKey.from_path(path, secret), secret
         except (TypeError, ValueError, paramiko.SSHException) as exc:
             self.problems.append(f"the passphrase for {path} was not accepted ({exc})")
-            self.rejected_secret = secret_key
+            self.rejected_secret = request
             return None
 
     def _failure(self, allowed: list[str], still_connected: bool) -> SshError:

@@ -27,11 +27,14 @@ from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.protocol import PromptEvent, Status, StatusEvent, Verdict
+from workroom.core.questions import HostKeyQuestion
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_install import AgentInstaller, InstallReport
 from workroom.remote.agent_link import AgentLink
+from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
 from workroom.remote.host_shell import HostShell
+from workroom.remote.ssh_errors import AuthFailed
 from workroom.sessions.blocking_runner import BlockingRunner
 from workroom.sessions.keepawake_task import OutsideKeepAwake
 
@@ -64,7 +67,8 @@ class HostSnapshot:
 
 
 Listener = Callable[[HostSnapshot], None]
-HostKeyAnswerer = Callable[["HostSession", Any], Awaitable[bool]]
+HostKeyAnswerer = Callable[["HostSession", HostKeyQuestion], Awaitable[bool]]
+"""Asks the user whether to trust a host key nobody has confirmed; True to trust it."""
 
 
 @dataclass
@@ -412,18 +416,14 @@ class HostSession:
         self._rt.tasks.append(asyncio.get_running_loop().create_task(self._liveness(link)))
 
     async def _open_shell(self) -> HostShell:
-        from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
-        from workroom.remote.ssh_connection import AuthFailed
-
+        """A shell on the host; an unknown host key is asked about (and trusted only on a yes)."""
         while True:
             try:
                 return await self._runner.run_closing_on_cancel(self.provider.open_shell, self.host)
             except AuthFailed as refused:
-                if refused.rejected_secret:
+                if refused.rejected_secret is not None:
                     # A stored passphrase the key refused is wrong: forget it so it is not tried again.
-                    forget = getattr(self.provider.context, "forget_secret", None)
-                    if forget is not None:
-                        await self._runner.run(forget, refused.rejected_secret)
+                    await self._runner.run(self.provider.forget_secret, refused.rejected_secret)
                 raise _EndOfRun.fatal(refused) from None
             except HostKeyChanged as refused:
                 raise _EndOfRun.fatal(refused) from None

@@ -20,6 +20,7 @@ from pathlib import Path
 from unit.agent.agentfake import make_agent
 from workroom.agent_bundle import AgentBundle
 from workroom.core.hosts import Host
+from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider, ProviderContext
 from workroom.remote.agent_client import EventHandler
@@ -124,6 +125,7 @@ class ScriptedProvider(Provider):
         return await open_unix_link(socket_path, on_event)
 
 
-def stand_in_context(tmp_path: Path, forget_secret: Callable[[str], None] | None = None) -> ProviderContext:
+def stand_in_context(tmp_path: Path,
+                     forget_secret: Callable[[SecretRequest], None] | None = None) -> ProviderContext:
     return ProviderContext(bundle=BUNDLE, known_hosts=KnownHosts(tmp_path / "known_hosts", user_file=None),
                            state_dir=tmp_path, forget_secret=forget_secret)

@@ -16,6 +16,7 @@ from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeEnd, PollOutcome
+from workroom.core.questions import SecretRequest
 from workroom.core.traits import BOXD_TRAITS, REQUEST_METERED_TRAITS, SSH_TRAITS
 from workroom.providers.base import BoxState
 from workroom.remote.agent_client import AgentClient
@@ -126,9 +127,9 @@ def test_a_changed_host_key_is_fatal_and_never_retried(tmp_path: Path, monkeypat
 
 
 def test_a_refused_secret_is_forgotten_and_the_login_is_fatal(tmp_path: Path) -> None:
-    forgotten: list[str] = []
-    refused = AuthFailed("Login refused", "box.example did not accept the passphrase.", "",
-                         rejected_secret="passphrase:/home/dev/.ssh/id_ed25519")
+    forgotten: list[SecretRequest] = []
+    wrong = SecretRequest.passphrase("/home/dev/.ssh/id_ed25519")
+    refused = AuthFailed("Login refused", "box.example did not accept the passphrase.", "", rejected_secret=wrong)
 
     async def scenario() -> None:
         provider = ScriptedProvider(stand_in_context(tmp_path, forgotten.append), SSH_TRAITS,
@@ -140,7 +141,7 @@ def test_a_refused_secret_is_forgotten_and_the_login_is_fatal(tmp_path: Path) ->
         await session.close()
 
     run(scenario())
-    assert forgotten == ["passphrase:/home/dev/.ssh/id_ed25519"]
+    assert forgotten == [wrong]
 
 
 def test_an_unreachable_host_is_retried_with_growing_back_off(tmp_path: Path, agent: InProcessAgent,
