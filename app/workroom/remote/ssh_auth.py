@@ -14,7 +14,8 @@ from pathlib import Path
 
 import paramiko
 from paramiko.agent import AgentSSH
-from paramiko.auth_strategy import AuthStrategy
+from paramiko.auth_strategy import AuthSource, AuthStrategy
+from paramiko.pkey import PublicBlob, UnknownKeyType
 
 from workroom.core.errors import UserError
 from workroom.core.questions import SecretRequest
@@ -30,7 +31,7 @@ AGENT_TIMEOUT_SECONDS = 5.0
 AskSecret = Callable[[SecretRequest], str | None]
 
 
-class LoginAttempts(AuthStrategy):  # type: ignore[misc]
+class LoginAttempts(AuthStrategy):
     """Our login order, OpenSSH's: agent keys (only those named by IdentityFile under IdentitiesOnly),
     then key files (asking for a passphrase only when one is needed; a certificate first when one
     matches), then a password if the server accepts passwords and the caller can supply one.
@@ -41,11 +42,11 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
     """
 
     def __init__(self, target: SshTarget, ask_secret: AskSecret | None, use_agent: bool) -> None:
-        super().__init__(ssh_config=None)
+        super().__init__(ssh_config=None)  # type: ignore[arg-type]  # paramiko's own sources use it; ours do not
         self.target = target
         self.ask_secret = ask_secret
         self.use_agent = use_agent and target.identity_agent is not None
-        self.agent: AgentSSH | None = None
+        self.agent: _AgentAt | None = None
         self.tried: list[str] = []
         self.timed_out = False
         self.refused = False  # the server answered an attempt with "no"
@@ -53,7 +54,11 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
         self.problems: list[str] = []
         self.rejected_secret: SecretRequest | None = None
 
-    def authenticate(self, transport: paramiko.Transport) -> list[str]:
+    def get_sources(self) -> Iterator[AuthSource]:
+        """Unused: `authenticate` is ours, not paramiko's source-by-source loop."""
+        return iter(())
+
+    def authenticate(self, transport: paramiko.Transport) -> list[str]:  # type: ignore[override]
         user = self.target.user
         try:
             return list(transport.auth_none(user))  # rarely succeeds; tells us what is allowed
@@ -166,7 +171,7 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
             if "password" not in str(exc).lower():
                 self.problems.append(f"{path} could not be read ({exc})")
                 return None
-        except (ValueError, OSError, paramiko.SSHException, paramiko.UnknownKeyType) as exc:
+        except (ValueError, OSError, paramiko.SSHException, UnknownKeyType) as exc:
             self.problems.append(f"{path} is not a private key paramiko can read ({exc})")
             return None
         request = SecretRequest.passphrase(str(path))
@@ -178,7 +183,7 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
             return None
         try:
             secret = passphrase.encode("utf-8")
-            return paramiko.PKey.from_path(path, secret), secret
+            return paramiko.PKey.from_path(path, secret), secret  # type: ignore[arg-type]  # bytes work
         except (TypeError, ValueError, paramiko.SSHException) as exc:
             self.problems.append(f"the passphrase for {path} was not accepted ({exc})")
             self.rejected_secret = request
@@ -220,7 +225,7 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
             self.agent = None
 
 
-class _AgentAt(AgentSSH):  # type: ignore[misc]
+class _AgentAt(AgentSSH):
     """An agent reached at a given socket path (IdentityAgent), not only at $SSH_AUTH_SOCK."""
 
     def __init__(self, path: str) -> None:
@@ -229,16 +234,16 @@ class _AgentAt(AgentSSH):  # type: ignore[misc]
         sock.settimeout(AGENT_TIMEOUT_SECONDS)
         try:
             sock.connect(path)
-            self._connect(sock)
+            self._connect(sock)  # type: ignore[attr-defined]  # paramiko's agent plumbing is private
         except BaseException:
             sock.close()
             raise
 
     def close(self) -> None:
-        self._close()
+        self._close()  # type: ignore[attr-defined]
 
 
-def agent_at(path: str) -> AgentSSH:
+def agent_at(path: str) -> _AgentAt:
     """Connect to the SSH agent listening at `path`; raises OSError or SSHException."""
     return _AgentAt(path)
 
@@ -257,13 +262,13 @@ def _with_certificate(path: Path, passphrase: bytes | None, key: paramiko.PKey,
                       cert: Path) -> paramiko.PKey | None:
     """A second copy of the key carrying `cert`, if `cert` certifies this very key; else None."""
     try:
-        blob = paramiko.PublicBlob.from_file(str(cert))
+        blob = PublicBlob.from_file(str(cert))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     if not _certifies(blob.key_blob, key.asbytes()):
         return None
     try:
-        copy = paramiko.PKey.from_path(path, passphrase)
+        copy = paramiko.PKey.from_path(path, passphrase)  # type: ignore[arg-type]  # bytes work
         copy.load_certificate(str(cert))
     except (OSError, ValueError, TypeError, paramiko.SSHException):
         return None
