@@ -50,6 +50,12 @@ def build_parser():
     s.add_argument("--hold-seconds", type=_nonneg, default=30.0, metavar="S")
     s.add_argument("--tick-seconds", type=_positive, default=1.0, metavar="S")
     s.add_argument("--candidates", choices=("all", "user"), default="all")
+    s.add_argument("--exclude-pid", type=int, action="append", default=[], metavar="PID",
+                   help="never count this process or its descendants as work (the app on this computer)")
+    s.add_argument("--cpu-window", type=_positive, default=None, metavar="S",
+                   help="judge a process's CPU over this window (default 10)")
+    s.add_argument("--watch-window", type=_positive, default=None, metavar="S",
+                   help="pty output counts within this long after a keystroke on it (default 600)")
     s.add_argument("--test-min-duration", type=_positive, default=None, metavar="S")
     s.add_argument("--sampler", choices=("auto", "proc", "coarse"), default="auto")
     s.add_argument("--supervise", action="store_true")
@@ -148,10 +154,14 @@ def _make_sampler(args):
         kind = "proc" if os.path.isdir("/proc/self") and sys.platform.startswith("linux") else "coarse"
     only_uid = os.getuid() if args.candidates == "user" else None
     if kind == "proc":
-        from wr_agent.proc_sampler import ProcSampler
-        return ProcSampler(only_uid=only_uid)
+        from wr_agent import proc_sampler
+        return proc_sampler.ProcSampler(
+            only_uid=only_uid, exclude_pids=args.exclude_pid, tick_seconds=args.tick_seconds,
+            cpu_window=args.cpu_window or proc_sampler.CPU_WINDOW,
+            watch_window=args.watch_window or proc_sampler.WATCH_WINDOW)
     from wr_agent.coarse_sampler import CoarseSampler
-    return CoarseSampler(every=5.0 * args.tick_seconds, only_uid=only_uid)  # 5 ticks: ps costs a fork
+    return CoarseSampler(every=5.0 * args.tick_seconds, only_uid=only_uid,  # 5 ticks: ps costs a fork
+                         exclude_pids=args.exclude_pid)
 
 
 def serve(args, argv):
