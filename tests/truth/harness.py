@@ -78,7 +78,7 @@ class Workload:
     needs: tuple[str, ...] = ()
 
     @classmethod
-    def load(cls, path: Path) -> "Workload":
+    def load(cls, path: Path) -> Workload:
         meta: dict[str, str] = {}
         for line in path.read_text().splitlines()[1:12]:
             if line.startswith("# ") and ":" in line:
@@ -266,9 +266,10 @@ class Suite:
             init = ("mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts"
                     " && mount --bind /dev/pts/ptmx /dev/ptmx"
                     f" && exec {PY} {self.tools / 'inner.py'} {d / 'inner.json'}")
-            inner = subprocess.Popen(["ip", "netns", "exec", ns_in, "unshare", "--pid", "--mount", "--fork",
-                                      "--mount-proc", "--propagation", "private", "sh", "-c", init],
-                                     stdout=subprocess.DEVNULL, stderr=open(d / "inner.err", "wb"))
+            with open(d / "inner.err", "wb") as err:
+                inner = subprocess.Popen(["ip", "netns", "exec", ns_in, "unshare", "--pid", "--mount", "--fork",
+                                          "--mount-proc", "--propagation", "private", "sh", "-c", init],
+                                         stdout=subprocess.DEVNULL, stderr=err)
             procs.append(inner)
             self._record(d, sock, res, inner)
         finally:

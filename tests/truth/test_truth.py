@@ -5,9 +5,8 @@ read every second. A workload expected BUSY must never read IDLE while it works 
 must settle to IDLE after it; one expected IDLE must settle to IDLE and stay there.
 """
 
-import pytest
-
 import harness
+import pytest
 
 pytestmark = [pytest.mark.truth, pytest.mark.root, pytest.mark.slow]
 

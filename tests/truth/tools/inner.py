@@ -13,7 +13,8 @@ import time
 
 
 def main():
-    cfg = json.load(open(sys.argv[1]))
+    with open(sys.argv[1]) as f:
+        cfg = json.load(f)
     user = {"user": cfg["uid"], "group": cfg["gid"], "extra_groups": []}
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": cfg["home"], "TRUTH_DIR": cfg["dir"],
            "TRUTH_WORK": str(cfg["work"]), "TRUTH_TOOLS": cfg["tools"], "OUTSIDE": cfg["outside"],
