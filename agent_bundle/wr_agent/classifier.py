@@ -12,8 +12,9 @@ NET_BYTES_PER_S, NET_WINDOW = 500.0, 3.0
 GAP_SECONDS = 30.0
 MASK_SECONDS = 3.0
 REASONS_MAX = 8
-# A timer sleep is a job step (`sleep 600 && make`, a shell loop's `sleep 5`) once it has lasted this long;
-# a daemon's heartbeat (`time.sleep(1)`, `watch -n 1`) wakes sooner and is never counted.
+# A timer sleep is a job step (`sleep 600 && make`, each `sleep 5` a shell loop execs) once it has lasted this
+# long and is the sleeping process's first: a daemon's heartbeat (`time.sleep(1)`, `watch -n 1`) wakes sooner,
+# and one that sleeps longer (`time.sleep(10)` between checks) is seen to wake and sleep again.
 TIMER_MIN_SLEEP = 3.0
 
 
@@ -58,7 +59,7 @@ class Classifier(object):
             for comm, pid in sig.dstate:
                 reasons.append("disk: %s (pid %s) in D state%s" % (comm, pid, suffix))
         for t in sig.timer_sleep:
-            if len(t) < 3 or t[2] >= TIMER_MIN_SLEEP:
+            if (len(t) < 3 or t[2] >= TIMER_MIN_SLEEP) and (len(t) < 4 or t[3] == 0):
                 reasons.append("sleep: %s (pid %s)" % (t[0], t[1]))
         for comm, pid in sig.fifo_wait:
             reasons.append("fifo: %s (pid %s) waiting for its partner" % (comm, pid))

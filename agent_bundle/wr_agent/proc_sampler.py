@@ -61,6 +61,7 @@ class _Proc(object):
         "timer",
         "tree",
         "tty",
+        "wakes",
         "wchar",
         "window",
     )
@@ -81,6 +82,7 @@ class _Proc(object):
         self.born = None  # monotonic time the process started
         self.ran_at = None  # monotonic time it was last seen to run (a timer sleep's start, at the latest)
         self.endless = False  # `sleep infinity`: a timer sleep that no job step follows
+        self.wakes = 0  # timer sleeps seen to end: a process that sleeps again and again is ticking
         self.window = None  # [(monotonic, cpu seconds)] with CPU in the last CPU_WINDOW seconds
 
 
@@ -270,7 +272,7 @@ class ProcSampler(object):
             if p.state == "D":
                 sig.dstate.append((p.comm, pid))
             elif p.state == "S" and p.timer == "timer" and not p.endless:
-                sig.timer_sleep.append((p.comm, pid, max(0.0, now - p.ran_at)))
+                sig.timer_sleep.append((p.comm, pid, max(0.0, now - p.ran_at), p.wakes))
             elif p.state == "S" and p.timer == "fifo":
                 sig.fifo_wait.append((p.comm, pid))
         for pid in [q for q in self.procs if q not in present]:
@@ -328,6 +330,8 @@ class ProcSampler(object):
         ran = runtime is None or runtime != p.runtime
         if ran:
             p.ran_at = now
+            if p.timer == "timer":
+                p.wakes += 1
         if ran or p.threads > 1:
             _, f = _parse_stat(self._read(p, "stat"))
             ticks = int(f[STAT_UTIME]) + int(f[STAT_STIME])

@@ -21,7 +21,8 @@ class Signals(object):
                  net_bytes=0, coarse=False, candidates=0, fifo_wait=()):
         self.cpu = list(cpu)  # (comm, pid, share of a core) at or over the threshold
         self.dstate = list(dstate)
-        self.timer_sleep = list(timer_sleep)  # (comm, pid, seconds since it last ran) in a timer sleep
+        # (comm, pid, seconds since it last ran, timer sleeps it was seen to wake from) in a timer sleep
+        self.timer_sleep = list(timer_sleep)
         self.fifo_wait = list(fifo_wait)  # (comm, pid) blocked opening a FIFO for its partner
         self.tcp = list(tcp)
         self.tty_bytes = tty_bytes  # output bytes since the last tick on ptys someone could be watching

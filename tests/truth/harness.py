@@ -59,7 +59,7 @@ class Timings:
         return self.hold + max(self.cpu_window, self.keystroke, self.watch) + 8.0
 
 
-CI = Timings(hold=10.0, watch=25.0, work=20.0)
+CI = Timings(hold=10.0, watch=45.0, work=20.0)
 REAL = Timings(hold=30.0, watch=600.0, work=90.0, stay=40.0)
 
 
@@ -76,6 +76,8 @@ class Workload:
     why: str
     debatable: str = ""
     needs: tuple[str, ...] = ()
+    grace: float | None = None  # a longer time-to-busy the workload's header explains
+    work: float | None = None  # seconds of work in CI timings, when the header needs more than the default
 
     @classmethod
     def load(cls, path: Path) -> Workload:
@@ -87,8 +89,10 @@ class Workload:
         expect = meta.get("expect", "")
         if expect not in ("busy", "idle") or not meta.get("why"):
             raise ValueError(f"{path.name}: needs '# expect: busy|idle' and '# why: ...'")
+        grace = meta.get("grace")
         return cls(path.stem, path, expect, meta["why"], meta.get("debatable", ""),
-                   tuple(meta.get("needs", "").split()))
+                   tuple(meta.get("needs", "").split()), float(grace.split()[0]) if grace else None,
+                   float(meta["work"].split()[0]) if meta.get("work") else None)
 
     def missing(self) -> list[str]:
         return [n for n in self.needs if shutil.which(n) is None]
@@ -109,6 +113,7 @@ class Result:
     work_end: float | None = None
     error: str | None = None
     skipped: str | None = None
+    grace: float | None = None
 
     def _settled_idle_from(self, after: float) -> float | None:
         """First time >= after from which the verdict stays IDLE to the end of the record."""
@@ -123,6 +128,7 @@ class Result:
         return t_idle
 
     def false_idle(self, grace: float) -> int:
+        grace = self.grace if self.grace is not None else grace
         if self.expect != "busy" or self.work_start is None or self.work_end is None:
             return 0
         return sum(1 for t, busy, _ in self.samples
@@ -211,7 +217,7 @@ class Suite:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def run(self, w: Workload) -> Result:
-        res = Result(w.name, w.expect, w.why, w.debatable)
+        res = Result(w.name, w.expect, w.why, w.debatable, grace=w.grace)
         missing = w.missing()
         if missing:
             res.skipped = "not installed: " + " ".join(missing)
@@ -234,7 +240,8 @@ class Suite:
         os.chown(d, self.uid, self.gid)
         sock = d / "agent.sock"
         cfg = {"uid": self.uid, "gid": self.gid, "home": str(self.home), "dir": str(d),
-               "tools": str(self.tools), "outside": OUTSIDE_ADDR, "work": self.timings.work,
+               "tools": str(self.tools), "outside": OUTSIDE_ADDR,
+               "work": max(self.timings.work, w.work or 0) if self.timings is CI else self.timings.work,
                "socket": str(sock), "script": str(self.root / "workloads" / w.path.name),
                "agent": [PY, str(self.bundle), "serve", "--socket", str(sock), "--workroom", w.name,
                          *self.timings.agent_args()]}
@@ -420,6 +427,10 @@ def main(argv: list[str] | None = None) -> int:
     ws = [w for w in all_workloads() if not a.only or any(k in w.name for k in a.only)]
     t = time.monotonic()
     results = run_suite(ws, timings, a.jobs, keep=a.keep)
+    if a.keep:
+        with open(os.path.join(tempfile.gettempdir(), f"wr-truth-{os.getpid()}.json"), "w") as f:
+            json.dump([r.__dict__ for r in results], f)
+            print("samples:", f.name)
     print(table(results, timings))
     bad = [r.name for r in results if not r.ok(timings)]
     print(f"{len(results)} workloads in {time.monotonic() - t:.0f} s; "

@@ -23,7 +23,9 @@ def main():
     ap.add_argument("--type-every", type=float, default=0.0)
     ap.add_argument("--type-for", type=float, default=0.0)
     ap.add_argument("--keys", default="ihello \x1b")
-    ap.add_argument("--first-key", action="store_true")
+    ap.add_argument("--first-key", type=float, default=None, metavar="S",
+                    help="type one Enter S seconds after opening (a user who runs the command)")
+    ap.add_argument("--started", default=None, help="file touched once the first key was typed")
     ap.add_argument("--then-exit", action="store_true")
     ap.add_argument("--marker", default=None, help="file touched when typing ends")
     ap.add_argument("cmd", nargs="+")
@@ -34,9 +36,15 @@ def main():
         os.execvp(a.cmd[0], a.cmd)
     start = time.monotonic()
     next_key = start + 1.0 if a.type_every else None
-    if a.first_key:
-        time.sleep(0.3)
+    if a.first_key is not None:
+        end = start + a.first_key
+        while time.monotonic() < end:
+            if select.select([master], [], [], max(0.0, end - time.monotonic()))[0]:
+                os.read(master, 65536)
         os.write(master, b"\n")
+        start = time.monotonic()
+    if a.started:
+        open(a.started, "w").close()
     k = 0
     stopped = False
     while True:

@@ -1,5 +1,6 @@
 #!/bin/bash
 # expect: busy
+# grace: 10 s: typing in a new pty shows only once the kernel's 8 s atime step passes its creation
 # why: a person typing in vim (a key every 2 s); after they stop, an open editor alone is not work
 # needs: vim
 . "$TRUTH_TOOLS/lib.sh"

@@ -1,5 +1,6 @@
 #!/bin/bash
 # expect: busy
+# grace: 10 s: typing in a new pty shows only once the kernel's 8 s atime step passes its creation
 # why: a person typing short commands in a shell, one every 3 s
 . "$TRUTH_TOOLS/lib.sh"
 work_started

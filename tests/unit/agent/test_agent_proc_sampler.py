@@ -111,12 +111,12 @@ def test_leader_that_did_not_run_is_not_reread(fake):
     clock = Clock(100.0)
     fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=7)
     s = sampler(fake, clock)
-    assert s.sample().timer_sleep == [("sleep", "43", 0.0)]
+    assert s.sample().timer_sleep == [("sleep", "43", 0.0, 0)]
     # Change wchan on disk without changing runtime: the cached answer stands (proves no re-read).
     with open(os.path.join(fake.root, "43", "wchan"), "w") as f:
         f.write("pipe_read")
     clock.t = 101.0
-    assert s.sample().timer_sleep == [("sleep", "43", 1.0)]
+    assert s.sample().timer_sleep == [("sleep", "43", 1.0, 0)]
     fake.proc(43, "sleep", wchan="pipe_read", runtime_ns=9)  # it ran: looked at again
     clock.t = 102.0
     assert s.sample().timer_sleep == []
@@ -218,11 +218,11 @@ def test_periodic_timer_sleep_reports_how_long_it_slept(fake):
             fake.proc(81, "sleep", wchan="hrtimer_nanosleep", runtime_ns=1,
                       start_ticks=int((1000.0 + n - 0.5) * 100))  # born half a second ago
         sig = s.sample()
-        assert ("python3", "80", 0.0) in sig.timer_sleep
-    assert ("sleep", "81", pytest.approx(0.5)) in sig.timer_sleep
-    clock.t, fake.uptime = 107.0, fake.uptime
+        assert ("python3", "80", 0.0, n - 1) in sig.timer_sleep  # woke from each of its sleeps
+    assert ("sleep", "81", pytest.approx(0.5), 0) in sig.timer_sleep
+    clock.t = 107.0
     sig = s.sample()
-    assert ("sleep", "81", pytest.approx(3.5)) in sig.timer_sleep
+    assert ("sleep", "81", pytest.approx(3.5), 0) in sig.timer_sleep
 
 
 def test_sleep_infinity_is_not_a_job_step(fake):
