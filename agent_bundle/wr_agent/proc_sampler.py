@@ -333,7 +333,8 @@ class ProcSampler(object):
             if p.timer == "timer":
                 p.wakes += 1
         if ran or p.threads > 1:
-            _, f = _parse_stat(self._read(p, "stat"))
+            comm, f = _parse_stat(self._read(p, "stat"))
+            p.comm = comm  # an exec renames it (`exec tmux attach` becomes "tmux: client")
             ticks = int(f[STAT_UTIME]) + int(f[STAT_STIME])
             children = int(f[STAT_CUTIME]) + int(f[STAT_CSTIME])
             if p.threads == 1 and runtime is not None and p.runtime is not None:

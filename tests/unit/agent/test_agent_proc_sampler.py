@@ -286,3 +286,15 @@ def test_live_proc_parses():
     sig = s.sample()
     s.close()
     assert sig.candidates >= 1
+
+
+def test_exec_renames_the_process(fake):
+    """`exec tmux attach` from a shell keeps the pid; the new comm is picked up when it next runs."""
+    clock = Clock(100.0)
+    fake.proc(93, "bash", runtime_ns=1)
+    s = sampler(fake, clock)
+    s.sample()
+    fake.proc(93, "tmux: client", runtime_ns=2)
+    clock.t = 101.0
+    s.sample()
+    assert s.procs["93"].comm == "tmux: client"
