@@ -101,5 +101,9 @@ class CoarseSampler(object):
         self.prev, self.prev_t, self.last = cur, now, sig
         return sig
 
+    def exclude(self, pid):
+        """Leave out `pid` and its descendants from the next sample on (the app, connected directly)."""
+        self.exclude_pids = self.exclude_pids | {str(pid)}
+
     def close(self):
         pass

@@ -108,6 +108,7 @@ class ProcSampler(object):
         self.cpu_share = cpu_share
         self.cpu_window, self.watch_window, self.tick_seconds = cpu_window, watch_window, tick_seconds
         self.last_sample = None
+        self._rescan = False
         self.clock, self.wall = clock, wall
         self.clk_tck = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
         self.procs = {}
@@ -171,6 +172,16 @@ class ProcSampler(object):
         for pid in list(self.procs):
             self._drop(pid)
 
+    def exclude(self, pid):
+        """Leave out `pid` and its descendants from now on (called from the server thread when the app
+        subscribes directly). Known processes are looked at afresh on the next tick; dead pids are pruned."""
+        pid = str(pid)
+        if pid in self.exclude_pids:
+            return
+        alive = [p for p in self.exclude_pids if os.path.exists("%s/%s" % (self.root, p))]
+        self.exclude_pids = frozenset([*alive, pid])
+        self._rescan = True
+
     # -- process discovery --------------------------------------------------------------------------------
     def _uptime(self):
         try:
@@ -233,6 +244,9 @@ class ProcSampler(object):
         now = self.clock()
         sig = Signals()
         since, self.last_sample = self.last_sample, now
+        if self._rescan:
+            self._rescan = False
+            self.close()  # exclusions are decided when a process is first seen
         tty_out = {}  # pty path -> output bytes this tick
         try:
             names = os.listdir(self.root)

@@ -298,3 +298,14 @@ def test_exec_renames_the_process(fake):
     clock.t = 101.0
     s.sample()
     assert s.procs["93"].comm == "tmux: client"
+
+
+def test_exclude_later_leaves_out_a_known_process_tree(fake):
+    """The app subscribes after the sampler already knows it: its tree is looked at afresh and left out."""
+    fake.proc(94, "workroom-app", state="D")
+    fake.proc(95, "python3", ppid=94, state="D")
+    fake.proc(96, "make", state="D")
+    s = sampler(fake)
+    assert len(s.sample().dstate) == 3
+    s.exclude(94)
+    assert s.sample().dstate == [("make", "96")]
