@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Signal, SignalInstance
 from PySide6.QtGui import QAction, Qt
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
@@ -56,7 +56,7 @@ class TrayController(QObject):
     def available(self) -> bool:
         return QSystemTrayIcon.isSystemTrayAvailable()
 
-    def _add_action(self, text: str, signal: Signal) -> QAction:  # type: ignore[type-arg]
+    def _add_action(self, text: str, signal: SignalInstance) -> QAction:
         action = self.menu.addAction(text)
         action.triggered.connect(signal.emit)
         return action
