@@ -70,6 +70,7 @@ class SshTarget:
     host_key_alias: str | None = None
     check_host_ip: bool = False
     kex_algorithms: str | None = None
+    proxy_use_fdpass: bool = False  # the ProxyCommand hands back a connected socket (OrbStack does this)
 
     def describe(self) -> str:
         """`user@host:port` (and the alias when it differs) for messages."""
@@ -265,6 +266,7 @@ def _resolve(
         host_key_alias=host_key_alias,
         check_host_ip=(entry.first("checkhostip") or "no").lower() == "yes",
         kex_algorithms=entry.first("kexalgorithms"),
+        proxy_use_fdpass=(entry.first("proxyusefdpass") or "no").lower() == "yes",
     )
 
 

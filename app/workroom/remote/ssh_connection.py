@@ -42,6 +42,7 @@ from workroom.remote.ssh_errors import (
     close_quietly,
     dial,
     handshake_error,
+    open_fdpass_proxy,
     open_proxy_command,
     short_command,
 )
@@ -277,6 +278,8 @@ class SshConnection:
                 jump = cls.connect(target.proxy_jump, known_hosts, timeout=timeout, ask_secret=ask_secret,
                                    use_agent=use_agent)
                 sock = jump._open_tunnel(target, timeout)
+            elif target.proxy_command and target.proxy_use_fdpass:
+                sock = open_fdpass_proxy(target, timeout)
             elif target.proxy_command:
                 sock = open_proxy_command(target)
             else:

@@ -75,8 +75,8 @@ CASES = [
          "Match host mhost\n  Include match.conf\n", "mhost",
          files={".ssh/match.conf": "User fromincluded\n  Port 2345\n"}),
     Case("Include of a missing glob is no error", "Include nothing.d/*\nHost miss\n  User found\n", "miss"),
-    Case("ProxyCommand before ProxyJump: the command wins",
-         "Host pc\n  ProxyCommand nc %h %p\n  ProxyJump jumpy\n", "pc"),
+    Case("ProxyCommand before ProxyJump: the command wins (with fd passing, as OrbStack writes it)",
+         "Host pc\n  ProxyCommand nc %h %p\n  ProxyJump jumpy\n  ProxyUseFdpass yes\n", "pc"),
     Case("ProxyJump before ProxyCommand: the jump wins",
          "Host pj\n  ProxyJump jumpy\nHost *\n  ProxyCommand nc %h %p\n", "pj"),
     Case("ProxyJump none blocks a later ProxyCommand",
@@ -211,6 +211,7 @@ def _openssh_view(entry: pwd.struct_passwd, args: list[str], original: str) -> d
         "host_key_alias": g.get("hostkeyalias", [None])[0],
         "check_host_ip": g["checkhostip"][0] == "yes",
         "identities_only": g["identitiesonly"][0] == "yes",
+        "proxy_use_fdpass": g["proxyusefdpass"][0] == "yes",
         "proxy_command": None, "jump": None,
     }
     if "proxycommand" in g:
@@ -237,6 +238,7 @@ def _our_view(target: SshTarget) -> dict[str, object]:
         "host_key_alias": target.host_key_alias,
         "check_host_ip": target.check_host_ip,
         "identities_only": target.identities_only,
+        "proxy_use_fdpass": target.proxy_use_fdpass,
         "proxy_command": target.proxy_command,
         "jump": _our_view(target.proxy_jump) if target.proxy_jump is not None else None,
     }

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -374,3 +375,10 @@ def test_a_server_that_hangs_up_after_too_many_attempts_is_a_refusal_not_a_drop(
         _app(tmp_path, config, "strict")
     assert not refused.value.retryable
     assert str(stranger) in refused.value.message
+
+
+def test_proxy_use_fdpass_as_orbstack_writes_it(sshd, tmp_path) -> None:
+    helper = Path(__file__).with_name("fdpass_proxy.py")
+    config = _write_config(tmp_path, sshd, "orb", [
+        f"IdentityFile {sshd.key_path}", f"ProxyCommand '{sys.executable}' '{helper}' %h %p", "ProxyUseFdpass yes"])
+    _both_connect(tmp_path, config, "orb")
