@@ -52,8 +52,8 @@ class SshConfigFileError(UserError):
 class HostOptions:
     """The options that apply to one host: keyword (lower case) -> argument list, first value wins.
 
-    Accumulating keywords hold every value in order (duplicates dropped). `order` remembers which of
-    ProxyCommand / ProxyJump came first, because only that one counts.
+    Accumulating keywords hold every value in order (duplicates dropped). Of ProxyCommand and
+    ProxyJump only the one obtained first is kept.
     """
 
     values: dict[str, list[str]] = field(default_factory=dict)
@@ -98,7 +98,6 @@ class LookupContext:
     typed_user: str | None
     local_user: str
     home: Path
-    user_config: bool = True
 
 
 def split_args(text: str) -> list[str]:
@@ -355,9 +354,9 @@ def lookup(
     host = context.original_host  # Host lines match the name as typed; the result is lower-cased
 
     def one_pass(match_host: str, final: bool) -> bool:
-        reader = ConfigReader(context, options, host=match_host, final=final,
-                              run_exec=lambda cmd: False)
-        reader.run_exec = (lambda cmd: run_exec(cmd, reader)) if run_exec is not None else (lambda cmd: False)
+        reader = ConfigReader(context, options, host=match_host, final=final, run_exec=lambda cmd: False)
+        if run_exec is not None:  # `Match exec` tokens need the reader's current answers
+            reader.run_exec = lambda cmd: run_exec(cmd, reader)
         for path, user_config in files:
             reader.read_file(path, user_config=user_config)
         return reader.want_final
