@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 import paramiko
-from paramiko.agent import AgentSSH
+from paramiko.agent import AgentKey, AgentSSH
 from paramiko.auth_strategy import AuthStrategy
 
 from workroom.core.errors import UserError
@@ -142,7 +142,10 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
             blob = key.asbytes()
             named = [path for path, pub in wanted.items() if pub == blob]
             in_agent.update(named)
-            if named or not self.target.identities_only:
+            certified = [(cert, c) for cert in certificates if (c := _agent_key_with_certificate(key, cert))]
+            if named or certified or not self.target.identities_only:
+                for cert, with_cert in certified:  # the agent signs, the certificate vouches (Vault-style)
+                    yield f"agent key {fingerprint(key)} with certificate {cert}", with_cert
                 yield f"agent key {fingerprint(key)}", key
         for path in self.target.identity_files:
             if path in in_agent:
@@ -291,6 +294,22 @@ def _with_certificate(path: Path, passphrase: bytes | None, key: paramiko.PKey,
         copy = paramiko.PKey.from_path(path, passphrase)
         copy.load_certificate(str(cert))
     except (OSError, ValueError, TypeError, paramiko.SSHException):
+        return None
+    return copy
+
+
+def _agent_key_with_certificate(key: paramiko.PKey, cert: Path) -> paramiko.PKey | None:
+    """A second handle on an agent key carrying `cert`, if `cert` certifies that key; else None."""
+    try:
+        blob = paramiko.PublicBlob.from_file(str(cert))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(key, AgentKey) or not _certifies(blob.key_blob, key.asbytes()):
+        return None
+    copy = AgentKey(key.agent, key.asbytes(), key.comment)
+    try:
+        copy.load_certificate(str(cert))
+    except (OSError, ValueError):
         return None
     return copy
 
