@@ -54,6 +54,10 @@ CASES = [
     Case("percent tokens in HostName and IdentityFile",
          "Host tok\n  HostName %h.example.net\n  User ursula\n  Port 2022\n"
          "  IdentityFile ~/.ssh/id_%r_%h_%p\n  IdentityFile %d/.ssh/by_%u_%n\n", "tok"),
+    Case("every IdentityFile token, checked against ssh's own expansion of the same ControlPath",
+         "Host alltok\n  HostName all.example\n  User tokuser\n  Port 2345\n  HostKeyAlias tokalias\n"
+         "  IdentityFile ~/.ssh/%C_%d_%h_%i_%k_%L_%l_%n_%p_%r_%u_%%\n"
+         "  ControlPath ~/.ssh/%C_%d_%h_%i_%k_%L_%l_%n_%p_%r_%u_%%\n", "alltok"),
     Case("identity files accumulate across blocks, duplicates once",
          "Host acc\n  IdentityFile ~/.ssh/first\nHost *\n  IdentityFile ~/.ssh/second\n"
          "  IdentityFile ~/.ssh/first\n", "acc"),
@@ -197,8 +201,12 @@ def _openssh_view(entry: pwd.struct_passwd, args: list[str], original: str) -> d
     tokens = {"h": hostname, "r": user, "p": port, "u": entry.pw_name, "d": home, "n": original.lower(),
               "k": g.get("hostkeyalias", [original.lower()])[0],
               "l": socket.gethostname(), "L": socket.gethostname().split(".")[0]}
-    identities = [_expand(f, home=home, tokens=tokens) for f in g.get("identityfile", [])
-                  if f != "none" and not any(f.endswith("/" + name) for name in UNSUPPORTED_DEFAULT_KEYS)]
+    raw_identities = [f for f in g.get("identityfile", [])
+                      if f != "none" and not any(f.endswith("/" + name) for name in UNSUPPORTED_DEFAULT_KEYS)]
+    if "controlpath" in g and len(raw_identities) == 1:
+        identities = [g["controlpath"][0]]  # the same text, expanded by ssh itself
+    else:
+        identities = [_expand(f, home=home, tokens=tokens) for f in raw_identities]
     agent = g.get("identityagent", ["SSH_AUTH_SOCK"])[0]
     view: dict[str, object] = {
         "hostname": hostname, "user": user, "port": int(port),
@@ -255,5 +263,5 @@ def test_resolution_matches_ssh_minus_g(oracle_user, case: Case) -> None:
             case.target]
     expected = _openssh_view(oracle_user, args, case.target.rpartition("@")[2])
     ours = resolve_target(case.target, user=case.login, port=case.port, home=home,
-                          local_user=oracle_user.pw_name, environ=_environ(oracle_user))
+                          local_user=oracle_user.pw_name, local_uid=oracle_user.pw_uid, environ=_environ(oracle_user))
     assert _our_view(ours) == expected
