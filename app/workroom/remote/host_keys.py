@@ -28,6 +28,7 @@ from pathlib import Path
 import paramiko
 
 from workroom.core.errors import ExitCode, UserError
+from workroom.core.questions import HostKeyQuestion
 
 HASHED_PREFIX = "|1|"
 USER_KNOWN_HOSTS = Path.home() / ".ssh" / "known_hosts"
@@ -78,16 +79,13 @@ class KnownHostKey:
 
 
 @dataclass(frozen=True)
-class UnknownHostKey:
-    """A question: nothing is on record for this host and port; does the user trust this key?
+class UnknownHostKey(HostKeyQuestion):
+    """A question (core.questions.HostKeyQuestion): nothing is on record for this host and port; does the
+    user trust this key?
 
     Carries the key itself so that answering yes is `KnownHosts.trust_answer(question)`.
     """
 
-    host: str
-    port: int
-    key_type: str
-    fingerprint: str
     key: paramiko.PKey
 
     def prompt(self) -> str:

@@ -10,15 +10,15 @@ import binascii
 import functools
 import socket
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import paramiko
 from paramiko.agent import AgentKey, AgentSSH
-from paramiko.auth_strategy import AuthStrategy
+from paramiko.auth_strategy import AuthSource, AuthStrategy
+from paramiko.pkey import PublicBlob, UnknownKeyType
 
 from workroom.core.errors import UserError
+from workroom.core.questions import SecretRequest
 from workroom.remote.host_keys import fingerprint
 from workroom.remote.ssh_config import SshTarget
 from workroom.remote.ssh_errors import AuthFailed, HostUnreachable, LoginInterrupted, SshError
@@ -28,24 +28,10 @@ __all__ = ["AskSecret", "LoginAttempts", "SecretRequest", "agent_at"]
 AGENT_TIMEOUT_SECONDS = 5.0
 
 
-@dataclass(frozen=True)
-class SecretRequest:
-    """What the caller's secret provider is asked for (the app answers from keyring, or asks the user).
-
-    `key` is a stable name to store the answer under: "passphrase:<key path>" or
-    "password:<user@host:port>".
-    """
-
-    kind: Literal["passphrase", "password"]
-    key: str
-    prompt: str
-    key_path: Path | None = None
-
-
 AskSecret = Callable[[SecretRequest], str | None]
 
 
-class LoginAttempts(AuthStrategy):  # type: ignore[misc]
+class LoginAttempts(AuthStrategy):
     """Our login order, OpenSSH's: agent keys (only those named by IdentityFile under IdentitiesOnly),
     then key files (asking for a passphrase only when one is needed; a certificate first when one
     matches), then a password if the server accepts passwords and the caller can supply one.
@@ -56,20 +42,24 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
     """
 
     def __init__(self, target: SshTarget, ask_secret: AskSecret | None, use_agent: bool) -> None:
-        super().__init__(ssh_config=None)
+        super().__init__(ssh_config=None)  # type: ignore[arg-type]  # paramiko's own sources use it; ours do not
         self.target = target
         self.ask_secret = ask_secret
         self.use_agent = use_agent and target.identity_agent is not None
-        self.agent: AgentSSH | None = None
+        self.agent: _AgentAt | None = None
         self.tried: list[str] = []
         self.timed_out = False
         self.refused = False  # the server answered an attempt with "no"
         self.dropped = False  # the transport died under an attempt
         self.problems: list[str] = []
-        self.rejected_secret: str | None = None
+        self.rejected_secret: SecretRequest | None = None
         self.transport_seen: paramiko.Transport | None = None
 
-    def authenticate(self, transport: paramiko.Transport) -> list[str]:
+    def get_sources(self) -> Iterator[AuthSource]:
+        """Unused: `authenticate` is ours, not paramiko's source-by-source loop."""
+        return iter(())
+
+    def authenticate(self, transport: paramiko.Transport) -> list[str]:  # type: ignore[override]
         self.transport_seen = transport
         user = self.target.user
         try:
@@ -87,15 +77,15 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
                 if self._attempt(transport, functools.partial(transport.auth_publickey, user, key)):
                     return []
         if "password" in allowed and self.ask_secret is not None and transport.is_active():
-            secret_key = f"password:{self.target.user}@{self.target.hostname}:{self.target.port}"
-            password = self._ask(SecretRequest("password", secret_key, f"Password for {self.target.describe()}"),
-                                 "a password")
+            request = SecretRequest.password(self.target.user, self.target.hostname, self.target.port,
+                                             where=self.target.describe())
+            password = self._ask(request, "a password")
             if password is not None:
                 self.tried.append("password")
                 if self._attempt(transport, lambda: transport.auth_password(user, password)):
                     return []
                 if self.refused:
-                    self.rejected_secret = secret_key
+                    self.rejected_secret = request
         if not transport.is_active():
             self.dropped = True
         raise self._failure(allowed, transport.is_active())
@@ -134,7 +124,8 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
 
     def _keys(self) -> Iterator[tuple[str, paramiko.PKey]]:
         """Keys in OpenSSH's order: the agent's (each IdentityFile's own first in agent order), then the
-        files not in the agent. Under IdentitiesOnly only agent keys named by an IdentityFile."""
+        files not in the agent. Under IdentitiesOnly only agent keys named by an IdentityFile (or
+        certified by a CertificateFile)."""
         wanted = {path: _public_blob(path) for path in self.target.identity_files}
         certificates = [c for c in self._certificate_paths() if c.exists()]
         in_agent: set[Path] = set()
@@ -161,9 +152,9 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
                 continue
             key, passphrase = loaded
             for cert in certificates:
-                with_cert = _with_certificate(path, passphrase, key, cert)
-                if with_cert is not None:
-                    yield f"{path} with certificate {cert}", with_cert
+                file_key_with_cert = _with_certificate(path, passphrase, key, cert)
+                if file_key_with_cert is not None:
+                    yield f"{path} with certificate {cert}", file_key_with_cert
             yield f"{path} ({fingerprint(key)})", key
 
     def _certificate_paths(self) -> list[Path]:
@@ -191,23 +182,22 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
             if "password" not in str(exc).lower():
                 self.problems.append(f"{path} could not be read ({exc})")
                 return None
-        except (ValueError, OSError, paramiko.SSHException, paramiko.UnknownKeyType) as exc:
+        except (ValueError, OSError, paramiko.SSHException, UnknownKeyType) as exc:
             self.problems.append(f"{path} is not a private key paramiko can read ({exc})")
             return None
-        secret_key = f"passphrase:{path}"
+        request = SecretRequest.passphrase(str(path))
         passphrase = None
         if self.ask_secret is not None:
-            passphrase = self._ask(SecretRequest("passphrase", secret_key, f"Passphrase for {path}", key_path=path),
-                                   f"the passphrase for {path}")
+            passphrase = self._ask(request, f"the passphrase for {path}")
         if passphrase is None:
             self.problems.append(f"{path} needs a passphrase and none was available")
             return None
         try:
             secret = passphrase.encode("utf-8")
-            return paramiko.PKey.from_path(path, secret), secret
+            return paramiko.PKey.from_path(path, secret), secret  # type: ignore[arg-type]  # bytes work
         except (TypeError, ValueError, paramiko.SSHException) as exc:
             self.problems.append(f"the passphrase for {path} was not accepted ({exc})")
-            self.rejected_secret = secret_key
+            self.rejected_secret = request
             return None
 
     def _failure(self, allowed: list[str], still_connected: bool) -> SshError:
@@ -248,7 +238,7 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
             self.agent = None
 
 
-class _AgentAt(AgentSSH):  # type: ignore[misc]
+class _AgentAt(AgentSSH):
     """An agent reached at a given socket path (IdentityAgent), not only at $SSH_AUTH_SOCK."""
 
     def __init__(self, path: str) -> None:
@@ -257,16 +247,16 @@ class _AgentAt(AgentSSH):  # type: ignore[misc]
         sock.settimeout(AGENT_TIMEOUT_SECONDS)
         try:
             sock.connect(path)
-            self._connect(sock)
+            self._connect(sock)  # type: ignore[attr-defined]  # paramiko's agent plumbing is private
         except BaseException:
             sock.close()
             raise
 
     def close(self) -> None:
-        self._close()
+        self._close()  # type: ignore[attr-defined]
 
 
-def agent_at(path: str) -> AgentSSH:
+def agent_at(path: str) -> _AgentAt:
     """Connect to the SSH agent listening at `path`; raises OSError or SSHException."""
     return _AgentAt(path)
 
@@ -285,13 +275,13 @@ def _with_certificate(path: Path, passphrase: bytes | None, key: paramiko.PKey,
                       cert: Path) -> paramiko.PKey | None:
     """A second copy of the key carrying `cert`, if `cert` certifies this very key; else None."""
     try:
-        blob = paramiko.PublicBlob.from_file(str(cert))
+        blob = PublicBlob.from_file(str(cert))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     if not _certifies(blob.key_blob, key.asbytes()):
         return None
     try:
-        copy = paramiko.PKey.from_path(path, passphrase)
+        copy = paramiko.PKey.from_path(path, passphrase)  # type: ignore[arg-type]  # bytes work
         copy.load_certificate(str(cert))
     except (OSError, ValueError, TypeError, paramiko.SSHException):
         return None
@@ -301,7 +291,7 @@ def _with_certificate(path: Path, passphrase: bytes | None, key: paramiko.PKey,
 def _agent_key_with_certificate(key: paramiko.PKey, cert: Path) -> paramiko.PKey | None:
     """A second handle on an agent key carrying `cert`, if `cert` certifies that key; else None."""
     try:
-        blob = paramiko.PublicBlob.from_file(str(cert))
+        blob = PublicBlob.from_file(str(cert))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     if not isinstance(key, AgentKey) or not _certifies(blob.key_blob, key.asbytes()):

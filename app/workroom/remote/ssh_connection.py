@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import paramiko
 
@@ -298,7 +298,7 @@ class SshConnection:
         login = LoginAttempts(target, ask_secret, use_agent)
         known_types = known_hosts.known_key_types(key_host, key_port)
 
-        def make_transport(sock: object, **kwargs: object) -> paramiko.Transport:
+        def make_transport(sock: Any, **kwargs: Any) -> paramiko.Transport:  # paramiko's own call, passed through
             transport = WorkroomTransport(sock, **kwargs)
             options = transport.get_security_options()
             offered = tuple(options.key_types) + tuple(t for t in known_types if t not in options.key_types)
