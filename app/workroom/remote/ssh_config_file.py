@@ -37,6 +37,8 @@ ACCUMULATING = frozenset({"identityfile", "certificatefile", "localforward", "re
                           "dynamicforward", "sendenv", "setenv"})
 # Match criteria of newer OpenSSH releases than the one we follow; a block using one never applies.
 NEWER_MATCH_CRITERIA = frozenset({"localnetwork", "tagged", "version", "sessiontype", "command"})
+# Keywords whose value is the rest of the line, as a shell command (never split or unquoted).
+RAW_LINE = frozenset({"proxycommand", "remotecommand", "localcommand", "knownhostscommand"})
 # Keywords that never reach the option table (they steer parsing itself).
 STRUCTURAL = frozenset({"host", "match", "include"})
 
@@ -223,8 +225,8 @@ class ConfigReader:
             return active  # an included file's Host/Match lines never leak out of it
         if active:
             raw = rest.strip()
-            args = split_args(rest) if keyword != "proxycommand" else [raw]
-            if keyword not in ("proxycommand",) and not args:
+            args = split_args(rest) if keyword not in RAW_LINE else [raw]
+            if keyword not in RAW_LINE and not args:
                 raise SshConfigFileError(f"{where}: {keyword} has no value.")
             self.options.take(keyword, args, args[0] if keyword in ("identityfile", "certificatefile") else raw)
         return active
