@@ -105,6 +105,9 @@ CASES = [
     Case("CanonicalizeHostname runs the final pass",
          "Host canon\n  CanonicalizeHostname yes\n  CanonicalDomains invalid\nMatch canonical\n  User canonical\n",
          "canon"),
+    Case("CanonicalizeHostname with a ProxyCommand still runs the final pass",
+         "Host cpc\n  CanonicalizeHostname yes\n  ProxyCommand nc %h %p\nMatch canonical\n  User cano\n"
+         "Host other\n  CanonicalizeHostname no\nMatch canonical\n  Port 7\n", "cpc"),
     Case("IdentityAgent path with ~ and %d",
          "Host ia\n  IdentityAgent ~/agent.sock\nHost ib\n  IdentityAgent %d/other.sock\n", "ia"),
     Case("IdentityAgent %d", "Host ib\n  IdentityAgent %d/other.sock\n", "ib"),
