@@ -54,6 +54,7 @@ def build_parser():
     s.add_argument("--sampler", choices=("auto", "proc", "coarse"), default="auto")
     s.add_argument("--supervise", action="store_true")
     s.add_argument("--log", default=None, metavar="FILE")
+    s.add_argument("--detach", action="store_true", help="start in a new session and return (no setsid needed)")
 
     for name, helptext in (("status", "print the agent's status as JSON"),
                            ("relay", "copy stdin/stdout to and from the agent's socket")):
@@ -155,6 +156,9 @@ def _make_sampler(args):
 
 
 def serve(args, argv):
+    if args.detach:
+        from wr_agent import detach, supervise
+        return detach.run(supervise.entry_argv(), argv, args.log)
     if args.supervise:
         from wr_agent import supervise
         return supervise.run(supervise.child_argv(supervise.entry_argv(), argv))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from workroom.core.hosts import Host
 from workroom.core.traits import ProviderTraits, traits_for_kind
-from workroom.remote.agent_install import AgentBundle, AgentLayout, ServeOptions
+from workroom.remote.agent_install import PYTHON3, AgentBundle, AgentLayout, ServeOptions
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
 
@@ -54,6 +54,10 @@ class Provider:
 
     def layout(self, host: Host) -> AgentLayout:
         return AgentLayout()
+
+    def python_command(self, host: Host) -> tuple[str, ...]:
+        """How the agent's Python is started on the host: `python3` from its PATH unless said otherwise."""
+        return PYTHON3
 
     def serve_options(self, host: Host) -> ServeOptions:
         traits = self.traits(host)
