@@ -4,6 +4,7 @@ log, and a quit by signal closes every session before the loop stops (the real a
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import subprocess
@@ -46,6 +47,10 @@ def test_startup_error_reaches_a_dialog_with_the_log_path(qapp: Any, tmp_path: P
     finally:
         asyncio.set_event_loop(None)
         kill_agents_under(home)
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if getattr(h, "workroom_log", False)]:
+            root.removeHandler(handler)
+            handler.close()
     assert code == 1
     log_file = home / "logs" / "workroom.log"
     assert seen == [("Workroom could not start", "Something went wrong while starting Workroom.",
