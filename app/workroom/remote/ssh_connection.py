@@ -27,6 +27,7 @@ import paramiko
 from paramiko.auth_strategy import AuthStrategy
 
 from workroom.core.errors import UserError
+from workroom.platform import local_network
 from workroom.remote.host_keys import (
     HostKeyChanged,
     HostKeyUnknown,
@@ -733,6 +734,7 @@ class SshConnection:
 
 def _dial(target: SshTarget, timeout: float) -> socket.socket:
     where = f"{target.hostname}:{target.port}"
+    started = time.monotonic()
     try:
         return socket.create_connection((target.hostname, target.port), timeout=timeout)
     except socket.gaierror as exc:
@@ -745,6 +747,9 @@ def _dial(target: SshTarget, timeout: float) -> socket.socket:
         raise HostUnreachable("Host not answering", f"{where} did not answer within {timeout:g} s.",
                               "The host may be off, asleep, or behind a firewall.") from exc
     except OSError as exc:
+        if local_network.looks_blocked_by_privacy(exc, target.hostname, target.port, time.monotonic() - started):
+            raise HostUnreachable(local_network.BLOCKED_TITLE, local_network.BLOCKED_MESSAGE.format(where=where),
+                                  local_network.BLOCKED_HINT) from exc
         raise HostUnreachable("Host unreachable", f"Could not reach {where}: {exc.strerror or exc}.",
                               "Check your network connection and the host address.") from exc
 
