@@ -13,6 +13,8 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
+from workroom.platform.macos import bring_to_front
+
 
 class HostKeyDialog(QDialog):
     def __init__(self, host_name: str, question: Any, parent: QWidget | None = None) -> None:
@@ -55,6 +57,7 @@ async def ask_host_key(host_name: str, question: Any, parent: QWidget | None = N
             answer.set_result(result == QDialog.DialogCode.Accepted)
 
     dialog.finished.connect(finished)
+    bring_to_front()  # asked by a background connect: a menu-bar app is not in front by itself
     dialog.open()
     try:
         return await answer

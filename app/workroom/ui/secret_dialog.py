@@ -9,6 +9,8 @@ from typing import Any
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QLineEdit, QVBoxLayout, QWidget
 
+from workroom.platform.macos import bring_to_front
+
 
 class SecretDialog(QDialog):
     def __init__(self, request: Any, parent: QWidget | None = None) -> None:
@@ -44,6 +46,7 @@ async def ask_secret(request: Any, parent: QWidget | None = None) -> str | None:
             answer.set_result(dialog.field.text() or None if result == QDialog.DialogCode.Accepted else None)
 
     dialog.finished.connect(finished)
+    bring_to_front()  # asked by a background connect: a menu-bar app is not in front by itself
     dialog.open()
     try:
         return await answer
