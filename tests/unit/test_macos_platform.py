@@ -102,3 +102,11 @@ def test_secrets_never_reach_the_log_file(tmp_path: Path) -> None:
     assert "hunter2" not in text and "sk-123" not in text and "abc" not in text
     assert "passphrase=[redacted] for box" in text
     assert (path.stat().st_mode & 0o777) == 0o600 and (path.parent.stat().st_mode & 0o777) == 0o700
+
+
+def test_prompt_notifications_do_not_time_out_on_macos() -> None:
+    pytest.importorskip("PySide6")
+    from workroom.ui.tray import notification_timeout_ms
+
+    assert notification_timeout_ms("darwin") == 0
+    assert notification_timeout_ms("linux") == 15000
