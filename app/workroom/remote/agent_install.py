@@ -19,13 +19,13 @@ from __future__ import annotations
 import hashlib
 import json
 import plistlib
-import re
 import secrets
 import shlex
 import textwrap
 import time
 from dataclasses import dataclass, field
 
+from workroom.agent_bundle import AgentBundle, version_tuple
 from workroom.core.errors import UserError
 from workroom.remote.host_shell import ExecResult, HostShell
 
@@ -40,19 +40,6 @@ PYTHON3: tuple[str, ...] = ("python3",)
 SUPERVISOR_SYSTEMD = "systemd user unit"
 SUPERVISOR_LAUNCHD = "launchd LaunchAgent"
 SUPERVISOR_OWN = "the agent's own supervisor"
-
-
-@dataclass(frozen=True)
-class AgentBundle:
-    """The agent this app ships: its bytes, their sha256 (its identity) and its version."""
-
-    data: bytes
-    sha256: str
-    version: str
-
-    @property
-    def version_tuple(self) -> tuple[int, ...]:
-        return version_tuple(self.version)
 
 
 @dataclass(frozen=True)
@@ -123,11 +110,6 @@ class InstallReport:
 
 class AgentInstallError(UserError):
     pass
-
-
-def version_tuple(text: str) -> tuple[int, ...]:
-    match = re.search(r"(\d+(?:\.\d+)+)", text)
-    return tuple(int(p) for p in match.group(1).split(".")) if match else ()
 
 
 def _expand(path: str, home: str) -> str:

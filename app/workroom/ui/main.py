@@ -60,7 +60,8 @@ def run_app(*, show_window: bool = False) -> int:
     asyncio.set_event_loop(loop)
     try:
         with loop:
-            return loop.run_until_complete(_run(show_window))
+            code: int = loop.run_until_complete(_run(show_window))
+            return code
     except UserError as error:
         log.error("start-up failed: %s", error.info().text())
         show_startup_error(error.title, f"{error.message}\n\n{error.hint}".strip(), log_path)

@@ -16,14 +16,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from workroom.agent_bundle import bundle_version
-from workroom.agent_bundle_locator import locate_agent_bundle
+from workroom.agent_bundle import AgentBundle, locate_agent_bundle
 from workroom.core.connection import ConnectionInfo
 from workroom.core.hosts import Host
 from workroom.remote.agent_install import (
     SUPERVISOR_LAUNCHD,
     SUPERVISOR_OWN,
-    AgentBundle,
     AgentInstaller,
     AgentLayout,
     ServeOptions,
@@ -69,8 +67,7 @@ class ShellWith(LocalShell):
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> AgentBundle:
-    located = locate_agent_bundle(tmp_path_factory.mktemp("bundle-cache"))
-    return AgentBundle(data=located.data, sha256=located.sha256, version=bundle_version(located.data))
+    return locate_agent_bundle(tmp_path_factory.mktemp("bundle-cache"))
 
 
 def _setup(tmp_path: Path, fail_bootstrap: bool) -> tuple[ShellWith, Path, AgentLayout]:

@@ -23,10 +23,10 @@ DIAL = """
 import json, sys
 from workroom.platform import local_network
 from workroom.remote.ssh_config import SshTarget
-from workroom.remote.ssh_connection import HostUnreachable, _dial
+from workroom.remote.ssh_errors import HostUnreachable, dial
 local_network._system = lambda: sys.argv[2]
 try:
-    _dial(SshTarget(alias="box", hostname=sys.argv[1], port=22), timeout=5)
+    dial(SshTarget(alias="box", hostname=sys.argv[1], port=22), timeout=5)
 except HostUnreachable as e:
     print(json.dumps([e.title, e.message, e.hint]))
 """
