@@ -75,3 +75,48 @@ def test_opening_the_window_from_the_menu_bar_activates_the_app(engine: Any, qtb
         assert "activateIgnoringOtherApps:" in bridge.selectors
     finally:
         app.window.cards.timer.stop()
+
+
+def test_app_nap_is_held_while_a_prompt_is_pending_and_released_after(engine: Any, qtbot: Any,
+                                                                     bridge: RecordingBridge) -> None:
+    from gui_helpers import feed
+    from workroom.ui.demo_states import every_state, make_snapshot
+
+    app = WorkroomApp(engine)
+    qtbot.addWidget(app.window)
+    try:
+        prompted = every_state()["busy_past_ceiling"]
+        assert prompted.prompt is not None
+        feed(engine, prompted)
+        assert bridge.selectors.count("beginActivityWithOptions:reason:") == 1
+        feed(engine, prompted)  # still pending: one activity, not two
+        assert bridge.selectors.count("beginActivityWithOptions:reason:") == 1
+        feed(engine, make_snapshot(prompted.host.name, "boxd"))  # answered: idle, no prompt
+        assert bridge.selectors.count("endActivity:") == 1 and app.app_nap.token is None
+    finally:
+        app.window.cards.timer.stop()
+
+
+def test_a_system_quit_closes_every_session_before_the_loop_stops(engine: Any, qtbot: Any, run: Any) -> None:
+    """Qt's Quit event is what Cmd-Q, logout and Activity Monitor's Quit become on macOS."""
+    from PySide6.QtCore import QCoreApplication, QEvent, QTimer
+
+    app = WorkroomApp(engine)
+    qtbot.addWidget(app.window)
+    closed: list[bool] = []
+    real_close = engine.close
+
+    async def close() -> None:
+        await real_close()
+        closed.append(True)
+
+    engine.close = close
+    try:
+        app.start(connect=False)
+        QTimer.singleShot(100, lambda: QCoreApplication.sendEvent(QCoreApplication.instance(),
+                                                                    QEvent(QEvent.Type.Quit)))
+        run(app.run_until_quit(), timeout=20)
+        assert closed == [True]
+        assert run(asyncio.sleep(0, result="loop still runs")) == "loop still runs"
+    finally:
+        app.window.cards.timer.stop()
