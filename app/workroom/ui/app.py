@@ -11,6 +11,7 @@ import logging
 import signal
 import socket
 from collections.abc import Callable
+from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSocketNotifier
 from PySide6.QtWidgets import QApplication
@@ -38,6 +39,8 @@ class WorkroomApp:
         self._quit_filter = _QuitFilter(self.request_quit)
         self._signal_pipe: tuple[socket.socket, socket.socket] | None = None
         self._signal_notifier: QSocketNotifier | None = None
+        self._previous_wakeup_fd = -1
+        self._previous_sigterm: Any = signal.SIG_DFL
         self._wire()
         for snapshot in self.window.model.snapshots():
             self.tray.update(snapshot)
@@ -112,8 +115,8 @@ class WorkroomApp:
             pair = socket.socketpair()
             for end in pair:
                 end.setblocking(False)
-            signal.set_wakeup_fd(pair[1].fileno())
-            signal.signal(signal.SIGTERM, lambda _signum, _frame: None)  # the wakeup byte does the work
+            self._previous_wakeup_fd = signal.set_wakeup_fd(pair[1].fileno())
+            self._previous_sigterm = signal.signal(signal.SIGTERM, lambda _signum, _frame: None)  # the byte works
         except ValueError:  # not the main thread: nothing to catch here
             return
         self._signal_pipe = pair
@@ -132,8 +135,8 @@ class WorkroomApp:
     def _release_sigterm(self) -> None:
         if self._signal_pipe is None:
             return
-        signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.set_wakeup_fd(self._previous_wakeup_fd)
+        signal.signal(signal.SIGTERM, self._previous_sigterm)
         if self._signal_notifier is not None:
             self._signal_notifier.setEnabled(False)
         for end in self._signal_pipe:
