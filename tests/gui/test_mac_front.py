@@ -5,12 +5,12 @@ wiring and the dialogs are real (docs/macos.md)."""
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from gui_helpers import wait_for
 from PySide6.QtWidgets import QApplication
+from workroom.core.questions import HostKeyQuestion
 from workroom.platform import macos
 from workroom.ui.app import WorkroomApp
 from workroom.ui.host_key_dialog import HostKeyDialog, ask_host_key
@@ -40,18 +40,13 @@ def bridge(monkeypatch: pytest.MonkeyPatch) -> RecordingBridge:
     return fake
 
 
-@dataclass
-class Question:
-    host: str = "10.1.2.3"
-    port: int = 2222
-    key_type: str = "ssh-ed25519"
-    fingerprint: str = "SHA256:q8H0bQ0qK1m1m2oXkz4vU5y3d2C8rB3a4Qe7nYt9wXc"
+QUESTION = HostKeyQuestion("10.1.2.3", 2222, "ssh-ed25519", "SHA256:q8H0bQ0qK1m1m2oXkz4vU5y3d2C8rB3a4Qe7nYt9wXc")
 
 
 def test_a_host_key_question_from_a_background_connect_comes_to_the_front(qapp: Any, run: Any,
                                                                          bridge: RecordingBridge) -> None:
     async def ask() -> bool:
-        answer = asyncio.ensure_future(ask_host_key("build-box", Question()))
+        answer = asyncio.ensure_future(ask_host_key("build-box", QUESTION))
         dialog = await wait_for(lambda: next((w for w in QApplication.topLevelWidgets()
                                               if isinstance(w, HostKeyDialog) and w.isVisible()), None),
                                 5, "the host-key dialog")
