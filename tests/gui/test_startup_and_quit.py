@@ -53,7 +53,7 @@ def test_startup_error_reaches_a_dialog_with_the_log_path(qapp: Any, tmp_path: P
             handler.close()
     assert code == 1
     log_file = home / "logs" / "workroom.log"
-    assert seen == [("Workroom could not start", "Something went wrong while starting Workroom.",
+    assert seen == [("Workroom could not start", main.STARTUP_FAILED,
                      f"Details are in the log: {log_file}")]
     text = log_file.read_text()
     assert "start-up failed" in text and "Traceback" in text  # the details go to the log, not the dialog

@@ -15,6 +15,8 @@ from pathlib import Path
 
 log = logging.getLogger("workroom")
 
+STARTUP_FAILED = ("Something went wrong while starting Workroom. Open it again; if this repeats, "
+                  "the log below says what happened.")
 NO_DISPLAY_MESSAGE = (
     "workroom-app: no display found (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot open.\n"
     "Showing the live status view in this terminal instead (Ctrl-C to stop). "
@@ -68,7 +70,7 @@ def run_app(*, show_window: bool = False) -> int:
         return 1
     except Exception:
         log.exception("start-up failed")
-        show_startup_error("Workroom could not start", "Something went wrong while starting Workroom.", log_path)
+        show_startup_error("Workroom could not start", STARTUP_FAILED, log_path)
         return 1
     finally:
         log.info("Workroom stopped")
