@@ -53,12 +53,14 @@ class LoginAttempts(AuthStrategy):
         self.dropped = False  # the transport died under an attempt
         self.problems: list[str] = []
         self.rejected_secret: SecretRequest | None = None
+        self.transport_seen: paramiko.Transport | None = None
 
     def get_sources(self) -> Iterator[AuthSource]:
         """Unused: `authenticate` is ours, not paramiko's source-by-source loop."""
         return iter(())
 
     def authenticate(self, transport: paramiko.Transport) -> list[str]:  # type: ignore[override]
+        self.transport_seen = transport
         user = self.target.user
         try:
             return list(transport.auth_none(user))  # rarely succeeds; tells us what is allowed
@@ -100,8 +102,13 @@ class LoginAttempts(AuthStrategy):
     def _attempt(self, transport: paramiko.Transport, call: Callable[[], object]) -> bool:
         try:
             remaining = call()
-        except paramiko.AuthenticationException:  # the server said no
-            self.refused = True
+        except paramiko.AuthenticationException:
+            # paramiko says "Authentication failed" both for a "no" and for a connection that died while
+            # it waited for the answer; only a live connection, or a server that said goodbye, refused.
+            if transport.is_active() or getattr(transport, "peer_disconnect", None) is not None:
+                self.refused = True
+            else:
+                self.dropped = True
             return False
         except (paramiko.SSHException, EOFError, OSError) as exc:  # the agent could not sign, or a hang-up
             if "timeout" in str(exc).lower():
@@ -208,7 +215,9 @@ class LoginAttempts(AuthStrategy):
         if self.problems:
             message += " Also: " + "; ".join(self.problems) + "."
         if not still_connected:
-            message += " The server closed the connection (too many attempts?)."
+            goodbye = getattr(self.transport_seen, "peer_disconnect", None)
+            reason = f": {goodbye[1]}" if goodbye and goodbye[1] else " (too many attempts?)"
+            message += f" The server closed the connection{reason}."
         if "publickey" not in allowed:
             message += f" The server only accepts: {', '.join(allowed) or 'nothing'}."
         return AuthFailed(

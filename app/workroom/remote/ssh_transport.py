@@ -51,6 +51,13 @@ class WorkroomTransport(paramiko.Transport):
         tuple(paramiko.Transport._preferred_kex))  # type: ignore[attr-defined]
 
     peer_offer: dict[str, list[str]] | None = None
+    peer_disconnect: tuple[int, str] | None = None  # the server's own "goodbye" (code, reason), if it sent one
+
+    def _parse_disconnect(self, m: Any) -> None:
+        # Tells a server that hung up on purpose (e.g. "Too many authentication failures") from a
+        # connection that died (sshd killed, box gone); paramiko reports both as a failed login.
+        code, reason = m.get_int(), m.get_text()
+        self.peer_disconnect = (code, reason)
 
     def _really_parse_kex_init(self, m: Any, ignore_first_byte: bool = False) -> dict[str, Any]:
         parsed: dict[str, Any] = super()._really_parse_kex_init(m, ignore_first_byte)  # type: ignore[misc]
