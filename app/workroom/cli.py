@@ -275,10 +275,15 @@ def _cmd_secret(args: argparse.Namespace) -> int:
     else:
         user, _, rest = args.password.rpartition("@")
         host, _, port = rest.partition(":")
-        if not user or not host:
-            print("workroom: --password takes USER@HOST[:PORT]", file=sys.stderr)
+        if not user or not host or not (port or "22").isdigit() or not 0 < int(port or 22) < 65536:
+            print(f"workroom: --password takes USER@HOST[:PORT] with PORT 1-65535, got {args.password!r}",
+                  file=sys.stderr)
             return ExitCode.USAGE
-        key = CredentialKey.password(user, host, int(port or 22))
+        try:
+            key = CredentialKey.password(user, host, int(port or 22))
+        except ValueError as error:
+            print(f"workroom: --password: {error}", file=sys.stderr)
+            return ExitCode.USAGE
     store = CredentialStore()
     if args.secret_command == "delete":
         store.delete(key)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from workroom.core.errors import UserError
+from workroom.core.errors import ExitCode, UserError
 from workroom.core.questions import SecretKind, SecretRequest
 
 SERVICE_NAME = "workroom-companion"
@@ -29,6 +29,8 @@ class CredentialError(UserError):
 
 class KeyringUnavailableError(CredentialError):
     """No usable (non-plaintext) keyring on this computer."""
+
+    exit_code = ExitCode.NO_KEYRING
 
     def __init__(self, found: str) -> None:
         super().__init__(

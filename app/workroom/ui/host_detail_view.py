@@ -41,6 +41,7 @@ class HostDetailView(QWidget):
         self.tooltip = QLabel()
         self.tooltip.setObjectName("detail_explanation")
         self.tooltip.setWordWrap(True)
+        self.tooltip.setTextFormat(Qt.TextFormat.PlainText)  # carries busy reasons: host-supplied text
         self.fields = QLabel()
         self.fields.setObjectName("detail_fields")
         self.fields.setWordWrap(True)

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, SignalInstance
-from PySide6.QtGui import QAction
+from PySide6.QtGui import QAction, Qt
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from workroom.core.badge import BadgeKind, worst_badge_kind
@@ -75,7 +75,7 @@ class TrayController(QObject):
             self.menu.insertAction(self._hosts_end, action)
             self.host_actions[name] = action
         action.setText(host_menu_text(snapshot, self._clock()))
-        action.setToolTip(badge.tooltip)
+        action.setToolTip(Qt.convertFromPlainText(badge.tooltip))  # host-supplied text: never markup
         if self._kinds.get(name) is not badge.kind:
             action.setIcon(icon_for(badge.kind))
             self._kinds[name] = badge.kind
