@@ -18,7 +18,8 @@ from workroom.core.errors import ExitCode, UserError
 
 if TYPE_CHECKING:  # the engine is imported only by the commands that need it (a fast `workroom --help`)
     from workroom.core.questions import HostKeyQuestion
-    from workroom.sessions.host_session import HostSession
+    from workroom.sessions.engine import Engine
+    from workroom.sessions.host_session import HostSession, HostSnapshot
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,7 +83,7 @@ def _err(error: UserError) -> None:
         print(f"  {error.hint}", file=sys.stderr)
 
 
-def _engine(auto_reconnect: bool = False) -> Any:
+def _engine(auto_reconnect: bool = False) -> Engine:
     from workroom.agent_bundle import load_agent_bundle
     from workroom.paths import app_paths
     from workroom.sessions.engine import Engine
@@ -94,7 +95,7 @@ def _engine(auto_reconnect: bool = False) -> Any:
     return engine
 
 
-def _snapshot_json(snap: Any) -> dict[str, Any]:
+def _snapshot_json(snap: HostSnapshot) -> dict[str, Any]:
     b = snap.badge(time.monotonic())
     out: dict[str, Any] = {
         "name": snap.host.name,
@@ -113,7 +114,7 @@ def _snapshot_json(snap: Any) -> dict[str, Any]:
     return out
 
 
-def _snapshot_line(snap: Any) -> str:
+def _snapshot_line(snap: HostSnapshot) -> str:
     b = snap.badge(time.monotonic())
     reasons = ", ".join(snap.status.busy_reasons[:3]) if snap.status and snap.status.busy_reasons else ""
     line = f"{snap.host.name:<20} {b.label:<28} {snap.connection.state.value:<12}"
@@ -141,7 +142,7 @@ async def _cmd_connect(args: argparse.Namespace) -> int:
         if args.watch:
             done = asyncio.get_running_loop().create_future()
 
-            def show(s: Any) -> None:
+            def show(s: HostSnapshot) -> None:
                 print(json.dumps(_snapshot_json(s)) if args.json else _snapshot_line(s), flush=True)
 
             session.listeners.append(show)
@@ -156,7 +157,7 @@ async def _cmd_status(args: argparse.Namespace) -> int:
     engine = _engine(auto_reconnect=args.watch)
     code = ExitCode.OK
     try:
-        async def one(name: str) -> Any:
+        async def one(name: str) -> HostSnapshot:
             session = engine.session(name)
             try:
                 return await session.connect(timeout=30)

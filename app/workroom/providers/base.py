@@ -54,7 +54,7 @@ class Provider:
         self.context = context
 
     def traits(self, host: Host) -> ProviderTraits:
-        return traits_for_kind(self.kind).with_idle_window(getattr(host, "idle_window_seconds", None))
+        return traits_for_kind(self.kind).with_idle_window(host.idle_window_seconds)
 
     def layout(self, host: Host) -> AgentLayout:
         return AgentLayout()
@@ -67,7 +67,7 @@ class Provider:
         traits = self.traits(host)
         return ServeOptions(
             workroom=host.name,
-            candidates=getattr(host, "agent_candidates", None),
+            candidates=host.agent_candidates,
             heartbeat=traits.agent_keeps_awake,
             heartbeat_interval=traits.heartbeat_interval_seconds if traits.agent_keeps_awake else None,
         )

@@ -146,9 +146,11 @@ class HostSession:
                                      return_when=asyncio.FIRST_COMPLETED)
         waiter.cancel()
         if not done:
-            raise TimeoutError(f"{self.host.name}: no status within {timeout:.0f} s")
-        if self._main in done and not self._main.cancelled() and self._main.exception() is not None:
-            raise self._main.exception()  # type: ignore[misc]
+            raise ConnectTimedOut(self.host.name, timeout)
+        if self._main in done and not self._main.cancelled():
+            crashed = self._main.exception()
+            if crashed is not None:
+                raise crashed
         if self.connection.state not in (ConnectionState.LIVE, ConnectionState.QUIET) and self.failure:
             raise self.failure
         return self.snapshot()
@@ -454,6 +456,14 @@ class HostSession:
             except Exception as error:  # an unwatched connection is worse than a reconnect
                 link.close(f"the liveness check failed: {error}")
                 return
+
+
+class ConnectTimedOut(UserError, TimeoutError):
+    """`connect()` waited its time and the host has not said how it is (the session keeps trying)."""
+
+    def __init__(self, name: str, seconds: float) -> None:
+        super().__init__("No answer yet", f"{name} gave no status within {seconds:.0f} s.",
+                         "The host may be slow or waking up; try again, or see its row for what it is doing.")
 
 
 class _EndOfRun(Exception):
