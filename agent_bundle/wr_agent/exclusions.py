@@ -25,3 +25,13 @@ TIMER_WCHANS = frozenset(("hrtimer_nanosleep", "do_nanosleep", "common_nsleep", 
 
 def is_daemon(comm):
     return comm in DAEMONS or comm.startswith(PREFIXES)
+
+
+_BASE_TREES = TREES
+
+
+def set_user_names(names):
+    """Process names the user marked "never work" for this host (user_exclusions.py): like TREES, each
+    is excluded with its descendants (`watch`'s children are its work). Samplers read TREES per call."""
+    global TREES
+    TREES = _BASE_TREES | frozenset(n[:15] for n in names)
