@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,15 @@ from workroom.core.protocol import (
     Reply,
     Status,
     StatusEvent,
+    TimelineSpan,
+    exclusions_request,
     keep_request,
     parse_line,
     ping_request,
     settings_request,
     status_request,
     subscribe_request,
+    timeline_request,
 )
 
 pytestmark = pytest.mark.integration
@@ -117,3 +121,32 @@ def test_the_document_names_every_status_field_both_sides_use(agent) -> None:  #
     modelled = set(Status.model_fields)
     assert modelled <= sent, f"fields the app expects that this agent does not send: {modelled - sent}"
     assert json.loads(json.dumps(status)) == status  # plain JSON, nothing exotic
+
+
+def test_timeline_and_exclusions_parse_with_the_apps_models(agent) -> None:  # type: ignore[no-untyped-def]
+    """The why-awake record and the "never work" names: the agent's replies through the app's models."""
+    wire = Wire(agent.sock)
+    wire.line()
+    deadline = time.monotonic() + 10
+    spans: tuple[TimelineSpan, ...] = ()
+    while not spans and time.monotonic() < deadline:  # the first tick starts the record, the second counts
+        reply = wire.ask(timeline_request(1))
+        assert isinstance(reply, Reply)
+        result = reply.timeline()
+        spans = result.spans
+        time.sleep(0.3)
+    assert spans and spans[-1].state in {"busy", "held", "idle"} and spans[-1].end <= result.now + 1
+    assert abs(result.now - time.time()) < 5 and result.problem is None
+    later = wire.ask(timeline_request(2, since=result.now + 3600))
+    assert isinstance(later, Reply) and later.timeline().spans == ()
+    bad = wire.ask(b'{"id":3,"method":"timeline","since":"yesterday"}\n')
+    assert isinstance(bad, ErrorReply) and bad.error.code == "invalid"
+
+    assert wire.ask(exclusions_request(4)).exclusions().names == ()  # type: ignore[union-attr]
+    changed = wire.ask(exclusions_request(5, ["watch", "top"]))
+    assert isinstance(changed, Reply) and changed.exclusions().names == ("top", "watch")
+    assert wire.ask(exclusions_request(6)).exclusions().names == ("top", "watch")  # type: ignore[union-attr]
+    refused = wire.ask(exclusions_request(7, ["a/b"]))
+    assert isinstance(refused, ErrorReply) and refused.error.code == "invalid"
+    for method in ("`timeline`", "`exclusions`"):
+        assert method in DOC.read_text()
