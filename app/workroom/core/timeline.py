@@ -17,6 +17,7 @@ from workroom.core.protocol import TimelineReply, TimelineSpan
 __all__ = [
     "DAY_SECONDS",
     "Segment",
+    "STRIP_LEGEND",
     "SegmentKind",
     "TimelineSummary",
     "activity",
@@ -25,6 +26,7 @@ __all__ = [
     "parse_since",
     "period_words",
     "summarise",
+    "text_strip",
 ]
 
 DAY_SECONDS = 24 * 3600.0
@@ -148,16 +150,13 @@ class TimelineSummary:
     def headline(self, period: str) -> str:
         """ "awake 9 h 20 min in the last 24 h: 6 h compiling, 3 h an ssh session, 20 min held after work" """
         awake = self.awake_seconds
-        if awake < 60:
-            return f"not kept awake {period}" if self.up_seconds or self.totals.get(SegmentKind.ASLEEP) else (
-                f"nothing recorded {period}")
-        parts = [f"{format_duration(s)} {what}" for what, s in self.activities if s >= 60]
-        held = self.totals.get(SegmentKind.HELD, 0.0)
-        if held >= 60:
-            parts.append(f"{format_duration(held)} held after work")
-        ceiling = self.totals.get(SegmentKind.CEILING, 0.0)
-        if ceiling >= 60:
-            parts.append(f"{format_duration(ceiling)} past the awake ceiling")
+        if awake < 1:
+            recorded = self.up_seconds or self.totals.get(SegmentKind.ASLEEP)
+            return f"not kept awake {period}" if recorded else f"nothing recorded {period}"
+        parts = [f"{format_duration(s)} {what}" for what, s in self.activities if s >= 1]
+        for kind, words in ((SegmentKind.HELD, "held after work"), (SegmentKind.CEILING, "past the awake ceiling")):
+            if self.totals.get(kind, 0.0) >= 1:
+                parts.append(f"{format_duration(self.totals[kind])} {words}")
         return f"awake {format_duration(awake)} {period}: " + ", ".join(parts)
 
     def other_lines(self) -> list[str]:
@@ -218,6 +217,29 @@ def _merge(segments: Iterable[Segment]) -> list[Segment]:
         else:
             out.append(seg)
     return out
+
+
+_STRIP_CHARS = {SegmentKind.BUSY: "#", SegmentKind.HELD: "+", SegmentKind.CEILING: "!", SegmentKind.IDLE: "-",
+                SegmentKind.ASLEEP: "z", SegmentKind.OFFLINE: " "}
+STRIP_LEGEND = "# busy, + held after work, ! past ceiling, - idle, z asleep, blank no record"
+
+
+def text_strip(summary: TimelineSummary, width: int = 48) -> str:
+    """The strip as text, oldest left: each character the kind that filled most of its slice
+    (awake kinds win a tie, so a short burst of work still shows)."""
+    slice_seconds = (summary.end - summary.start) / width
+    out = []
+    for i in range(width):
+        lo, hi = summary.start + i * slice_seconds, summary.start + (i + 1) * slice_seconds
+        filled: dict[SegmentKind, float] = {}
+        for seg in summary.segments:
+            overlap = min(hi, seg.end) - max(lo, seg.start)
+            if overlap > 0:
+                filled[seg.kind] = filled.get(seg.kind, 0.0) + overlap
+        best = max(filled, key=lambda k: (filled[k] + (slice_seconds if k in AWAKE_KINDS and filled[k] >= 60 else 0),
+                                          k in AWAKE_KINDS), default=SegmentKind.OFFLINE)
+        out.append(_STRIP_CHARS[best])
+    return "".join(out)
 
 
 def format_duration(seconds: float) -> str:
