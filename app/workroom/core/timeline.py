@@ -16,8 +16,8 @@ from workroom.core.protocol import TimelineReply, TimelineSpan
 
 __all__ = [
     "DAY_SECONDS",
-    "Segment",
     "STRIP_LEGEND",
+    "Segment",
     "SegmentKind",
     "TimelineSummary",
     "activity",
