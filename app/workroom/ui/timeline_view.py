@@ -228,8 +228,10 @@ class TimelineView(QWidget):
         layout.addLayout(price_row)
         layout.addWidget(self.cost)
         layout.addWidget(self.problem)
-        layout.addWidget(QLabel("<b>Never work on this host</b> (these processes and their children never "
-                                "keep it awake)"))
+        never_title = QLabel("<b>Never work on this host</b>: these processes and their children never keep it "
+                             "awake")
+        never_title.setWordWrap(True)
+        layout.addWidget(never_title)
         layout.addWidget(self.never_list)
         layout.addLayout(never_row)
         layout.addWidget(self.never_status)
@@ -301,6 +303,11 @@ class TimelineView(QWidget):
 
         self._source.tasks.run("timeline", load())
 
+    def show_record(self, reply: TimelineReply | None, never_work: tuple[str, ...] = ()) -> None:
+        """Show a record already in hand (the screenshots; a reply fetched elsewhere)."""
+        self.reply, self.never_work = reply, never_work
+        self._render()
+
     def _set_never(self, names: list[str]) -> None:
         name = self.host_name
         if name is None or not _loop_running():
@@ -358,7 +365,8 @@ class TimelineView(QWidget):
                 self.headline.setText("Connect (or press Refresh) to see what kept this host awake.")
             return
         s = self.summary
-        self.axis.setText(f"{_clock(s.start)} … {_clock(s.end)} (the host's clock)")
+        self.axis.setText(f"{tl.format_duration(s.end - s.start)} ago ({_clock(s.start)}) … now ({_clock(s.end)}, "
+                          "the host's clock)")
         words = s.headline("in the last 24 h")
         self.headline.setText(html.escape(words[:1].upper() + words[1:]))
         self.others.setText(html.escape(", ".join(s.other_lines())))
