@@ -150,3 +150,49 @@ def test_timeline_and_exclusions_parse_with_the_apps_models(agent) -> None:  # t
     assert isinstance(refused, ErrorReply) and refused.error.code == "invalid"
     for method in ("`timeline`", "`exclusions`"):
         assert method in DOC.read_text()
+
+
+def test_a_full_record_comes_to_the_app_in_pages_without_loss(tmp_path: Path) -> None:
+    """A record at its byte budget is more than one protocol line: the app's client pages through it."""
+    import asyncio
+
+    from workroom.remote.agent_client import AgentClient
+
+    sock = str(Path(private_dir(tmp_path / "run")) / "agent.sock")
+    now = time.time()
+    spans = [[round(now - 6 * 86400 + 61 * i, 1), round(now - 6 * 86400 + 61 * (i + 1), 1),
+              "busy" if i % 2 else "idle", "cpu" if i % 2 else "", "cc1" if i % 2 else ""] for i in range(2500)]
+    Path(sock + ".timeline").write_text(json.dumps({"format": 1, "last_note": None, "spans": spans}))
+    running = start_agent(sock, "--candidates", "user", "--no-heartbeat")
+
+    async def fetch() -> tuple[int, int, list[float]]:
+        reader, writer = await asyncio.open_unix_connection(sock, limit=1 << 20)
+
+        async def send(data: bytes) -> None:
+            writer.write(data)
+            await writer.drain()
+
+        client = AgentClient(send)
+
+        async def pump() -> None:
+            while line := await reader.readline():
+                client.feed_line(line)
+            client.feed_eof()
+
+        pumping = asyncio.ensure_future(pump())
+        try:
+            await client.hello()
+            first = await client._request(lambda i: timeline_request(i), 10)  # one page, as sent
+            reply = await client.timeline(None)
+            return len(first.timeline().spans), len(reply.spans), [s.start for s in reply.spans]
+        finally:
+            writer.close()
+            pumping.cancel()
+
+    try:
+        one_page, total, starts = asyncio.run(fetch())
+    finally:
+        running.stop()
+    assert one_page < 2500 <= total
+    assert starts == sorted(set(starts))  # in order, nothing twice
+    assert starts[0] == pytest.approx(spans[0][0])
