@@ -182,7 +182,7 @@ def test_a_full_record_comes_to_the_app_in_pages_without_loss(tmp_path: Path) ->
         pumping = asyncio.ensure_future(pump())
         try:
             await client.hello()
-            first = await client._request(lambda i: timeline_request(i), 10)  # one page, as sent
+            first = await client._request("timeline", timeline_request, 10)  # one page, as sent
             reply = await client.timeline(None)
             return len(first.timeline().spans), len(reply.spans), [s.start for s in reply.spans]
         finally:
