@@ -1,4 +1,4 @@
-"""Process names the user marked "never work" on this host: validated, saved beside the settings (0600,
+"""Process names and commands the user marked "never work" on this host: validated, saved beside the settings (0600,
 atomically), applied to the classifier's exclusions. Changed only by a request, never by the tick."""
 
 import json
@@ -9,6 +9,7 @@ from wr_agent.settings import SettingsError
 
 MAX_NAMES = 64
 MAX_NAME = 64
+MAX_COMMAND = 200
 MAX_FILE_BYTES = 16384
 
 
@@ -22,8 +23,12 @@ def validate(names):
     for n in names:
         if not isinstance(n, str) or not n.strip():
             raise SettingsError("invalid", "each name must be a non-empty string")
-        n = n.strip()
-        if len(n) > MAX_NAME or any(ord(ch) < 32 or ch == "/" for ch in n):
+        n = " ".join(n.split())  # a command's arguments one space apart, as they are matched
+        if " " in n:
+            if len(n) > MAX_COMMAND or any(ord(ch) < 32 for ch in n):
+                raise SettingsError("invalid", "%r is not a command (at most %d characters, no control characters)"
+                                    % (n[:MAX_COMMAND], MAX_COMMAND))
+        elif len(n) > MAX_NAME or any(ord(ch) < 32 or ch == "/" for ch in n):
             raise SettingsError("invalid", "%r is not a process name (at most %d characters, no '/' or control"
                                 " characters)" % (n[:MAX_NAME], MAX_NAME))
         out.add(n)

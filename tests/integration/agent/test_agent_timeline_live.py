@@ -111,3 +111,29 @@ def test_a_corrupt_record_is_set_aside_reported_and_replaced(tmp_path):
     with open(sock + ".timeline.corrupt", "rb") as f:
         assert f.read() == garbage
     assert json.loads(Path(sock + ".timeline").read_text())["spans"]  # the new record was saved at stop
+
+
+def test_a_never_work_command_stops_counting_at_once(tmp_path):
+    """A CPU burner named by its command line (not its comm, `sh`, shared by every shell) is excluded,
+    with its children; another burner with a different command still counts."""
+    sock = os.path.join(private_dir(tmp_path / "run"), "agent.sock")
+    tag = f"wr-excl-{os.getpid()}"
+    loop = "while :; do :; done"
+    agent = start_agent(sock, *ARGS)
+    burners = [subprocess.Popen(["sh", "-c", loop, f"{tag}-a"]), subprocess.Popen(["sh", "-c", loop, f"{tag}-b"])]
+    try:
+        def names_both(st):
+            return all(f"(pid {b.pid})" in " ".join(st["busy_reasons"]) for b in burners)
+        agent.wait_status(names_both, 10, "both burners as busy reasons")
+        c = agent.client()
+        reply = c.call("exclusions", names=[f"sh -c {loop} {tag}-a"])
+        c.close()
+        assert reply["result"]["names"] == [f"sh -c {loop} {tag}-a"], reply
+        time.sleep(2.5)
+        reasons = " ".join(agent.status()["busy_reasons"])
+        assert f"(pid {burners[0].pid})" not in reasons and f"(pid {burners[1].pid})" in reasons, reasons
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait(5)
+        agent.stop()

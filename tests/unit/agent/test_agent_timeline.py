@@ -205,3 +205,22 @@ def test_user_exclusions_validate_persist_and_apply(tmp_path):
     finally:
         exclusions.set_user_names([])
     assert "watch" not in exclusions.TREES
+
+
+def test_commands_match_the_command_line_with_or_without_the_programs_path(tmp_path):
+    ex = UserExclusions(str(tmp_path / "agent.exclusions"))
+    try:
+        names = ex.set(["python3  watcher.py", "python3 /srv/app/poll.py --every 1", "watch"])
+        assert names == ["python3 /srv/app/poll.py --every 1", "python3 watcher.py", "watch"]
+        assert "watch" in exclusions.TREES and "python3" not in exclusions.TREES
+        assert exclusions.command_excluded(["/usr/bin/python3", "watcher.py"])
+        assert exclusions.command_excluded(["python3", "watcher.py", "--poll", "1"])
+        assert exclusions.command_excluded(["python3", "/srv/app/poll.py", "--every", "1"])
+        assert not exclusions.command_excluded(["python3", "watcher.pyc"])
+        assert not exclusions.command_excluded(["python3", "train.py"])
+        assert not exclusions.command_excluded([])
+        with pytest.raises(SettingsError):
+            ex.set(["python3 " + "x" * 200])
+    finally:
+        exclusions.set_user_names([])
+    assert not exclusions.command_excluded(["python3", "watcher.py"])
