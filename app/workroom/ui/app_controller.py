@@ -189,8 +189,12 @@ class AppController(QObject):
         except OSError as error:
             self.failed.emit(UserError("Price not saved", str(error), "Check that the settings folder is writable."))
             return
-        self._session(name).host = updated
-        self.snapshot_changed.emit(self._session(name).snapshot())
+        try:
+            session = self._session(name)
+        except UserError:
+            return  # saved; a host whose provider cannot be made has no session to update
+        session.host = updated
+        self.snapshot_changed.emit(session.snapshot())
 
     async def close(self) -> None:
         await self.tasks.cancel_all()
