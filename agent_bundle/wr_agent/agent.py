@@ -81,6 +81,12 @@ class Agent(object):
         self.user_exclusions = UserExclusions(base and base + ".exclusions")
         self._forget_processes = False
 
+    def exclude_client(self, pid):
+        """The app connected directly (this computer): its process tree is not work (docs/agent.md)."""
+        add = getattr(self.sampler, "exclude", None)
+        if pid and add is not None:
+            add(pid)
+
     def count_own_traffic(self, payload_bytes, messages):
         """The server tells us what it exchanged with relay clients (see Server._own)."""
         with self.lock:
