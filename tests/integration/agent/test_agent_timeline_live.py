@@ -137,3 +137,14 @@ def test_a_never_work_command_stops_counting_at_once(tmp_path):
             b.kill()
             b.wait(5)
         agent.stop()
+
+
+def test_a_save_cut_short_leaves_no_temp_file_behind(tmp_path):
+    """A crash mid-save leaves `<file>.tmp.<pid>`; the next start removes it (the lock says no save runs)."""
+    sock = os.path.join(private_dir(tmp_path / "run"), "agent.sock")
+    left = [Path(sock + ".timeline.tmp.4242"), Path(sock + ".exclusions.tmp.4243")]
+    for path in left:
+        path.write_text("{half")
+    agent = start_agent(sock, *ARGS)
+    agent.stop()
+    assert not any(path.exists() for path in left)
