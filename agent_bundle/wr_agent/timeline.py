@@ -28,8 +28,8 @@ JOIN_SLACK = 2.0  # spans this close with the same key are one span
 # States (the published verdict and why): see docs/protocol.md ("timeline").
 BUSY, HELD, CEILING, IDLE, ASLEEP = "busy", "held", "ceiling", "idle", "asleep"
 STATES = (BUSY, HELD, CEILING, IDLE, ASLEEP)
-CLASSES = ("cpu", "disk", "sleep", "tcp", "tty_output", "keystroke", "net", "operation", "other")
-_PREFIX_CLASS = (("cpu:", "cpu"), ("disk:", "disk"), ("sleep:", "sleep"), ("tcp:", "tcp"),
+CLASSES = ("cpu", "disk", "sleep", "fifo", "tcp", "tty_output", "keystroke", "net", "operation", "other")
+_PREFIX_CLASS = (("cpu:", "cpu"), ("disk:", "disk"), ("sleep:", "sleep"), ("fifo:", "fifo"), ("tcp:", "tcp"),
                  ("tty: output", "tty_output"), ("tty: keystroke", "keystroke"), ("net:", "net"),
                  ("agent:", "operation"))
 

@@ -61,6 +61,7 @@ _CLASS_WORDS = {
     "cpu": "running {s}",
     "disk": "disk work by {s}",
     "sleep": "a job waiting on a timer ({s})",
+    "fifo": "a pipeline stage waiting for its partner ({s})",
     "tcp": "a network connection held by {s}",
     "tty_output": "terminal output",
     "keystroke": "typing in a terminal",
@@ -73,6 +74,7 @@ _CLASS_WORDS_NO_SUBJECT = {
     "disk": "disk work",
     "sleep": "a job waiting on a timer",
     "tcp": "a network connection",
+    "fifo": "a pipeline stage waiting for its partner",
 }
 
 

@@ -40,7 +40,7 @@ from workroom.ui.tasks import TaskKeeper
 AUTO_REFRESH_SECONDS = 60.0
 CONNECTED = frozenset({ConnectionState.LIVE, ConnectionState.QUIET})
 
-_CLASS_COLOURS = {"cpu": "#2f6fdb", "disk": "#7b4bd1", "sleep": "#0b8f8f", "tcp": "#d97706",
+_CLASS_COLOURS = {"cpu": "#2f6fdb", "disk": "#7b4bd1", "sleep": "#0b8f8f", "fifo": "#0b8f8f", "tcp": "#d97706",
                   "tty_output": "#2a9d3a", "keystroke": "#2a9d3a", "net": "#c2410c", "operation": "#6b7280"}
 _KIND_COLOURS = {tl.SegmentKind.HELD: "#9cc3f5", tl.SegmentKind.CEILING: "#d62828", tl.SegmentKind.IDLE: "#e5e7eb",
                  tl.SegmentKind.ASLEEP: "#3f4270", tl.SegmentKind.OFFLINE: "#ffffff"}

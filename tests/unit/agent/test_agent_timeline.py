@@ -37,6 +37,7 @@ def test_reason_classes_and_keys():
     assert tl.reason_class("tcp: ssh (pid 9)") == ("tcp", "ssh")
     assert tl.reason_class("tty: keystroke") == ("keystroke", "")
     assert tl.reason_class("net: traffic") == ("net", "")
+    assert tl.reason_class("fifo: cat (pid 8) waiting for its partner") == ("fifo", "cat")
     assert tl.reason_class("something new") == ("other", "")
     assert tl.key_for(True, True, False, False, ["cpu: cc1 (pid 5)"]) == CC1
     assert tl.key_for(True, False, False, False, ["hold: after cpu: cc1 (pid 5)"]) == (tl.HELD, "cpu", "cc1")

@@ -93,7 +93,8 @@ def test_a_corrupt_record_is_carried_to_the_summary() -> None:
     ("cpu", "pytest", "running tests"), ("tcp", "ssh", "an ssh session"), ("tcp", "curl", "downloading"),
     ("keystroke", "", "typing in a terminal"), ("tty_output", "", "terminal output"),
     ("net", "", "network traffic"), ("sleep", "sh", "a job waiting on a timer (sh)"),
-    ("tcp", "psql", "a network connection held by psql"), ("disk", "dd", "disk work by dd"),
+    ("tcp", "psql", "a network connection held by psql"),
+    ("fifo", "cat", "a pipeline stage waiting for its partner (cat)"), ("disk", "dd", "disk work by dd"),
     ("cpu", "", "CPU work"), ("operation", "", "an agent operation"), ("weird", "x", "other work"),
 ])
 def test_activities_in_a_developers_words(cls: str, subject: str, words: str) -> None:
