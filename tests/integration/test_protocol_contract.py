@@ -148,8 +148,11 @@ def test_timeline_and_exclusions_parse_with_the_apps_models(agent) -> None:  # t
     assert wire.ask(exclusions_request(6)).exclusions().names == ("top", "watch")  # type: ignore[union-attr]
     refused = wire.ask(exclusions_request(7, ["a/b"]))
     assert isinstance(refused, ErrorReply) and refused.error.code == "invalid"
-    for method in ("`timeline`", "`exclusions`"):
-        assert method in DOC.read_text()
+    raw = wire.ask(b'{"id":8,"method":"timeline"}\n')
+    assert isinstance(raw, Reply)
+    sent_keys = set(raw.result) | {k for span in raw.result["spans"] for k in span}
+    for name in ("`timeline`", "`exclusions`", *(f"`{key}`" for key in sent_keys)):
+        assert name in DOC.read_text(), f"docs/protocol.md does not name {name}"
 
 
 def test_a_full_record_comes_to_the_app_in_pages_without_loss(tmp_path: Path) -> None:
