@@ -16,7 +16,7 @@ from workroom.core.timeline import SegmentKind
 from workroom.storage import load_hosts
 from workroom.ui.timeline_view import colour_for
 
-pytestmark = [pytest.mark.gui, pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.gui]
 
 
 @pytest.fixture
@@ -27,6 +27,8 @@ def cpu_job() -> Any:
     job.wait(5)
 
 
+@pytest.mark.integration
+@pytest.mark.slow
 def test_strip_words_cost_and_never_work_with_a_real_agent(window: Any, engine: Any, run: Any, qtbot: Any,
                                                           cpu_job: Any) -> None:
     name = engine.hosts.hosts[0].name
@@ -73,3 +75,21 @@ def test_strip_words_cost_and_never_work_with_a_real_agent(window: Any, engine: 
     assert status is not None
     files = list(engine.paths.state_dir.rglob("*.exclusions"))
     assert files and json.loads(files[0].read_text())["names"] == ["watch"]
+
+
+@pytest.mark.parametrize(("provider", "state", "busy_now", "asks"), [
+    ("ssh", ConnectionState.LIVE, False, True),
+    ("ssh", ConnectionState.LIVE, True, True),
+    ("boxd", ConnectionState.LIVE, True, True),
+    ("boxd", ConnectionState.LIVE, False, False),  # a reply's bytes would restart the box's idle clock
+    ("boxd", ConnectionState.QUIET, False, False),
+    ("ssh", ConnectionState.QUIET, True, False),
+    ("ssh", ConnectionState.BACKING_OFF, False, False),
+])
+def test_the_view_asks_unprompted_only_where_it_cannot_keep_a_box_up(provider: str, state: ConnectionState,
+                                                                       busy_now: bool, asks: bool) -> None:
+    from workroom.ui.demo_states import busy, make_snapshot
+    from workroom.ui.timeline_view import may_ask_unprompted
+
+    snapshot = make_snapshot("box", provider, state, **(busy() if busy_now else {}))
+    assert may_ask_unprompted(snapshot) is asks

@@ -3,8 +3,8 @@ the host's "never work" process names.
 
 It renders what `workroom.core.timeline` computed; every request goes through the controller as a task on
 the one asyncio loop. It asks the agent only when the user selects a host, presses Refresh, or the host's
-status changes while connected (at most once a minute): never on a timer, so it adds no traffic to a box
-that is quiet.
+status changes while live (at most once a minute), never on a timer, and never unprompted while a box
+that sleeps when idle is idle (`may_ask_unprompted`): the app's bytes must not keep a box awake.
 """
 
 from __future__ import annotations
@@ -118,6 +118,16 @@ class TimelineStrip(QWidget):
         seg = self.segment_at(event.position().x())
         if seg is not None:
             QToolTip.showText(self.mapToGlobal(QPoint(int(event.position().x()), 0)), segment_tooltip(seg), self)
+
+
+def may_ask_unprompted(snapshot: HostSnapshot) -> bool:
+    """Whether the view may fetch the record without the user pressing Refresh: only over a LIVE session
+    (a QUIET one keeps the wire silent on purpose), and never while a box that sleeps when idle is idle —
+    a reply's bytes would restart its provider's idle clock and keep it up."""
+    if snapshot.connection.state is not ConnectionState.LIVE:
+        return False
+    idle = snapshot.status is None or not snapshot.status.busy
+    return not (snapshot.traits.sleeps_when_idle and idle)
 
 
 def _loop_running() -> bool:
@@ -268,8 +278,7 @@ class TimelineView(QWidget):
         self._seen_state = seen
         now = self._clock()
         due = self._loaded_at is None or now - self._loaded_at >= AUTO_REFRESH_SECONDS
-        # Auto-refresh only while LIVE: a QUIET session keeps the wire silent on purpose.
-        if snapshot.connection.state is ConnectionState.LIVE and changed and due:
+        if changed and due and may_ask_unprompted(snapshot):
             self.refresh()
         else:
             self._render()
