@@ -17,7 +17,7 @@ from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits, traits_for_kind
-from workroom.remote.agent_install import AgentLayout, ServeOptions
+from workroom.remote.agent_install import PYTHON3, AgentLayout, ServeOptions
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
 
@@ -58,6 +58,10 @@ class Provider:
 
     def layout(self, host: Host) -> AgentLayout:
         return AgentLayout()
+
+    def python_command(self, host: Host) -> tuple[str, ...]:
+        """How the agent's Python is started on the host: `python3` from its PATH unless said otherwise."""
+        return PYTHON3
 
     def serve_options(self, host: Host) -> ServeOptions:
         traits = self.traits(host)

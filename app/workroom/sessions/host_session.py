@@ -374,7 +374,7 @@ class HostSession:
         self._set_state(ConnectionState.PUSHING)
         layout = self.provider.layout(self.host)
         installer = AgentInstaller(shell, self.provider.context.bundle, layout,
-                                   self.provider.serve_options(self.host))
+                                   self.provider.serve_options(self.host), self.provider.python_command(self.host))
         # Reconnecting to an up-to-date host is the common case: open the relay while the probe runs,
         # and keep it only if the probe finds nothing to change.
         early = asyncio.ensure_future(self.provider.open_link(self.host, shell, layout.socket_path, self._on_event))
