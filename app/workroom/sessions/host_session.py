@@ -26,10 +26,11 @@ from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
-from workroom.core.protocol import PromptEvent, Status, StatusEvent, Verdict
+from workroom.core.protocol import PromptEvent, Status, StatusEvent, TimelineReply, UserExclusions, Verdict
 from workroom.core.questions import HostKeyQuestion
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider
+from workroom.remote.agent_client import AgentClient
 from workroom.remote.agent_install import AgentInstaller, InstallReport
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
@@ -181,6 +182,21 @@ class HostSession:
         self.prompt = None
         self._on_status(status)
         return status
+
+    def _live_client(self, doing: str) -> AgentClient:
+        link = self._rt.link
+        if link is None or link.client.closed:
+            raise UserError("Not connected", f"{self.host.name} is not connected, so its agent cannot {doing}.",
+                            "Connect to the host and try again.")
+        return link.client
+
+    async def timeline(self, since: float | None) -> TimelineReply:
+        """The agent's why-awake record from `since` (Unix seconds). Raises a UserError when not connected."""
+        return await self._live_client("say what kept it awake").timeline(since)
+
+    async def exclusions(self, names: list[str] | None = None) -> UserExclusions:
+        """Read (None) or replace the host's "never work" process names, held by its agent."""
+        return await self._live_client("change what counts as work").exclusions(names)
 
     async def apply_settings(self, settings: CeilingSettings) -> Status | None:
         """Hand new ceiling settings to the agent (ask mode only where the provider sleeps)."""
