@@ -13,6 +13,8 @@ import os
 import threading
 import time
 
+from wr_agent.runtime import write_atomically
+
 log = logging.getLogger("wr_agent")
 
 FORMAT = 1
@@ -235,24 +237,11 @@ class Timeline(object):
         """Write atomically (temp file, fsync, rename), mode 0600. Returns False (logged) on an error."""
         if self.path is None:
             return True
-        data = self.snapshot_bytes()
-        tmp = "%s.tmp.%d" % (self.path, os.getpid())
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                os.fchmod(fd, 0o600)
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
+            write_atomically(self.path, self.snapshot_bytes())
             return True
         except OSError as exc:
             log.warning("could not save the why-awake record to %s: %s", self.path, exc.strerror or exc)
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
             return False
 
     def _writer(self):

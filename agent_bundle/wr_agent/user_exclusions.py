@@ -2,9 +2,9 @@
 atomically), applied to the classifier's exclusions. Changed only by a request, never by the tick."""
 
 import json
-import os
 
 from wr_agent import exclusions
+from wr_agent.runtime import write_atomically
 from wr_agent.settings import SettingsError
 
 MAX_NAMES = 64
@@ -68,22 +68,9 @@ class UserExclusions(object):
         """Validate, save, apply. Nothing changes on an error (SettingsError)."""
         names = validate(names)
         if self.path is not None and names != self.names:
-            tmp = "%s.tmp.%d" % (self.path, os.getpid())
-            data = json.dumps({"names": names}).encode("utf-8") + b"\n"
             try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                try:
-                    os.fchmod(fd, 0o600)
-                    os.write(fd, data)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                os.replace(tmp, self.path)
+                write_atomically(self.path, json.dumps({"names": names}).encode("utf-8") + b"\n")
             except OSError as exc:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
                 raise SettingsError("failed", "could not save exclusions to %s: %s"
                                     % (self.path, exc.strerror or exc)) from None
         self.names = names
