@@ -4,7 +4,7 @@ atomically), applied to the classifier's exclusions. Changed only by a request, 
 import json
 
 from wr_agent import exclusions
-from wr_agent.runtime import write_atomically
+from wr_agent.runtime import NotARegularFile, read_regular_file, write_atomically
 from wr_agent.settings import SettingsError
 
 MAX_NAMES = 64
@@ -46,14 +46,17 @@ class UserExclusions(object):
 
     def _load(self):
         try:
-            with open(self.path, "rb") as f:
-                raw = f.read(MAX_FILE_BYTES + 1)
+            raw = read_regular_file(self.path, MAX_FILE_BYTES)
         except FileNotFoundError:
             return
+        except NotARegularFile:
+            raw = None  # a FIFO or device in its place: reported like a corrupt file, left alone
         except OSError as exc:
             self.problem = "exclusions file %s unreadable: %s" % (self.path, exc.strerror or exc)
             return
         try:
+            if raw is None:
+                raise ValueError("not a regular file")
             if len(raw) > MAX_FILE_BYTES:
                 raise ValueError("too large")
             obj = json.loads(raw.decode("utf-8"))
