@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import fcntl
 import hashlib
 import hmac
@@ -29,8 +30,11 @@ import paramiko
 
 from workroom.core.errors import ExitCode, UserError
 from workroom.core.questions import HostKeyQuestion
+from workroom.storage import NotARegularFileError, read_regular_file
 
 HASHED_PREFIX = "|1|"
+MAX_KNOWN_HOSTS_BYTES = 64 * 1024 * 1024
+"""Far beyond any real known_hosts (a line is ~100 bytes); a larger file is not read, never rewritten."""
 USER_KNOWN_HOSTS = Path.home() / ".ssh" / "known_hosts"
 RSA_SIGNATURE_TYPES = ("rsa-sha2-512", "rsa-sha2-256")
 CERT_SUFFIX = "-cert-v01@openssh.com"
@@ -237,13 +241,15 @@ def _read_entries(path: Path | None) -> list[_Entry]:
     if path is None:
         return []
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return []
+        raw = read_regular_file(path, MAX_KNOWN_HOSTS_BYTES)
     except OSError:
-        return []  # an unreadable user file must not block the app; the key will simply be a question
+        # Missing, unreadable, or a FIFO/device in its place (read non-blocking, never waited on): like a
+        # file of garbage lines it holds no key, and the key will simply be a question.
+        return []
+    if len(raw) > MAX_KNOWN_HOSTS_BYTES:
+        return []
     entries = []
-    for line in text.splitlines():
+    for line in raw.decode("utf-8", errors="replace").splitlines():
         entry = _parse_line(line, path)
         if entry is not None:
             entries.append(entry)
@@ -400,11 +406,13 @@ class KnownHosts:
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             try:
-                # Byte for byte: bytes that are not UTF-8 (a hand edit) and any line endings are kept as they were.
-                with self.app_file.open(encoding="utf-8", errors="surrogateescape", newline="") as current:
-                    old = current.read()
+                raw = read_regular_file(self.app_file, MAX_KNOWN_HOSTS_BYTES)
             except FileNotFoundError:
-                old = ""
+                raw = b""
+            if len(raw) > MAX_KNOWN_HOSTS_BYTES:  # rewriting only its start would lose the rest
+                raise OSError(errno.EFBIG, f"it is larger than {MAX_KNOWN_HOSTS_BYTES} bytes")
+            # Byte for byte: bytes that are not UTF-8 (a hand edit) and any line endings are kept as they were.
+            old = raw.decode("utf-8", errors="surrogateescape")
             new = change(old)
             fd, tmp = tempfile.mkstemp(prefix=".known_hosts.", dir=directory)
             try:
@@ -422,6 +430,10 @@ class KnownHosts:
 
 
 def _save_error(path: Path, exc: OSError) -> KnownHostsError:
+    if isinstance(exc, NotARegularFileError):
+        return KnownHostsError("Could not save the host key",
+                               f"{path} is not a regular file (a pipe or a device is in its place).",
+                               "Move it out of the way, then try again.")
     return KnownHostsError("Could not save the host key", f"Writing {path} failed: {exc.strerror or exc}.",
                            "Check that the folder exists and is writable, then try again.")
 
