@@ -12,6 +12,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.traits import ProviderTraits, traits_for_kind
 from workroom.remote.agent_install import AgentBundle, AgentLayout, ServeOptions
@@ -76,3 +77,13 @@ class Provider:
     async def box_state(self, host: Host) -> BoxState:
         """Whether the box sleeps now, read without waking it. UNKNOWN when the provider cannot say."""
         return BoxState.UNKNOWN
+
+    async def read_idle_clock(self, host: Host) -> IdleClockReading | None:
+        """The provider's idle clock for this box, or None when this provider cannot tell.
+
+        The hook behind "is the keep-awake seen?" (docs/providers.md). An override must read the clock
+        without waking the box and without the read itself counting as activity (a provider API or a
+        status page, never a request through the box's metered path), and must not raise for an
+        unreachable provider: return None. `read_at` is `time.monotonic()` when the answer arrived.
+        """
+        return None

@@ -24,6 +24,7 @@ from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
+from workroom.core.heartbeat_proof import HeartbeatProof
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakePolicy, KeepAwakePolicyError, PollOutcome
 from workroom.core.protocol import PromptEvent, Status, StatusEvent, Verdict
@@ -32,6 +33,7 @@ from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_install import AgentInstaller, InstallReport
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
+from workroom.sessions.heartbeat_watch import HeartbeatWatch, keep_awake_interval
 from workroom.sessions.keepawake_task import KeepAwakeTask
 
 log = logging.getLogger(__name__)
@@ -147,6 +149,9 @@ class HostSession:
         self._asleep_watch: asyncio.Task[None] | None = None
         self._suspended = False
         self._may_wake = False
+        self._heartbeat_watch: HeartbeatWatch | None = None
+        self._own_traffic_at: float | None = None
+        """When the app last put bytes on the box's wire (link set-up, a status, a ping)."""
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -285,7 +290,8 @@ class HostSession:
     def _on_status(self, status: Status) -> None:
         self._maybe_keep_awake(status)
         self.status = status
-        self.status_received_at = self._clock()
+        self.status_received_at = self._own_traffic_at = self._clock()
+        self._watch_heartbeat(status)
         if not status.prompt_pending:
             self.prompt = None
         if self.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET):
@@ -295,6 +301,35 @@ class HostSession:
                 update={"state": state, "status_received_monotonic": self.status_received_at}
             )
         self._publish()
+
+    # -- is the keep-awake seen? (docs/providers.md) ----------------------------------------------------
+
+    def _watch_heartbeat(self, status: Status | None) -> None:
+        interval = keep_awake_interval(self.traits, status) if status is not None else None
+        watch = self._heartbeat_watch
+        if watch is not None and (interval is None or watch.interval_seconds != interval):
+            watch.stop()
+            self._heartbeat_watch = watch = None
+            self.connection = self.connection.model_copy(update={"heartbeat_proof": None})
+        if watch is None and interval is not None:
+            self._heartbeat_watch = HeartbeatWatch(
+                lambda: self.provider.read_idle_clock(self.host), interval_seconds=interval,
+                window_seconds=self.traits.idle_window_seconds, own_traffic_at=lambda: self._own_traffic_at,
+                on_proof=self._on_proof, clock=self._clock, name=f"heartbeat-watch-{self.host.name}")
+
+    def _on_proof(self, proof: HeartbeatProof) -> None:
+        if proof != self.connection.heartbeat_proof:
+            self.connection = self.connection.model_copy(update={"heartbeat_proof": proof})
+            self._publish()
+
+    def _ping_due(self) -> bool:
+        """No liveness pings while the keep-awake is being proven on a network-metered host: our own bytes
+        reset that clock too and would hide a missing heartbeat. The provider's readings stand in for them."""
+        watch = self._heartbeat_watch
+        if watch is None or watch.task.done() or not self.traits.agent_keeps_awake:
+            return True
+        proof = self.connection.heartbeat_proof
+        return proof is not None and proof.read_at is None  # the provider could not be read: ping as usual
 
     def _on_event(self, event: StatusEvent | PromptEvent) -> None:
         if isinstance(event, PromptEvent):
@@ -306,6 +341,7 @@ class HostSession:
     def _teardown(self, why: str) -> None:
         for task in self._rt.tasks:
             task.cancel()
+        self._watch_heartbeat(None)
         if self._rt.link is not None:
             self._rt.link.close(why)
         shell = self._rt.shell
@@ -502,7 +538,10 @@ class HostSession:
             await asyncio.sleep(PING_INTERVAL_SECONDS)
             if self.traits.sleeps_when_idle and (self.status is None or self.status.verdict is Verdict.IDLE):
                 continue
+            if not self._ping_due():
+                continue
             try:
+                self._own_traffic_at = self._clock()
                 await link.client.ping(timeout=PING_TIMEOUT_SECONDS)
             except TimeoutError:
                 link.close(f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")

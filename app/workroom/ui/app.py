@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 
 from PySide6.QtWidgets import QApplication
 
+from workroom.core import heartbeat_proof
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui.app_controller import AppController
@@ -20,6 +22,7 @@ class WorkroomApp:
         self.window = MainWindow(self.controller)
         self.tray = TrayController()
         self.quit_event = asyncio.Event()
+        self._proofs: dict[str, heartbeat_proof.HeartbeatProof | None] = {}
         self._wire()
         for snapshot in self.window.model.snapshots():
             self.tray.update(snapshot)
@@ -35,6 +38,7 @@ class WorkroomApp:
         t.quit_requested.connect(self.request_quit)
         t.host_requested.connect(self._show_host)
         w.cards.card_raised.connect(self._notify_card)
+        c.snapshot_changed.connect(self._notify_not_seen)
 
     def _show_host(self, name: str) -> None:
         self.window.select_host(name)
@@ -44,6 +48,15 @@ class WorkroomApp:
         snapshot = self.window.model.snapshot(name)
         detail = snapshot.badge().tooltip if isinstance(snapshot, HostSnapshot) else ""
         self.tray.notify(f"{workroom}: keep it awake?", detail or f"{workroom} has been busy past its ceiling.")
+
+    def _notify_not_seen(self, snapshot: HostSnapshot) -> None:
+        """The provider stopped seeing a host's keep-awake: say so before its idle window runs out."""
+        proof = snapshot.connection.heartbeat_proof
+        previous = self._proofs.get(snapshot.host.name)
+        self._proofs[snapshot.host.name] = proof
+        note = heartbeat_proof.notification(snapshot.host.name, proof, previous, time.monotonic())
+        if note is not None:
+            self.tray.notify(*note)
 
     def start(self, *, connect: bool = True, show_window: bool = False) -> None:
         """Show the tray (or, without one, the window) and connect every host in the background."""
