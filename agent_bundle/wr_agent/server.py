@@ -18,6 +18,7 @@ import zipfile
 from wr_agent import PROTOCOL, VERSION, bundle
 from wr_agent.agent import visible
 from wr_agent.settings import SettingsError
+from wr_agent.waker import WAKE, Waker
 
 log = logging.getLogger("wr_agent")
 MAX_LINE = 65536
@@ -36,6 +37,17 @@ def peer_uid(sock):
         raw = sock.getsockopt(0, 0x001, struct.calcsize("IIh16I") + 8)  # SOL_LOCAL, LOCAL_PEERCRED: xucred
         return struct.unpack_from("II", raw)[1]
     return None
+
+
+def peer_pid(sock):
+    """The connecting process's pid as this namespace sees it (Linux), or None."""
+    so_peercred = getattr(socket, "SO_PEERCRED", None)
+    if so_peercred is None:
+        return None
+    try:
+        return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i")))[0]
+    except (OSError, struct.error):
+        return None
 
 
 def _peer_is_relay(sock):
@@ -83,32 +95,22 @@ class Server(object):
         self.handoff = handoff  # callable(bundle_path): re-executes; returns only on failure
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.listen, selectors.EVENT_READ, None)
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self.sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._waker = Waker(self.sel)
         self.clients = {}
         self.uid = os.getuid()
         self.pending_handoff = None
         agent.on_tick = self.wake
 
     def wake(self):
-        try:
-            self._wake_w.send(b"x")
-        except OSError:
-            pass  # already woken (buffer full) or closing
+        self._waker.wake()
 
     def run(self, stop):
         while not stop.is_set():
             for key, mask in self.sel.select(timeout=1.0):
                 if key.data is None:
                     self._accept()
-                elif key.data == "wake":
-                    try:
-                        while self._wake_r.recv(4096):
-                            pass
-                    except OSError:
-                        pass
+                elif key.data == WAKE:
+                    self._waker.drain()
                 else:
                     self._service(key.data, mask)
             try:
@@ -121,9 +123,8 @@ class Server(object):
     def close(self):
         for c in list(self.clients):
             self._drop(c)
+        self._waker.close()
         self.sel.close()
-        self._wake_r.close()
-        self._wake_w.close()
 
     # -- connections -----------------------------------------------------------------------------------------
     def _accept(self):
@@ -278,6 +279,9 @@ class Server(object):
         if method == "ping":
             return {"monotonic": agent.clock()}
         if method == "subscribe":
+            if not c.relay:
+                # A subscriber that is not our relay is the app on this computer: never its work.
+                agent.exclude_client(peer_pid(c.sock))
             st = agent.status()
             c.subscribed = True
             c.last_visible = visible(st)
@@ -317,8 +321,9 @@ class Server(object):
                 try:
                     c.sock.settimeout(1.0)
                     c.sock.sendall(bytes(c.outbuf))
+                    del c.outbuf[:]  # sent: a failed hand-off must not send these replies twice
                 except OSError:
-                    pass
+                    self._drop(c)  # part of a line may be out: the stream is no longer whole
         try:
             self.handoff(path)
         except Exception:

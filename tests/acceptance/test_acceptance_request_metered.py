@@ -19,13 +19,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from workroom.agent_bundle import bundle_version
-from workroom.agent_bundle_locator import locate_agent_bundle
+from workroom.agent_bundle import locate_agent_bundle
 from workroom.core.hosts import Host, IdentityRef
 from workroom.core.keepawake import KeepAwakeEnd
 from workroom.core.protocol import Verdict
 from workroom.paths import app_paths
-from workroom.remote.agent_install import AgentBundle
 from workroom.sessions.engine import Engine
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -58,8 +56,7 @@ def test_keep_awake_from_outside_on_the_request_meter(metered, tmp_path: Path) -
     from simbox import control
 
     kept, control_box = info["boxes"]
-    located = locate_agent_bundle(tmp_path / "cache")
-    bundle = AgentBundle(data=located.data, sha256=located.sha256, version=bundle_version(located.data))
+    bundle = locate_agent_bundle(tmp_path / "cache")
     paths = app_paths({"WORKROOM_HOME": str(tmp_path / "app")}).ensure()
     paths.known_hosts_file.write_text(kept["host_key_line"] + "\n")
     engine = Engine(paths, bundle, auto_reconnect=False)

@@ -12,10 +12,13 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workroom.agent_bundle import AgentBundle
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
+from workroom.core.keepawake import PollOutcome
+from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits, traits_for_kind
-from workroom.remote.agent_install import AgentBundle, AgentLayout, ServeOptions
+from workroom.remote.agent_install import AgentLayout, ServeOptions
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
 
@@ -37,9 +40,10 @@ class ProviderContext:
     bundle: AgentBundle
     known_hosts: KnownHosts | None
     state_dir: Path
-    secret_lookup: object | None = None
-    forget_secret: Callable[[str], None] | None = None
-    """Drop a secret the host refused (its request key), so a wrong stored passphrase is not retried."""
+    secret_lookup: Callable[[SecretRequest], str | None] | None = None
+    """Answers a login's secret request (blocking; from the keyring, or by asking the user), or None."""
+    forget_secret: Callable[[SecretRequest], None] | None = None
+    """Drops a secret the host refused, so a wrong stored passphrase is not retried (blocking)."""
 
 
 class Provider:
@@ -87,3 +91,13 @@ class Provider:
         unreachable provider: return None. `read_at` is `time.monotonic()` when the answer arrived.
         """
         return None
+
+    def forget_secret(self, request: SecretRequest) -> None:
+        """Blocking: forget a stored secret the host refused (the app's keyring, through the context)."""
+        if self.context.forget_secret is not None:
+            self.context.forget_secret(request)
+
+    async def poll_health(self, host: Host) -> PollOutcome:
+        """One keep-awake request from outside the box (providers whose traits say it needs one: request
+        metering). It counts as activity and says whether the box is still busy."""
+        return PollOutcome.failed(f"the {self.kind} provider has no keep-awake request", retryable=False)

@@ -6,7 +6,7 @@ import html
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, Signal, SignalInstance
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from workroom.core.connection import ConnectionState
@@ -41,6 +41,7 @@ class HostDetailView(QWidget):
         self.tooltip = QLabel()
         self.tooltip.setObjectName("detail_explanation")
         self.tooltip.setWordWrap(True)
+        self.tooltip.setTextFormat(Qt.TextFormat.PlainText)  # carries busy reasons: host-supplied text
         self.fields = QLabel()
         self.fields.setObjectName("detail_fields")
         self.fields.setWordWrap(True)
@@ -71,7 +72,7 @@ class HostDetailView(QWidget):
         layout.addStretch(1)
         self.show_snapshot(None)
 
-    def _emit(self, signal: Signal) -> None:  # type: ignore[type-arg]
+    def _emit(self, signal: SignalInstance) -> None:
         if self.snapshot is not None:
             signal.emit(self.snapshot.host.name)
 

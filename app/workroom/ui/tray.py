@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtCore import QObject, Signal, SignalInstance
+from PySide6.QtGui import QAction, Qt
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from workroom.core.badge import BadgeKind, worst_badge_kind
@@ -56,7 +56,7 @@ class TrayController(QObject):
     def available(self) -> bool:
         return QSystemTrayIcon.isSystemTrayAvailable()
 
-    def _add_action(self, text: str, signal: Signal) -> QAction:  # type: ignore[type-arg]
+    def _add_action(self, text: str, signal: SignalInstance) -> QAction:
         action = self.menu.addAction(text)
         action.triggered.connect(signal.emit)
         return action
@@ -75,7 +75,7 @@ class TrayController(QObject):
             self.menu.insertAction(self._hosts_end, action)
             self.host_actions[name] = action
         action.setText(host_menu_text(snapshot, self._clock()))
-        action.setToolTip(badge.tooltip)
+        action.setToolTip(Qt.convertFromPlainText(badge.tooltip))  # host-supplied text: never markup
         if self._kinds.get(name) is not badge.kind:
             action.setIcon(icon_for(badge.kind))
             self._kinds[name] = badge.kind

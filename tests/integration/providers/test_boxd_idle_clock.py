@@ -14,12 +14,12 @@ import stat
 from pathlib import Path
 
 import pytest
+from workroom.agent_bundle import AgentBundle
 from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
 from workroom.core.hosts import Host
 from workroom.paths import app_paths
 from workroom.providers.base import ProviderContext
 from workroom.providers.ssh_family import BoxdProvider, SshProvider
-from workroom.remote.agent_install import AgentBundle
 from workroom.sessions.heartbeat_watch import HeartbeatWatch
 
 pytestmark = pytest.mark.integration

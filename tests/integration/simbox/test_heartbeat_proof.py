@@ -23,15 +23,13 @@ from typing import Any
 import pytest
 import simbox
 from simbox_helpers import home_of
-from workroom.agent_bundle import bundle_version
-from workroom.agent_bundle_locator import locate_agent_bundle
+from workroom.agent_bundle import AgentBundle, locate_agent_bundle
 from workroom.core.app_settings import AppSettings
 from workroom.core.badge import BadgeKind, NotKeptAwakeReason
 from workroom.core.heartbeat_proof import ProofState, margin_for, notification
 from workroom.core.hosts import Host, IdentityRef
 from workroom.core.protocol import Verdict
 from workroom.paths import app_paths
-from workroom.remote.agent_install import AgentBundle
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSnapshot
 from workroom.storage import save_settings
@@ -44,8 +42,7 @@ SLACK = 2.5  # the simulator samples once a second; reads and the loaded test ma
 
 @pytest.fixture
 def bundle(tmp_path: Path) -> AgentBundle:
-    located = locate_agent_bundle(tmp_path / "cache")
-    return AgentBundle(data=located.data, sha256=located.sha256, version=bundle_version(located.data))
+    return locate_agent_bundle(tmp_path / "cache")
 
 
 def _engine(tmp: Path, bundle: AgentBundle, info: dict[str, Any], name: str) -> Engine:
