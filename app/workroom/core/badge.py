@@ -1,5 +1,5 @@
 """The badge a host shows: one pure function from what the agent said, the provider's traits and
-the connection, to a kind, a label and a plain-words tooltip (DESIGN.md §8).
+the connection, to a kind, a label and a plain-words tooltip (docs/architecture.md, the badge table).
 
 "Busy but not kept awake" appears only on hosts that can sleep: on a host that never sleeps,
 nothing needs keeping awake, so nothing there is alarming.

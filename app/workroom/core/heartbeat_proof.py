@@ -138,12 +138,10 @@ def judge(reading: IdleClockReading, *, interval_seconds: float, own_traffic_at:
 def next_read_in(proof: HeartbeatProof, *, interval_seconds: float, now: float,
                  minimum: float = 1.0) -> float:
     """When to read again: just as the clock would pass the limit if nothing resets it — few reads, and a
-    missed heartbeat is noticed within one interval plus the margin. While not seen, every half interval;
-    while not proven yet, every quarter interval."""
-    if proof.state is ProofState.NOT_SEEN:
-        return max(minimum, interval_seconds / 2)
-    if proof.state is ProofState.UNCONFIRMED:
-        return max(minimum, interval_seconds / 4)  # not proven yet: look again soon after the next heartbeat
+    missed heartbeat is noticed within one interval plus the margin. While not seen or not proven yet,
+    every quarter interval, so a heartbeat that lands is noticed soon."""
+    if proof.state is not ProofState.CONFIRMED:
+        return max(minimum, interval_seconds / 4)  # not (or no longer) proven: notice the next heartbeat soon
     limit = interval_seconds + margin_for(interval_seconds)
     idle = proof.idle_now(now)
     if idle is None:

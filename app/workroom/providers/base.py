@@ -1,7 +1,7 @@
 """What every provider offers the session: its traits, how to reach the host, where the agent lives.
 
 A provider module declares its traits (core.traits) and implements the few verbs below; the session
-decides everything from the traits, never from the provider's name (DESIGN.md §7).
+decides everything from the traits, never from the provider's name (docs/providers.md).
 """
 
 from __future__ import annotations

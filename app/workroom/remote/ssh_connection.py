@@ -3,7 +3,7 @@
 Everything here blocks; call it from the host's `BlockingRunner`, never from the event loop. Every wait
 on the peer has a deadline: when the peer stops answering, the connection is destroyed (transport,
 channels, sftp, jump host) and the operation raises `ConnectionLost`, because a stream that quietly
-hangs is how a box's death goes unnoticed (DESIGN.md §9, lesson 3).
+hangs is how a box's death goes unnoticed (docs/architecture.md: a dead box must be noticed).
 
 Errors are `UserError`s (title, sentence, hint) so the app and the CLI can show them as they are.
 """

@@ -21,6 +21,7 @@ from workroom.core.heartbeat_proof import (
     next_read_in,
     window_too_short,
 )
+from workroom.core.keepawake import KeepAwakePolicy
 from workroom.core.protocol import Status, Verdict
 from workroom.core.traits import ProviderTraits
 
@@ -28,8 +29,9 @@ UNREADABLE_RETRY_SECONDS = 30.0
 """A provider that cannot be read now is asked again this much later (it may be a passing failure)."""
 
 
-def keep_awake_interval(traits: ProviderTraits, status: Status) -> float | None:
-    """The keep-awake's period to judge against, or None when nothing here keeps the host awake."""
+def keep_awake_interval(traits: ProviderTraits, status: Status, *, outside_running: bool) -> float | None:
+    """The keep-awake's period to judge against, or None when nothing here keeps the host awake:
+    the agent's heartbeat (network metering) or this computer's polls while they run (request metering)."""
     if not traits.sleeps_when_idle or status.verdict is not Verdict.BUSY or status.suppressed:
         return None
     if traits.agent_keeps_awake:
@@ -37,6 +39,8 @@ def keep_awake_interval(traits: ProviderTraits, status: Status) -> float | None:
         if keep is None or not keep.enabled or keep.error or status.asserting is False:
             return None  # the badge already says why it is not kept awake
         return keep.interval_seconds
+    if traits.needs_outside_keep_awake and outside_running:
+        return KeepAwakePolicy.new(idle_window_seconds=traits.idle_window_seconds).interval_seconds
     return None
 
 
@@ -55,6 +59,7 @@ class HeartbeatWatch:
         self._on_proof = on_proof
         self._clock = clock
         self.reads = 0
+        self._started = clock()
         self.task = asyncio.get_running_loop().create_task(self._run(), name=name)
 
     def stop(self) -> None:
@@ -77,8 +82,10 @@ class HeartbeatWatch:
                 self._publish(CANNOT_READ)
                 await asyncio.sleep(max(UNREADABLE_RETRY_SECONDS, self.interval_seconds))
                 continue
-            proof = judge(reading, interval_seconds=self.interval_seconds, own_traffic_at=self._own_traffic_at(),
-                          previous=self.proof)
+            # A reset from before this watch began (a connect, the first keep-awake sent with the status that
+            # started it) proves nothing about the keep-awake: count the start as our own traffic.
+            own = max(self._own_traffic_at() or self._started, self._started)
+            proof = judge(reading, interval_seconds=self.interval_seconds, own_traffic_at=own, previous=self.proof)
             self._publish(proof)
             if proof.window_seconds is not None and window_too_short(proof.window_seconds,
                                                                      self.interval_seconds) is not None:

@@ -4,10 +4,12 @@ States (core.connection.ConnectionState): disconnected -> connecting -> (host_ke
 -> live | quiet -> lost -> backing_off -> connecting ... ; asleep when the provider says the box sleeps.
 Every transition is published to listeners as a `HostSnapshot`.
 
-The app's own traffic must never keep a sleepable box awake (DESIGN.md §5): status is pushed by the
+The app's own traffic must never keep a sleepable box awake (docs/providers.md): status is pushed by the
 agent, we never poll it, and on sleepable providers we are silent on the wire while the verdict is IDLE
 (no pings, no SSH keepalives). While BUSY (or always, on hosts that never sleep) a ping that expects a
-reply notices a dead or frozen peer within `LIVENESS_DEADLINE_SECONDS`.
+reply notices a dead or frozen peer within `LIVENESS_DEADLINE_SECONDS` — except while the keep-awake is
+being checked against a network-metered provider's idle clock, when the provider's readings stand in for
+the pings (docs/providers.md, "Is the heartbeat seen?").
 """
 
 from __future__ import annotations
@@ -221,6 +223,7 @@ class HostSession:
         """The outside keep-awake (request-metered hosts) started, was refused, or ended."""
         self.connection = self.connection.model_copy(update={"keepawake_running": running, "keepawake_error": error})
         if ended:
+            self._watch_heartbeat(self.status)  # no polls, nothing to prove
             self._publish()
 
     def _on_status(self, status: Status) -> None:
@@ -241,7 +244,8 @@ class HostSession:
     # -- is the keep-awake seen? (docs/providers.md) ----------------------------------------------------
 
     def _watch_heartbeat(self, status: Status | None) -> None:
-        interval = keep_awake_interval(self.traits, status) if status is not None else None
+        interval = None if status is None else keep_awake_interval(
+            self.traits, status, outside_running=self.connection.keepawake_running)
         watch = self._heartbeat_watch
         if watch is not None and (interval is None or watch.interval_seconds != interval):
             watch.stop()
@@ -250,8 +254,13 @@ class HostSession:
         if watch is None and interval is not None:
             self._heartbeat_watch = HeartbeatWatch(
                 lambda: self.provider.read_idle_clock(self.host), interval_seconds=interval,
-                window_seconds=self.traits.idle_window_seconds, own_traffic_at=lambda: self._own_traffic_at,
+                window_seconds=self.traits.idle_window_seconds, own_traffic_at=self._own_traffic_counted,
                 on_proof=self._on_proof, clock=self._clock, name=f"heartbeat-watch-{self.host.name}")
+
+    def _own_traffic_counted(self) -> float | None:
+        """Our own traffic as the provider's meter sees it: bytes on a network-metered box's wire; nothing on
+        a request-metered one (its meter counts only requests, and our polls are the keep-awake itself)."""
+        return self._own_traffic_at if self.traits.agent_keeps_awake else None
 
     def _on_proof(self, proof: HeartbeatProof) -> None:
         if proof != self.connection.heartbeat_proof:
@@ -518,8 +527,8 @@ class _EndOfRun(Exception):
 
 
 def _slept_while_busy(previous: dict[str, Any] | None, status: Status, *, sleeps: bool) -> bool:
-    """The box slept (a tick gap the agent saw) while busy, after the app last saw it (DESIGN §5, seed 004:
-    "the next start says if the box was suspended while busy")."""
+    """The box slept (a tick gap the agent saw) while busy, after the app last saw it: the next start says
+    so, because on a request-metered box nothing keeps it awake once the app quits (docs/providers.md)."""
     if not sleeps or not previous or previous.get("verdict") != "BUSY":
         return False
     seen_at = previous.get("agent_monotonic")

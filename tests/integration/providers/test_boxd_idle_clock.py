@@ -72,11 +72,14 @@ def test_the_proof_loop_confirms_then_notices_the_clock_running_away(tmp_path: P
         watch = HeartbeatWatch(lambda: provider.read_idle_clock(HOST), interval_seconds=4.0, window_seconds=60,
                                own_traffic_at=lambda: None, on_proof=proofs.append)
         try:
-            for _ in range(100):
-                if proofs:
+            # The first reads show a reset from before the watch began: not evidence yet (unconfirmed). Once the
+            # clock shows a reset after the start (the stand-in keeps answering 0.5 s), it is confirmed.
+            for _ in range(150):
+                if proofs and proofs[-1].state is ProofState.CONFIRMED:
                     break
                 await asyncio.sleep(0.05)
-            assert proofs and proofs[-1].state is ProofState.CONFIRMED
+            assert proofs[0].state is ProofState.UNCONFIRMED
+            assert proofs[-1].state is ProofState.CONFIRMED
             answer.write_text(json.dumps({"state": "running", "idle_seconds": 41, "idle_window_seconds": 60}))
             for _ in range(200):  # the next read is due within interval + margin (7.4 s)
                 if proofs[-1].state is ProofState.NOT_SEEN:
@@ -89,7 +92,8 @@ def test_the_proof_loop_confirms_then_notices_the_clock_running_away(tmp_path: P
 
     asyncio.run(scenario())
     calls = (tmp_path / "calls").read_text().splitlines()
-    assert 2 <= len(calls) <= 4, calls  # few reads: one at the start, then one as the limit came due
+    # few reads: about one a second (a quarter interval) until confirmed, then one as the limit came due
+    assert 3 <= len(calls) <= 7, calls
 
 
 def test_a_provider_without_an_idle_clock_is_unconfirmed(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Is the heartbeat seen? Simulated boxes, the real agent, the real engine; a netfilter rule inside a box's
 network namespace drops the heartbeat (UDP to its gateway, port 9) on its way out, as a firewall would.
 
-- confirmed within about one interval of the agent asserting;
+- confirmed about one interval after the agent starts asserting (at most two);
 - the rule turns the badge to "busy but not kept awake — the provider is not seeing the heartbeat" within
   one interval plus the margin, and the notification comes before the box sleeps; removing the rule
   restores "confirmed";
@@ -151,13 +151,14 @@ def test_confirmed_then_not_seen_then_confirmed_again_and_a_box_left_dropping_sl
         for name in ("box1", "box2"):
             jobs.append(subprocess.Popen(simbox.exec_argv(name, ["sleep", "600"], home=home)))
 
-        # Confirmed within about one interval of the agent asserting.
+        # Confirmed at the second heartbeat (the first goes out with the status that starts the check, so it
+        # proves nothing): about one interval after asserting — or one more when a status push happens to
+        # travel with a heartbeat, since the clock then shows our own traffic last.
         t1, _ = await r1.first(_asserting, 0, 20)
         t2, _ = await r2.first(_asserting, 0, 20)
-        confirmed_at, snap = await r1.first(_proof(ProofState.CONFIRMED), t1, interval + SLACK + 2)
-        assert confirmed_at - t1 <= interval + SLACK + 2
+        confirmed_at, snap = await r1.first(_proof(ProofState.CONFIRMED), t1, 2 * interval + SLACK)
         assert snap.badge().kind is BadgeKind.BUSY
-        await r2.first(_proof(ProofState.CONFIRMED), t2, interval + SLACK + 2)
+        await r2.first(_proof(ProofState.CONFIRMED), t2, 2 * interval + SLACK)
 
         # Drop the heartbeat in both boxes.
         dropped = time.monotonic()
@@ -238,3 +239,83 @@ def test_a_window_too_short_to_confirm_says_so(make_simbox: Any, bundle: AgentBu
     finally:
         if job is not None and job.poll() is None:
             job.kill()
+
+
+def test_request_metered_polls_that_do_not_move_the_platforms_timer_are_not_a_confirmation(
+        make_simbox: Any, bundle: AgentBundle, tmp_path: Path) -> None:
+    """box1 is polled through the platform's metered proxy (confirmed); box2's polls go straight to the box,
+    past the meter, as a wrong gateway would send them: they succeed, but the timer does not move."""
+    state = make_simbox(boxes=2, window=WINDOW, metering="requests", guest_port=8080)
+    info = simbox.connection_info(state)
+    home = home_of(state)
+    jobs: list[subprocess.Popen[bytes]] = []
+    engines: list[Engine] = []
+    for box in info["boxes"]:
+        poll_at = box["http_url"] if box["name"] == "box1" else f"http://{box['box_addr']}:8080"
+        paths = app_paths({"WORKROOM_HOME": str(tmp_path / f"app-{box['name']}")}).ensure()
+        paths.known_hosts_file.write_text(box["host_key_line"] + "\n")
+        engine = Engine(paths, bundle, auto_reconnect=False)
+        engine.add_host(Host(name=box["name"], provider="request-metered", address="127.0.0.1",
+                             port=box["ssh_port"], user=box["user"], identity=IdentityRef.file(box["client_key"]),
+                             idle_window_seconds=WINDOW, provider_ref=f"{poll_at}#idle-clock={box['health_url']}"))
+        engines.append(engine)
+    interval = WINDOW / 3  # KeepAwake's default: a third of the window
+    limit = interval + margin_for(interval)
+
+    async def scenario() -> None:
+        s1, s2 = engines[0].session("box1"), engines[1].session("box2")
+        r1, r2 = Recorder("box1"), Recorder("box2")
+        s1.listeners.append(r1)
+        s2.listeners.append(r2)
+        await asyncio.gather(s1.connect(timeout=60), s2.connect(timeout=60))
+        for name in ("box1", "box2"):
+            jobs.append(subprocess.Popen(simbox.exec_argv(name, ["sleep", "600"], home=home)))
+        polling = lambda snap: snap.connection.keepawake_running  # noqa: E731
+        t1, _ = await r1.first(polling, 0, 20)
+        t2, _ = await r2.first(polling, 0, 20)
+        confirmed_at, snap = await r1.first(_proof(ProofState.CONFIRMED), t1, interval + SLACK + 2)
+        assert snap.badge().kind is BadgeKind.BUSY
+        seen_at, snap = await r2.first(_proof(ProofState.NOT_SEEN), t2, limit + SLACK + 2)
+        assert snap.connection.keepawake_running and snap.connection.keepawake_error is None  # polls succeed
+        result = snap.badge()
+        assert result.kind is BadgeKind.BUSY_NOT_KEPT_AWAKE
+        assert result.reason is NotKeptAwakeReason.PROVIDER_NOT_SEEING
+        assert r2.notes, "no notification"
+        deadline = time.monotonic() + WINDOW + 10
+        while simbox.box_status("box2", home=home)["state"] != "asleep":
+            assert time.monotonic() < deadline, "box2 was not suspended"
+            await asyncio.sleep(0.5)
+        assert r2.notes[0][0] < time.monotonic() - 1
+        assert simbox.box_status("box1", home=home)["state"] == "awake"
+        print(f"\n[request-metered proof] confirmed {confirmed_at - t1:.1f} s after polling began; "
+              f"not seen {seen_at - t2:.1f} s after")
+        for name in ("box1", "box2"):
+            box = simbox.box_status(name, home=home)
+            assert box["idle_reads"] > 0 and box["reads_as_activity"] == 0
+
+    async def run() -> None:
+        try:
+            await scenario()
+        finally:
+            for engine in engines:
+                await engine.close()
+
+    try:
+        asyncio.run(run())
+    finally:
+        for job in jobs:
+            if job.poll() is None:
+                job.kill()
+
+
+def test_reading_the_idle_clock_through_the_metered_proxy_would_count(make_simbox: Any) -> None:
+    """The counter the tests above assert zero on can count: a read through the box's request proxy."""
+    import urllib.request
+
+    state = make_simbox(boxes=1, window=WINDOW, metering="requests", guest_port=8080)
+    box = simbox.connection_info(state)["boxes"][0]
+    with urllib.request.urlopen(box["http_url"] + "/.simbox/idle", timeout=5) as reply:
+        assert reply.status == 200
+    after = simbox.box_status("box1", home=home_of(state))
+    assert after["reads_as_activity"] == 1
+    assert after["last_activity_reason"] in ("request start", "request end")

@@ -1,4 +1,4 @@
-"""The badge function: every state of DESIGN.md §8, as a table, plus the tray's worst-state order."""
+"""The badge function: every state of docs/architecture.md's badge table, plus the tray's worst-state order."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ def test_reads_are_due_just_as_the_clock_would_pass_the_limit() -> None:
     assert next_read_in(proof, interval_seconds=INTERVAL, now=1000.0) == pytest.approx(LIMIT - 5 + 0.05)
     assert next_read_in(proof, interval_seconds=INTERVAL, now=1000.0 + LIMIT) == 1.0  # overdue: the minimum
     unseen = judge(read(41), interval_seconds=INTERVAL, own_traffic_at=None, previous=None)
-    assert next_read_in(unseen, interval_seconds=INTERVAL, now=1000.0) == INTERVAL / 2
+    assert next_read_in(unseen, interval_seconds=INTERVAL, now=1000.0) == INTERVAL / 4
     unsure = judge(read(1), interval_seconds=INTERVAL, own_traffic_at=999.5, previous=None)
     assert next_read_in(unsure, interval_seconds=INTERVAL, now=1000.0) == INTERVAL / 4
 

@@ -1,4 +1,4 @@
-"""The request meter's endpoint proxy (seed 004): 127.0.0.1:<port> -> an HTTP server inside the box.
+"""The request meter's endpoint proxy (docs/simbox.md): 127.0.0.1:<port> -> an HTTP server inside the box.
 
 On a request-metered box only requests through here reset the idle clock: each counts when it starts
 and when it ends. Work inside the guest and its own loopback requests never pass here, so they do not
