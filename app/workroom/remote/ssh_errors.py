@@ -7,12 +7,16 @@ the CLI show it as it is, never as a Python exception.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
+import subprocess
+import time
 
 import paramiko
 
 from workroom.core.errors import UserError
 from workroom.core.questions import SecretRequest
+from workroom.platform import local_network
 from workroom.remote.ssh_config import SshTarget
 from workroom.remote.ssh_transport import algorithm_mismatch
 
@@ -27,6 +31,7 @@ __all__ = [
     "close_quietly",
     "dial",
     "handshake_error",
+    "open_fdpass_proxy",
     "open_proxy_command",
     "short_command",
 ]
@@ -95,6 +100,7 @@ def short_command(command: str, limit: int = 80) -> str:
 def dial(target: SshTarget, timeout: float) -> socket.socket:
     """A TCP connection to the target's SSH port, or a `HostUnreachable` that says why not."""
     where = f"{target.hostname}:{target.port}"
+    started = time.monotonic()
     try:
         return socket.create_connection((target.hostname, target.port), timeout=timeout)
     except socket.gaierror as exc:
@@ -107,6 +113,9 @@ def dial(target: SshTarget, timeout: float) -> socket.socket:
         raise HostUnreachable("Host not answering", f"{where} did not answer within {timeout:g} s.",
                               "The host may be off, asleep, or behind a firewall.") from exc
     except OSError as exc:
+        if local_network.looks_blocked_by_privacy(exc, target.hostname, target.port, time.monotonic() - started):
+            raise HostUnreachable(local_network.BLOCKED_TITLE, local_network.BLOCKED_MESSAGE.format(where=where),
+                                  local_network.BLOCKED_HINT) from exc
         raise HostUnreachable("Host unreachable", f"Could not reach {where}: {exc.strerror or exc}.",
                               "Check your network connection and the host address.") from exc
 
@@ -119,6 +128,43 @@ def open_proxy_command(target: SshTarget) -> paramiko.ProxyCommand:
     except (paramiko.ProxyCommandFailure, OSError) as exc:
         raise HostUnreachable("ProxyCommand failed", f"The ProxyCommand for {target.alias} could not start "
                               f"({exc}).", "Check the ProxyCommand line in ~/.ssh/config.") from exc
+
+
+def open_fdpass_proxy(target: SshTarget, timeout: float) -> socket.socket:
+    """ProxyUseFdpass: run the ProxyCommand with a socket as its stdin and stdout; it passes back a
+    connected socket (SCM_RIGHTS) and exits, and that socket is the connection, as with ssh."""
+    assert target.proxy_command is not None
+    ours, theirs = socket.socketpair()
+    try:
+        try:
+            proc = subprocess.Popen(["/bin/sh", "-c", target.proxy_command], stdin=theirs.fileno(),
+                                    stdout=theirs.fileno(), stderr=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            theirs.close()
+        ours.settimeout(timeout)
+        try:
+            _, fds, _, _ = socket.recv_fds(ours, 1, 1)
+        finally:
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    except (OSError, TimeoutError) as exc:
+        raise HostUnreachable("ProxyCommand failed", f"The ProxyCommand for {target.alias} did not pass back a "
+                              f"connection ({exc}).", "Check the ProxyCommand and ProxyUseFdpass lines in "
+                              "~/.ssh/config.") from exc
+    finally:
+        ours.close()
+    if not fds:
+        raise HostUnreachable("ProxyCommand failed", f"The ProxyCommand for {target.alias} exited (status "
+                              f"{proc.returncode}) without passing back a connection.",
+                              "Check the ProxyCommand and ProxyUseFdpass lines in ~/.ssh/config.")
+    for extra in fds[1:]:
+        os.close(extra)
+    sock = socket.socket(fileno=fds[0])
+    sock.settimeout(None)
+    return sock
 
 
 def handshake_error(target: SshTarget, exc: BaseException, timeout: float, transport: object = None) -> SshError:

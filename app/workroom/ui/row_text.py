@@ -120,6 +120,8 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
         lines.append(("Agent", f"{status.agent.version} (protocol {status.agent.protocol})"))
         if status.settings_error:
             lines.append(("Settings problem", status.settings_error))
+    if snap.install is not None and snap.install.supervisor:
+        lines.append(("Kept running by", snap.install.supervisor))
     seen = keep_awake_seen_text(snap, now_monotonic)
     if seen:
         lines.append(("Keep-awake seen", seen))

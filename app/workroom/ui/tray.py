@@ -5,6 +5,7 @@ Where the platform has no tray the app opens its window instead (see ui/app.py).
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 
@@ -100,7 +101,7 @@ class TrayController(QObject):
         """A system notification (shown by the tray where the platform has one)."""
         self.last_notification = (title, message)
         if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
-            self.icon.showMessage(title, message, self.icon.icon(), 15000)
+            self.icon.showMessage(title, message, self.icon.icon(), notification_timeout_ms())
 
     def show(self) -> bool:
         if not self.available:
@@ -123,3 +124,9 @@ def _menu_on_click() -> bool:
     import sys
 
     return sys.platform == "darwin"  # the macOS menu bar opens the menu on click; elsewhere a click opens the window
+
+
+def notification_timeout_ms(platform: str = sys.platform) -> int:
+    """macOS: 0, so a ceiling prompt stays in Notification Center until answered or expired
+    (docs/macos.md); elsewhere a 15 s banner (the prompt card stays in the window)."""
+    return 0 if platform == "darwin" else 15000
