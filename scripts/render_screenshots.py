@@ -1,6 +1,6 @@
 """Render the app's main views and states to docs/screenshots/*.png, offscreen (no display needed).
 
-The window is the real one, fed constructed snapshots (workroom.ui.demo_states) through the engine's
+The window is the real one, fed constructed snapshots (scripts/demo_states.py) through the engine's
 listeners exactly as live sessions feed it, so every badge state shows without real boxes.
 
     QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/render_screenshots.py [--out docs/screenshots]
@@ -28,12 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     from PySide6.QtWidgets import QApplication, QWidget
 
     app = QApplication.instance() or QApplication(["render_screenshots"])
+    from demo_states import AGENT_MONOTONIC, busy, every_state, make_snapshot
     from workroom.agent_bundle import load_agent_bundle
     from workroom.core.ceiling import CeilingSettings
     from workroom.paths import app_paths
     from workroom.sessions.engine import Engine
     from workroom.ui.app import WorkroomApp
-    from workroom.ui.demo_states import AGENT_MONOTONIC, busy, every_state, make_snapshot
     from workroom.ui.host_dialog import AddHostDialog
     from workroom.ui.host_key_dialog import HostKeyDialog
 

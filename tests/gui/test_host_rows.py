@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 
 import pytest
+from demo_states import busy, every_state, make_snapshot
 from gui_helpers import feed
 from PySide6.QtCore import Qt
 from workroom.core.badge import BadgeKind
 from workroom.core.connection import ConnectionState
-from workroom.ui.demo_states import busy, every_state, make_snapshot
 from workroom.ui.host_table_model import BADGE_KIND_ROLE, Column, HostTableModel
 from workroom.ui.tray import TrayController, host_menu_text
 

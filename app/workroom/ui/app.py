@@ -31,7 +31,7 @@ class WorkroomApp:
         c.host_removed.connect(t.remove)
         t.open_requested.connect(w.bring_up)
         t.settings_requested.connect(w.show_settings)
-        t.connect_all_requested.connect(lambda: c.connect_all())
+        t.connect_all_requested.connect(w.connect_all)
         t.quit_requested.connect(self.request_quit)
         t.host_requested.connect(self._show_host)
         w.cards.card_raised.connect(self._notify_card)
@@ -54,7 +54,7 @@ class WorkroomApp:
         if sys.platform == "darwin":
             hide_dock_icon()
         if connect:
-            self.controller.connect_all(wake=False)  # never wake a sleeping box just to look
+            self.controller.connect_all()  # never wakes a sleeping box just to look
 
     def request_quit(self) -> None:
         self.quit_event.set()

@@ -113,9 +113,19 @@ class AppController(QObject):
         except UserError as error:
             self.failed.emit(error)
 
-    def connect_all(self, *, wake: bool = True) -> None:
-        for name in self.host_names():
-            self.connect_host(name, wake=wake)
+    def connect_all(self) -> list[str]:
+        """Connect every host that is not asleep, waking none; returns the names of those left asleep.
+
+        Waking a box costs money and is the user's call for that one box ("Wake and connect"); a
+        sleepable box whose state is unknown is not woken either (its session says so).
+        """
+        asleep: list[str] = []
+        for snapshot in self.snapshots():
+            if snapshot.connection.state is ConnectionState.ASLEEP:
+                asleep.append(snapshot.host.name)
+                continue
+            self.connect_host(snapshot.host.name, wake=False)
+        return asleep
 
     def disconnect_host(self, name: str) -> None:
         self.tasks.run(f"disconnect:{name}", self._session(name).disconnect())

@@ -1,17 +1,38 @@
-"""One QIcon per badge kind, loaded once from resources/ (a missing icon raises, never a blank)."""
+"""One QIcon per badge kind, loaded once from resources/ (a missing icon raises, never a blank).
+
+The files are macOS template images (black plus alpha). Only macOS tints those for a light or dark
+menu bar, so elsewhere the icon is painted in the palette's text colour: dark ink in a light palette,
+light ink in a dark one (docs/ui.md "Colours").
+"""
 
 from __future__ import annotations
 
-from PySide6.QtGui import QIcon
+import sys
+
+from PySide6.QtGui import QIcon, QPalette
 
 from workroom.core.badge import BadgeKind
 from workroom.resources import badge_icon
+from workroom.ui import styles
 
-_cache: dict[BadgeKind, QIcon] = {}
+_templates: dict[BadgeKind, QIcon] = {}
+_tinted: dict[tuple[BadgeKind, int], QIcon] = {}
 
 
-def icon_for(kind: BadgeKind) -> QIcon:
-    icon = _cache.get(kind)
+def template_for(kind: BadgeKind) -> QIcon:
+    icon = _templates.get(kind)
     if icon is None:
-        icon = _cache[kind] = badge_icon(kind)
+        icon = _templates[kind] = badge_icon(kind)
+    return icon
+
+
+def icon_for(kind: BadgeKind, palette: QPalette | None = None) -> QIcon:
+    """The template icon on macOS; elsewhere the icon inked for `palette` (the application's by default)."""
+    if sys.platform == "darwin":
+        return template_for(kind)
+    color = styles.icon_color(palette)
+    key = (kind, color.rgba())
+    icon = _tinted.get(key)
+    if icon is None:
+        icon = _tinted[key] = styles.tinted(template_for(kind), color)
     return icon

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWi
 
 from workroom.core.connection import ConnectionState
 from workroom.sessions.host_session import HostSnapshot
-from workroom.ui import row_text
+from workroom.ui import row_text, styles
 from workroom.ui.badge_icons import icon_for
 
 ACTIVE_STATES = frozenset({ConnectionState.CONNECTING, ConnectionState.HOST_KEY_QUESTION, ConnectionState.PUSHING,
@@ -92,12 +92,15 @@ class HostDetailView(QWidget):
         self.icon.setPixmap(icon_for(badge.kind).pixmap(24, 24))
         self.badge_label.setText(f"<b>{html.escape(badge.label)}</b>")
         self.tooltip.setText(badge.tooltip)
+        muted = styles.muted_text(self.palette()).name()
         rows = "".join(
-            f"<tr><td style='color:#666;padding-right:10px'>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
+            f"<tr><td style='color:{muted};padding-right:10px'>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
             for k, v in row_text.detail_lines(snapshot, now)
         )
         self.fields.setText(f"<table>{rows}</table>")
         active = snapshot.connection.state in ACTIVE_STATES
+        asleep = snapshot.connection.state is ConnectionState.ASLEEP
+        self.connect_button.setText("Wake and connect" if asleep else "Connect")
         self.connect_button.setEnabled(not active)
         self.disconnect_button.setEnabled(active)
         self.keep_button.setVisible(badge.offers_keep)

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (
 
 from workroom.core.hosts import LOCAL_PROVIDER, Host, HostsFile, IdentityRef
 from workroom.core.traits import PROVIDER_KINDS
+from workroom.ui import styles
 
 FIELDS = ("name", "provider", "address", "port", "user", "identity", "idle_window_seconds", "agent_candidates")
 GENERAL = "general"
@@ -109,7 +110,7 @@ class AddHostDialog(QDialog):
         self.general = QLabel()
         self.general.setObjectName("error_general")
         self.general.setWordWrap(True)
-        self.general.setStyleSheet("color: #a40000;")
+        styles.set_role(self.general, styles.ERROR)
         self.general.hide()
         self.errors[GENERAL] = self.general
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
@@ -132,7 +133,7 @@ class AddHostDialog(QDialog):
         error = QLabel()
         error.setObjectName(f"error_{key}")
         error.setWordWrap(True)
-        error.setStyleSheet("color: #a40000;")
+        styles.set_role(error, styles.ERROR)
         error.hide()
         box = QVBoxLayout()
         box.setSpacing(2)

@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.sessions.host_session import HostSnapshot
+from workroom.ui import styles
 from workroom.ui.app_controller import AppController
 from workroom.ui.host_detail_view import HostDetailView
 from workroom.ui.host_dialog import AddHostDialog
@@ -43,6 +44,7 @@ HOSTS_TAB, SETTINGS_TAB = 0, 1
 class MainWindow(QMainWindow):
     def __init__(self, controller: AppController) -> None:
         super().__init__()
+        styles.install()
         self.controller = controller
         self.hide_on_close = False
         self.setWindowTitle("Workroom")
@@ -73,13 +75,17 @@ class MainWindow(QMainWindow):
         self.problems = QLabel()
         self.problems.setObjectName("problems_banner")
         self.problems.setWordWrap(True)
-        self.problems.setStyleSheet("background: #fde2e1; padding: 6px; border-radius: 4px;")
+        styles.set_role(self.problems, styles.BANNER)
         self._show_problems(controller.problems)
         self.action_error = QLabel()
         self.action_error.setObjectName("action_error")
         self.action_error.setWordWrap(True)
-        self.action_error.setStyleSheet("color: #a40000;")
+        styles.set_role(self.action_error, styles.ERROR)
         self.action_error.hide()
+        self.notice = QLabel()
+        self.notice.setObjectName("notice")
+        self.notice.setWordWrap(True)
+        self.notice.hide()
 
         self.add_button = QPushButton("Add host…")
         self.add_button.setObjectName("add_host")
@@ -107,6 +113,7 @@ class MainWindow(QMainWindow):
         hosts_layout.addWidget(self.cards)
         hosts_layout.addLayout(toolbar)
         hosts_layout.addWidget(self.action_error)
+        hosts_layout.addWidget(self.notice)
         hosts_layout.addWidget(splitter, 1)
         self.tabs = QTabWidget()
         self.tabs.addTab(hosts_page, "Hosts")
@@ -143,7 +150,7 @@ class MainWindow(QMainWindow):
         self.settings.apply_requested.connect(self._apply_settings)
         self.add_button.clicked.connect(self.open_add_dialog)
         self.remove_button.clicked.connect(self.confirm_remove)
-        self.connect_all_button.clicked.connect(lambda: c.connect_all())
+        self.connect_all_button.clicked.connect(self.connect_all)
 
     def on_snapshot(self, snapshot: HostSnapshot) -> None:
         self.model.update(snapshot)
@@ -185,7 +192,20 @@ class MainWindow(QMainWindow):
 
     def _connect(self, name: str) -> None:
         self.action_error.hide()
+        self.notice.hide()
         self.controller.connect_host(name)
+
+    def connect_all(self) -> list[str]:
+        """Connect every host that is awake; name the ones left asleep and how to wake one."""
+        self.action_error.hide()
+        asleep = self.controller.connect_all()
+        if asleep:
+            self.notice.setText(f"Left asleep: {', '.join(asleep)}. Connect all never wakes a box; select one "
+                                "and click Wake and connect to wake it.")
+            self.notice.show()
+        else:
+            self.notice.hide()
+        return asleep
 
     def _disconnect(self, name: str) -> None:
         self.action_error.hide()

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollA
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
 from workroom.sessions.host_session import HostSnapshot
-from workroom.ui import row_text
+from workroom.ui import row_text, styles
 from workroom.ui.tasks import TaskKeeper
 
 CardKey = tuple[str, float]
@@ -35,7 +35,7 @@ class PromptCard(QFrame):
         super().__init__()
         self.setObjectName("prompt_card")
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setStyleSheet("#prompt_card { background: #fff4d6; border: 1px solid #d9a400; border-radius: 6px; }")
+        styles.set_role(self, styles.CARD)
         self.host_name = snapshot.host.name
         self.key = key
         self.snapshot = snapshot
@@ -52,7 +52,7 @@ class PromptCard(QFrame):
         self.error = QLabel()
         self.error.setObjectName("card_error")
         self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #a40000;")
+        styles.set_role(self.error, styles.ERROR)
         self.error.hide()
         self.keep_button = QPushButton("Keep awake")
         self.keep_button.setObjectName("card_keep")
