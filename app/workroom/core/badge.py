@@ -1,5 +1,5 @@
 """The badge a host shows: one pure function from what the agent said, the provider's traits and
-the connection, to a kind, a label and a plain-words tooltip (DESIGN.md §8).
+the connection, to a kind, a label and a plain-words tooltip (docs/ui.md "Words for each state").
 
 "Busy but not kept awake" appears only on hosts that can sleep: on a host that never sleeps,
 nothing needs keeping awake, so nothing there is alarming.
@@ -12,6 +12,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from workroom.core.busy_words import plain_reasons
 from workroom.core.connection import UNREACHABLE_STATES, WAITING_STATES, ConnectionInfo, ConnectionState
 from workroom.core.durations import format_duration
 from workroom.core.protocol import PROTOCOL_VERSION, Status, Verdict
@@ -193,8 +194,9 @@ def _waiting(connection: ConnectionInfo) -> Badge:
 
 
 def _busy_sentence(status: Status) -> str:
-    reasons = list(status.busy_reasons[:MAX_REASONS_SHOWN])
-    more = len(status.busy_reasons) - len(reasons)
+    plain = plain_reasons(status.busy_reasons)
+    reasons = plain[:MAX_REASONS_SHOWN]
+    more = len(plain) - len(reasons)
     if not reasons:
         return "Busy."
     text = "Busy: " + "; ".join(reasons)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QItemSelectionModel, Qt
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtCore import QItemSelectionModel, Qt, QTimer
+from PySide6.QtGui import QCloseEvent, QHideEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -63,8 +63,8 @@ class MainWindow(QMainWindow):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)
         header.setSectionResizeMode(Column.BUSY, QHeaderView.ResizeMode.Stretch)
-        for column, width in ((Column.NAME, 130), (Column.PROVIDER, 80), (Column.BADGE, 190),
-                              (Column.VERDICT, 60), (Column.AWAKE, 80), (Column.CONNECTION, 150)):
+        for column, width in ((Column.NAME, 130), (Column.PROVIDER, 80), (Column.BADGE, 260),
+                              (Column.AWAKE, 80), (Column.CONNECTION, 150)):
             self.table.setColumnWidth(column, width)
         self.detail = HostDetailView()
         self.detail.setMinimumWidth(300)
@@ -120,6 +120,12 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.settings, "Settings")
         self.setCentralWidget(self.tabs)
         self.add_dialog: AddHostDialog | None = None
+
+        self.ages = QTimer(self)
+        """Ticks once a second while the window shows, so ages and countdowns move between events
+        (it re-renders; it never asks the network)."""
+        self.ages.setInterval(1000)
+        self.ages.timeout.connect(self._tick)
 
         self._wire()
         self.model.set_snapshots(controller.snapshots())
@@ -287,6 +293,14 @@ class MainWindow(QMainWindow):
         self.show()
         self.raise_()
         self.activateWindow()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.ages.start()
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        super().hideEvent(event)
+        self.ages.stop()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.hide_on_close:

@@ -8,21 +8,29 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject, Signal, SignalInstance
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from workroom.core.badge import BadgeKind, worst_badge_kind
+from workroom.core.durations import format_duration
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.badge_icons import icon_for
 
 
 def host_menu_text(snapshot: HostSnapshot, now: float) -> str:
+    """One line per host: its one state word and how long it has been in it ("gpu-box — Busy 42 min")."""
     badge = snapshot.badge(now)
-    verdict = row_text.verdict_text(snapshot)
-    suffix = f" · {verdict}" if snapshot.status is not None else ""
-    return f"{snapshot.host.name} — {badge.label}{suffix}"
+    awake = row_text.awake_seconds(snapshot, now)
+    if badge.kind in (BadgeKind.BUSY, BadgeKind.BUSY_PAST_CEILING, BadgeKind.BUSY_NOT_KEPT_AWAKE) \
+            and awake is not None:
+        return f"{snapshot.host.name} — {badge.label} {format_duration(awake)}"
+    if badge.kind is BadgeKind.IDLE:  # the agent does not say since when; connected-for would mislead
+        return f"{snapshot.host.name} — {badge.label}"
+    since = snapshot.connection.since_monotonic
+    age = f" {format_duration(max(0.0, now - since))}" if since is not None else ""
+    return f"{snapshot.host.name} — {badge.label}{age}"
 
 
 class TrayController(QObject):
@@ -41,6 +49,7 @@ class TrayController(QObject):
         self.icon.setContextMenu(self.menu)
         self.host_actions: dict[str, QAction] = {}
         self._kinds: dict[str, BadgeKind] = {}
+        self._snapshots: dict[str, HostSnapshot] = {}
         self.worst_kind: BadgeKind | None = None
         self.last_notification: tuple[str, str] | None = None
         self._hosts_end = self.menu.addSeparator()
@@ -50,13 +59,14 @@ class TrayController(QObject):
         self.menu.addSeparator()
         self._add_action("Quit", self.quit_requested)
         self.icon.activated.connect(self._activated)
+        self.menu.aboutToShow.connect(self.refresh_texts)
         self._set_worst()
 
     @property
     def available(self) -> bool:
         return QSystemTrayIcon.isSystemTrayAvailable()
 
-    def _add_action(self, text: str, signal: Signal) -> QAction:  # type: ignore[type-arg]
+    def _add_action(self, text: str, signal: SignalInstance) -> QAction:
         action = self.menu.addAction(text)
         action.triggered.connect(signal.emit)
         return action
@@ -65,8 +75,15 @@ class TrayController(QObject):
         if reason is QSystemTrayIcon.ActivationReason.Trigger and not _menu_on_click():
             self.open_requested.emit()
 
+    def refresh_texts(self) -> None:
+        """Re-render every host line (ages move while nothing is pushed); called as the menu opens."""
+        now = self._clock()
+        for name, action in self.host_actions.items():
+            action.setText(host_menu_text(self._snapshots[name], now))
+
     def update(self, snapshot: HostSnapshot) -> None:
         name = snapshot.host.name
+        self._snapshots[name] = snapshot
         badge = snapshot.badge(self._clock())
         action = self.host_actions.get(name)
         if action is None:
@@ -86,6 +103,7 @@ class TrayController(QObject):
         if action is not None:
             self.menu.removeAction(action)
         self._kinds.pop(name, None)
+        self._snapshots.pop(name, None)
         self._set_worst()
 
     def _set_worst(self) -> None:
