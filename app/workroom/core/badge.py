@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from workroom.core.busy_words import plain_reasons
 from workroom.core.connection import UNREACHABLE_STATES, WAITING_STATES, ConnectionInfo, ConnectionState
 from workroom.core.durations import format_duration
+from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import PROTOCOL_VERSION, Status, Verdict
 from workroom.core.traits import ProviderTraits
 
@@ -171,7 +172,7 @@ def _offline(connection: ConnectionInfo) -> Badge:
     backing_off = connection.state is ConnectionState.BACKING_OFF
     hint = "The app will keep trying." if backing_off else "Reconnect to try again."
     if connection.error is not None:
-        sentences.append(f"{connection.error.title}: {connection.error.message}")
+        sentences.append(f"{connection.error.title}: {without_exception_names(connection.error.message)}")
         if connection.error.hint:
             hint = connection.error.hint
     return _make(BadgeKind.OFFLINE, sentences, hint=hint)
@@ -188,7 +189,7 @@ def _waiting(connection: ConnectionInfo) -> Badge:
     if connection.error is not None:
         # Retrying after a loss: still unreachable until this attempt succeeds.
         sentences = ["The app cannot reach this host; it is trying again now.",
-                     f"{connection.error.title}: {connection.error.message}"]
+                     f"{connection.error.title}: {without_exception_names(connection.error.message)}"]
         return _make(BadgeKind.OFFLINE, sentences, hint="The app will keep trying.")
     return _make(BadgeKind.UNKNOWN, ["Connecting."])
 

@@ -98,8 +98,11 @@ class AppController(QObject):
             self.failed.emit(error)
             return
         log.error("action %s failed", name, exc_info=error)
-        self.failed.emit(UserError("Something went wrong", f"{name}: {type(error).__name__}: {error}",
-                                   "Try again; if it repeats, report it with the app's log."))
+        action = name.split(":", 1)[0]
+        subject = name.split(":", 1)[1] if ":" in name else ""
+        about = f" for {subject}" if subject else ""
+        self.failed.emit(UserError("Something went wrong", f"The {action} action{about} failed unexpectedly.",
+                                   f"Try again; if it repeats, report it with the app's log (details: {error})."))
 
     # -- actions ----------------------------------------------------------------------------------
 
@@ -126,6 +129,16 @@ class AppController(QObject):
                 continue
             self.connect_host(snapshot.host.name, wake=False)
         return asleep
+
+    def retry_now(self, name: str) -> None:
+        """Skip the back-off wait: end the waiting session and connect again (never waking a sleeping box)."""
+        session = self._session(name)
+
+        async def retry() -> None:
+            await session.disconnect()
+            session.start(wake=False)
+
+        self.tasks.run(f"retry:{name}", retry())
 
     def disconnect_host(self, name: str) -> None:
         self.tasks.run(f"disconnect:{name}", self._session(name).disconnect())

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from pydantic import ValidationError
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
@@ -21,9 +22,27 @@ from workroom.core.hosts import LOCAL_PROVIDER, Host, HostsFile, IdentityRef
 from workroom.core.traits import PROVIDER_KINDS
 from workroom.ui import styles
 
-FIELDS = ("name", "provider", "address", "port", "user", "identity", "idle_window_seconds", "agent_candidates")
+FIELDS = ("name", "provider", "address", "port", "user", "identity", "provider_ref", "idle_window_seconds",
+          "agent_candidates")
 GENERAL = "general"
+DIALOG_MIN_WIDTH = 560
+"""Wide enough that every placeholder and a one-line error show whole."""
 CANDIDATE_CHOICES = {"Provider default": "", "Only my processes": "user", "Every process": "all"}
+REF_HELP: dict[str, tuple[str, str]] = {
+    "ssh": ("not used", "A plain SSH host needs no provider reference."),
+    "exe.dev": ("machine name", "The exe.dev machine name; empty means the address."),
+    "container": ("not used", "A container needs no provider reference."),
+    "boxd": ("machine name", "The boxd machine name (as `boxd machine list` shows it), used to read whether it "
+             "sleeps without waking it; empty means the address."),
+    "simbox": ("health page URL", "The simulated box's health page, e.g. http://127.0.0.1:8765/ (printed when the "
+               "box is created); without it the app cannot tell asleep from offline."),
+    "request-metered": ("proxy base URL", "The platform proxy's base URL, e.g. https://app.example.dev; the app "
+                        "keeps the box awake through its /v1/health."),
+    LOCAL_PROVIDER: ("not used", "This computer needs no provider reference."),
+}
+"""Per provider: (placeholder, description) of the provider reference field."""
+REF_REQUIRED = frozenset({"simbox", "request-metered"})
+"""Providers that cannot tell a sleeping box from a dead one, or keep it awake, without a reference."""
 
 
 def _clean(text: str) -> str | None:
@@ -35,7 +54,7 @@ def host_from_fields(fields: dict[str, str], existing: HostsFile) -> Host | dict
     """A valid new Host from the dialog's text fields, or {field: what is wrong} (GENERAL for the whole)."""
     errors: dict[str, str] = {}
     values: dict[str, object] = {"name": fields.get("name", ""), "provider": fields.get("provider", "")}
-    for key in ("address", "user", "agent_candidates"):
+    for key in ("address", "user", "agent_candidates", "provider_ref"):
         value = _clean(fields.get(key, ""))
         if value is not None:
             values[key] = value
@@ -57,6 +76,10 @@ def host_from_fields(fields: dict[str, str], existing: HostsFile) -> Host | dict
             values["identity"] = IdentityRef.file(identity_text)
         except ValidationError as error:
             errors["identity"] = _message(error.errors()[0])
+    provider = fields.get("provider", "")
+    if provider in REF_REQUIRED and _clean(fields.get("provider_ref", "")) is None:
+        placeholder, _ = REF_HELP[provider]
+        errors["provider_ref"] = f"A {provider} host needs its {placeholder} here."
     if errors:
         return errors
     try:
@@ -103,6 +126,12 @@ class AddHostDialog(QDialog):
         self._line("port", "Port", form, "22 or ~/.ssh/config's")
         self._line("user", "User", form, "~/.ssh/config's or yours")
         self._line("identity", "Key file", form, "path to a private key file (never the key itself)")
+        self._line("provider_ref", "Provider reference", form, "")
+        self.ref_help = QLabel()
+        self.ref_help.setObjectName("provider_ref_help")
+        self.ref_help.setWordWrap(True)
+        styles.set_role(self.ref_help, styles.MUTED)
+        form.addRow("", self.ref_help)
         self._line("idle_window_seconds", "Idle window (s)", form, "the provider's, when empty")
         candidates = QComboBox()
         candidates.addItems(list(CANDIDATE_CHOICES))
@@ -118,10 +147,28 @@ class AddHostDialog(QDialog):
         self.ok_button.setText("Add host")
         self.buttons.accepted.connect(self.try_accept)
         self.buttons.rejected.connect(self.reject)
+        provider.currentTextChanged.connect(self._provider_changed)
+        self._provider_changed(provider.currentText())
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.setMinimumWidth(DIALOG_MIN_WIDTH)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.general)
         layout.addWidget(self.buttons)
+
+    def _provider_changed(self, provider: str) -> None:
+        placeholder, description = REF_HELP.get(provider, ("", ""))
+        ref = self.inputs["provider_ref"]
+        assert isinstance(ref, QLineEdit)
+        ref.setPlaceholderText(placeholder)
+        ref.setEnabled(placeholder != "not used")
+        self.ref_help.setText(description)
+        if self.isVisible():
+            self.fit_height()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.fit_height()
 
     def _line(self, key: str, label: str, form: QFormLayout, placeholder: str) -> None:
         edit = QLineEdit()
@@ -167,3 +214,14 @@ class AddHostDialog(QDialog):
             label = self.errors.get(key, self.general)
             label.setText(message)
             label.show()
+        self.fit_height()
+
+    def fit_height(self) -> None:
+        """Grow to show every wrapped line (dialogs do not follow height-for-width on their own)."""
+        layout = self.layout()
+        if layout is None:
+            return
+        layout.activate()
+        need = layout.totalHeightForWidth(self.width()) if layout.hasHeightForWidth() else layout.sizeHint().height()
+        if need > self.height():
+            self.resize(self.width(), need)

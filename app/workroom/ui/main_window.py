@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
+from workroom.core.plain_errors import without_exception_names
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import styles
 from workroom.ui.app_controller import AppController
@@ -67,7 +68,6 @@ class MainWindow(QMainWindow):
                               (Column.AWAKE, 80), (Column.CONNECTION, 150)):
             self.table.setColumnWidth(column, width)
         self.detail = HostDetailView()
-        self.detail.setMinimumWidth(300)
         self.cards = PromptCardsView(controller.keep, controller.tasks)
         self.settings = SettingsView()
         self.settings.load(controller.ceiling_settings)
@@ -102,6 +102,10 @@ class MainWindow(QMainWindow):
         splitter.addWidget(self.table)
         detail_scroll = QScrollArea()
         detail_scroll.setWidgetResizable(True)
+        detail_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        detail_scroll.setMinimumWidth(self.detail.minimumWidth() + detail_scroll.verticalScrollBar().sizeHint().width()
+                                      + 2 * detail_scroll.frameWidth())
+        self.detail_scroll = detail_scroll
         detail_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         detail_scroll.setWidget(self.detail)
         splitter.addWidget(detail_scroll)
@@ -149,6 +153,7 @@ class MainWindow(QMainWindow):
         c.secret_prompter = lambda request: ask_secret(request, self)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.detail.connect_requested.connect(self._connect)
+        self.detail.retry_requested.connect(self.controller.retry_now)
         self.detail.disconnect_requested.connect(self._disconnect)
         self.detail.keep_requested.connect(self._keep)
         self.cards.card_clicked.connect(self.select_host)
@@ -273,8 +278,8 @@ class MainWindow(QMainWindow):
         self._update_buttons()
 
     def show_error(self, error: UserError) -> None:
-        self.action_error.setText(f"<b>{html.escape(error.title)}</b>: {html.escape(error.message)} "
-                                  f"{html.escape(error.hint)}")
+        self.action_error.setText(f"<b>{html.escape(error.title)}</b>: "
+                                  f"{html.escape(without_exception_names(error.message))} {html.escape(error.hint)}")
         self.action_error.show()
 
     def _show_problems(self, problems: list[UserError]) -> None:

@@ -69,7 +69,7 @@ class PromptCard(QFrame):
         layout.addWidget(self.error)
         layout.addLayout(buttons)
 
-    def render(self, snapshot: HostSnapshot, now: float) -> None:
+    def render_snapshot(self, snapshot: HostSnapshot, now: float) -> None:
         self.snapshot = snapshot
         workroom = row_text.workroom_name(snapshot)
         self.title.setText(f"{workroom}: keep it awake?")
@@ -144,7 +144,7 @@ class PromptCardsView(QScrollArea):
         if card is None:
             card = self._add(snapshot, key)
             self.card_raised.emit(name, row_text.workroom_name(snapshot))
-        card.render(snapshot, self._clock())
+        card.render_snapshot(snapshot, self._clock())
 
     def forget_host(self, name: str) -> None:
         if name in self.cards:

@@ -29,6 +29,8 @@ CARD = "card"
 """A prompt card: a warm tint of the window behind ordinary text."""
 BANNER = "banner"
 """A problems banner: a red tint of the window behind ordinary text."""
+PRIMARY = "primary"
+"""The one prominent button of a panel: the palette's highlight colours."""
 
 _ERROR_HUE = QColor(200, 0, 0)
 _CARD_HUE = QColor(230, 170, 0)
@@ -108,6 +110,8 @@ def stylesheet(palette: QPalette) -> str:
     """The application style sheet for `palette`: one rule per role, nothing else."""
     card = card_background(palette)
     banner = banner_background(palette)
+    primary = palette.color(QPalette.ColorRole.Highlight)
+    primary_text = readable_on(palette.color(QPalette.ColorRole.HighlightedText), primary)
     sel = f"[{ROLE_PROPERTY}=\"%s\"]"
     return "\n".join([
         f"QLabel{sel % ERROR} {{ color: {error_text(palette).name()}; }}",
@@ -116,6 +120,10 @@ def stylesheet(palette: QPalette) -> str:
         " border-radius: 6px; }",
         f"QFrame{sel % CARD} QLabel {{ color: {card_text(palette).name()}; background: transparent; }}",
         f"QFrame{sel % CARD} QLabel{sel % ERROR} {{ color: {error_text(palette, card).name()}; }}",
+        f"QPushButton{sel % PRIMARY} {{ background: {primary.name()}; color: {primary_text.name()};"
+        f" font-weight: bold; padding: 5px 14px; border: 1px solid {primary.darker(130).name()};"
+        " border-radius: 4px; }",
+        f"QPushButton{sel % PRIMARY}:disabled {{ background: {mix(primary, window(palette), 0.6).name()}; }}",
         f"QLabel{sel % BANNER} {{ background: {banner.name()}; color: {readable_on(text(palette), banner).name()};"
         " padding: 6px; border-radius: 4px; }",
     ])
