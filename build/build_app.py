@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "app"))
 sys.path.insert(0, str(ROOT / "build"))
 
 from render_plist import render_file  # noqa: E402
-from workroom.agent_bundle_locator import build_bundle, locate_agent_bundle  # noqa: E402
+from workroom.agent_bundle import build_bundle, locate_agent_bundle  # noqa: E402
 
 
 def tree_size(path: Path) -> int:

@@ -1,8 +1,7 @@
 """The `workroom` command line: the engine, headless.
 
-Exit codes (documented in docs/cli.md):
-  0 ok · 1 error · 2 usage · 3 no such host · 4 host unreachable or the agent failed
-  5 unknown host key not trusted · 6 host key changed (refused) · 7 setting out of range
+Exit codes (documented in docs/cli.md): `core.errors.ExitCode`; an error's code is its type's
+`UserError.exit_code`.
 """
 
 from __future__ import annotations
@@ -15,10 +14,7 @@ import time
 from typing import Any
 
 from workroom import __version__
-from workroom.core.errors import UserError
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_HOST, EXIT_UNREACHABLE = 0, 1, 2, 3, 4
-EXIT_HOST_KEY_UNKNOWN, EXIT_HOST_KEY_CHANGED, EXIT_OUT_OF_RANGE = 5, 6, 7
+from workroom.core.errors import ExitCode, UserError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,9 +69,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     keep = sub.add_parser("keep", help="answer a ceiling prompt: keep the box awake")
     keep.add_argument("name")
-
-    simbox = sub.add_parser("simbox", help="local sleepable boxes (Linux, root)")
-    simbox.add_argument("simbox_args", nargs=argparse.REMAINDER)
     return parser
 
 
@@ -83,24 +76,6 @@ def _err(error: UserError) -> None:
     print(f"workroom: {error.title}: {error.message}", file=sys.stderr)
     if error.hint:
         print(f"  {error.hint}", file=sys.stderr)
-
-
-def _exit_code_for(error: UserError) -> int:
-    from workroom.core.ceiling import SettingsError
-    from workroom.core.hosts import DuplicateHostError, HostNotFoundError
-
-    name = type(error).__name__
-    if isinstance(error, HostNotFoundError):
-        return EXIT_NO_HOST
-    if isinstance(error, DuplicateHostError):
-        return EXIT_ERROR
-    if isinstance(error, SettingsError):
-        return EXIT_OUT_OF_RANGE
-    if name == "HostKeyUnknown" or (error.title or "").lower().startswith("unknown host key"):
-        return EXIT_HOST_KEY_UNKNOWN
-    if name == "HostKeyChanged" or ("changed" in (error.title or "").lower() and "key" in error.title.lower()):
-        return EXIT_HOST_KEY_CHANGED
-    return EXIT_UNREACHABLE
 
 
 def _engine(auto_reconnect: bool = False) -> Any:
@@ -168,14 +143,14 @@ async def _cmd_connect(args: argparse.Namespace) -> int:
             session.listeners.append(show)
             session.auto_reconnect = True
             await done
-        return EXIT_OK
+        return ExitCode.OK
     finally:
         await engine.close()
 
 
 async def _cmd_status(args: argparse.Namespace) -> int:
     engine = _engine(auto_reconnect=args.watch)
-    code = EXIT_OK
+    code = ExitCode.OK
     try:
         async def one(name: str) -> Any:
             session = engine.session(name)
@@ -205,7 +180,7 @@ async def _cmd_keep(args: argparse.Namespace) -> int:
         await session.connect(timeout=30)
         status = await session.keep()
         print(f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
-        return EXIT_OK
+        return ExitCode.OK
     finally:
         await engine.close()
 
@@ -230,7 +205,7 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
             )
         except ValueError as error:
             print(f"workroom: invalid host: {error}", file=sys.stderr)
-            return EXIT_USAGE
+            return ExitCode.USAGE
         save_hosts(paths, hosts.add(host))
         print(f"added {host.name} ({host.provider})")
     elif args.hosts_command == "remove":
@@ -245,8 +220,8 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
                 print(f"{h.name:<20} {h.provider:<16} {where}")
     else:
         print("workroom hosts: add, list or remove", file=sys.stderr)
-        return EXIT_USAGE
-    return EXIT_OK
+        return ExitCode.USAGE
+    return ExitCode.OK
 
 
 async def _cmd_settings(args: argparse.Namespace) -> int:
@@ -263,7 +238,7 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
         else:
             print(f"ceiling {c.ceiling_seconds:g} s, prompt timeout {c.prompt_timeout_seconds:g} s, "
                   f"ask mode {'on' if c.ask_at_ceiling else 'off'}")
-        return EXIT_OK
+        return ExitCode.OK
     if args.settings_command == "set":
         loaded = load_settings(app_paths().ensure())
         changes: dict[str, object] = {}
@@ -279,9 +254,9 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
         save_settings(app_paths(), loaded.value.model_copy(update={"ceiling": ceiling}))
         print(f"ceiling {ceiling.ceiling_seconds:g} s, prompt timeout {ceiling.prompt_timeout_seconds:g} s, "
               f"ask mode {'on' if ceiling.ask_at_ceiling else 'off'}")
-        return EXIT_OK
+        return ExitCode.OK
     print("workroom settings: get or set", file=sys.stderr)
-    return EXIT_USAGE
+    return ExitCode.USAGE
 
 
 def _cmd_secret(args: argparse.Namespace) -> int:
@@ -297,21 +272,21 @@ def _cmd_secret(args: argparse.Namespace) -> int:
         host, _, port = rest.partition(":")
         if not user or not host:
             print("workroom: --password takes USER@HOST[:PORT]", file=sys.stderr)
-            return EXIT_USAGE
+            return ExitCode.USAGE
         key = CredentialKey.password(user, host, int(port or 22))
     store = CredentialStore()
     if args.secret_command == "delete":
         store.delete(key)
         print(f"forgot the {key.kind.value} for {key.subject}")
-        return EXIT_OK
+        return ExitCode.OK
     prompt = f"{key.kind.value.capitalize()} for {key.subject}: "
     value = getpass.getpass(prompt) if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
     if not value:
         print("workroom: nothing entered; nothing stored", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     store.set(key, value)
     print(f"stored the {key.kind.value} for {key.subject} in the system keyring ({store.backend_name()})")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -330,17 +305,13 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_cmd_keep(args))
         if args.command == "secret" and args.secret_command:
             return _cmd_secret(args)
-        if args.command == "simbox":
-            from workroom.simbox.cli import main as simbox_main
-
-            return int(simbox_main(args.simbox_args) or 0)
     except UserError as error:
         _err(error)
-        return _exit_code_for(error)
+        return int(error.exit_code)
     except KeyboardInterrupt:
-        return EXIT_OK
+        return ExitCode.OK
     parser.print_help()
-    return EXIT_USAGE
+    return ExitCode.USAGE
 
 
 if __name__ == "__main__":

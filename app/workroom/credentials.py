@@ -45,8 +45,6 @@ class SecretKind(StrEnum):
     """A private key file's passphrase; the subject is the key file's path."""
     PASSWORD = "password"
     """An SSH password; the subject is user@host:port."""
-    KEY = "key"
-    """A private key kept in the keyring itself; the subject is its keyring id."""
 
 
 @dataclass(frozen=True)
@@ -72,10 +70,6 @@ class CredentialKey:
     @classmethod
     def password(cls, user: str, host: str, port: int = 22) -> CredentialKey:
         return cls(SecretKind.PASSWORD, f"{user}@{host}:{port}")
-
-    @classmethod
-    def stored_key(cls, key_id: str) -> CredentialKey:
-        return cls(SecretKind.KEY, key_id)
 
 
 def _backend_id(backend: object) -> tuple[str, str]:

@@ -7,6 +7,7 @@ directories are used (platformdirs: ~/.config, ~/Library/Application Support, ..
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,3 +85,12 @@ def _runtime_dir(dirs: platformdirs.PlatformDirs) -> Path:
 
 def _is_macos() -> bool:
     return os.uname().sysname == "Darwin"
+
+
+def frozen_data_dir() -> Path | None:
+    """Where a frozen (PyInstaller) app keeps its bundled files (`sys._MEIPASS`); None when not frozen.
+
+    The one place that knows how a frozen app is laid out: the agent bundle and the icons are both found
+    through it."""
+    meipass = getattr(sys, "_MEIPASS", None)
+    return Path(meipass) if meipass and getattr(sys, "frozen", False) else None

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import workroom
 from workroom import self_test
-from workroom.agent_bundle_locator import locate_agent_bundle
+from workroom.agent_bundle import locate_agent_bundle
 
 pytestmark = pytest.mark.integration
 

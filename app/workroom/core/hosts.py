@@ -1,6 +1,6 @@
 """Hosts (one workroom each) and the list the user keeps of them.
 
-A host holds only references: the identity is a key file path or a keyring id, never a secret.
+A host holds only references: the identity is a key file path, never a secret.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from workroom.core.errors import UserError
+from workroom.core.errors import ExitCode, UserError
 from workroom.core.traits import PROVIDER_KINDS, ProviderTraits, UnknownProviderError, traits_for_kind
 
 MAX_NAME_LENGTH = 64
@@ -47,8 +47,6 @@ def check_host_name(name: str) -> str:
 class IdentityKind(StrEnum):
     FILE = "file"
     """A private key file on this computer (its passphrase, if any, lives in the keyring)."""
-    KEYRING = "keyring"
-    """A key stored in the system keyring under this id."""
 
 
 _PRIVATE_KEY_MARK = re.compile(r"-----BEGIN|PRIVATE KEY", re.IGNORECASE)
@@ -66,16 +64,12 @@ class IdentityRef(BaseModel):
     @classmethod
     def _not_a_secret(cls, value: str) -> str:
         if _PRIVATE_KEY_MARK.search(value) or "\n" in value or _has_control(value):
-            raise ValueError("an identity is a key file path or a keyring id, never the key itself")
+            raise ValueError("an identity is a key file path, never the key itself")
         return value
 
     @classmethod
     def file(cls, path: str) -> IdentityRef:
         return cls(kind=IdentityKind.FILE, value=path)
-
-    @classmethod
-    def keyring(cls, key_id: str) -> IdentityRef:
-        return cls(kind=IdentityKind.KEYRING, value=key_id)
 
 
 Port = Annotated[int, Field(ge=1, le=65535, strict=True)]
@@ -158,6 +152,8 @@ def local_host_name(hostname: str) -> str:
 
 
 class HostNotFoundError(UserError, KeyError):
+    exit_code = ExitCode.NO_HOST
+
     def __init__(self, name: str) -> None:
         super().__init__("No such host", f"There is no host called {name!r}.", "Run `workroom hosts list`.")
         self.name = name
@@ -167,6 +163,8 @@ class HostNotFoundError(UserError, KeyError):
 
 
 class DuplicateHostError(UserError, ValueError):
+    exit_code = ExitCode.ERROR
+
     def __init__(self, name: str) -> None:
         super().__init__(
             "Host already exists",

@@ -12,9 +12,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workroom.agent_bundle import AgentBundle
 from workroom.core.hosts import Host
 from workroom.core.traits import ProviderTraits, traits_for_kind
-from workroom.remote.agent_install import AgentBundle, AgentLayout, ServeOptions
+from workroom.remote.agent_install import AgentLayout, ServeOptions
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
 

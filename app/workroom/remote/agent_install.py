@@ -12,13 +12,13 @@ Steps, each one command on the host (blocking; run on the host's worker thread):
 from __future__ import annotations
 
 import json
-import re
 import secrets
 import shlex
 import textwrap
 import time
 from dataclasses import dataclass, field
 
+from workroom.agent_bundle import AgentBundle, version_tuple
 from workroom.core.errors import UserError
 from workroom.remote.host_shell import HostShell
 
@@ -27,19 +27,6 @@ DEFAULT_STATE_DIR = "~/.local/state/wr-agent"
 BUNDLE_NAME = "wr-agent.pyz"
 MIN_PYTHON = (3, 8)
 START_TIMEOUT_SECONDS = 10.0
-
-
-@dataclass(frozen=True)
-class AgentBundle:
-    """The agent this app ships: its bytes, their sha256 (its identity) and its version."""
-
-    data: bytes
-    sha256: str
-    version: str
-
-    @property
-    def version_tuple(self) -> tuple[int, ...]:
-        return version_tuple(self.version)
 
 
 @dataclass(frozen=True)
@@ -106,11 +93,6 @@ class InstallReport:
 
 class AgentInstallError(UserError):
     pass
-
-
-def version_tuple(text: str) -> tuple[int, ...]:
-    match = re.search(r"(\d+(?:\.\d+)+)", text)
-    return tuple(int(p) for p in match.group(1).split(".")) if match else ()
 
 
 def _expand(path: str, home: str) -> str:

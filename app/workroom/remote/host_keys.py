@@ -24,7 +24,7 @@ from pathlib import Path
 
 import paramiko
 
-from workroom.core.errors import UserError
+from workroom.core.errors import ExitCode, UserError
 
 HASHED_PREFIX = "|1|"
 USER_KNOWN_HOSTS = Path.home() / ".ssh" / "known_hosts"
@@ -109,6 +109,8 @@ HostKeyVerdict = KnownHostKey | UnknownHostKey | ChangedHostKey
 class HostKeyUnknown(UserError):
     """Connecting stopped at a host key nobody has confirmed yet; `.question` is what to ask."""
 
+    exit_code = ExitCode.HOST_KEY_UNKNOWN
+
     def __init__(self, question: UnknownHostKey) -> None:
         self.question = question
         super().__init__(
@@ -122,6 +124,8 @@ class HostKeyUnknown(UserError):
 
 class HostKeyChanged(UserError):
     """Connecting was refused because the host key differs from the one on record."""
+
+    exit_code = ExitCode.HOST_KEY_CHANGED
 
     def __init__(self, change: ChangedHostKey) -> None:
         self.change = change

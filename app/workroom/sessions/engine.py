@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from workroom.agent_bundle import AgentBundle
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo
@@ -23,7 +24,6 @@ from workroom.credentials import CredentialKey, CredentialStore, SecretKind
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
 from workroom.providers.base import Provider, ProviderContext
-from workroom.remote.agent_install import AgentBundle
 from workroom.sessions.host_session import HostSession, HostSnapshot
 from workroom.storage import atomic_write_bytes, load_hosts, load_settings, save_hosts, save_settings
 

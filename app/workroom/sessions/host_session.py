@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
@@ -32,10 +32,10 @@ from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_install import AgentInstaller, InstallReport
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
+from workroom.sessions.blocking_runner import BlockingRunner
 from workroom.sessions.keepawake_task import KeepAwakeTask
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 PING_INTERVAL_SECONDS = 3.0
 """Each ping costs ~400 B on the wire with SSH and TCP: ~130 B/s, well under the agent's 500 B/s net signal."""
@@ -61,36 +61,6 @@ class HostSnapshot:
 
     def badge(self, now_monotonic: float | None = None) -> Badge:
         return badge(self.status, self.traits, self.connection, now_monotonic=now_monotonic)
-
-
-class BlockingRunner:
-    """Runs blocking calls for one host in order on one thread (paramiko never on the event loop)."""
-
-    def __init__(self, name: str) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"wr-host-{name}")
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
-
-    async def run_closing_on_cancel(self, fn: Callable[..., T], *args: Any) -> T:
-        """Like `run`, for calls that return something to close: if the waiter is cancelled (the user
-        disconnected mid-connect), the result is closed when it arrives instead of leaking."""
-        future = self._pool.submit(fn, *args)
-        try:
-            return await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            def close_late(done: Any) -> None:
-                if not done.cancelled() and done.exception() is None:
-                    with contextlib.suppress(Exception):
-                        done.result().close()
-
-            future.add_done_callback(close_late)
-            raise
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
 
 
 Listener = Callable[[HostSnapshot], None]
@@ -135,7 +105,6 @@ class HostSession:
         self._attempt = 0
         self._may_wake = False  # later reconnects happen in the background: they must not wake the box
         self._first_status: asyncio.Event = asyncio.Event()
-        self.connect_started_at: float | None = None
         self.first_status_seconds: float | None = None
         self.failure: UserError | None = None
         self.phase_seconds: dict[str, float] = {}
@@ -143,10 +112,7 @@ class HostSession:
         """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
         self._keepawake: Any = None
         self.keepawake_report: Any = None
-        self._gate_lock = asyncio.Lock()
         self._asleep_watch: asyncio.Task[None] | None = None
-        self._suspended = False
-        self._may_wake = False
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -161,7 +127,6 @@ class HostSession:
         background connect must not wake a sleeping box just to look at it.
         """
         self._may_wake = wake
-        self._suspended = False
         self._wanted = True
         if self._main is None or self._main.done():
             self._main = asyncio.get_running_loop().create_task(self._run(), name=f"session-{self.host.name}")
@@ -251,11 +216,10 @@ class HostSession:
             return
 
         async def gated_poll() -> PollOutcome:
-            async with self._gate_lock:
-                if not self._wanted or self._suspended:
-                    return PollOutcome.not_running()  # never poll (and so resume) a box the user suspended
-                outcome: PollOutcome = await poll_health(self.host)
-                return outcome
+            if not self._wanted:
+                return PollOutcome.not_running()  # never poll (and so resume) a box the user let go of
+            outcome: PollOutcome = await poll_health(self.host)
+            return outcome
 
         try:
             policy = KeepAwakePolicy.new(idle_window_seconds=self.traits.idle_window_seconds).validate()
@@ -273,14 +237,6 @@ class HostSession:
         self.keepawake_report = None if task.cancelled() or task.exception() else task.result()
         self.connection = self.connection.model_copy(update={"keepawake_running": False, "keepawake_error": error})
         self._publish()
-
-    async def suspend(self) -> None:
-        """The user suspends the box: close the gate first, so no poll resumes it, then disconnect."""
-        async with self._gate_lock:
-            self._suspended = True
-        if self._keepawake is not None:
-            self._keepawake.stop()
-        await self.disconnect()
 
     def _on_status(self, status: Status) -> None:
         self._maybe_keep_awake(status)
@@ -399,7 +355,7 @@ class HostSession:
             return BoxState.UNKNOWN
 
     async def _connect_once(self) -> None:
-        self.connect_started_at = start = self._clock()
+        start = self._clock()
         box = await self._box_state()
         was_asleep = box is BoxState.ASLEEP
         if was_asleep and not self._may_wake:

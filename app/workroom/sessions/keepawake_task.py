@@ -1,8 +1,8 @@
 """KeepAwake's runner: drives the pure policy (core.keepawake) on the asyncio loop.
 
-The poll is the caller's (seed 004): a coroutine returning a `PollOutcome`. A caller holding a session
-passes one that first checks, under the session's lock, that the box is still running and answers
-`PollOutcome.not_running()` instead of polling a box the user just suspended (which would resume it).
+The poll is the caller's (see KeepAwake in docs/providers.md): a coroutine returning a `PollOutcome`. A
+caller holding a session passes one that first checks that the session still wants the box and answers
+`PollOutcome.not_running()` instead of polling a box the user let go of (a poll would resume it).
 The task stops when cancelled or when its handle is dropped, and ends with a `KeepAwakeReport` or a
 `KeepAwakeError` once more consecutive failures than tolerated have happened.
 """

@@ -16,11 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from workroom.simbox import freezer
-from workroom.simbox.state import BoxRecord, SimboxError
+from simbox import freezer, sshd_config
+from simbox.state import BoxRecord, SimboxError
 
 SUBNET_PREFIX = "10.232."
-SSHD_CANDIDATES = ("/usr/sbin/sshd", "/usr/local/sbin/sshd", "/usr/bin/sshd")
 ALLOC_LOCK = Path("/run/lock/workroom-simbox.lock")
 
 
@@ -32,10 +31,7 @@ def run(*argv: str, check: bool = True, timeout: float = 30) -> subprocess.Compl
 
 
 def find_sshd() -> str:
-    for path in SSHD_CANDIDATES:
-        if os.access(path, os.X_OK):
-            return path
-    found = shutil.which("sshd")
+    found = sshd_config.find_sshd()
     if not found:
         raise SimboxError("OpenSSH server not installed (apt-get install openssh-server)")
     return found
@@ -131,32 +127,8 @@ def keygen(path: Path, comment: str) -> None:
 
 def write_sshd_config(box: BoxRecord) -> Path:
     d = Path(box.dir)
-    config = d / "sshd_config"
-    config.write_text("\n".join([
-        f"ListenAddress {box.box_addr}",
-        "Port 22",
-        f"HostKey {d / 'ssh_host_ed25519_key'}",
-        "PidFile none",
-        "AuthorizedKeysFile .ssh/authorized_keys",
-        f"AllowUsers {box.user}",
-        "PubkeyAuthentication yes",
-        "PasswordAuthentication no",
-        "KbdInteractiveAuthentication no",
-        "UsePAM no",
-        "PermitRootLogin no",
-        "StrictModes no",
-        "PrintMotd no",
-        "PrintLastLog no",
-        "UseDNS no",
-        "X11Forwarding no",
-        "AllowTcpForwarding yes",
-        "MaxStartups 50:30:100",
-        "MaxSessions 50",
-        "Subsystem sftp internal-sftp",
-        "LogLevel ERROR",
-        "",
-    ]))
-    return config
+    return sshd_config.write_sshd_config(d / "sshd_config", listen=box.box_addr, port=22, user=box.user,
+                                         host_key=d / "ssh_host_ed25519_key")
 
 
 def start_sshd(box: BoxRecord, log_path: Path) -> subprocess.Popen[bytes]:

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from workroom.simbox import freezer
-from workroom.simbox.idle_clock import IdleClock
-from workroom.simbox.state import BoxRecord
+from simbox import freezer
+from simbox.idle_clock import IdleClock
+from simbox.state import BoxRecord
 
-log = logging.getLogger("workroom.simbox")
+log = logging.getLogger("simbox")
 HISTORY_LIMIT = 200
 SETTLE_TIMEOUT = 5.0
 

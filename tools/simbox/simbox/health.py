@@ -16,9 +16,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from workroom.simbox.box import BoxRuntime
+from simbox.box import BoxRuntime
 
-log = logging.getLogger("workroom.simbox")
+log = logging.getLogger("simbox")
 MAX_LINE = 8192
 MAX_HEADERS = 100
 MAX_BODY = 65536

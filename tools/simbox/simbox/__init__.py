@@ -5,7 +5,7 @@ Public API (the `workroom simbox` CLI and the `simbox` provider call these; see 
 `SimboxState`, `BoxRecord`, `SimboxError`. Linux and root only. No Qt here.
 """
 
-from workroom.simbox.control import (
+from simbox.control import (
     box_status,
     connection_info,
     down,
@@ -16,7 +16,7 @@ from workroom.simbox.control import (
     up,
     wake,
 )
-from workroom.simbox.state import BoxRecord, SimboxError, SimboxState, simbox_dir
+from simbox.state import BoxRecord, SimboxError, SimboxState, simbox_dir
 
 __all__ = ["BoxRecord", "SimboxError", "SimboxState", "box_status", "connection_info", "down", "exec_argv",
            "load", "simbox_dir", "sleep", "status", "up", "wake"]

@@ -13,9 +13,9 @@ import contextlib
 import logging
 import time
 
-from workroom.simbox.box import BoxRuntime, TrackedConnection
+from simbox.box import BoxRuntime, TrackedConnection
 
-log = logging.getLogger("workroom.simbox")
+log = logging.getLogger("simbox")
 UPSTREAM_CONNECT_TIMEOUT = 10.0
 CHUNK = 65536
 

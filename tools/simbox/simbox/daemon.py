@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from workroom.simbox import freezer, health, netbox, proxy, request_proxy
-from workroom.simbox.box import BoxRuntime
-from workroom.simbox.idle_clock import IdleClock
-from workroom.simbox.state import SimboxState, write_state
+from simbox import freezer, health, netbox, proxy, request_proxy
+from simbox.box import BoxRuntime
+from simbox.idle_clock import IdleClock
+from simbox.state import SimboxState, write_state
 
-log = logging.getLogger("workroom.simbox")
+log = logging.getLogger("simbox")
 
 
 class Daemon:
@@ -149,7 +149,7 @@ class Daemon:
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="workroom.simbox _daemon")
+    p = argparse.ArgumentParser(prog="simbox _daemon")
     p.add_argument("--boxes", type=int, required=True)
     p.add_argument("--idle-window", type=float, required=True)
     p.add_argument("--dir", required=True)

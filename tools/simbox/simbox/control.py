@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import workroom
-from workroom.simbox import netbox
-from workroom.simbox.state import BoxRecord, SimboxError, SimboxState, read_state, simbox_dir, state_path
+
+import simbox
+from simbox import netbox
+from simbox.state import BoxRecord, SimboxError, SimboxState, read_state, simbox_dir, state_path
 
 UP_TIMEOUT = 60.0
 DOWN_TIMEOUT = 20.0
@@ -53,7 +55,7 @@ def _is_our_daemon(pid: int) -> bool:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     except (FileNotFoundError, ProcessLookupError):
         return False
-    return b"workroom.simbox" in cmdline and b"_daemon" in cmdline
+    return b"simbox" in cmdline and b"_daemon" in cmdline
 
 
 def load(home: Path | None = None) -> SimboxState | None:
@@ -91,9 +93,10 @@ def up(boxes: int, idle_window: float, *, ipv6: bool = False, freezer: str = "au
     os.chmod(base, 0o700)
     log_path = base / "daemon.log"
     env = dict(os.environ)
-    app_dir = str(Path(workroom.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join([app_dir, *filter(None, [env.get("PYTHONPATH")])])
-    argv = [sys.executable, "-m", "workroom.simbox", "_daemon", "--boxes", str(boxes),
+    # The daemon imports this package and the app's `workroom.paths`: pass both on, installed or not.
+    roots = {str(Path(mod.__file__ or "").resolve().parent.parent) for mod in (workroom, simbox)}
+    env["PYTHONPATH"] = os.pathsep.join([*sorted(roots), *filter(None, [env.get("PYTHONPATH")])])
+    argv = [sys.executable, "-m", "simbox", "_daemon", "--boxes", str(boxes),
             "--idle-window", str(idle_window), "--dir", str(base), "--freezer", freezer, "--tick", str(tick),
             "--metering", metering, "--guest-port", str(guest_port)]
     if ipv6:

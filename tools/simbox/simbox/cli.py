@@ -1,4 +1,4 @@
-"""`python -m workroom.simbox up|status|down|wake|sleep` (and, later, `workroom simbox ...`).
+"""`python -m simbox up|status|down|wake|sleep` (and, later, `workroom simbox ...`).
 
 `configure(parser)` adds the sub-commands to any argparse parser and `run(args)` executes them, so the
 main `workroom` CLI can mount the same commands without duplicating them.
@@ -12,8 +12,8 @@ import sys
 import time
 from typing import Any
 
-from workroom.simbox import control
-from workroom.simbox.state import SimboxError
+from simbox import control
+from simbox.state import SimboxError
 
 EXIT_ERROR = 1
 EXIT_NOT_UP = 3
@@ -105,10 +105,10 @@ def run(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["_daemon"]:
-        from workroom.simbox import daemon
+        from simbox import daemon
 
         return daemon.main(argv[1:])
-    parser = argparse.ArgumentParser(prog="python -m workroom.simbox",
+    parser = argparse.ArgumentParser(prog="python -m simbox",
                                      description="A sleepable box on this machine (Linux, root).")
     configure(parser)
     return run(parser.parse_args(argv))

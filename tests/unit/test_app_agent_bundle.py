@@ -1,4 +1,5 @@
-"""The app's agent bundle: same bytes and a true sha256 in development and frozen, built by the agent itself.
+"""The app's agent bundle (workroom.agent_bundle): same bytes and a true sha256 in development and frozen,
+built by the agent itself.
 
 Marked integration although it lives in unit/: it runs the agent's builder as a real child process.
 """
@@ -6,14 +7,18 @@ Marked integration although it lives in unit/: it runs the agent's builder as a 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
-from workroom import agent_bundle_locator as loc
+from workroom import agent_bundle as loc
+from workroom.core.errors import UserError
+from workroom.paths import app_paths
 
 pytestmark = pytest.mark.integration
 
@@ -46,11 +51,33 @@ def test_the_hash_is_the_one_the_agent_reports(tmp_path: Path) -> None:
     assert bundle.sha256 in out.stdout, out.stdout
 
 
+def _zipapp(version_line: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("wr_agent/__init__.py", version_line)
+    return out.getvalue()
+
+
 def test_frozen_dir_is_read_as_is(tmp_path: Path) -> None:
-    data = b"PK not really a zipapp, but the locator must not care when frozen"
+    """Frozen, the packaged file is taken as it is (no rebuild); its hash and version come from its bytes."""
+    data = _zipapp(b'__version__ = "9.8.7"\n')
     (tmp_path / loc.BUNDLE_NAME).write_bytes(data)
     bundle = loc.locate_agent_bundle(frozen_dir=tmp_path)
     assert bundle.data == data and bundle.sha256 == hashlib.sha256(data).hexdigest()
+    assert bundle.version == "9.8.7" and bundle.version_tuple == (9, 8, 7)
+    assert bundle.path == tmp_path / loc.BUNDLE_NAME
+
+
+@pytest.mark.parametrize("data", [b"PK not a zipapp", _zipapp(b"no version here\n")])
+def test_a_damaged_bundle_is_a_user_error_saying_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     data: bytes) -> None:
+    (tmp_path / loc.BUNDLE_NAME).write_bytes(data)
+    with pytest.raises(loc.AgentBundleError, match="damaged"):
+        loc.locate_agent_bundle(frozen_dir=tmp_path)
+    monkeypatch.setattr(loc, "frozen_data_dir", lambda: tmp_path)
+    with pytest.raises(UserError, match="No agent to push") as refused:
+        loc.load_agent_bundle(app_paths({"WORKROOM_HOME": str(tmp_path / "home")}))
+    assert "damaged" in refused.value.message and refused.value.hint
 
 
 def test_frozen_without_the_packaged_file_says_so(tmp_path: Path) -> None:
@@ -80,7 +107,7 @@ def test_a_failing_builder_is_reported_with_its_output(tmp_path: Path) -> None:
 
 def test_the_app_process_never_imports_the_agent(tmp_path: Path) -> None:
     code = (
-        "import sys; from pathlib import Path; from workroom.agent_bundle_locator import locate_agent_bundle;"
+        "import sys; from pathlib import Path; from workroom.agent_bundle import locate_agent_bundle;"
         f"b = locate_agent_bundle(Path({str(tmp_path)!r}));"
         "assert 'wr_agent' not in sys.modules, 'wr_agent was imported';print(b.sha256)"
     )

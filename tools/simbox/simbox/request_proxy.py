@@ -14,10 +14,10 @@ import contextlib
 import logging
 import time
 
-from workroom.simbox.box import BoxRuntime
-from workroom.simbox.proxy import copy_counted, track
+from simbox.box import BoxRuntime
+from simbox.proxy import copy_counted, track
 
-log = logging.getLogger("workroom.simbox")
+log = logging.getLogger("simbox")
 MAX_HEAD = 65536
 HEAD_TIMEOUT = 10.0
 UPSTREAM_CONNECT_TIMEOUT = 10.0
