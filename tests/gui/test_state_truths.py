@@ -32,9 +32,12 @@ class DozingProvider(LocalProvider):
     kind = "boxd"
     asleep = True
     wakes = 0
+    reads = 0
+
+    idle_window = 8.0
 
     def traits(self, host: Host) -> ProviderTraits:
-        return BOXD_TRAITS.with_heartbeat_interval(1.0)
+        return BOXD_TRAITS.with_heartbeat_interval(1.0).with_idle_window(self.idle_window)
 
     def layout(self, host: Host) -> AgentLayout:
         root = self.context.state_dir / host.name
@@ -45,6 +48,7 @@ class DozingProvider(LocalProvider):
                             extra=("--heartbeat-target", "127.0.0.1:9"))
 
     async def box_state(self, host: Host) -> BoxState:
+        type(self).reads += 1
         return BoxState.ASLEEP if type(self).asleep else BoxState.AWAKE
 
     def open_shell(self, host: Host) -> HostShell:
@@ -56,7 +60,7 @@ class DozingProvider(LocalProvider):
 
 @pytest.fixture
 def app(engine: Any, qtbot: Any) -> Any:
-    DozingProvider.asleep, DozingProvider.wakes = True, 0
+    DozingProvider.asleep, DozingProvider.wakes, DozingProvider.reads = True, 0, 0
     engine.use_provider(DozingProvider(engine.context))
     engine.add_host(Host(name="nightly", provider="boxd"))
     workroom_app = WorkroomApp(engine)
@@ -90,5 +94,25 @@ def test_connect_all_leaves_an_asleep_box_asleep_and_wake_and_connect_wakes_it(a
         window.detail.connect_button.click()
         await wait_for(lambda: state(app, "nightly") in LIVE, 40, "nightly to go live after Wake and connect")
         assert DozingProvider.wakes == 1
+
+    run(scenario(), timeout=90)
+
+
+def test_a_box_woken_outside_the_app_goes_live_within_a_fraction_of_its_idle_window(app: Any, run: Any) -> None:
+    """The user's own ssh wakes the box (the flag flips, the app does nothing); the app reads the state again
+    at a quarter of the 8 s idle window and connects quietly, without ever waking it itself."""
+
+    async def scenario() -> None:
+        app.start(show_window=True)
+        await wait_for(lambda: state(app, "nightly") is ConnectionState.ASLEEP, 20, "nightly to show Asleep")
+        reads_before = DozingProvider.reads
+        await asyncio.sleep(4.5)  # about two re-reads at 2 s: still asleep, still not woken
+        assert state(app, "nightly") is ConnectionState.ASLEEP
+        assert 1 <= DozingProvider.reads - reads_before <= 4
+        DozingProvider.asleep = False  # woken outside the app
+        woken_at = asyncio.get_running_loop().time()
+        await wait_for(lambda: state(app, "nightly") in LIVE, 30, "nightly to go live on its own")
+        assert asyncio.get_running_loop().time() - woken_at < DozingProvider.idle_window + 15
+        assert DozingProvider.wakes == 0
 
     run(scenario(), timeout=90)
