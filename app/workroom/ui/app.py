@@ -9,9 +9,10 @@ from PySide6.QtWidgets import QApplication
 
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSnapshot
+from workroom.ui import row_text
 from workroom.ui.app_controller import AppController
 from workroom.ui.main_window import MainWindow
-from workroom.ui.tray import TrayController
+from workroom.ui.tray import TrayController, copy_to_clipboard
 
 
 class WorkroomApp:
@@ -34,7 +35,22 @@ class WorkroomApp:
         t.connect_all_requested.connect(w.connect_all)
         t.quit_requested.connect(self.request_quit)
         t.host_requested.connect(self._show_host)
+        t.connect_requested.connect(c.connect_host)
+        t.keep_requested.connect(self._keep)
+        t.let_sleep_requested.connect(w.cards.dismiss)
+        t.copy_requested.connect(self._copy_ssh)
         w.cards.card_raised.connect(self._notify_card)
+        w.cards.prompt_answered.connect(t.answered)
+
+    def _keep(self, name: str) -> None:
+        if not self.window.cards.keep_host(name):
+            self.window.keep_host(name)
+
+    def _copy_ssh(self, name: str) -> None:
+        snapshot = self.window.model.snapshot(name)
+        command = row_text.ssh_command(snapshot) if snapshot is not None else None
+        if command is not None:
+            copy_to_clipboard(command)
 
     def _show_host(self, name: str) -> None:
         self.window.select_host(name)
@@ -43,7 +59,8 @@ class WorkroomApp:
     def _notify_card(self, name: str, workroom: str) -> None:
         snapshot = self.window.model.snapshot(name)
         detail = snapshot.badge().tooltip if isinstance(snapshot, HostSnapshot) else ""
-        self.tray.notify(f"{workroom}: keep it awake?", detail or f"{workroom} has been busy past its ceiling.")
+        self.tray.notify(f"{workroom}: keep it awake?", detail or f"{workroom} has been busy past its ceiling.",
+                         host=name)
 
     def start(self, *, connect: bool = True, show_window: bool = False) -> None:
         """Show the tray (or, without one, the window) and connect every host in the background."""

@@ -222,6 +222,9 @@ class MainWindow(QMainWindow):
         self.action_error.hide()
         self.controller.disconnect_host(name)
 
+    def keep_host(self, name: str) -> None:
+        self._keep(name)
+
     def _keep(self, name: str) -> None:
         self.action_error.hide()
 

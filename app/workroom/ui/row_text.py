@@ -8,6 +8,8 @@ it were current (docs/ui.md "Words for each state").
 
 from __future__ import annotations
 
+import shlex
+
 from workroom.core.busy_words import plain_reasons
 from workroom.core.connection import ConnectionState
 from workroom.core.durations import format_duration
@@ -166,3 +168,38 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
     if snap.connection.error is not None:
         lines.append(("Last error", snap.connection.error.text()))
     return lines
+
+
+def ssh_command(snap: HostSnapshot) -> str | None:
+    """The ssh command a person would type to reach this host (None for this computer)."""
+    host = snap.host
+    if host.provider == "local":
+        return None
+    parts = ["ssh"]
+    if host.port is not None:
+        parts += ["-p", str(host.port)]
+    if host.identity is not None and host.identity.kind.value == "file":
+        parts += ["-i", shlex.quote(host.identity.value)]
+    target = host.connect_address
+    parts.append(shlex.quote(f"{host.user}@{target}" if host.user else target))
+    return " ".join(parts)
+
+
+def needs_answer(snap: HostSnapshot) -> bool:
+    return prompt_deadline(snap) is not None
+
+
+def summary_text(snaps: list[HostSnapshot], answered: dict[str, float] | None = None) -> str:
+    """The tray's first line: how many hosts are live, and who needs an answer ("3 of 4 live · box2 needs an
+    answer"). `answered` holds {host: prompt deadline} the user already answered here."""
+    if not snaps:
+        return "No hosts yet"
+    done = answered or {}
+    live = sum(1 for s in snaps if is_live(s))
+    text = f"{live} of {len(snaps)} live"
+    asking = [s.host.name for s in snaps if needs_answer(s) and done.get(s.host.name) != prompt_deadline(s)]
+    if len(asking) == 1:
+        text += f" · {asking[0]} needs an answer"
+    elif asking:
+        text += f" · {len(asking)} need an answer"
+    return text
