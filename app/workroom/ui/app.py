@@ -34,6 +34,7 @@ class WorkroomApp:
         t.settings_requested.connect(w.show_settings)
         t.connect_all_requested.connect(w.connect_all)
         t.quit_requested.connect(self.request_quit)
+        w.quit_requested.connect(self.request_quit)
         t.host_requested.connect(self._show_host)
         t.connect_requested.connect(c.connect_host)
         t.keep_requested.connect(self._keep)

@@ -7,6 +7,7 @@ network themselves (STYLE.md: the UI only renders state the core computed).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -17,6 +18,7 @@ from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
+from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import Status
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSession, HostSnapshot
@@ -170,6 +172,44 @@ class AppController(QObject):
             return self._session(host.name).snapshot()
         except UserError as error:
             return _unreachable(host, error)
+
+    async def test_connection(self, host: Host) -> tuple[bool, str]:
+        """Reach `host` once through its provider and close again (nothing saved, no agent pushed).
+
+        Off the GUI thread (paramiko blocks). A key the computer has not seen yet still counts as reached:
+        the app asks to trust it when the host is added.
+        """
+        from workroom.remote.host_keys import HostKeyUnknown
+
+        provider = self.engine.provider_for(host)
+
+        def attempt() -> None:
+            provider.open_shell(host).close()
+
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, attempt)
+        except HostKeyUnknown as unknown:
+            return True, (f"Reached {host.connect_address}. Its host key is new to this computer "
+                          f"({unknown.question.fingerprint}); you will be asked to trust it when you add it.")
+        except UserError as error:
+            return False, f"{error.title}: {without_exception_names(error.message)} {error.hint}".strip()
+        except (OSError, TimeoutError, EOFError) as error:
+            log.info("test connection to %s failed", host.name, exc_info=error)
+            return False, f"Could not reach {host.connect_address}: {without_exception_names(str(error))}"
+        except Exception as error:
+            log.error("test connection to %s failed unexpectedly", host.name, exc_info=error)
+            return False, f"Could not reach {host.connect_address}; the app's log has the details."
+        return True, f"Reached {host.connect_address} and logged in."
+
+    def edit_host(self, host: Host) -> None:
+        """Save changed settings of an existing host and connect with them (its old session ends)."""
+        async def edit() -> None:
+            await self.engine.remove_host(host.name)
+            self.engine.add_host(host)
+            self.host_added.emit(self._snapshot_of(host))
+            self.connect_host(host.name, wake=False)
+
+        self.tasks.run(f"edit:{host.name}", edit())
 
     def remove_host(self, name: str) -> None:
         async def remove() -> None:

@@ -5,15 +5,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+
 from pydantic import ValidationError
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QFileDialog,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPushButton,
     QVBoxLayout,
     QWidget,
 )
@@ -21,6 +28,10 @@ from PySide6.QtWidgets import (
 from workroom.core.hosts import LOCAL_PROVIDER, Host, HostsFile, IdentityRef
 from workroom.core.traits import PROVIDER_KINDS
 from workroom.ui import styles
+from workroom.ui.ssh_aliases import config_aliases
+
+Tester = Callable[[Host], Awaitable[tuple[bool, str]]]
+"""Try to reach a host once: (reached?, what happened in words)."""
 
 FIELDS = ("name", "provider", "address", "port", "user", "identity", "provider_ref", "idle_window_seconds",
           "agent_candidates")
@@ -95,6 +106,21 @@ def host_from_fields(fields: dict[str, str], existing: HostsFile) -> Host | dict
     return host
 
 
+def fields_of(host: Host) -> dict[str, str]:
+    """The dialog's text fields for an existing host (the inverse of `host_from_fields`)."""
+    def text(value: object) -> str:
+        return "" if value is None else str(value)
+
+    window = host.idle_window_seconds
+    return {
+        "name": host.name, "provider": host.provider, "address": text(host.address), "port": text(host.port),
+        "user": text(host.user), "identity": host.identity.value if host.identity is not None else "",
+        "provider_ref": text(host.provider_ref),
+        "idle_window_seconds": "" if window is None else (f"{window:g}"),
+        "agent_candidates": text(host.agent_candidates),
+    }
+
+
 def _message(item: object) -> str:
     """One pydantic error as a sentence a person can act on."""
     loc = item.get("loc", ()) if isinstance(item, dict) else ()
@@ -107,17 +133,34 @@ def _message(item: object) -> str:
 
 
 class AddHostDialog(QDialog):
-    """Add a host. `host` holds the checked Host once the dialog is accepted."""
+    """Add a host (or edit one: `editing`). `host` holds the checked Host once the dialog is accepted.
 
-    def __init__(self, existing: HostsFile, parent: QWidget | None = None) -> None:
+    "Test connection" asks `tester` (async Host -> (ok, words)) and shows the answer under the fields;
+    the host is saved only by "Add host" / "Save".
+    """
+
+    def __init__(self, existing: HostsFile, parent: QWidget | None = None, *, editing: Host | None = None,
+                 aliases: list[str] | None = None, tester: Tester | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Add a host")
+        self.editing = editing
+        self.setWindowTitle("Edit host" if editing else "Add a host")
         self.setObjectName("add_host_dialog")
-        self.existing = existing
+        self.existing = existing.remove(editing.name) if editing and existing.get(editing.name) else existing
         self.host: Host | None = None
+        self.tester = tester
         self.inputs: dict[str, QLineEdit | QComboBox] = {}
         self.errors: dict[str, QLabel] = {}
+        self.key_browser: QFileDialog | None = None
         form = QFormLayout()
+        self.alias_picker = QComboBox()
+        self.alias_picker.setObjectName("ssh_alias")
+        self.alias_picker.addItem("Choose a host from ~/.ssh/config…")
+        self.alias_picker.addItems(config_aliases() if aliases is None else aliases)
+        self.alias_picker.activated.connect(self._alias_chosen)
+        if self.alias_picker.count() > 1 and editing is None:
+            form.addRow("SSH config", self.alias_picker)
+        else:
+            self.alias_picker.hide()
         self._line("name", "Workroom name", form, "e.g. gpu-box")
         provider = QComboBox()
         provider.addItems([k for k in PROVIDER_KINDS if k != LOCAL_PROVIDER] + [LOCAL_PROVIDER])
@@ -125,7 +168,11 @@ class AddHostDialog(QDialog):
         self._line("address", "Address", form, "host name or IP; empty = the name (an ~/.ssh/config alias)")
         self._line("port", "Port", form, "22 or ~/.ssh/config's")
         self._line("user", "User", form, "~/.ssh/config's or yours")
-        self._line("identity", "Key file", form, "path to a private key file (never the key itself)")
+        self.browse_button = QPushButton("Browse…")
+        self.browse_button.setObjectName("browse_key")
+        self.browse_button.clicked.connect(self.browse_key)
+        self._line("identity", "Key file", form, "path to a private key file (never the key itself)",
+                   extra=self.browse_button)
         self._line("provider_ref", "Provider reference", form, "")
         self.ref_help = QLabel()
         self.ref_help.setObjectName("provider_ref_help")
@@ -142,9 +189,17 @@ class AddHostDialog(QDialog):
         styles.set_role(self.general, styles.ERROR)
         self.general.hide()
         self.errors[GENERAL] = self.general
+        self.test_result = QLabel()
+        self.test_result.setObjectName("test_result")
+        self.test_result.setWordWrap(True)
+        self.test_result.hide()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.ok_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        self.ok_button.setText("Add host")
+        self.ok_button.setText("Save" if editing else "Add host")
+        self.test_button = self.buttons.addButton("Test connection", QDialogButtonBox.ButtonRole.ActionRole)
+        self.test_button.setObjectName("test_connection")
+        self.test_button.clicked.connect(self.test_connection)
+        self.test_button.setVisible(tester is not None)
         self.buttons.accepted.connect(self.try_accept)
         self.buttons.rejected.connect(self.reject)
         provider.currentTextChanged.connect(self._provider_changed)
@@ -154,7 +209,81 @@ class AddHostDialog(QDialog):
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.general)
+        layout.addWidget(self.test_result)
         layout.addWidget(self.buttons)
+        if editing is not None:
+            self._fill(editing)
+
+    def _fill(self, host: Host) -> None:
+        for key, value in fields_of(host).items():
+            widget = self.inputs[key]
+            if isinstance(widget, QLineEdit):
+                widget.setText(value)
+            elif key == "agent_candidates":
+                widget.setCurrentText(next(k for k, v in CANDIDATE_CHOICES.items() if v == value))
+            else:
+                widget.setCurrentText(value)
+        name = self.inputs["name"]
+        assert isinstance(name, QLineEdit)
+        name.setReadOnly(True)  # the name keys its session, keyring entries and remembered verdict
+
+    def _alias_chosen(self, index: int) -> None:
+        if index <= 0:
+            return
+        alias = self.alias_picker.itemText(index)
+        name, address, provider = self.inputs["name"], self.inputs["address"], self.inputs["provider"]
+        assert isinstance(name, QLineEdit) and isinstance(address, QLineEdit) and isinstance(provider, QComboBox)
+        if not name.text().strip() or name.text() == self._last_alias:
+            name.setText(alias)
+            address.setText("")
+        else:
+            address.setText(alias)
+        self._last_alias = alias
+        if provider.currentText() == LOCAL_PROVIDER:
+            provider.setCurrentText("ssh")
+
+    _last_alias = ""
+
+    def browse_key(self) -> QFileDialog:
+        """Pick a private key file (the path is stored, never the key); opens in ~/.ssh."""
+        browser = QFileDialog(self, "Choose a private key file", os.path.expanduser("~/.ssh"))
+        browser.setObjectName("key_browser")
+        browser.setFileMode(QFileDialog.FileMode.ExistingFile)
+        browser.setOption(QFileDialog.Option.DontUseNativeDialog, True)
+        browser.fileSelected.connect(self._key_chosen)
+        browser.finished.connect(browser.deleteLater)
+        self.key_browser = browser
+        browser.open()
+        return browser
+
+    def _key_chosen(self, path: str) -> None:
+        edit = self.inputs["identity"]
+        assert isinstance(edit, QLineEdit)
+        edit.setText(path)
+
+    def test_connection(self) -> None:
+        """Check the fields, then try to reach the host once (nothing is saved)."""
+        if self.tester is None:
+            return
+        host = self._checked()
+        if host is None:
+            return
+        tester = self.tester
+        self.test_button.setEnabled(False)
+        self.test_result.setText(f"Connecting to {host.connect_address}…")
+        styles.set_role(self.test_result, "")
+        self.test_result.show()
+
+        async def run() -> None:
+            try:
+                ok, words = await tester(host)
+            finally:
+                self.test_button.setEnabled(True)
+            self.test_result.setText(words)
+            styles.set_role(self.test_result, "" if ok else styles.ERROR)
+            self.fit_height()
+
+        self._test_task = asyncio.ensure_future(run())
 
     def _provider_changed(self, provider: str) -> None:
         placeholder, description = REF_HELP.get(provider, ("", ""))
@@ -170,12 +299,13 @@ class AddHostDialog(QDialog):
         super().showEvent(event)
         self.fit_height()
 
-    def _line(self, key: str, label: str, form: QFormLayout, placeholder: str) -> None:
+    def _line(self, key: str, label: str, form: QFormLayout, placeholder: str, extra: QWidget | None = None) -> None:
         edit = QLineEdit()
         edit.setPlaceholderText(placeholder)
-        self._row(key, label, edit, form)
+        self._row(key, label, edit, form, extra)
 
-    def _row(self, key: str, label: str, widget: QLineEdit | QComboBox, form: QFormLayout) -> None:
+    def _row(self, key: str, label: str, widget: QLineEdit | QComboBox, form: QFormLayout,
+             extra: QWidget | None = None) -> None:
         widget.setObjectName(f"field_{key}")
         error = QLabel()
         error.setObjectName(f"error_{key}")
@@ -184,7 +314,13 @@ class AddHostDialog(QDialog):
         error.hide()
         box = QVBoxLayout()
         box.setSpacing(2)
-        box.addWidget(widget)
+        if extra is None:
+            box.addWidget(widget)
+        else:
+            line = QHBoxLayout()
+            line.addWidget(widget, 1)
+            line.addWidget(extra)
+            box.addLayout(line)
         box.addWidget(error)
         form.addRow(label, box)
         self.inputs[key] = widget
@@ -202,19 +338,26 @@ class AddHostDialog(QDialog):
         return out
 
     def try_accept(self) -> None:
+        host = self._checked()
+        if host is not None:
+            self.host = host
+            self.accept()
+
+    def _checked(self) -> Host | None:
+        """The Host the fields describe, or None after showing each problem under its field."""
         result = host_from_fields(self.fields(), self.existing)
         for label in self.errors.values():
             label.hide()
             label.setText("")
         if isinstance(result, Host):
-            self.host = result
-            self.accept()
-            return
+            self.fit_height()
+            return result
         for key, message in result.items():
             label = self.errors.get(key, self.general)
             label.setText(message)
             label.show()
         self.fit_height()
+        return None
 
     def fit_height(self) -> None:
         """Grow to show every wrapped line (dialogs do not follow height-for-width on their own)."""

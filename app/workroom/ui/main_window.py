@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QItemSelectionModel, Qt, QTimer
-from PySide6.QtGui import QCloseEvent, QHideEvent, QShowEvent
+from PySide6.QtCore import QByteArray, QItemSelectionModel, QModelIndex, QPoint, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QHideEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QPushButton,
     QScrollArea,
@@ -25,11 +26,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
-from workroom.core.hosts import Host
+from workroom.core.hosts import LOCAL_PROVIDER, Host
 from workroom.core.plain_errors import without_exception_names
 from workroom.sessions.host_session import HostSnapshot
-from workroom.ui import styles
+from workroom.ui import row_text, styles
 from workroom.ui.app_controller import AppController
 from workroom.ui.host_detail_view import HostDetailView
 from workroom.ui.host_dialog import AddHostDialog
@@ -38,11 +40,15 @@ from workroom.ui.host_table_model import Column, HostTableModel
 from workroom.ui.prompt_cards_view import PromptCardsView
 from workroom.ui.secret_dialog import ask_secret
 from workroom.ui.settings_view import SettingsView
+from workroom.ui.tray import copy_to_clipboard as copy_text
 
 HOSTS_TAB, SETTINGS_TAB = 0, 1
 
 
 class MainWindow(QMainWindow):
+    quit_requested = Signal()
+    """⌘/Ctrl+Q: the app quits (not only this window)."""
+
     def __init__(self, controller: AppController) -> None:
         super().__init__()
         styles.install()
@@ -51,6 +57,7 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Workroom")
         self.setObjectName("main_window")
         self.resize(1100, 620)
+        self.geometry_restored = False
         self.model = HostTableModel()
         self.table = QTableView()
         self.table.setObjectName("host_table")
@@ -91,10 +98,12 @@ class MainWindow(QMainWindow):
         self.add_button.setObjectName("add_host")
         self.remove_button = QPushButton("Remove host")
         self.remove_button.setObjectName("remove_host")
+        self.edit_button = QPushButton("Edit host…")
+        self.edit_button.setObjectName("edit_host")
         self.connect_all_button = QPushButton("Connect all")
         self.connect_all_button.setObjectName("connect_all")
         toolbar = QHBoxLayout()
-        for button in (self.add_button, self.remove_button, self.connect_all_button):
+        for button in (self.add_button, self.edit_button, self.remove_button, self.connect_all_button):
             toolbar.addWidget(button)
         toolbar.addStretch(1)
 
@@ -131,7 +140,13 @@ class MainWindow(QMainWindow):
         self.ages.setInterval(1000)
         self.ages.timeout.connect(self._tick)
 
+        self.host_dialog_tester = controller.test_connection
+        self._shortcuts()
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._row_menu)
+        self.table.doubleClicked.connect(self._row_double_clicked)
         self._wire()
+        self.geometry_restored = self.restore_geometry()
         self.model.set_snapshots(controller.snapshots())
         for snapshot in self.model.snapshots():
             self.cards.sync(snapshot)
@@ -160,6 +175,7 @@ class MainWindow(QMainWindow):
         self.cards.ticked.connect(self._tick)
         self.settings.apply_requested.connect(self._apply_settings)
         self.add_button.clicked.connect(self.open_add_dialog)
+        self.edit_button.clicked.connect(self.open_edit_dialog)
         self.remove_button.clicked.connect(self.confirm_remove)
         self.connect_all_button.clicked.connect(self.connect_all)
 
@@ -197,7 +213,75 @@ class MainWindow(QMainWindow):
         self._update_buttons()
 
     def _update_buttons(self) -> None:
-        self.remove_button.setEnabled(self.detail.snapshot is not None)
+        selected = self.detail.snapshot is not None
+        self.remove_button.setEnabled(selected)
+        self.edit_button.setEnabled(selected and self.detail.snapshot is not None
+                                    and self.detail.snapshot.host.provider != LOCAL_PROVIDER)
+
+    # -- keyboard, context menu, double-click --------------------------------------------------------
+
+    def _shortcuts(self) -> None:
+        """⌘/Ctrl+N add, Delete remove, ⌘/Ctrl+W close, ⌘/Ctrl+Q quit, ⌘/Ctrl+, settings."""
+        self.quit_action = QAction("Quit", self)
+        self.actions_by_name: dict[str, QAction] = {}
+        for name, keys, slot in (
+            ("add", QKeySequence.StandardKey.New, self.open_add_dialog),
+            ("remove", QKeySequence.StandardKey.Delete, self.confirm_remove),
+            ("close", QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_W), self.close),
+            ("quit", QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_Q), self.quit_requested.emit),
+            ("settings", QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_Comma), self.show_settings),
+        ):
+            # Spelled out where the platform's standard keys may be empty (Qt's Ctrl is ⌘ on macOS).
+            action = QAction(name, self)
+            action.setShortcut(QKeySequence(keys))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(lambda _checked=False, run=slot: run())
+            self.addAction(action)
+            self.actions_by_name[name] = action
+
+    def row_menu(self, name: str) -> QMenu:
+        """The right-click menu of one host's row."""
+        snapshot = self.model.snapshot(name)
+        menu = QMenu(self)
+        menu.setObjectName("row_menu")
+        if snapshot is not None:
+            state = snapshot.connection.state
+            if state is ConnectionState.ASLEEP:
+                menu.addAction("Wake and connect", lambda: self._connect(name))
+            elif state in (ConnectionState.LOST, ConnectionState.BACKING_OFF):
+                menu.addAction("Retry now", lambda: self.controller.retry_now(name))
+            elif state in (ConnectionState.DISCONNECTED, ConnectionState.ERROR):
+                menu.addAction("Connect", lambda: self._connect(name))
+            else:
+                menu.addAction("Disconnect", lambda: self._disconnect(name))
+            if snapshot.badge().offers_keep:
+                menu.addAction("Keep awake", lambda: self._keep(name))
+            command = row_text.ssh_command(snapshot)
+            if command is not None:
+                menu.addAction("Copy ssh command", lambda: copy_text(command))
+            menu.addSeparator()
+            if snapshot.host.provider != LOCAL_PROVIDER:
+                menu.addAction("Edit host…", self.open_edit_dialog)
+            menu.addAction("Remove host…", self.confirm_remove)
+        return menu
+
+    def _row_menu(self, pos: QPoint) -> None:
+        index = self.table.indexAt(pos)
+        snapshot = self.model.snapshot(index.row()) if index.isValid() else None
+        if snapshot is None:
+            return
+        self.select_host(snapshot.host.name)
+        self.row_menu(snapshot.host.name).popup(self.table.viewport().mapToGlobal(pos))
+
+    def _row_double_clicked(self, index: QModelIndex) -> None:
+        """Double-click: the host's details, with its primary action focused."""
+        snapshot = self.model.snapshot(index.row())
+        if snapshot is None:
+            return
+        self.select_host(snapshot.host.name)
+        self.detail_scroll.ensureWidgetVisible(self.detail.title)
+        primary = self.detail.primary_button()
+        (primary or self.detail).setFocus()
 
     # -- actions ----------------------------------------------------------------------------------
 
@@ -237,12 +321,28 @@ class MainWindow(QMainWindow):
         self.controller.apply_settings(settings)  # type: ignore[arg-type]
 
     def open_add_dialog(self) -> AddHostDialog:
-        dialog = AddHostDialog(self.controller.engine.hosts, self)
+        dialog = AddHostDialog(self.controller.engine.hosts, self, tester=self.host_dialog_tester)
         dialog.accepted.connect(lambda: self._add_from(dialog))
         dialog.finished.connect(dialog.deleteLater)
         self.add_dialog = dialog
         dialog.open()
         return dialog
+
+    def open_edit_dialog(self) -> AddHostDialog | None:
+        snapshot = self.detail.snapshot
+        if snapshot is None or snapshot.host.provider == LOCAL_PROVIDER:
+            return None
+        dialog = AddHostDialog(self.controller.engine.hosts, self, editing=snapshot.host,
+                               tester=self.host_dialog_tester)
+        dialog.accepted.connect(lambda: self._edit_from(dialog))
+        dialog.finished.connect(dialog.deleteLater)
+        self.add_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _edit_from(self, dialog: AddHostDialog) -> None:
+        if isinstance(dialog.host, Host):
+            self.controller.edit_host(dialog.host)
 
     def _add_from(self, dialog: AddHostDialog) -> None:
         host = dialog.host
@@ -306,7 +406,21 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         self.ages.start()
 
+    def _geometry_file(self) -> str:
+        return str(self.controller.engine.paths.state_dir / "window.ini")
+
+    def restore_geometry(self) -> bool:
+        """Put the window where and as big as the user left it (False: nothing remembered)."""
+        saved = QSettings(self._geometry_file(), QSettings.Format.IniFormat).value("geometry")
+        return isinstance(saved, QByteArray) and self.restoreGeometry(saved)
+
+    def save_geometry(self) -> None:
+        settings = QSettings(self._geometry_file(), QSettings.Format.IniFormat)
+        settings.setValue("geometry", self.saveGeometry())
+        settings.sync()
+
     def hideEvent(self, event: QHideEvent) -> None:
+        self.save_geometry()
         super().hideEvent(event)
         self.ages.stop()
 
