@@ -9,7 +9,7 @@ import os
 import threading
 import time
 
-from wr_agent import PROTOCOL, VERSION
+from wr_agent import PROTOCOL, VERSION, plain_text
 from wr_agent import settings as settings_mod
 from wr_agent.ceiling import Ceiling
 from wr_agent.classifier import Classifier
@@ -45,7 +45,7 @@ WIRE_OVERHEAD_PER_MESSAGE = 250
 class Agent(object):
     def __init__(self, sampler, settings, heartbeat, workroom, build, hold_seconds=30.0, tick_seconds=1.0,
                  settings_path=None, settings_error=None, min_duration=settings_mod.MIN_DURATION,
-                 test_min_duration=None, clock=time.monotonic):
+                 test_min_duration=None, clock=time.monotonic, saved_settings=None, health_listen=None):
         self.lock = threading.RLock()
         self.sampler = sampler
         self.classifier = Classifier(hold_seconds, tick_seconds)
@@ -63,11 +63,11 @@ class Agent(object):
         self.published_busy = False
         self.last_tick = None
         self.started = clock()
-        self.saved_settings = None  # what the settings file holds, when it is valid
+        self.saved_settings = saved_settings  # what the settings file holds, when it is valid
         self.ticks = 0
         self.tick_error = None
         self.on_tick = None  # callable the server sets to be woken after each tick
-        self.health_listen = None  # "host:port" the health endpoint is bound to, shown in status
+        self.health_listen = health_listen  # "host:port" the health endpoint is bound to, shown in status
         self._stop = threading.Event()
         self._thread = None
         # Bytes our own relay clients (the app, over SSH) put on the wire since the last tick, estimated by
@@ -118,6 +118,8 @@ class Agent(object):
 
     def start(self):
         self._stop.clear()
+        if self._thread is not None and self._thread.is_alive():
+            return  # a stop that timed out (a slow tick): that thread sees the cleared flag and carries on
         self._thread = threading.Thread(target=self._loop, name="wr-agent-tick", daemon=True)
         self._thread.start()
 
@@ -137,7 +139,7 @@ class Agent(object):
             return {
                 "verdict": "BUSY" if self.published_busy else "IDLE",
                 "classifier_verdict": "BUSY" if self.classifier_busy else "IDLE",
-                "busy_reasons": list(self.classifier.reasons),
+                "busy_reasons": [plain_text.clean(r) for r in self.classifier.reasons],
                 "hold_until": self.classifier.hold_until(),
                 "last_gap": None if self.classifier.last_gap is None else {
                     "at": self.classifier.last_gap[0], "seconds": round(self.classifier.last_gap[1], 3),

@@ -18,6 +18,7 @@ import zipfile
 from wr_agent import PROTOCOL, VERSION, bundle
 from wr_agent.agent import visible
 from wr_agent.settings import SettingsError
+from wr_agent.waker import WAKE, Waker
 
 log = logging.getLogger("wr_agent")
 MAX_LINE = 65536
@@ -83,32 +84,22 @@ class Server(object):
         self.handoff = handoff  # callable(bundle_path): re-executes; returns only on failure
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.listen, selectors.EVENT_READ, None)
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self.sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._waker = Waker(self.sel)
         self.clients = {}
         self.uid = os.getuid()
         self.pending_handoff = None
         agent.on_tick = self.wake
 
     def wake(self):
-        try:
-            self._wake_w.send(b"x")
-        except OSError:
-            pass  # already woken (buffer full) or closing
+        self._waker.wake()
 
     def run(self, stop):
         while not stop.is_set():
             for key, mask in self.sel.select(timeout=1.0):
                 if key.data is None:
                     self._accept()
-                elif key.data == "wake":
-                    try:
-                        while self._wake_r.recv(4096):
-                            pass
-                    except OSError:
-                        pass
+                elif key.data == WAKE:
+                    self._waker.drain()
                 else:
                     self._service(key.data, mask)
             try:
@@ -121,9 +112,8 @@ class Server(object):
     def close(self):
         for c in list(self.clients):
             self._drop(c)
+        self._waker.close()
         self.sel.close()
-        self._wake_r.close()
-        self._wake_w.close()
 
     # -- connections -----------------------------------------------------------------------------------------
     def _accept(self):
@@ -317,8 +307,9 @@ class Server(object):
                 try:
                     c.sock.settimeout(1.0)
                     c.sock.sendall(bytes(c.outbuf))
+                    del c.outbuf[:]  # sent: a failed hand-off must not send these replies twice
                 except OSError:
-                    pass
+                    self._drop(c)  # part of a line may be out: the stream is no longer whole
         try:
             self.handoff(path)
         except Exception:

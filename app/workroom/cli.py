@@ -11,10 +11,14 @@ import asyncio
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workroom import __version__
 from workroom.core.errors import ExitCode, UserError
+
+if TYPE_CHECKING:  # the engine is imported only by the commands that need it (a fast `workroom --help`)
+    from workroom.core.questions import HostKeyQuestion
+    from workroom.sessions.host_session import HostSession
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -124,7 +128,7 @@ async def _cmd_connect(args: argparse.Namespace) -> int:
     engine = _engine()
     session = engine.session(args.name)
 
-    async def answer(_session: Any, question: Any) -> bool:
+    async def answer(_session: HostSession, question: HostKeyQuestion) -> bool:
         if args.trust_new_host_key:
             print(f"workroom: trusting new host key {question.fingerprint}", file=sys.stderr)
             return True
@@ -270,10 +274,15 @@ def _cmd_secret(args: argparse.Namespace) -> int:
     else:
         user, _, rest = args.password.rpartition("@")
         host, _, port = rest.partition(":")
-        if not user or not host:
-            print("workroom: --password takes USER@HOST[:PORT]", file=sys.stderr)
+        if not user or not host or not (port or "22").isdigit() or not 0 < int(port or 22) < 65536:
+            print(f"workroom: --password takes USER@HOST[:PORT] with PORT 1-65535, got {args.password!r}",
+                  file=sys.stderr)
             return ExitCode.USAGE
-        key = CredentialKey.password(user, host, int(port or 22))
+        try:
+            key = CredentialKey.password(user, host, int(port or 22))
+        except ValueError as error:
+            print(f"workroom: --password: {error}", file=sys.stderr)
+            return ExitCode.USAGE
     store = CredentialStore()
     if args.secret_command == "delete":
         store.delete(key)

@@ -7,6 +7,7 @@ import time
 import pytest
 from demo_states import busy, every_state, make_snapshot
 from gui_helpers import feed
+from PySide6 import QtGui
 from PySide6.QtCore import Qt
 from workroom.core.badge import BadgeKind
 from workroom.core.connection import ConnectionState
@@ -44,14 +45,16 @@ def test_every_state_renders_badge_icon_words_and_tooltip(qapp: object) -> None:
         assert badge.kind is EXPECTED_KIND[key], key
         assert _text(model, row, Column.BADGE, BADGE_KIND_ROLE) is badge.kind
         assert str(_text(model, row, Column.BADGE)).startswith(badge.label)
-        assert _text(model, row, Column.BADGE, Qt.ItemDataRole.ToolTipRole) == badge.tooltip
+        tip = _text(model, row, Column.BADGE, Qt.ItemDataRole.ToolTipRole)
+        assert tip == QtGui.Qt.convertFromPlainText(badge.tooltip)
         icon = _text(model, row, Column.BADGE, Qt.ItemDataRole.DecorationRole)
         assert icon is not None and not icon.isNull(), key
         assert _text(model, row, Column.NAME) == snap.host.name
         assert _text(model, row, Column.PROVIDER) == snap.host.provider
     row = list(states).index("busy")
     assert str(_text(model, row, Column.BUSY)) == "compiling: cc1plus; ssh session from 10.0.0.5"
-    assert "cc1plus (pid 4121)" in str(_text(model, row, Column.BUSY, Qt.ItemDataRole.ToolTipRole))
+    raw = str(_text(model, row, Column.BUSY, Qt.ItemDataRole.ToolTipRole)).replace("\xa0", " ")
+    assert "cc1plus (pid 4121)" in raw  # the raw signal, on hover
     assert _text(model, row, Column.AWAKE) == "42 min"
     assert _text(model, row, Column.CONNECTION) == "Live"
     offline = list(states).index("offline")
@@ -59,7 +62,7 @@ def test_every_state_renders_badge_icon_words_and_tooltip(qapp: object) -> None:
     assert "connection refused" in str(_text(model, offline, Column.CONNECTION, Qt.ItemDataRole.ToolTipRole))
     heartbeat = list(states).index("heartbeat_failing")
     assert "heartbeat is failing: connection refused" in str(
-        _text(model, heartbeat, Column.BADGE, Qt.ItemDataRole.ToolTipRole))
+        _text(model, heartbeat, Column.BADGE, Qt.ItemDataRole.ToolTipRole)).replace("\xa0", " ")
 
 
 def test_asleep_offline_unknown_look_different(qapp: object) -> None:

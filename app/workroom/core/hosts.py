@@ -174,6 +174,32 @@ class DuplicateHostError(UserError, ValueError):
         self.name = name
 
 
+class UnsafeHostNameError(UserError, ValueError):
+    """A name or address a command on the host would read as an option. Checked when a host is added (not
+    when the hosts file loads, so an old file with such a host is not set aside whole)."""
+
+    exit_code = ExitCode.ERROR
+
+    def __init__(self, what: str, value: str) -> None:
+        super().__init__(
+            f"That host {what} cannot be used",
+            f"A host {what} cannot start with '-' (got {value!r}): programs on the host would take it for "
+            "an option.",
+            f"Pick a {what} that starts with a letter or a digit.",
+        )
+        self.value = value
+
+
+def check_new_host(host: Host) -> Host:
+    """The rules for a host being added, beyond those every loaded host meets."""
+    if host.name.startswith("-"):
+        raise UnsafeHostNameError("name", host.name)
+    for what, value in (("address", host.address), ("user", host.user)):
+        if value is not None and value.startswith("-"):
+            raise UnsafeHostNameError(what, value)
+    return host
+
+
 def _same_name(a: str, b: str) -> bool:
     return a.casefold() == b.casefold()
 
@@ -209,6 +235,7 @@ class HostsFile(BaseModel):
         return host
 
     def add(self, host: Host) -> HostsFile:
+        check_new_host(host)
         if self.get(host.name) is not None:
             raise DuplicateHostError(host.name)
         return HostsFile(hosts=(*self.hosts, host))

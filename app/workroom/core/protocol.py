@@ -12,9 +12,10 @@ import re
 from enum import StrEnum
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from workroom.core.ceiling import CeilingSettings
+from workroom.core.display_text import plain
 from workroom.core.errors import UserError
 
 PROTOCOL_VERSION = 1
@@ -119,6 +120,11 @@ class KeepAwakeInfo(_AgentModel):
     interval_seconds: float = Field(gt=0)
     enabled: bool
 
+    @field_validator("error", "target")
+    @classmethod
+    def _plain(cls, value: str | None) -> str | None:
+        return None if value is None else plain(value)
+
 
 class GapInfo(_AgentModel):
     """The agent's last tick gap (its box was frozen or suspended), in the agent's monotonic clock."""
@@ -132,6 +138,10 @@ class AgentInfo(_AgentModel):
     version: str
     protocol: int
     build: str
+
+
+MAX_REASONS = 16
+"""More busy reasons than any agent sends (it caps at 8 and a "+N more"); the rest are dropped."""
 
 
 class Status(_AgentModel):
@@ -160,6 +170,16 @@ class Status(_AgentModel):
     sampler: str = "proc"
     last_gap: GapInfo | None = None
     """None from an agent that never slept (or is too old to say)."""
+
+    @field_validator("busy_reasons")
+    @classmethod
+    def _plain_reasons(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(plain(r) for r in value[:MAX_REASONS])
+
+    @field_validator("settings_error", "workroom", "sampler")
+    @classmethod
+    def _plain(cls, value: str | None) -> str | None:
+        return None if value is None else plain(value)
 
     @property
     def busy(self) -> bool:

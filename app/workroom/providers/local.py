@@ -7,26 +7,22 @@ computer never sleeps on a provider's timer, so the agent runs without the netwo
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from workroom.core.hosts import Host
+from workroom.paths import agent_socket_dir
 from workroom.providers.base import Provider
 from workroom.remote.agent_client import EventHandler
 from workroom.remote.agent_install import AgentLayout, ServeOptions
 from workroom.remote.agent_link import AgentLink, open_unix_link
 from workroom.remote.host_shell import HostShell, LocalShell
 
-MAX_SOCKET_PATH = 100  # sun_path is 104-108 bytes depending on the platform
-
 
 def short_socket_dir(preferred: Path) -> Path:
-    """`preferred`, or a private folder under /tmp when a socket path there would be too long."""
-    if len(str(preferred / "agent.sock.lock")) <= MAX_SOCKET_PATH:
-        return preferred
-    digest = hashlib.sha256(str(preferred).encode()).hexdigest()[:10]
-    return Path("/tmp") / f"wr-{os.getuid()}-{digest}"
+    """`preferred`, or a private folder of this user's when a socket path there would be too long
+    (see paths.agent_socket_dir: never a predictable name in a shared folder)."""
+    return agent_socket_dir(preferred)
 
 
 class LocalProvider(Provider):

@@ -56,7 +56,8 @@ class ServeOptions:
     extra: tuple[str, ...] = ()
 
     def argv(self, socket_path: str) -> list[str]:
-        args = ["serve", "--socket", socket_path, "--workroom", self.workroom]
+        # `--opt=VALUE`: a value starting with '-' (a host named "--log") stays a value, never an option.
+        args = ["serve", f"--socket={socket_path}", f"--workroom={self.workroom}"]
         if self.candidates:
             args += ["--candidates", self.candidates]
         if not self.heartbeat:
@@ -77,6 +78,7 @@ class Probe:
     running: bool
     systemd_user: bool
     running_build: str | None = None
+    running_stalled: bool = False
 
 
 @dataclass
@@ -110,20 +112,46 @@ _NAME_SELF = textwrap.dedent(
 
 _PROBE = textwrap.dedent(
     r"""
-    import fcntl, hashlib, json, os, shutil, subprocess, sys
+    import fcntl, hashlib, json, os, re, shutil, stat, subprocess, sys, zipfile
     bundle, sock, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
     out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
            "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
-           "systemd_user": False}
+           "systemd_user": False, "repaired": []}
+    # The install folder decides who could have written the bundle: it must be a real folder of this user's
+    # that nobody else can write to. Ours but open to others is repaired, and what it holds is not trusted.
+    folder, trusted = os.path.dirname(bundle), True
     try:
-        with open(bundle, "rb") as f:
-            out["sha256"] = hashlib.sha256(f.read()).hexdigest()
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            out["unsafe"] = "%s is not a folder (a symbolic link or a file)" % folder
+        elif st.st_uid != os.getuid():
+            out["unsafe"] = "%s belongs to uid %d, not to this user (uid %d)" % (folder, st.st_uid, os.getuid())
+        elif st.st_mode & 0o022:
+            os.chmod(folder, stat.S_IMODE(st.st_mode) & ~0o077)
+            out["repaired"].append(folder)
+            trusted = False
+    if "unsafe" in out:
+        print(json.dumps(out))
+        sys.exit(0)
+    try:
+        fd = os.open(bundle, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            fst = os.fstat(f.fileno())
+            if stat.S_ISREG(fst.st_mode) and fst.st_uid == os.getuid() and not fst.st_mode & 0o022:
+                out["sha256"] = hashlib.sha256(f.read()).hexdigest()
     except OSError:
         pass
+    if out["sha256"] and out["sha256"] != expected and not trusted:
+        out["sha256"] = None  # may have been swapped while the folder was open: replace it, never run it
     if out["sha256"] and out["sha256"] != expected:
+        # A bundle whose hash is not ours is never run to ask its version: it is read from the archive.
         try:
-            p = subprocess.run([sys.executable, bundle, "--version"], capture_output=True, timeout=10)
-            out["version"] = p.stdout.decode("utf-8", "replace").strip()[:200]
+            with zipfile.ZipFile(bundle) as z:
+                m = re.search(r'__version__ = "([0-9.]+)"', z.read("wr_agent/__init__.py").decode("utf-8"))
+            out["version"] = "wr-agent %s" % m.group(1) if m else "unreadable: no version in the bundle"
         except Exception as e:
             out["version"] = "unreadable: %s" % e
     try:
@@ -143,7 +171,15 @@ _PROBE = textwrap.dedent(
             s = socket.socket(socket.AF_UNIX)
             s.settimeout(3)
             s.connect(sock)
-            out["running_build"] = json.loads(s.makefile("rb").readline()).get("build")
+            f = s.makefile("rwb")
+            out["running_build"] = json.loads(f.readline()).get("build")
+            f.write(b'{"id":"probe","method":"status"}\n')
+            f.flush()
+            for _ in range(100):  # skip events; the reply carries our id
+                reply = json.loads(f.readline())
+                if reply.get("id") == "probe":
+                    out["running_stalled"] = (reply.get("result") or {}).get("stalled") is True
+                    break
             s.close()
         except (OSError, ValueError, AttributeError):
             pass
@@ -191,6 +227,35 @@ _WAIT_FOR_BUILD = textwrap.dedent(
             last = str(e)
         time.sleep(0.05)
     sys.exit("the agent did not come up with the new build within %.0f s (%s)" % (timeout, last))
+    """
+)
+
+_WAIT_NOT_STALLED = textwrap.dedent(
+    r"""
+    import json, os, socket, sys, time
+    sock, timeout = os.path.expanduser(sys.argv[1]), float(sys.argv[2])
+    deadline, last = time.monotonic() + timeout, "no answer"
+    while time.monotonic() < deadline:
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(2)
+            s.connect(sock)
+            f = s.makefile("rwb")
+            f.readline()
+            f.write(b'{"id":"w","method":"status"}\n')
+            f.flush()
+            for _ in range(100):
+                reply = json.loads(f.readline())
+                if reply.get("id") == "w":
+                    break
+            s.close()
+            if (reply.get("result") or {}).get("stalled") is False:
+                sys.exit(0)
+            last = "still stalled"
+        except (OSError, ValueError, AttributeError) as e:
+            last = str(e)
+        time.sleep(0.1)
+    sys.exit("the agent was still not checking after %.0f s (%s)" % (timeout, last))
     """
 )
 
@@ -244,6 +309,13 @@ class AgentInstaller:
                 f"The probe of the host failed (exit {result.exit_status}): {result.error_text()[:300]}",
                 "Check that the host's shell works for this user.",
             ) from None
+        if data.get("unsafe"):
+            raise AgentInstallError(
+                "The agent's folder on the host is not safe",
+                f"{data['unsafe']}, so another user could replace the agent that the app would then run.",
+                "Remove that folder on the host (or make it a folder of the login user's that only it can write "
+                "to), then connect again.",
+            )
         python = data.get("python")
         if version_tuple(python or "") < MIN_PYTHON:
             raise AgentInstallError(
@@ -255,6 +327,7 @@ class AgentInstaller:
             python=python, home=data["home"], bundle_path=data["bundle"], socket_path=data["socket"],
             sha256=data.get("sha256"), version=data.get("version"), running=bool(data.get("running")),
             systemd_user=bool(data.get("systemd_user")), running_build=data.get("running_build"),
+            running_stalled=data.get("running_stalled") is True,
         )
 
     def ensure(self) -> InstallReport:
@@ -272,6 +345,9 @@ class AgentInstaller:
                 # The file is new but an earlier hand-off did not take: the old build still runs.
                 self._handoff(probe)
                 report.action = "handed_off"
+            elif probe.running_stalled:
+                self._restart_stalled(probe)
+                report.action = "restarted"
             return report
         if probe.sha256 is not None and version_tuple(probe.version or "") > self.bundle.version_tuple:
             report.action = "kept_newer"
@@ -348,6 +424,19 @@ class AgentInstaller:
             )
         # `handoff` itself returns only once the new build answers on the socket (or fails), so there is
         # nothing more to wait for here.
+
+    def _restart_stalled(self, probe: Probe) -> None:
+        """An agent that stopped checking: hand it off into the same bundle. The exec restarts it in place
+        (same PID, lock and socket) and, unlike a kill, keeps the awake clock and a pending prompt."""
+        self._handoff(probe)
+        cmd, script = _python_cmd(_WAIT_NOT_STALLED, probe.socket_path, f"{START_TIMEOUT_SECONDS:g}")
+        waited = self.shell.run(cmd, input=script, timeout=START_TIMEOUT_SECONDS + 15)
+        if not waited.ok:
+            raise AgentInstallError(
+                "The agent did not restart",
+                f"The agent had stopped checking the host and did not recover: {waited.error_text()[:300]}",
+                f"Look at {probe.socket_path}.log on the host, or stop the agent there and connect again.",
+            )
 
     def _start(self, probe: Probe, expected: str | None = None) -> None:
         argv = ["python3", probe.bundle_path, *self.serve.argv(probe.socket_path)]

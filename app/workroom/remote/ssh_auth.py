@@ -10,15 +10,15 @@ import binascii
 import functools
 import socket
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 import paramiko
 from paramiko.agent import AgentSSH
-from paramiko.auth_strategy import AuthStrategy
+from paramiko.auth_strategy import AuthSource, AuthStrategy
+from paramiko.pkey import PublicBlob, UnknownKeyType
 
 from workroom.core.errors import UserError
+from workroom.core.questions import SecretRequest
 from workroom.remote.host_keys import fingerprint
 from workroom.remote.ssh_config import SshTarget
 from workroom.remote.ssh_errors import AuthFailed, HostUnreachable, LoginInterrupted, SshError
@@ -28,24 +28,10 @@ __all__ = ["AskSecret", "LoginAttempts", "SecretRequest", "agent_at"]
 AGENT_TIMEOUT_SECONDS = 5.0
 
 
-@dataclass(frozen=True)
-class SecretRequest:
-    """What the caller's secret provider is asked for (the app answers from keyring, or asks the user).
-
-    `key` is a stable name to store the answer under: "passphrase:<key path>" or
-    "password:<user@host:port>".
-    """
-
-    kind: Literal["passphrase", "password"]
-    key: str
-    prompt: str
-    key_path: Path | None = None
-
-
 AskSecret = Callable[[SecretRequest], str | None]
 
 
-class LoginAttempts(AuthStrategy):  # type: ignore[misc]
+class LoginAttempts(AuthStrategy):
     """Our login order, OpenSSH's: agent keys (only those named by IdentityFile under IdentitiesOnly),
     then key files (asking for a passphrase only when one is needed; a certificate first when one
     matches), then a password if the server accepts passwords and the caller can supply one.
@@ -56,19 +42,25 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
     """
 
     def __init__(self, target: SshTarget, ask_secret: AskSecret | None, use_agent: bool) -> None:
-        super().__init__(ssh_config=None)
+        super().__init__(ssh_config=None)  # type: ignore[arg-type]  # paramiko's own sources use it; ours do not
         self.target = target
         self.ask_secret = ask_secret
         self.use_agent = use_agent and target.identity_agent is not None
-        self.agent: AgentSSH | None = None
+        self.agent: _AgentAt | None = None
         self.tried: list[str] = []
         self.timed_out = False
         self.refused = False  # the server answered an attempt with "no"
         self.dropped = False  # the transport died under an attempt
         self.problems: list[str] = []
-        self.rejected_secret: str | None = None
+        self.rejected_secret: SecretRequest | None = None
+        self.transport_seen: paramiko.Transport | None = None
 
-    def authenticate(self, transport: paramiko.Transport) -> list[str]:
+    def get_sources(self) -> Iterator[AuthSource]:
+        """Unused: `authenticate` is ours, not paramiko's source-by-source loop."""
+        return iter(())
+
+    def authenticate(self, transport: paramiko.Transport) -> list[str]:  # type: ignore[override]
+        self.transport_seen = transport
         user = self.target.user
         try:
             return list(transport.auth_none(user))  # rarely succeeds; tells us what is allowed
@@ -85,15 +77,15 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
                 if self._attempt(transport, functools.partial(transport.auth_publickey, user, key)):
                     return []
         if "password" in allowed and self.ask_secret is not None and transport.is_active():
-            secret_key = f"password:{self.target.user}@{self.target.hostname}:{self.target.port}"
-            password = self._ask(SecretRequest("password", secret_key, f"Password for {self.target.describe()}"),
-                                 "a password")
+            request = SecretRequest.password(self.target.user, self.target.hostname, self.target.port,
+                                             where=self.target.describe())
+            password = self._ask(request, "a password")
             if password is not None:
                 self.tried.append("password")
                 if self._attempt(transport, lambda: transport.auth_password(user, password)):
                     return []
                 if self.refused:
-                    self.rejected_secret = secret_key
+                    self.rejected_secret = request
         if not transport.is_active():
             self.dropped = True
         raise self._failure(allowed, transport.is_active())
@@ -110,8 +102,13 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
     def _attempt(self, transport: paramiko.Transport, call: Callable[[], object]) -> bool:
         try:
             remaining = call()
-        except paramiko.AuthenticationException:  # the server said no
-            self.refused = True
+        except paramiko.AuthenticationException:
+            # paramiko says "Authentication failed" both for a "no" and for a connection that died while
+            # it waited for the answer; only a live connection, or a server that said goodbye, refused.
+            if transport.is_active() or getattr(transport, "peer_disconnect", None) is not None:
+                self.refused = True
+            else:
+                self.dropped = True
             return False
         except (paramiko.SSHException, EOFError, OSError) as exc:  # the agent could not sign, or a hang-up
             if "timeout" in str(exc).lower():
@@ -181,23 +178,22 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
             if "password" not in str(exc).lower():
                 self.problems.append(f"{path} could not be read ({exc})")
                 return None
-        except (ValueError, OSError, paramiko.SSHException, paramiko.UnknownKeyType) as exc:
+        except (ValueError, OSError, paramiko.SSHException, UnknownKeyType) as exc:
             self.problems.append(f"{path} is not a private key paramiko can read ({exc})")
             return None
-        secret_key = f"passphrase:{path}"
+        request = SecretRequest.passphrase(str(path))
         passphrase = None
         if self.ask_secret is not None:
-            passphrase = self._ask(SecretRequest("passphrase", secret_key, f"Passphrase for {path}", key_path=path),
-                                   f"the passphrase for {path}")
+            passphrase = self._ask(request, f"the passphrase for {path}")
         if passphrase is None:
             self.problems.append(f"{path} needs a passphrase and none was available")
             return None
         try:
             secret = passphrase.encode("utf-8")
-            return paramiko.PKey.from_path(path, secret), secret
+            return paramiko.PKey.from_path(path, secret), secret  # type: ignore[arg-type]  # bytes work
         except (TypeError, ValueError, paramiko.SSHException) as exc:
             self.problems.append(f"the passphrase for {path} was not accepted ({exc})")
-            self.rejected_secret = secret_key
+            self.rejected_secret = request
             return None
 
     def _failure(self, allowed: list[str], still_connected: bool) -> SshError:
@@ -219,7 +215,9 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
         if self.problems:
             message += " Also: " + "; ".join(self.problems) + "."
         if not still_connected:
-            message += " The server closed the connection (too many attempts?)."
+            goodbye = getattr(self.transport_seen, "peer_disconnect", None)
+            reason = f": {goodbye[1]}" if goodbye and goodbye[1] else " (too many attempts?)"
+            message += f" The server closed the connection{reason}."
         if "publickey" not in allowed:
             message += f" The server only accepts: {', '.join(allowed) or 'nothing'}."
         return AuthFailed(
@@ -236,7 +234,7 @@ class LoginAttempts(AuthStrategy):  # type: ignore[misc]
             self.agent = None
 
 
-class _AgentAt(AgentSSH):  # type: ignore[misc]
+class _AgentAt(AgentSSH):
     """An agent reached at a given socket path (IdentityAgent), not only at $SSH_AUTH_SOCK."""
 
     def __init__(self, path: str) -> None:
@@ -245,16 +243,16 @@ class _AgentAt(AgentSSH):  # type: ignore[misc]
         sock.settimeout(AGENT_TIMEOUT_SECONDS)
         try:
             sock.connect(path)
-            self._connect(sock)
+            self._connect(sock)  # type: ignore[attr-defined]  # paramiko's agent plumbing is private
         except BaseException:
             sock.close()
             raise
 
     def close(self) -> None:
-        self._close()
+        self._close()  # type: ignore[attr-defined]
 
 
-def agent_at(path: str) -> AgentSSH:
+def agent_at(path: str) -> _AgentAt:
     """Connect to the SSH agent listening at `path`; raises OSError or SSHException."""
     return _AgentAt(path)
 
@@ -273,13 +271,13 @@ def _with_certificate(path: Path, passphrase: bytes | None, key: paramiko.PKey,
                       cert: Path) -> paramiko.PKey | None:
     """A second copy of the key carrying `cert`, if `cert` certifies this very key; else None."""
     try:
-        blob = paramiko.PublicBlob.from_file(str(cert))
+        blob = PublicBlob.from_file(str(cert))
     except (OSError, ValueError, UnicodeDecodeError):
         return None
     if not _certifies(blob.key_blob, key.asbytes()):
         return None
     try:
-        copy = paramiko.PKey.from_path(path, passphrase)
+        copy = paramiko.PKey.from_path(path, passphrase)  # type: ignore[arg-type]  # bytes work
         copy.load_certificate(str(cert))
     except (OSError, ValueError, TypeError, paramiko.SSHException):
         return None

@@ -229,12 +229,14 @@ def _resolve(
     files: list[Path] = []
     if identity is not None:
         files.append(Path(os.path.expanduser(str(identity))))
-    configured = [Path(_expand_path(p, local, tokens)) for p in entry.many("identityfile")]
+    named = entry.many("identityfile")
+    configured = [Path(_expand_path(p, local, tokens)) for p in named if p.lower() != "none"]
     files.extend(configured)
-    if not configured:
+    if not named:  # "IdentityFile none" means no key files at all, not the defaults
         files.extend(defaults)
     identities = tuple(dict.fromkeys(files))  # de-duplicated, order kept
-    certificates = tuple(dict.fromkeys(Path(_expand_path(p, local, tokens)) for p in entry.many("certificatefile")))
+    certificates = tuple(dict.fromkeys(Path(_expand_path(p, local, tokens)) for p in entry.many("certificatefile")
+                                       if p.lower() != "none"))
 
     jump: SshTarget | None = jump_override
     proxy_command: str | None = None

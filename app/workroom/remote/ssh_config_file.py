@@ -35,6 +35,8 @@ EXEC_TIMEOUT_SECONDS = 10.0
 # Keywords whose every occurrence adds to a list instead of "first wins".
 ACCUMULATING = frozenset({"identityfile", "certificatefile", "localforward", "remoteforward",
                           "dynamicforward", "sendenv", "setenv"})
+# Match criteria of newer OpenSSH releases than the one we follow; a block using one never applies.
+NEWER_MATCH_CRITERIA = frozenset({"localnetwork", "tagged", "version", "sessiontype", "command"})
 # Keywords that never reach the option table (they steer parsing itself).
 STRUCTURAL = frozenset({"host", "match", "include"})
 
@@ -260,6 +262,12 @@ class ConfigReader:
                 if not result:  # like ssh: once false, later criteria are not evaluated (exec not run)
                     continue
                 this = self._criterion(name, value)
+            elif name in NEWER_MATCH_CRITERIA:
+                # Newer OpenSSH releases (localnetwork, tagged, version...): we cannot judge them, so the
+                # block never applies (with a value to skip). Refusing the whole file would be worse.
+                next(criteria, None)
+                this = negate
+                result = False
             else:
                 raise SshConfigFileError(f"{where}: unsupported Match criterion {raw!r}.")
             if this == negate:

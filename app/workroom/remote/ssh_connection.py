@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import paramiko
 
@@ -287,15 +287,19 @@ class SshConnection:
             raise
 
         client = paramiko.SSHClient()
-        policy = RefuseUnverifiedHostKey(known_hosts, target.hostname, target.port)
+        # As ssh: the host's own known-hosts files count too, and HostKeyAlias names the key (no port).
+        known_hosts = known_hosts.with_files((*target.user_known_hosts_files, *target.global_known_hosts_files))
+        key_host, key_port = (target.host_key_alias, 22) if target.host_key_alias else (target.hostname, target.port)
+        policy = RefuseUnverifiedHostKey(known_hosts, key_host, key_port)
         client.set_missing_host_key_policy(policy)
         login = LoginAttempts(target, ask_secret, use_agent)
-        known_types = known_hosts.known_key_types(target.hostname, target.port)
+        known_types = known_hosts.known_key_types(key_host, key_port)
 
-        def make_transport(sock: object, **kwargs: object) -> paramiko.Transport:
+        def make_transport(sock: Any, **kwargs: Any) -> paramiko.Transport:  # paramiko's own call, passed through
             transport = WorkroomTransport(sock, **kwargs)
             options = transport.get_security_options()
-            options.key_types = preferred_key_types(known_types, tuple(options.key_types))
+            offered = tuple(options.key_types) + tuple(t for t in known_types if t not in options.key_types)
+            options.key_types = preferred_key_types(known_types, offered)
             return transport
 
         transport_seen = None

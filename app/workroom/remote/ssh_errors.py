@@ -12,6 +12,7 @@ import socket
 import paramiko
 
 from workroom.core.errors import UserError
+from workroom.core.questions import SecretRequest
 from workroom.remote.ssh_config import SshTarget
 from workroom.remote.ssh_transport import algorithm_mismatch
 
@@ -48,13 +49,13 @@ class HostUnreachable(SshError):
 class AuthFailed(SshError):
     """The server refused every way we had to log in.
 
-    `rejected_secret` names the keyring secret that was tried and refused ("passphrase:<key path>"
-    or "password:<user@host:port>"), so the caller can drop it from the keyring and ask again.
+    `rejected_secret` names the secret that was tried and refused (a key's passphrase or a password), so
+    the caller can drop it from the keyring and ask again.
     """
 
     retryable = False
 
-    def __init__(self, title: str, message: str, hint: str = "", rejected_secret: str | None = None) -> None:
+    def __init__(self, title: str, message: str, hint: str = "", rejected_secret: SecretRequest | None = None) -> None:
         super().__init__(title, message, hint)
         self.rejected_secret = rejected_secret
 

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 
 import paramiko
 from paramiko.kex_curve25519 import KexCurve25519
+from paramiko.ssh_exception import IncompatiblePeer
 
 # paramiko logs a failed handshake with its traceback at ERROR; with no logging set up Python would print
 # that on stderr. The user gets our plain-words error instead; the app's own log handler still sees it.
@@ -38,16 +39,28 @@ def _with_rfc_name(names: tuple[str, ...]) -> tuple[str, ...]:
     return (*names[:at], RFC8731_CURVE25519, *names[at:])
 
 
-class WorkroomTransport(paramiko.Transport):  # type: ignore[misc]
+class WorkroomTransport(paramiko.Transport):
     """A client Transport that also speaks `curve25519-sha256` and remembers the peer's offer."""
 
-    _kex_info: ClassVar[dict[str, type]] = {**paramiko.Transport._kex_info, RFC8731_CURVE25519: KexCurve25519}
-    _preferred_kex: ClassVar[tuple[str, ...]] = _with_rfc_name(tuple(paramiko.Transport._preferred_kex))
+    # paramiko's kex tables and KEXINIT parser are private (not in its type stubs).
+    _kex_info: ClassVar[dict[str, type]] = {
+        **paramiko.Transport._kex_info,  # type: ignore[attr-defined]
+        RFC8731_CURVE25519: KexCurve25519,
+    }
+    _preferred_kex: ClassVar[tuple[str, ...]] = _with_rfc_name(
+        tuple(paramiko.Transport._preferred_kex))  # type: ignore[attr-defined]
 
     peer_offer: dict[str, list[str]] | None = None
+    peer_disconnect: tuple[int, str] | None = None  # the server's own "goodbye" (code, reason), if it sent one
+
+    def _parse_disconnect(self, m: Any) -> None:
+        # Tells a server that hung up on purpose (e.g. "Too many authentication failures") from a
+        # connection that died (sshd killed, box gone); paramiko reports both as a failed login.
+        code, reason = m.get_int(), m.get_text()
+        self.peer_disconnect = (code, reason)
 
     def _really_parse_kex_init(self, m: Any, ignore_first_byte: bool = False) -> dict[str, Any]:
-        parsed: dict[str, Any] = super()._really_parse_kex_init(m, ignore_first_byte)
+        parsed: dict[str, Any] = super()._really_parse_kex_init(m, ignore_first_byte)  # type: ignore[misc]
         if not ignore_first_byte:  # the peer's KEXINIT (ours is re-parsed with the flag set)
             self.peer_offer = {k: list(v) for k, v in parsed.items() if isinstance(v, list)}
         return parsed
@@ -55,7 +68,7 @@ class WorkroomTransport(paramiko.Transport):  # type: ignore[misc]
 
 def algorithm_mismatch(transport: object, exc: BaseException) -> str | None:
     """For paramiko's IncompatiblePeer: a sentence naming what did not match and both sides' lists."""
-    if not isinstance(exc, paramiko.IncompatiblePeer):
+    if not isinstance(exc, IncompatiblePeer):
         return None
     text = str(exc).lower()
     found = next((fields for needle, fields in _MISMATCH.items() if needle in text), None)

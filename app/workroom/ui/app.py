@@ -79,7 +79,7 @@ class WorkroomApp:
 
     async def run_until_quit(self) -> None:
         app = QApplication.instance()
-        if app is not None:
+        if isinstance(app, QApplication):
             app.lastWindowClosed.connect(self._last_window_closed)
         await self.quit_event.wait()
         await self.close()

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
@@ -20,13 +19,15 @@ from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import Status
+from workroom.core.questions import HostKeyQuestion, SecretRequest
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSession, HostSnapshot
 from workroom.ui.tasks import TaskKeeper
 
 log = logging.getLogger(__name__)
 
-HostKeyPrompter = Callable[[str, Any], Awaitable[bool]]
+HostKeyPrompter = Callable[[str, HostKeyQuestion], Awaitable[bool]]
+SecretPrompter = Callable[[SecretRequest], Awaitable[str | None]]
 """(host name, question with .host .port .key_type .fingerprint) -> trust?"""
 
 
@@ -47,7 +48,7 @@ class AppController(QObject):
         self.engine = engine
         self.tasks = TaskKeeper(self._task_failed)
         self.host_key_prompter: HostKeyPrompter | None = None
-        self.secret_prompter: Any = None
+        self.secret_prompter: SecretPrompter | None = None
         """async (request) -> str | None: asks the user for a passphrase the keyring does not have."""
         engine.secret_asker = self._ask_secret
         engine.listeners.append(self._relay)
@@ -84,13 +85,12 @@ class AppController(QObject):
             session.host_key_answerer = self._answer_host_key
         return session
 
-    async def _ask_secret(self, request: Any) -> str | None:
+    async def _ask_secret(self, request: SecretRequest) -> str | None:
         if self.secret_prompter is None:
             return None
-        answer: str | None = await self.secret_prompter(request)
-        return answer
+        return await self.secret_prompter(request)
 
-    async def _answer_host_key(self, session: HostSession, question: Any) -> bool:
+    async def _answer_host_key(self, session: HostSession, question: HostKeyQuestion) -> bool:
         if self.host_key_prompter is None:
             return False
         return await self.host_key_prompter(session.host.name, question)

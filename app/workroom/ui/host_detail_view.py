@@ -57,15 +57,18 @@ class HostDetailView(QWidget):
         self.title.setFont(font)
         self.badge_label = _wrapping("detail_badge")
         self.tooltip = _wrapping("detail_explanation")
+        self.tooltip.setTextFormat(Qt.TextFormat.PlainText)  # carries busy reasons: host-supplied text
         self.fields = _wrapping("detail_fields")
         self.fields.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.error = _wrapping("detail_error")
+        self.error.setTextFormat(Qt.TextFormat.PlainText)  # error text may quote what a host sent
         styles.set_role(self.error, styles.ERROR)
         self.details_button = QToolButton()
         self.details_button.setObjectName("detail_error_details")
         self.details_button.setText("Details…")
         self.details_button.setCheckable(True)
         self.error_details = _wrapping("detail_error_text")
+        self.error_details.setTextFormat(Qt.TextFormat.PlainText)
         self.error_details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         styles.set_role(self.error_details, styles.MUTED)
         self.details_button.toggled.connect(self.error_details.setVisible)

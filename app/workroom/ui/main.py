@@ -54,7 +54,8 @@ def run_app(*, show_window: bool = False) -> int:
     asyncio.set_event_loop(loop)
     try:
         with loop:
-            return loop.run_until_complete(_run(show_window))
+            code: int = loop.run_until_complete(_run(show_window))
+            return code
     except UserError as error:
         print(f"workroom-app: {error}", file=sys.stderr)
         return 1

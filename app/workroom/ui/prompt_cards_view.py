@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QMouseEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
@@ -47,6 +47,8 @@ class PromptCard(QFrame):
         self.body = QLabel()
         self.body.setObjectName("card_body")
         self.body.setWordWrap(True)
+        for label in (self.title, self.body):  # workroom names and busy reasons: host-supplied text
+            label.setTextFormat(Qt.TextFormat.PlainText)
         self.countdown = QLabel()
         self.countdown.setObjectName("card_countdown")
         self.error = QLabel()

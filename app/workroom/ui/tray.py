@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, SignalInstance
-from PySide6.QtGui import QAction, QGuiApplication
+from PySide6.QtGui import QAction, QGuiApplication, Qt
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from workroom.core.badge import LABELS, BadgeKind, worst_badge_kind
@@ -61,7 +61,7 @@ class HostMenu(QMenu):
     def render_snapshot(self, snapshot: HostSnapshot, now: float) -> None:
         badge = snapshot.badge(now)
         self.setTitle(host_menu_text(snapshot, now))
-        self.setToolTip(badge.tooltip)
+        self.setToolTip(Qt.convertFromPlainText(badge.tooltip))  # host-supplied text: never markup
         state = snapshot.connection.state
         asleep = state is ConnectionState.ASLEEP
         self.connect_action.setText("Wake and connect" if asleep else "Connect")

@@ -113,6 +113,14 @@ CASES = [
          "Host cert\n  IdentityFile ~/.ssh/id_ed25519\n  CertificateFile ~/.ssh/id_ed25519-cert.pub\n"
          "  CertificateFile %d/.ssh/%r-cert.pub\n  IdentitiesOnly yes\n", "cert"),
     Case("ssh -p beats the config", "Host pp\n  Port 2000\n", "pp", port=3000),
+    Case("HostName set only in the final pass", "Match final\n  HostName late.example\n", "early"),
+    Case("ProxyCommand none blocks a later ProxyJump", "Host pcn\n  ProxyCommand none\nHost *\n  ProxyJump j\n",
+         "pcn"),
+    Case("several patterns on one Host line", "Host one two three\n  User listed\n", "two"),
+    Case("IdentityFile none and ${VAR}", "Host idn\n  IdentityFile none\nHost env\n  IdentityFile ${HOME}/k\n",
+         "idn"),
+    Case("IdentityFile with ${VAR}, CertificateFile none",
+         "Host env\n  IdentityFile ${HOME}/.ssh/envkey\n  CertificateFile none\n", "env"),
 ]
 
 
@@ -168,6 +176,7 @@ def _ssh_g(entry: pwd.struct_passwd, args: list[str]) -> dict[str, list[str]]:
 
 def _expand(raw: str, *, home: str, tokens: dict[str, str]) -> str:
     """The test's own small expander for what ssh -G prints unexpanded (IdentityFile, ProxyCommand)."""
+    raw = raw.replace("${HOME}", home)
     if raw.startswith("~/"):
         raw = home + raw[1:]
     out, i = [], 0
@@ -189,12 +198,13 @@ def _openssh_view(entry: pwd.struct_passwd, args: list[str], original: str) -> d
               "k": g.get("hostkeyalias", [original.lower()])[0],
               "l": socket.gethostname(), "L": socket.gethostname().split(".")[0]}
     identities = [_expand(f, home=home, tokens=tokens) for f in g.get("identityfile", [])
-                  if not any(f.endswith("/" + name) for name in UNSUPPORTED_DEFAULT_KEYS)]
+                  if f != "none" and not any(f.endswith("/" + name) for name in UNSUPPORTED_DEFAULT_KEYS)]
     agent = g.get("identityagent", ["SSH_AUTH_SOCK"])[0]
     view: dict[str, object] = {
         "hostname": hostname, "user": user, "port": int(port),
         "identity_files": identities,
-        "certificate_files": [_expand(f, home=home, tokens=tokens) for f in g.get("certificatefile", [])],
+        "certificate_files": [_expand(f, home=home, tokens=tokens) for f in g.get("certificatefile", [])
+                              if f != "none"],
         "identity_agent": {"none": None, "SSH_AUTH_SOCK": AGENT_ENV}.get(agent, agent),
         "user_known_hosts": g["userknownhostsfile"][0].split(),
         "global_known_hosts": g["globalknownhostsfile"][0].split(),

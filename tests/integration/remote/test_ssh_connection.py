@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from integration.remote.stream_reader import StreamReader
+from workroom.core.questions import SecretKind, SecretRequest
 from workroom.remote.host_keys import KnownHosts
 from workroom.remote.ssh_config import SshTarget, resolve_target
 from workroom.remote.ssh_connection import (
@@ -19,7 +20,6 @@ from workroom.remote.ssh_connection import (
     HostKeyChanged,
     HostKeyUnknown,
     HostUnreachable,
-    SecretRequest,
     SshConnection,
 )
 
@@ -149,11 +149,12 @@ def test_passphrase_comes_from_the_callable_and_a_wrong_one_is_named(sshd, tmp_p
 
     with connect(sshd, known, target=target_of(sshd, identity=locked), ask_secret=ask) as conn:
         assert conn.exec("echo in").stdout == b"in\n"
-    assert [(r.kind, r.key_path, r.key) for r in asked] == [("passphrase", locked, f"passphrase:{locked}")]
+    assert asked == [SecretRequest(SecretKind.PASSPHRASE, str(locked))]
+    assert asked[0].prompt == f"Passphrase for {locked}"
 
     with pytest.raises(AuthFailed) as wrong:
         connect(sshd, known, target=target_of(sshd, identity=locked), ask_secret=lambda r: "wrong")
-    assert wrong.value.rejected_secret == f"passphrase:{locked}"
+    assert wrong.value.rejected_secret == SecretRequest(SecretKind.PASSPHRASE, str(locked))
     assert "passphrase" in wrong.value.message
 
     with pytest.raises(AuthFailed) as declined:
