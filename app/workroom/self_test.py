@@ -131,7 +131,7 @@ def check_icons() -> CheckResult:
 
 def check_platform_libraries() -> CheckResult:
     """Linux: every library Qt's X11 plugin needs is installed (a missing one aborts Qt at start-up)."""
-    from workroom.ui.platform_libs import debian_package, missing_xcb_libraries, unreachable_x_display
+    from workroom.platform_libs import debian_package, missing_xcb_libraries, unreachable_x_display
 
     unreachable = unreachable_x_display(os.environ.get("DISPLAY", ""))
     if unreachable and not os.environ.get("QT_QPA_PLATFORM"):

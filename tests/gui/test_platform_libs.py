@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workroom.ui.platform_libs import debian_package, missing_from_ldd, missing_xcb_libraries, xcb_plugin
+from workroom.platform_libs import debian_package, missing_from_ldd, missing_xcb_libraries, xcb_plugin
 
 pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parents[2]
