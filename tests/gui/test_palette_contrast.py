@@ -142,3 +142,19 @@ def test_the_sheet_names_no_fixed_colour_for_text_and_follows_the_palette(qapp: 
         assert styles.contrast_ratio(styles.card_text(pal), back) >= AA_TEXT
         assert styles.contrast_ratio(styles.error_text(pal, back), back) >= AA_TEXT
         assert styles.contrast_ratio(styles.error_text(pal), styles.window(pal)) >= AA_TEXT
+
+
+@pytest.mark.parametrize("panel", [QColor(43, 43, 43), QColor(240, 240, 240)], ids=["dark panel", "light panel"])
+def test_tray_icon_reads_on_dark_and_light_panels(panel: QColor, qapp: QApplication) -> None:
+    """The panel's colour is unknown off macOS: on either, a good part of the icon (its dark ink on a light
+    panel, its light rim on a dark one) stands out at 3:1. The window-palette icon alone fails on one."""
+    from workroom.ui.badge_icons import tray_icon_for
+
+    if QApplication.platformName() == "cocoa":
+        pytest.skip("macOS tints template icons itself")
+    for kind in BadgeKind:
+        image = tray_icon_for(kind).pixmap(36, 36).toImage().convertToFormat(QImage.Format.Format_ARGB32)
+        ink = [image.pixelColor(x, y) for y in range(image.height()) for x in range(image.width())
+               if image.pixelColor(x, y).alpha() == 255]
+        strong = [c for c in ink if styles.contrast_ratio(c, panel) >= AA_GRAPHICS]
+        assert len(strong) >= len(ink) // 5, (kind, len(strong), len(ink))

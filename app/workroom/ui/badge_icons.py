@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtGui import QIcon, QPalette
+from PySide6.QtGui import QColor, QIcon, QPalette
 
 from workroom.core.badge import BadgeKind
 from workroom.resources import badge_icon
@@ -35,4 +35,18 @@ def icon_for(kind: BadgeKind, palette: QPalette | None = None) -> QIcon:
     icon = _tinted.get(key)
     if icon is None:
         icon = _tinted[key] = styles.tinted(template_for(kind), color)
+    return icon
+
+
+_tray: dict[BadgeKind, QIcon] = {}
+
+
+def tray_icon_for(kind: BadgeKind) -> QIcon:
+    """The menu-bar/tray icon: the template on macOS; elsewhere dark ink with a light rim, which reads on
+    dark and light panels (the panel's colour is not the window palette's, and Qt cannot ask it)."""
+    if sys.platform == "darwin":
+        return template_for(kind)
+    icon = _tray.get(kind)
+    if icon is None:
+        icon = _tray[kind] = styles.haloed(template_for(kind), QColor(20, 20, 20), QColor(245, 245, 245))
     return icon

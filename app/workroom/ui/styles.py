@@ -185,6 +185,26 @@ def tinted(icon: QIcon, color: QColor, sizes: tuple[int, ...] = (18, 36)) -> QIc
     return out
 
 
+def haloed(icon: QIcon, ink: QColor, halo: QColor, sizes: tuple[int, ...] = (18, 36)) -> QIcon:
+    """The template icon in `ink` over a one-pixel rim of `halo`: it reads on a light and on a dark panel
+    alike (the app cannot ask a Linux panel its colour)."""
+    out = QIcon()
+    for size in sizes:
+        shape = tinted(icon, halo, (size,)).pixmap(size, size)
+        body = tinted(icon, ink, (size,)).pixmap(size, size)
+        pixmap = QPixmap(shape.size())
+        pixmap.fill(QColor(0, 0, 0, 0))
+        painter = QPainter(pixmap)
+        step = max(1, size // 18)
+        for dx in (-step, 0, step):
+            for dy in (-step, 0, step):
+                painter.drawPixmap(dx, dy, shape)
+        painter.drawPixmap(0, 0, body)
+        painter.end()
+        out.addPixmap(pixmap)
+    return out
+
+
 def icon_color(palette: QPalette | None = None) -> QColor:
     """The ink for badge icons: the palette's text colour (dark ink on light, light ink on dark)."""
     pal = palette if palette is not None else QGuiApplication.palette()

@@ -22,7 +22,7 @@ from workroom.core.connection import ConnectionState
 from workroom.core.durations import format_duration
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
-from workroom.ui.badge_icons import icon_for
+from workroom.ui.badge_icons import icon_for, tray_icon_for
 
 BUSY_KINDS = (BadgeKind.BUSY, BadgeKind.BUSY_PAST_CEILING, BadgeKind.BUSY_NOT_KEPT_AWAKE)
 
@@ -92,7 +92,8 @@ class TrayController(QObject):
         self.menu.setObjectName("tray_menu")
         self.icon.setContextMenu(self.menu)
         self.summary = self.menu.addAction("")
-        self.summary.setEnabled(False)
+        self.summary.triggered.connect(self.open_requested.emit)
+        _bold(self.summary)
         self._prompts_end = self.menu.addSeparator()
         self._hosts_end = self.menu.addSeparator()
         self._add_action("Open Workroom", self.open_requested)
@@ -195,7 +196,8 @@ class TrayController(QObject):
         actions = self.prompt_actions.get(name)
         if actions is None:
             title = QAction(self.menu)
-            title.setEnabled(False)
+            title.triggered.connect(lambda _checked=False, n=name: self.host_requested.emit(n))
+            _bold(title)
             keep = QAction("    Keep awake", self.menu)
             keep.triggered.connect(lambda _checked=False, n=name: self.keep_requested.emit(n))
             sleep = QAction("    Let it sleep", self.menu)
@@ -220,7 +222,7 @@ class TrayController(QObject):
         if worst is self.worst_kind:
             return
         self.worst_kind = worst
-        self.icon.setIcon(icon_for(worst))
+        self.icon.setIcon(tray_icon_for(worst))
         self.icon.setToolTip(f"Workroom: {_summary(self._kinds)}")
 
     # -- notifications ------------------------------------------------------------------------------
@@ -251,6 +253,14 @@ class TrayController(QObject):
             return False
         self.icon.show()
         return True
+
+
+def _bold(action: QAction) -> None:
+    """A heading line: bold and readable (a disabled action would be greyed out); clicking it opens the
+    window."""
+    font = action.font()
+    font.setBold(True)
+    action.setFont(font)
 
 
 def _summary(kinds: dict[str, BadgeKind]) -> str:
