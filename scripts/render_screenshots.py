@@ -84,7 +84,8 @@ def dark_palette() -> Any:
         QPalette.ColorRole.Text: QColor(230, 230, 230), QPalette.ColorRole.Button: QColor(55, 55, 58),
         QPalette.ColorRole.ButtonText: QColor(230, 230, 230), QPalette.ColorRole.Highlight: QColor(38, 110, 200),
         QPalette.ColorRole.HighlightedText: QColor(255, 255, 255), QPalette.ColorRole.ToolTipBase: QColor(55, 55, 58),
-        QPalette.ColorRole.ToolTipText: QColor(230, 230, 230), QPalette.ColorRole.PlaceholderText: QColor(150, 150, 150),
+        QPalette.ColorRole.ToolTipText: QColor(230, 230, 230),
+        QPalette.ColorRole.PlaceholderText: QColor(150, 150, 150),
         QPalette.ColorRole.Mid: QColor(70, 70, 74), QPalette.ColorRole.Dark: QColor(25, 25, 27),
         QPalette.ColorRole.Light: QColor(80, 80, 84), QPalette.ColorRole.Midlight: QColor(65, 65, 68),
     }
