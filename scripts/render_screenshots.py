@@ -207,9 +207,7 @@ async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, 
     themes = ("light", "dark") if args.theme == "both" else (args.theme,)
 
     async def settle() -> None:
-        for _ in range(10):
-            app.processEvents()
-            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.4)  # the qasync loop paints meanwhile (processEvents here would re-enter it)
 
     def save(pixmap: Any, name: str) -> None:
         path = out / f"{name}.png"
@@ -272,8 +270,11 @@ async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, 
 
 async def demo_views(app: Any, engine: Any, window: Any, out: Path, written: list[Path], themes: tuple[str, ...],
                      light: Any, settle: Callable[[], Any]) -> None:
-    """Every badge state side by side, from constructed snapshots (fed as sessions feed them)."""
+    """Every badge state side by side, from constructed snapshots (fed as sessions feed them), and the
+    host-key question (a constructed one: the simbox's keys are trusted from its own record)."""
     from demo_states import every_state
+    from workroom.core.questions import HostKeyQuestion
+    from workroom.ui.host_key_dialog import HostKeyDialog
 
     states = every_state()
     states.pop("busy_past_ceiling")
@@ -287,6 +288,15 @@ async def demo_views(app: Any, engine: Any, window: Any, out: Path, written: lis
         path = out / f"demo_every_state_{theme}.png"
         window.grab().save(str(path))
         written.append(path)
+        question = HostKeyQuestion(host="10.1.2.3", port=2222, key_type="ssh-ed25519",
+                                   fingerprint="SHA256:q8H0bQ0qK1m1m2oXkz4vU5y3d2C8rB3a4Qe7nYt9wXc")
+        dialog = HostKeyDialog("fresh-box", question, window)
+        dialog.show()
+        await settle()
+        path = out / f"host_key_dialog_{theme}.png"
+        dialog.grab().save(str(path))
+        written.append(path)
+        dialog.close()
 
 
 if __name__ == "__main__":
