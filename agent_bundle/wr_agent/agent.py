@@ -74,6 +74,12 @@ class Agent(object):
         # the server; the net signal discounts them so the app's own traffic never makes the box look busy.
         self.own_wire_bytes = 0
 
+    def exclude_client(self, pid):
+        """The app connected directly (this computer): its process tree is not work (docs/agent.md)."""
+        add = getattr(self.sampler, "exclude", None)
+        if pid and add is not None:
+            add(pid)
+
     def count_own_traffic(self, payload_bytes, messages):
         """The server tells us what it exchanged with relay clients (see Server._own)."""
         with self.lock:

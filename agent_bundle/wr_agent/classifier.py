@@ -1,4 +1,4 @@
-"""Policy P4 (DESIGN §3): per-tick BUSY vote, 30 s hold, resume mask after a tick gap.
+"""Per-tick BUSY vote, 30 s hold, resume mask after a tick gap (docs/agent.md, "The classifier").
 
 Pure: it sees only Signals and the monotonic time, so it is unit-tested on a fake clock.
 """
@@ -12,6 +12,10 @@ NET_BYTES_PER_S, NET_WINDOW = 500.0, 3.0
 GAP_SECONDS = 30.0
 MASK_SECONDS = 3.0
 REASONS_MAX = 8
+# A timer sleep is a job step (`sleep 600 && make`, each `sleep 5` a shell loop execs) once it has lasted this
+# long and is the sleeping process's first: a daemon's heartbeat (`time.sleep(1)`, `watch -n 1`) wakes sooner,
+# and one that sleeps longer (`time.sleep(10)` between checks) is seen to wake and sleep again.
+TIMER_MIN_SLEEP = 3.0
 
 
 class Classifier(object):
@@ -54,8 +58,11 @@ class Classifier(object):
                 reasons.append("cpu: %s (pid %s)%s" % (comm, pid, suffix))
             for comm, pid in sig.dstate:
                 reasons.append("disk: %s (pid %s) in D state%s" % (comm, pid, suffix))
-        for comm, pid in sig.timer_sleep:
-            reasons.append("sleep: %s (pid %s)" % (comm, pid))
+        for t in sig.timer_sleep:
+            if (len(t) < 3 or t[2] >= TIMER_MIN_SLEEP) and (len(t) < 4 or t[3] == 0):
+                reasons.append("sleep: %s (pid %s)" % (t[0], t[1]))
+        for comm, pid in sig.fifo_wait:
+            reasons.append("fifo: %s (pid %s) waiting for its partner" % (comm, pid))
         for comm, pid in sig.tcp:
             reasons.append("tcp: %s (pid %s)" % (comm, pid))
         tty_rate = self._rate(self._tty, now, TTY_WINDOW, sig.tty_bytes)

@@ -44,6 +44,12 @@ def build_parser():
     s.add_argument("--hold-seconds", type=_nonneg, default=30.0, metavar="S")
     s.add_argument("--tick-seconds", type=_positive, default=1.0, metavar="S")
     s.add_argument("--candidates", choices=("all", "user"), default="all")
+    s.add_argument("--exclude-pid", type=int, action="append", default=[], metavar="PID",
+                   help="never count this process or its descendants as work (the app on this computer)")
+    s.add_argument("--cpu-window", type=_positive, default=None, metavar="S",
+                   help="judge a process's CPU over this window (default 10)")
+    s.add_argument("--watch-window", type=_positive, default=None, metavar="S",
+                   help="pty output counts within this long after a keystroke on it (default 600)")
     s.add_argument("--test-min-duration", type=_positive, default=None, metavar="S")
     s.add_argument("--sampler", choices=("auto", "proc", "coarse"), default="auto")
     s.add_argument("--supervise", action="store_true")

@@ -42,11 +42,12 @@ class CoarseSampler(object):
     name = "coarse"
 
     def __init__(self, every=5.0, only_uid=None, cpu_share=0.05, self_pid=None, clock=time.monotonic,
-                 runner=None):
+                 runner=None, exclude_pids=()):
         self.every = every
         self.only_uid = only_uid
         self.cpu_share = cpu_share
         self.self_pid = str(os.getpid() if self_pid is None else self_pid)
+        self.exclude_pids = frozenset(str(p) for p in exclude_pids)  # excluded with their descendants
         self.clock = clock
         self.runner = runner or self._run_ps
         self.prev = {}
@@ -70,7 +71,7 @@ class CoarseSampler(object):
             return self.last
         sig = Signals(coarse=True)
         cur = {}
-        excluded_tree = {self.self_pid}
+        excluded_tree = {self.self_pid} | self.exclude_pids
         by_pid = dict((r[0], r) for r in rows)
 
         def tree_excluded(pid, depth=0):
@@ -99,6 +100,10 @@ class CoarseSampler(object):
                 sig.dstate.append((comm, pid))
         self.prev, self.prev_t, self.last = cur, now, sig
         return sig
+
+    def exclude(self, pid):
+        """Leave out `pid` and its descendants from the next sample on (the app, connected directly)."""
+        self.exclude_pids = self.exclude_pids | {str(pid)}
 
     def close(self):
         pass

@@ -22,6 +22,9 @@ PREFIXES = ("systemd", "wr-agent")
 TIMER_WCHANS = frozenset(("hrtimer_nanosleep", "do_nanosleep", "common_nsleep", "clock_nanosleep",
                           "__x64_sys_nanosleep", "__x64_sys_clock_nanosleep"))
 
+# A FIFO open waiting for the other end: a pipeline stage whose partner is not there yet is still a job.
+FIFO_WCHANS = frozenset(("wait_for_partner", "fifo_open"))
+
 
 def is_daemon(comm):
     return comm in DAEMONS or comm.startswith(PREFIXES)

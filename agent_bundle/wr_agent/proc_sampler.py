@@ -18,6 +18,13 @@ from wr_agent.signals import Signals
 
 PF_KTHREAD = 0x00200000
 FD_RESERVE = 64
+# Positions in the fields after the comm of /proc/PID/stat (man 5 proc numbers them from 1: state is (3)).
+STAT_STATE, STAT_PPID, STAT_FLAGS = 0, 1, 6
+STAT_UTIME, STAT_STIME, STAT_CUTIME, STAT_CSTIME = 11, 12, 13, 14
+STAT_THREADS, STAT_STARTTIME = 17, 19
+CPU_WINDOW = 10.0  # seconds over which a candidate's CPU (with its reaped children) is judged
+WATCH_WINDOW = 600.0  # pty output counts only on a pty with a keystroke (or an attached client) this recent
+MULTIPLEXER_CLIENTS = frozenset(("tmux: client", "screen"))  # tmux's client retitles itself; screen's is lowercase
 UNOWNED_RECHECK = 30.0  # seconds before an ESTABLISHED socket with no candidate owner is looked up again
 
 
@@ -36,12 +43,16 @@ def _raise_nofile():
 
 class _Proc(object):
     __slots__ = (
+        "born",
+        "children",
         "comm",
+        "endless",
         "excluded",
         "fds",
         "last",
         "pid",
         "ppid",
+        "ran_at",
         "runtime",
         "start",
         "state",
@@ -50,7 +61,9 @@ class _Proc(object):
         "timer",
         "tree",
         "tty",
+        "wakes",
         "wchar",
+        "window",
     )
 
     def __init__(self, pid, comm, ppid):
@@ -58,13 +71,19 @@ class _Proc(object):
         self.excluded = self.tree = False
         self.fds = {}
         self.runtime = self.ticks = None
+        self.children = 0  # cutime + cstime: CPU of reaped children, in clock ticks
         self.threads = 1
         self.state = "?"
-        self.timer = None
-        self.tty = False
+        self.timer = None  # wchan kind while sleeping: "timer", "fifo" or None
+        self.tty = None  # the pty (or tty) path its stdout/stderr writes to
         self.wchar = None
         self.last = 0.0
         self.start = None
+        self.born = None  # monotonic time the process started
+        self.ran_at = None  # monotonic time it was last seen to run (a timer sleep's start, at the latest)
+        self.endless = False  # `sleep infinity`: a timer sleep that no job step follows
+        self.wakes = 0  # timer sleeps seen to end: a process that sleeps again and again is ticking
+        self.window = None  # [(monotonic, cpu seconds)] with CPU in the last CPU_WINDOW seconds
 
 
 def _parse_stat(raw):
@@ -80,11 +99,16 @@ class ProcSampler(object):
     name = "proc"
 
     def __init__(self, root="/proc", sys_net="/sys/class/net", pts="/dev/pts", self_pid=None,
-                 only_uid=None, cpu_share=0.05, clock=time.monotonic, wall=time.time):
+                 only_uid=None, cpu_share=0.05, clock=time.monotonic, wall=time.time, exclude_pids=(),
+                 cpu_window=CPU_WINDOW, watch_window=WATCH_WINDOW, tick_seconds=1.0):
         self.root, self.sys_net, self.pts = root, sys_net, pts
         self.self_pid = str(os.getpid() if self_pid is None else self_pid)
+        self.exclude_pids = frozenset(str(p) for p in exclude_pids)  # excluded with their descendants
         self.only_uid = only_uid
         self.cpu_share = cpu_share
+        self.cpu_window, self.watch_window, self.tick_seconds = cpu_window, watch_window, tick_seconds
+        self.last_sample = None
+        self._rescan = False
         self.clock, self.wall = clock, wall
         self.clk_tck = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
         self.procs = {}
@@ -96,6 +120,7 @@ class ProcSampler(object):
         self.if_kind = {}
         self.net_prev = None
         self.has_schedstat = None
+        self._pts_seen = set()
 
     # -- file helpers -------------------------------------------------------------------------------------
     def _path(self, pid, name):
@@ -147,6 +172,16 @@ class ProcSampler(object):
         for pid in list(self.procs):
             self._drop(pid)
 
+    def exclude(self, pid):
+        """Leave out `pid` and its descendants from now on (called from the server thread when the app
+        subscribes directly). Known processes are looked at afresh on the next tick; dead pids are pruned."""
+        pid = str(pid)
+        if pid in self.exclude_pids:
+            return
+        alive = [p for p in self.exclude_pids if os.path.exists("%s/%s" % (self.root, p))]
+        self.exclude_pids = frozenset([*alive, pid])
+        self._rescan = True
+
     # -- process discovery --------------------------------------------------------------------------------
     def _uptime(self):
         try:
@@ -157,19 +192,21 @@ class ProcSampler(object):
     def _new(self, pid, now, depth=0):
         try:
             comm, f = _parse_stat(self._read_once(self._path(pid, "stat")))
-            ppid, flags = f[1], int(f[6])
+            ppid, flags = f[STAT_PPID], int(f[STAT_FLAGS])
         except (OSError, ValueError, IndexError):
             return None
         p = _Proc(pid, comm, ppid)
-        p.state, p.ticks, p.threads = f[0], int(f[11]) + int(f[12]), int(f[17])
-        p.start = float(f[19]) / self.clk_tck
+        p.state, p.ticks, p.threads = f[STAT_STATE], int(f[STAT_UTIME]) + int(f[STAT_STIME]), int(f[STAT_THREADS])
+        p.children = int(f[STAT_CUTIME]) + int(f[STAT_CSTIME])
+        p.start = float(f[STAT_STARTTIME]) / self.clk_tck
         p.last = now
         parent = self.procs.get(ppid)
         if parent is None and depth < 64 and ppid not in ("0", pid):
             parent = self._new(ppid, now, depth + 1)
             if parent is not None:
                 self.procs[ppid] = parent
-        p.tree = comm in exclusions.TREES or bool(parent is not None and parent.tree)
+        p.tree = (comm in exclusions.TREES or pid in self.exclude_pids
+                  or bool(parent is not None and parent.tree))
         p.excluded = (p.tree or pid == "1" or pid == self.self_pid or bool(flags & PF_KTHREAD)
                       or exclusions.is_daemon(comm))
         if not p.excluded and self.only_uid is not None:
@@ -179,6 +216,8 @@ class ProcSampler(object):
                 return None
         if not p.excluded:
             p.tty = self._on_tty(pid)
+            if comm == "sleep":
+                p.endless = self._endless_sleep(pid)
         return p
 
     def _on_tty(self, pid):
@@ -188,14 +227,27 @@ class ProcSampler(object):
             except OSError:
                 continue
             if target.startswith("/dev/pts/") or target.startswith("/dev/tty"):
-                return True
-        return False
+                return target
+        return None
+
+    def _endless_sleep(self, pid):
+        """`sleep infinity` keeps a container or a session alive; no job step ever follows it."""
+        try:
+            args = self._read_once(self._path(pid, "cmdline"), 256).split(b"\0")[1:]
+        except OSError:
+            return False
+        return any(a.lower() in (b"inf", b"infinity") for a in args)
 
     # -- per-tick sampling ---------------------------------------------------------------------------------
     def sample(self, busy_hint=False):
         """One tick's Signals. `busy_hint`: a cheaper signal already voted BUSY, skip the TCP lookup."""
         now = self.clock()
         sig = Signals()
+        since, self.last_sample = self.last_sample, now
+        if self._rescan:
+            self._rescan = False
+            self.close()  # exclusions are decided when a process is first seen
+        tty_out = {}  # pty path -> output bytes this tick
         try:
             names = os.listdir(self.root)
         except OSError:
@@ -219,9 +271,9 @@ class ProcSampler(object):
                 if fresh:
                     if uptime is None:
                         uptime = self._uptime()
-                    self._first_look(p, sig, uptime)
+                    self._first_look(p, sig, uptime, now, since)
                 else:
-                    self._look(p, now, sig)
+                    self._look(p, now, sig, tty_out)
             except OSError as exc:
                 if exc.errno in (errno.ESRCH, errno.ENOENT):
                     self._drop(pid)
@@ -233,23 +285,38 @@ class ProcSampler(object):
             sig.candidates += 1
             if p.state == "D":
                 sig.dstate.append((p.comm, pid))
-            elif p.state == "S" and p.timer:
-                sig.timer_sleep.append((p.comm, pid))
+            elif p.state == "S" and p.timer == "timer" and not p.endless:
+                sig.timer_sleep.append((p.comm, pid, max(0.0, now - p.ran_at), p.wakes))
+            elif p.state == "S" and p.timer == "fifo":
+                sig.fifo_wait.append((p.comm, pid))
         for pid in [q for q in self.procs if q not in present]:
             self._drop(pid)
-        sig.keystroke_age = self._keystroke_age()
+        sig.keystroke_age, watched = self._keystrokes()
+        sig.tty_bytes = sum(n for path, n in tty_out.items() if path in watched or path not in self._pts_seen)
         sig.net_bytes = self._net_bytes()
         if not (busy_hint or sig.cpu or sig.dstate or sig.timer_sleep):
             sig.tcp = self._tcp(now)
         return sig
 
-    def _first_look(self, p, sig, uptime):
+    def _first_look(self, p, sig, uptime, now, since):
         runtime = self._runtime(p)
         p.runtime = runtime
+        p.ran_at = now
         if uptime is not None and p.start is not None:
-            # No previous sample: use the share since the process started (a burner is BUSY at once).
-            age = max(uptime - p.start, 1.0 / self.clk_tck)
-            share = p.ticks / self.clk_tck / age
+            age = max(uptime - p.start, 0.0)
+            p.born = now - age
+            if since is not None and p.born >= since:
+                # Started since the last tick: it has not run since it began its sleep, if it sleeps
+                # (the `sleep 5` a shell loop runs), and its CPU so far belongs in the window.
+                p.ran_at = p.born
+            cpu = (p.ticks + p.children) / self.clk_tck
+            if age <= self.cpu_window:
+                if cpu > 0:
+                    p.window = [(now, cpu)]
+                share = cpu / max(age, self.tick_seconds)
+            else:
+                # An older process: its share over its whole life is a window longer than ours.
+                share = p.ticks / self.clk_tck / age
             if share >= self.cpu_share:
                 sig.cpu.append((p.comm, p.pid, share))
         if p.state == "S":
@@ -270,37 +337,68 @@ class ProcSampler(object):
         except (ValueError, IndexError):
             return None
 
-    def _look(self, p, now, sig):
+    def _look(self, p, now, sig, tty_out):
         dt = now - p.last
         p.last = now
         runtime = self._runtime(p)
         ran = runtime is None or runtime != p.runtime
+        if ran:
+            p.ran_at = now
+            if p.timer == "timer":
+                p.wakes += 1
         if ran or p.threads > 1:
-            _, f = _parse_stat(self._read(p, "stat"))
-            ticks = int(f[11]) + int(f[12])
+            comm, f = _parse_stat(self._read(p, "stat"))
+            p.comm = comm  # an exec renames it (`exec tmux attach` becomes "tmux: client")
+            ticks = int(f[STAT_UTIME]) + int(f[STAT_STIME])
+            children = int(f[STAT_CUTIME]) + int(f[STAT_CSTIME])
             if p.threads == 1 and runtime is not None and p.runtime is not None:
-                share = (runtime - p.runtime) / 1e9 / dt if dt > 0 else 0.0
+                cpu = (runtime - p.runtime) / 1e9
             else:
-                share = (ticks - p.ticks) / self.clk_tck / dt if dt > 0 else 0.0
-            p.state, p.ticks, p.threads = f[0], ticks, int(f[17])
-            if share >= self.cpu_share:
-                sig.cpu.append((p.comm, p.pid, share))
+                cpu = (ticks - p.ticks) / self.clk_tck
+            # Children reaped since the last tick: a short compile that lived between two ticks.
+            cpu += max(0, children - p.children) / self.clk_tck
+            p.state, p.ticks, p.children, p.threads = f[STAT_STATE], ticks, children, int(f[STAT_THREADS])
+            self._judge_cpu(p, now, dt, cpu, sig)
             if ran:
-                p.timer = self._wchan(p) if p.state == "S" else False
+                p.timer = self._wchan(p) if p.state == "S" else None
+        elif p.window:
+            self._judge_cpu(p, now, dt, 0.0, sig)
         p.runtime = runtime
         if p.tty:
             w = self._wchar(p)
             if w is not None and p.wchar is not None and w > p.wchar:
-                sig.tty_bytes += w - p.wchar
+                tty_out[p.tty] = tty_out.get(p.tty, 0) + w - p.wchar
             p.wchar = w
+
+    def _judge_cpu(self, p, now, dt, cpu, sig):
+        """Vote when this tick's share AND the share over the window (including reaped children) reach the
+        threshold: a blip of 50 ms every 10 s is 0.5 % of a core, not work, though one tick shows 5 %."""
+        window = p.window or []
+        if cpu > 0:
+            window.append((now, cpu))
+        while window and window[0][0] <= now - self.cpu_window:
+            window.pop(0)
+        p.window = window or None
+        if dt <= 0 or cpu / dt < self.cpu_share:
+            return
+        span = self.cpu_window
+        if p.born is not None:
+            span = max(min(span, now - p.born), self.tick_seconds)
+        if sum(c for _, c in window) / span >= self.cpu_share:
+            sig.cpu.append((p.comm, p.pid, cpu / dt))
 
     def _wchan(self, p):
         try:
-            return self._read(p, "wchan", 128).decode("ascii", "replace").strip() in exclusions.TIMER_WCHANS
+            wchan = self._read(p, "wchan", 128).decode("ascii", "replace").strip()
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM):
-                return False
+                return None
             raise
+        if wchan in exclusions.TIMER_WCHANS:
+            return "timer"
+        if wchan in exclusions.FIFO_WCHANS:
+            return "fifo"
+        return None
 
     def _wchar(self, p):
         try:
@@ -309,27 +407,47 @@ class ProcSampler(object):
                     return int(line.split()[1])
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM):
-                p.tty = False
+                p.tty = None
                 return None
             raise
         return None
 
     # -- host-wide signals ---------------------------------------------------------------------------------
-    def _keystroke_age(self):
-        """Pty atime moves on reads of user input (kernel granularity 8 s, inside the 10 s window)."""
+    def _keystrokes(self):
+        """(seconds since the newest keystroke on any pty or None, set of watched pty paths).
+
+        Pty atime moves on reads of user input (kernel granularity 8 s, inside the 10 s window). A new pty's
+        atime is its creation time (equal to its ctime): that is not a keystroke. A pty is watched when it
+        had a keystroke within the watch window, or when a terminal multiplexer client is attached and its
+        own terminal had one (output into panes nobody looks at is not work)."""
+        self._pts_seen = set()
         try:
             names = os.listdir(self.pts)
         except OSError:
-            return None
-        newest = None
+            return None, set()
+        wall = self.wall()
+        newest, watched = None, set()
         for n in names:
             if n.isdigit():
+                path = self.pts + "/" + n
+                dev_path = "/dev/pts/" + n
+                self._pts_seen.add(dev_path)
                 try:
-                    t = os.stat(self.pts + "/" + n).st_atime
+                    st = os.stat(path)
                 except OSError:
                     continue
+                if st.st_atime_ns <= st.st_ctime_ns:
+                    continue  # never read since it was made (or had its mode changed)
+                t = st.st_atime
                 newest = t if newest is None else max(newest, t)
-        return None if newest is None else max(0.0, self.wall() - newest)
+                if wall - t <= self.watch_window:
+                    watched.add(dev_path)
+        if watched and any(p.comm in MULTIPLEXER_CLIENTS and p.tty in watched for p in self._clients()):
+            watched = self._pts_seen
+        return (None if newest is None else max(0.0, wall - newest)), watched
+
+    def _clients(self):
+        return [p for p in self.procs.values() if p.comm in MULTIPLEXER_CLIENTS]
 
     def _iface_counts(self, name):
         kind = self.if_kind.get(name)

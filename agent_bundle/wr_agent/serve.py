@@ -168,10 +168,14 @@ def make_sampler(args):
         kind = "proc" if os.path.isdir("/proc/self") and sys.platform.startswith("linux") else "coarse"
     only_uid = os.getuid() if args.candidates == "user" else None
     if kind == "proc":
-        from wr_agent.proc_sampler import ProcSampler
-        return ProcSampler(only_uid=only_uid)
+        from wr_agent import proc_sampler
+        return proc_sampler.ProcSampler(
+            only_uid=only_uid, exclude_pids=args.exclude_pid, tick_seconds=args.tick_seconds,
+            cpu_window=args.cpu_window or proc_sampler.CPU_WINDOW,
+            watch_window=args.watch_window or proc_sampler.WATCH_WINDOW)
     from wr_agent.coarse_sampler import CoarseSampler
-    return CoarseSampler(every=5.0 * args.tick_seconds, only_uid=only_uid)  # 5 ticks: ps costs a fork
+    return CoarseSampler(every=5.0 * args.tick_seconds, only_uid=only_uid,  # 5 ticks: ps costs a fork
+                         exclude_pids=args.exclude_pid)
 
 
 def _restore_handoff_state(agent, state_path):

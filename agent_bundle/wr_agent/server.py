@@ -39,6 +39,17 @@ def peer_uid(sock):
     return None
 
 
+def peer_pid(sock):
+    """The connecting process's pid as this namespace sees it (Linux), or None."""
+    so_peercred = getattr(socket, "SO_PEERCRED", None)
+    if so_peercred is None:
+        return None
+    try:
+        return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i")))[0]
+    except (OSError, struct.error):
+        return None
+
+
 def _peer_is_relay(sock):
     """Whether the peer is our own `relay` process (it names itself wr-agent-relay), by its pid's comm."""
     so_peercred = getattr(socket, "SO_PEERCRED", None)
@@ -268,6 +279,9 @@ class Server(object):
         if method == "ping":
             return {"monotonic": agent.clock()}
         if method == "subscribe":
+            if not c.relay:
+                # A subscriber that is not our relay is the app on this computer: never its work.
+                agent.exclude_client(peer_pid(c.sock))
             st = agent.status()
             c.subscribed = True
             c.last_visible = visible(st)

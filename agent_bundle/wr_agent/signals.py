@@ -9,6 +9,7 @@ class Signals(object):
         "coarse",
         "cpu",
         "dstate",
+        "fifo_wait",
         "keystroke_age",
         "net_bytes",
         "tcp",
@@ -17,12 +18,14 @@ class Signals(object):
     )
 
     def __init__(self, cpu=(), dstate=(), timer_sleep=(), tcp=(), tty_bytes=0, keystroke_age=None,
-                 net_bytes=0, coarse=False, candidates=0):
+                 net_bytes=0, coarse=False, candidates=0, fifo_wait=()):
         self.cpu = list(cpu)  # (comm, pid, share of a core) at or over the threshold
         self.dstate = list(dstate)
+        # (comm, pid, seconds since it last ran, timer sleeps it was seen to wake from) in a timer sleep
         self.timer_sleep = list(timer_sleep)
+        self.fifo_wait = list(fifo_wait)  # (comm, pid) blocked opening a FIFO for its partner
         self.tcp = list(tcp)
-        self.tty_bytes = tty_bytes  # pty output bytes since the last tick
+        self.tty_bytes = tty_bytes  # output bytes since the last tick on ptys someone could be watching
         self.keystroke_age = keystroke_age  # seconds since the last keystroke on any pty, or None
         self.net_bytes = net_bytes  # rx+tx on box-crossing interfaces since the last tick
         self.coarse = coarse

@@ -33,7 +33,9 @@ class LocalProvider(Provider):
         return AgentLayout(install_dir=str(root / "agent"), state_dir=str(short_socket_dir(root / "run")))
 
     def serve_options(self, host: Host) -> ServeOptions:
-        return ServeOptions(workroom=host.name, candidates=host.agent_candidates or "user", heartbeat=False)
+        # The app (and what it runs) is not the user's work: the agent leaves its process tree out.
+        return ServeOptions(workroom=host.name, candidates=host.agent_candidates or "user", heartbeat=False,
+                            extra=("--exclude-pid", str(os.getpid())))
 
     def open_shell(self, host: Host) -> HostShell:
         return LocalShell()

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import paramiko
-from paramiko.agent import AgentSSH
+from paramiko.agent import AgentKey, AgentSSH
 from paramiko.auth_strategy import AuthSource, AuthStrategy
 from paramiko.pkey import PublicBlob, UnknownKeyType
 
@@ -124,7 +124,8 @@ class LoginAttempts(AuthStrategy):
 
     def _keys(self) -> Iterator[tuple[str, paramiko.PKey]]:
         """Keys in OpenSSH's order: the agent's (each IdentityFile's own first in agent order), then the
-        files not in the agent. Under IdentitiesOnly only agent keys named by an IdentityFile."""
+        files not in the agent. Under IdentitiesOnly only agent keys named by an IdentityFile (or
+        certified by a CertificateFile)."""
         wanted = {path: _public_blob(path) for path in self.target.identity_files}
         certificates = [c for c in self._certificate_paths() if c.exists()]
         in_agent: set[Path] = set()
@@ -132,7 +133,10 @@ class LoginAttempts(AuthStrategy):
             blob = key.asbytes()
             named = [path for path, pub in wanted.items() if pub == blob]
             in_agent.update(named)
-            if named or not self.target.identities_only:
+            certified = [(cert, c) for cert in certificates if (c := _agent_key_with_certificate(key, cert))]
+            if named or certified or not self.target.identities_only:
+                for cert, with_cert in certified:  # the agent signs, the certificate vouches (Vault-style)
+                    yield f"agent key {fingerprint(key)} with certificate {cert}", with_cert
                 yield f"agent key {fingerprint(key)}", key
         for path in self.target.identity_files:
             if path in in_agent:
@@ -148,9 +152,9 @@ class LoginAttempts(AuthStrategy):
                 continue
             key, passphrase = loaded
             for cert in certificates:
-                with_cert = _with_certificate(path, passphrase, key, cert)
-                if with_cert is not None:
-                    yield f"{path} with certificate {cert}", with_cert
+                file_key_with_cert = _with_certificate(path, passphrase, key, cert)
+                if file_key_with_cert is not None:
+                    yield f"{path} with certificate {cert}", file_key_with_cert
             yield f"{path} ({fingerprint(key)})", key
 
     def _certificate_paths(self) -> list[Path]:
@@ -280,6 +284,22 @@ def _with_certificate(path: Path, passphrase: bytes | None, key: paramiko.PKey,
         copy = paramiko.PKey.from_path(path, passphrase)  # type: ignore[arg-type]  # bytes work
         copy.load_certificate(str(cert))
     except (OSError, ValueError, TypeError, paramiko.SSHException):
+        return None
+    return copy
+
+
+def _agent_key_with_certificate(key: paramiko.PKey, cert: Path) -> paramiko.PKey | None:
+    """A second handle on an agent key carrying `cert`, if `cert` certifies that key; else None."""
+    try:
+        blob = PublicBlob.from_file(str(cert))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(key, AgentKey) or not _certifies(blob.key_blob, key.asbytes()):
+        return None
+    copy = AgentKey(key.agent, key.asbytes(), key.comment)
+    try:
+        copy.load_certificate(str(cert))
+    except (OSError, ValueError):
         return None
     return copy
 

@@ -70,6 +70,7 @@ class SshTarget:
     host_key_alias: str | None = None
     check_host_ip: bool = False
     kex_algorithms: str | None = None
+    proxy_use_fdpass: bool = False  # the ProxyCommand hands back a connected socket (OrbStack does this)
 
     def describe(self) -> str:
         """`user@host:port` (and the alias when it differs) for messages."""
@@ -102,6 +103,7 @@ def resolve_target(
     default_identities: Sequence[Path] | None = None,
     home: Path | None = None,
     local_user: str | None = None,
+    local_uid: int | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> SshTarget:
     """Resolve `target` ("alias", "host" or "user@host") through the SSH config.
@@ -110,7 +112,7 @@ def resolve_target(
     identity is tried before the configured ones. `default_identities` (default: ~/.ssh/id_*) is
     used when the config names no IdentityFile. Without `config_path` the user's ~/.ssh/config and
     then /etc/ssh/ssh_config are read, as `ssh` does; with it only that file (like `ssh -F`).
-    `home`, `local_user` and `environ` default to this process's. Raises `SshConfigError`.
+    `home`, `local_user`, `local_uid` and `environ` default to this process's. Raises `SshConfigError`.
     """
     home_dir = home if home is not None else Path.home()
     if config_path is None:
@@ -118,7 +120,8 @@ def resolve_target(
     else:
         files = ((config_path, True),)
     local = _Local(home=home_dir, user=local_user or getpass.getuser(),
-                   uid=os.getuid(), environ=environ if environ is not None else os.environ, files=files)
+                   uid=os.getuid() if local_uid is None else local_uid,
+                   environ=environ if environ is not None else os.environ, files=files)
     defaults = list(default_identities) if default_identities is not None else [
         home_dir / ".ssh" / name for name in DEFAULT_IDENTITY_NAMES]
     try:
@@ -154,7 +157,8 @@ def _tokens(local: _Local, *, original: str, hostname: str, port: int, user: str
             host_key_alias: str | None, jump: str) -> dict[str, str]:
     """OpenSSH's tokens for IdentityFile, CertificateFile, IdentityAgent, UserKnownHostsFile..."""
     long_name, short_name = _local_hostname()
-    connection_hash = hashlib.sha1(f"{long_name}{hostname}{port}{user}{jump}".encode()).hexdigest()
+    # %C as OpenSSH 9.2 computes it (later releases add the ProxyJump to the hash).
+    connection_hash = hashlib.sha1(f"{long_name}{hostname}{port}{user}".encode()).hexdigest()
     return {
         "C": connection_hash, "d": str(local.home), "h": hostname, "i": str(local.uid),
         "j": jump, "k": host_key_alias or original, "L": short_name, "l": long_name,
@@ -265,6 +269,7 @@ def _resolve(
         host_key_alias=host_key_alias,
         check_host_ip=(entry.first("checkhostip") or "no").lower() == "yes",
         kex_algorithms=entry.first("kexalgorithms"),
+        proxy_use_fdpass=(entry.first("proxyusefdpass") or "no").lower() == "yes",
     )
 
 

@@ -37,6 +37,8 @@ ACCUMULATING = frozenset({"identityfile", "certificatefile", "localforward", "re
                           "dynamicforward", "sendenv", "setenv"})
 # Match criteria of newer OpenSSH releases than the one we follow; a block using one never applies.
 NEWER_MATCH_CRITERIA = frozenset({"localnetwork", "tagged", "version", "sessiontype", "command"})
+# Keywords whose value is the rest of the line, as a shell command (never split or unquoted).
+RAW_LINE = frozenset({"proxycommand", "remotecommand", "localcommand", "knownhostscommand"})
 # Keywords that never reach the option table (they steer parsing itself).
 STRUCTURAL = frozenset({"host", "match", "include"})
 
@@ -52,8 +54,8 @@ class SshConfigFileError(UserError):
 class HostOptions:
     """The options that apply to one host: keyword (lower case) -> argument list, first value wins.
 
-    Accumulating keywords hold every value in order (duplicates dropped). `order` remembers which of
-    ProxyCommand / ProxyJump came first, because only that one counts.
+    Accumulating keywords hold every value in order (duplicates dropped). Of ProxyCommand and
+    ProxyJump only the one obtained first is kept.
     """
 
     values: dict[str, list[str]] = field(default_factory=dict)
@@ -98,7 +100,6 @@ class LookupContext:
     typed_user: str | None
     local_user: str
     home: Path
-    user_config: bool = True
 
 
 def split_args(text: str) -> list[str]:
@@ -224,8 +225,8 @@ class ConfigReader:
             return active  # an included file's Host/Match lines never leak out of it
         if active:
             raw = rest.strip()
-            args = split_args(rest) if keyword != "proxycommand" else [raw]
-            if keyword not in ("proxycommand",) and not args:
+            args = split_args(rest) if keyword not in RAW_LINE else [raw]
+            if keyword not in RAW_LINE and not args:
                 raise SshConfigFileError(f"{where}: {keyword} has no value.")
             self.options.take(keyword, args, args[0] if keyword in ("identityfile", "certificatefile") else raw)
         return active
@@ -355,9 +356,9 @@ def lookup(
     host = context.original_host  # Host lines match the name as typed; the result is lower-cased
 
     def one_pass(match_host: str, final: bool) -> bool:
-        reader = ConfigReader(context, options, host=match_host, final=final,
-                              run_exec=lambda cmd: False)
-        reader.run_exec = (lambda cmd: run_exec(cmd, reader)) if run_exec is not None else (lambda cmd: False)
+        reader = ConfigReader(context, options, host=match_host, final=final, run_exec=lambda cmd: False)
+        if run_exec is not None:  # `Match exec` tokens need the reader's current answers
+            reader.run_exec = lambda cmd: run_exec(cmd, reader)
         for path, user_config in files:
             reader.read_file(path, user_config=user_config)
         return reader.want_final

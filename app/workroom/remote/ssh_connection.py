@@ -3,7 +3,7 @@
 Everything here blocks; call it from the host's `BlockingRunner`, never from the event loop. Every wait
 on the peer has a deadline: when the peer stops answering, the connection is destroyed (transport,
 channels, sftp, jump host) and the operation raises `ConnectionLost`, because a stream that quietly
-hangs is how a box's death goes unnoticed (DESIGN.md §9, lesson 3).
+hangs is how a box's death goes unnoticed (docs/architecture.md, "Remote: SSH").
 
 Errors are `UserError`s (title, sentence, hint) so the app and the CLI can show them as they are.
 """
@@ -42,6 +42,7 @@ from workroom.remote.ssh_errors import (
     close_quietly,
     dial,
     handshake_error,
+    open_fdpass_proxy,
     open_proxy_command,
     short_command,
 )
@@ -277,6 +278,8 @@ class SshConnection:
                 jump = cls.connect(target.proxy_jump, known_hosts, timeout=timeout, ask_secret=ask_secret,
                                    use_agent=use_agent)
                 sock = jump._open_tunnel(target, timeout)
+            elif target.proxy_command and target.proxy_use_fdpass:
+                sock = open_fdpass_proxy(target, timeout)
             elif target.proxy_command:
                 sock = open_proxy_command(target)
             else:

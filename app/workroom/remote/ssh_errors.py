@@ -7,7 +7,9 @@ the CLI show it as it is, never as a Python exception.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
+import subprocess
 
 import paramiko
 
@@ -27,6 +29,7 @@ __all__ = [
     "close_quietly",
     "dial",
     "handshake_error",
+    "open_fdpass_proxy",
     "open_proxy_command",
     "short_command",
 ]
@@ -119,6 +122,43 @@ def open_proxy_command(target: SshTarget) -> paramiko.ProxyCommand:
     except (paramiko.ProxyCommandFailure, OSError) as exc:
         raise HostUnreachable("ProxyCommand failed", f"The ProxyCommand for {target.alias} could not start "
                               f"({exc}).", "Check the ProxyCommand line in ~/.ssh/config.") from exc
+
+
+def open_fdpass_proxy(target: SshTarget, timeout: float) -> socket.socket:
+    """ProxyUseFdpass: run the ProxyCommand with a socket as its stdin and stdout; it passes back a
+    connected socket (SCM_RIGHTS) and exits, and that socket is the connection, as with ssh."""
+    assert target.proxy_command is not None
+    ours, theirs = socket.socketpair()
+    try:
+        try:
+            proc = subprocess.Popen(["/bin/sh", "-c", target.proxy_command], stdin=theirs.fileno(),
+                                    stdout=theirs.fileno(), stderr=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            theirs.close()
+        ours.settimeout(timeout)
+        try:
+            _, fds, _, _ = socket.recv_fds(ours, 1, 1)
+        finally:
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    except (OSError, TimeoutError) as exc:
+        raise HostUnreachable("ProxyCommand failed", f"The ProxyCommand for {target.alias} did not pass back a "
+                              f"connection ({exc}).", "Check the ProxyCommand and ProxyUseFdpass lines in "
+                              "~/.ssh/config.") from exc
+    finally:
+        ours.close()
+    if not fds:
+        raise HostUnreachable("ProxyCommand failed", f"The ProxyCommand for {target.alias} exited (status "
+                              f"{proc.returncode}) without passing back a connection.",
+                              "Check the ProxyCommand and ProxyUseFdpass lines in ~/.ssh/config.")
+    for extra in fds[1:]:
+        os.close(extra)
+    sock = socket.socket(fileno=fds[0])
+    sock.settimeout(None)
+    return sock
 
 
 def handshake_error(target: SshTarget, exc: BaseException, timeout: float, transport: object = None) -> SshError:

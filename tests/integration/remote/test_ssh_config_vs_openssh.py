@@ -54,6 +54,10 @@ CASES = [
     Case("percent tokens in HostName and IdentityFile",
          "Host tok\n  HostName %h.example.net\n  User ursula\n  Port 2022\n"
          "  IdentityFile ~/.ssh/id_%r_%h_%p\n  IdentityFile %d/.ssh/by_%u_%n\n", "tok"),
+    Case("every IdentityFile token, checked against ssh's own expansion of the same ControlPath",
+         "Host alltok\n  HostName all.example\n  User tokuser\n  Port 2345\n  HostKeyAlias tokalias\n"
+         "  IdentityFile ~/.ssh/%C_%d_%h_%i_%k_%L_%l_%n_%p_%r_%u_%%\n"
+         "  ControlPath ~/.ssh/%C_%d_%h_%i_%k_%L_%l_%n_%p_%r_%u_%%\n", "alltok"),
     Case("identity files accumulate across blocks, duplicates once",
          "Host acc\n  IdentityFile ~/.ssh/first\nHost *\n  IdentityFile ~/.ssh/second\n"
          "  IdentityFile ~/.ssh/first\n", "acc"),
@@ -75,8 +79,8 @@ CASES = [
          "Match host mhost\n  Include match.conf\n", "mhost",
          files={".ssh/match.conf": "User fromincluded\n  Port 2345\n"}),
     Case("Include of a missing glob is no error", "Include nothing.d/*\nHost miss\n  User found\n", "miss"),
-    Case("ProxyCommand before ProxyJump: the command wins",
-         "Host pc\n  ProxyCommand nc %h %p\n  ProxyJump jumpy\n", "pc"),
+    Case("ProxyCommand before ProxyJump: the command wins (with fd passing, as OrbStack writes it)",
+         "Host pc\n  ProxyCommand nc %h %p\n  ProxyJump jumpy\n  ProxyUseFdpass yes\n", "pc"),
     Case("ProxyJump before ProxyCommand: the jump wins",
          "Host pj\n  ProxyJump jumpy\nHost *\n  ProxyCommand nc %h %p\n", "pj"),
     Case("ProxyJump none blocks a later ProxyCommand",
@@ -101,6 +105,9 @@ CASES = [
     Case("CanonicalizeHostname runs the final pass",
          "Host canon\n  CanonicalizeHostname yes\n  CanonicalDomains invalid\nMatch canonical\n  User canonical\n",
          "canon"),
+    Case("CanonicalizeHostname with a ProxyCommand still runs the final pass",
+         "Host cpc\n  CanonicalizeHostname yes\n  ProxyCommand nc %h %p\nMatch canonical\n  User cano\n"
+         "Host other\n  CanonicalizeHostname no\nMatch canonical\n  Port 7\n", "cpc"),
     Case("IdentityAgent path with ~ and %d",
          "Host ia\n  IdentityAgent ~/agent.sock\nHost ib\n  IdentityAgent %d/other.sock\n", "ia"),
     Case("IdentityAgent %d", "Host ib\n  IdentityAgent %d/other.sock\n", "ib"),
@@ -197,8 +204,12 @@ def _openssh_view(entry: pwd.struct_passwd, args: list[str], original: str) -> d
     tokens = {"h": hostname, "r": user, "p": port, "u": entry.pw_name, "d": home, "n": original.lower(),
               "k": g.get("hostkeyalias", [original.lower()])[0],
               "l": socket.gethostname(), "L": socket.gethostname().split(".")[0]}
-    identities = [_expand(f, home=home, tokens=tokens) for f in g.get("identityfile", [])
-                  if f != "none" and not any(f.endswith("/" + name) for name in UNSUPPORTED_DEFAULT_KEYS)]
+    raw_identities = [f for f in g.get("identityfile", [])
+                      if f != "none" and not any(f.endswith("/" + name) for name in UNSUPPORTED_DEFAULT_KEYS)]
+    if "controlpath" in g and len(raw_identities) == 1:
+        identities = [g["controlpath"][0]]  # the same text, expanded by ssh itself
+    else:
+        identities = [_expand(f, home=home, tokens=tokens) for f in raw_identities]
     agent = g.get("identityagent", ["SSH_AUTH_SOCK"])[0]
     view: dict[str, object] = {
         "hostname": hostname, "user": user, "port": int(port),
@@ -211,6 +222,7 @@ def _openssh_view(entry: pwd.struct_passwd, args: list[str], original: str) -> d
         "host_key_alias": g.get("hostkeyalias", [None])[0],
         "check_host_ip": g["checkhostip"][0] == "yes",
         "identities_only": g["identitiesonly"][0] == "yes",
+        "proxy_use_fdpass": g["proxyusefdpass"][0] == "yes",
         "proxy_command": None, "jump": None,
     }
     if "proxycommand" in g:
@@ -237,6 +249,7 @@ def _our_view(target: SshTarget) -> dict[str, object]:
         "host_key_alias": target.host_key_alias,
         "check_host_ip": target.check_host_ip,
         "identities_only": target.identities_only,
+        "proxy_use_fdpass": target.proxy_use_fdpass,
         "proxy_command": target.proxy_command,
         "jump": _our_view(target.proxy_jump) if target.proxy_jump is not None else None,
     }
@@ -253,5 +266,5 @@ def test_resolution_matches_ssh_minus_g(oracle_user, case: Case) -> None:
             case.target]
     expected = _openssh_view(oracle_user, args, case.target.rpartition("@")[2])
     ours = resolve_target(case.target, user=case.login, port=case.port, home=home,
-                          local_user=oracle_user.pw_name, environ=_environ(oracle_user))
+                          local_user=oracle_user.pw_name, local_uid=oracle_user.pw_uid, environ=_environ(oracle_user))
     assert _our_view(ours) == expected

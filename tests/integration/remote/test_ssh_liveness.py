@@ -1,4 +1,5 @@
-"""A frozen peer is noticed within 10 s and everything on the connection is torn down (lesson 3).
+"""A frozen peer is noticed within 10 s and everything on the connection is torn down
+(docs/architecture.md, "Remote: SSH").
 
 The peer is frozen for real: the sshd processes serving our one connection get SIGSTOP (found by the
 connection's socket in /proc), so TCP stays up but nothing answers, as with a box that froze.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -374,3 +375,24 @@ def test_a_server_that_hangs_up_after_too_many_attempts_is_a_refusal_not_a_drop(
         _app(tmp_path, config, "strict")
     assert not refused.value.retryable
     assert str(stranger) in refused.value.message
+
+
+def test_proxy_use_fdpass_as_orbstack_writes_it(sshd, tmp_path) -> None:
+    helper = Path(__file__).with_name("fdpass_proxy.py")
+    config = _write_config(tmp_path, sshd, "orb", [
+        f"IdentityFile {sshd.key_path}", f"ProxyCommand '{sys.executable}' '{helper}' %h %p", "ProxyUseFdpass yes"])
+    _both_connect(tmp_path, config, "orb")
+
+
+def test_an_agent_key_with_its_certificate_on_disk(sshd, tmp_path, variants, user_ca, ssh_agent) -> None:
+    """Vault-style: the key lives only in the agent, its short-lived certificate in a file; the server
+    accepts certificates only."""
+    server = variants(extra=[f"TrustedUserCAKeys {user_ca}.pub", "AuthorizedKeysFile none"])
+    key = _keygen(tmp_path / "vaulted")
+    cert = sshd_mod.sign_key(user_ca, key.with_name("vaulted.pub"), principals=sshd.user)
+    cert = cert.rename(tmp_path / "vault-issued.cert")  # not beside the key: ssh-add must not load it
+    _agent_add(ssh_agent, key)
+    key.unlink()
+    config = _write_config(tmp_path, server, "vault", [
+        f"IdentityFile {key}.pub", f"CertificateFile {cert}", "IdentitiesOnly yes", f"IdentityAgent {ssh_agent}"])
+    _both_connect(tmp_path, config, "vault")

@@ -34,10 +34,12 @@ class FakeProc:
         self._w("uptime", f"{secs:.2f} 100.00\n")
 
     def proc(self, pid, comm, state="S", ppid=1, ticks=0, runtime_ns=0, threads=1, start_ticks=0,
-             flags=4194304, wchan="do_select", fds=None, wchar=None):
-        """One process; call again to change it (a later 'tick')."""
+             flags=4194304, wchan="do_select", fds=None, wchar=None, child_ticks=0, cmdline=None):
+        """One process; call again to change it (a later 'tick'). `child_ticks`: reaped children's CPU."""
         fields = [state, str(ppid), str(pid), str(pid), "0", "-1", str(flags), "0", "0", "0", "0",
-                  str(ticks), "0", "0", "0", "20", "0", str(threads), "0", str(start_ticks)] + ["0"] * 32
+                  str(ticks), "0", str(child_ticks), "0", "20", "0", str(threads), "0", str(start_ticks)] + ["0"] * 32
+        if cmdline is not None:
+            self._w(f"{pid}/cmdline", "\0".join(cmdline) + "\0")
         self._w(f"{pid}/stat", f"{pid} ({comm}) {' '.join(fields)}\n")
         self._w(f"{pid}/schedstat", f"{runtime_ns} 0 1\n")
         self._w(f"{pid}/wchan", wchan)

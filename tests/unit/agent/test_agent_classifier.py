@@ -111,3 +111,30 @@ def test_last_gap_says_when_the_box_slept_and_whether_it_was_busy():
     assert not run(c, 100.0)[0]  # the mask is over and the hold long gone: idle
     run(c, 200.0)
     assert c.last_gap == (200.0, 100.0, False)
+
+
+def test_a_daemons_short_timer_sleep_is_not_work_a_long_one_is():
+    """`time.sleep(1)` heartbeats never reach the minimum sleep; a job's `sleep 5` does, every cycle."""
+    c = Classifier(hold_seconds=0)
+    assert run(c, 0.0, timer_sleep=[("python3", "5", 0.4, 0)]) == (False, [])
+    assert run(c, 1.0, timer_sleep=[("sleep", "6", 3.0, 0)]) == (True, ["sleep: sleep (pid 6)"])
+
+
+def test_a_process_that_keeps_waking_from_timer_sleeps_is_ticking():
+    """`time.sleep(10)` between 50 ms checks: long sleeps, but the same process wakes and sleeps again."""
+    c = Classifier(hold_seconds=0)
+    assert run(c, 0.0, timer_sleep=[("python3", "5", 8.0, 1)]) == (False, [])
+
+
+def test_loop_of_short_sleeps_stays_busy_through_the_hold():
+    """`until test -f done; do sleep 5; done`: each `sleep 5` child votes in its last 2 s; a 10 s hold
+    bridges the gaps, so the verdict never drops."""
+    c = Classifier(hold_seconds=10)
+    verdicts = [run(c, float(t), timer_sleep=[("sleep", str(100 + t // 5), float(t % 5), 0)])[0]
+                for t in range(3, 60)]
+    assert all(verdicts)
+
+
+def test_fifo_open_waiting_for_its_partner_is_work():
+    busy, reasons = run(Classifier(), 0.0, fifo_wait=[("tee", "8")])
+    assert busy and reasons == ["fifo: tee (pid 8) waiting for its partner"]

@@ -1,12 +1,18 @@
 """ProcSampler on /proc-shaped snapshot trees: candidates, signals, incremental reads."""
 
 import os
+import time
 
 import pytest
 from procfake import FakeProc
 from wr_agent.proc_sampler import PF_KTHREAD, ProcSampler
 
 pytestmark = pytest.mark.unit
+
+
+# Fake pty times lie in the future: utime() sets a file's ctime to now, and a pty whose atime is not after
+# its ctime reads as never typed on (a new pty).
+WALL0 = time.time() + 100000.0
 
 
 class Clock:
@@ -25,7 +31,7 @@ def fake(tmp_path):
 def sampler(fake, clock=None, **kw):
     kw.setdefault("self_pid", 99999)
     return ProcSampler(root=fake.root, sys_net=fake.sys_net, pts=fake.pts, clock=clock or Clock(),
-                       wall=lambda: 5000.0, **kw)
+                       wall=lambda: WALL0 + 5000.0, **kw)
 
 
 def test_excluded_processes_are_not_candidates(fake):
@@ -56,23 +62,30 @@ def test_timer_sleep_is_work_other_sleeps_are_not(fake):
     fake.proc(32, "bash", wchan="do_wait")
     fake.proc(33, "cat", wchan="pipe_read")
     sig = sampler(fake).sample()
-    assert sorted(sig.timer_sleep) == [("python3", "31"), ("sleep", "30")]
+    assert sorted(c[:2] for c in sig.timer_sleep) == [("python3", "31"), ("sleep", "30")]
 
 
-def test_cpu_share_between_ticks_from_schedstat(fake):
+def test_cpu_share_between_ticks_from_schedstat_judged_over_the_window(fake):
+    """10 % of a core votes once the 10 s window holds 0.5 core-seconds; a burner votes at once."""
     clock = Clock(100.0)
     fake.uptime(1000.0)
     fake.proc(40, "cargo", ticks=0, runtime_ns=0, start_ticks=0)  # old process, never ran
     s = sampler(fake, clock)
     assert s.sample().cpu == []
-    clock.t = 101.0
-    fake.proc(40, "cargo", state="R", ticks=10, runtime_ns=100_000_000)  # 0.1 s over 1 s
+    voted = []
+    for t in range(1, 8):
+        clock.t = 100.0 + t
+        fake.proc(40, "cargo", state="R", ticks=10 * t, runtime_ns=100_000_000 * t)  # 0.1 s a second
+        voted.append(bool(s.sample().cpu))
+    assert voted == [False, False, False, False, True, True, True]
+    clock.t = 108.0
+    fake.proc(40, "cargo", state="R", ticks=71, runtime_ns=720_000_000)  # 0.02 s: under 0.05
+    assert s.sample().cpu == []
+    clock.t = 109.0
+    fake.proc(40, "cargo", state="R", ticks=171, runtime_ns=1_720_000_000)  # a full core
     sig = s.sample()
     assert [(c, p) for c, p, _ in sig.cpu] == [("cargo", "40")]
-    assert sig.cpu[0][2] == pytest.approx(0.1)
-    clock.t = 102.0
-    fake.proc(40, "cargo", state="R", ticks=11, runtime_ns=120_000_000)  # 0.02 s: under 0.05
-    assert s.sample().cpu == []
+    assert sig.cpu[0][2] == pytest.approx(1.0)
 
 
 def test_multithreaded_cpu_comes_from_stat(fake):
@@ -98,12 +111,12 @@ def test_leader_that_did_not_run_is_not_reread(fake):
     clock = Clock(100.0)
     fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=7)
     s = sampler(fake, clock)
-    assert s.sample().timer_sleep == [("sleep", "43")]
+    assert s.sample().timer_sleep == [("sleep", "43", 0.0, 0)]
     # Change wchan on disk without changing runtime: the cached answer stands (proves no re-read).
     with open(os.path.join(fake.root, "43", "wchan"), "w") as f:
         f.write("pipe_read")
     clock.t = 101.0
-    assert s.sample().timer_sleep == [("sleep", "43")]
+    assert s.sample().timer_sleep == [("sleep", "43", 1.0, 0)]
     fake.proc(43, "sleep", wchan="pipe_read", runtime_ns=9)  # it ran: looked at again
     clock.t = 102.0
     assert s.sample().timer_sleep == []
@@ -153,19 +166,108 @@ def test_net_bytes_count_box_crossing_interfaces_only(fake):
 
 
 def test_keystroke_age_from_pty_atime(fake):
-    fake.pty(0, 4000.0)
-    fake.pty(3, 4995.0)
+    fake.pty(0, WALL0 + 4000.0)
+    fake.pty(3, WALL0 + 4995.0)
     assert sampler(fake).sample().keystroke_age == pytest.approx(5.0)
 
 
-def test_tty_output_bytes_from_wchar(fake):
-    clock = Clock(100.0)
+def test_a_new_pty_is_not_a_keystroke(fake):
+    """A fresh devpts inode has atime == ctime (its creation): nobody has typed on it yet."""
+    fake.pty(4, time.time() - 1.0)  # atime not after ctime, as on a new pty (or one chowned since)
+    s = ProcSampler(root=fake.root, sys_net=fake.sys_net, pts=fake.pts, self_pid=99999, wall=time.time)
+    assert s.sample().keystroke_age is None
+
+
+def _tty_writer(fake, clock, pty_atime):
+    fake.pty(0, pty_atime)
     fake.proc(60, "make", fds=["/dev/pts/0", "/dev/pts/0"], wchar=100, runtime_ns=1)
     s = sampler(fake, clock)
     s.sample()
     fake.proc(60, "make", wchar=1100, runtime_ns=2)
     clock.t = 101.0
-    assert s.sample().tty_bytes == 1000
+    return s.sample()
+
+
+def test_tty_output_bytes_from_wchar_on_a_watched_pty(fake):
+    assert _tty_writer(fake, Clock(100.0), WALL0 + 4900.0).tty_bytes == 1000  # typed on 100 s ago
+
+
+def test_tty_output_nobody_watches_does_not_count(fake):
+    """`top` in a detached tmux pane: no keystroke on its pty for longer than the watch window."""
+    assert _tty_writer(fake, Clock(100.0), WALL0 + 5000.0 - 3600.0).tty_bytes == 0
+
+
+def test_tty_output_counts_while_a_multiplexer_client_is_attached_and_watched(fake):
+    fake.pty(1, WALL0 + 4990.0)  # the client's terminal: typed on 10 s ago
+    fake.proc(61, "tmux: client", fds=["/dev/pts/1", "/dev/pts/1"], runtime_ns=1, wchar=0)
+    assert _tty_writer(fake, Clock(100.0), WALL0 + 5000.0 - 3600.0).tty_bytes == 1000
+
+
+def test_periodic_timer_sleep_reports_how_long_it_slept(fake):
+    """A `time.sleep(1)` loop runs every tick: its sleep is never long. A fresh `sleep 5` slept since birth."""
+    clock = Clock(100.0)
+    fake.uptime(1000.0)
+    fake.proc(80, "python3", wchan="hrtimer_nanosleep", runtime_ns=1)
+    s = sampler(fake, clock)
+    s.sample()
+    for n in range(2, 5):
+        clock.t = 100.0 + n
+        fake.uptime(1000.0 + n)
+        fake.proc(80, "python3", wchan="hrtimer_nanosleep", runtime_ns=n)
+        if n == 4:
+            fake.proc(81, "sleep", wchan="hrtimer_nanosleep", runtime_ns=1,
+                      start_ticks=int((1000.0 + n - 0.5) * 100))  # born half a second ago
+        sig = s.sample()
+        assert ("python3", "80", 0.0, n - 1) in sig.timer_sleep  # woke from each of its sleeps
+    assert ("sleep", "81", pytest.approx(0.5), 0) in sig.timer_sleep
+    clock.t = 107.0
+    sig = s.sample()
+    assert ("sleep", "81", pytest.approx(3.5), 0) in sig.timer_sleep
+
+
+def test_sleep_infinity_is_not_a_job_step(fake):
+    fake.proc(82, "sleep", wchan="hrtimer_nanosleep", cmdline=["sleep", "infinity"])
+    fake.proc(83, "sleep", wchan="hrtimer_nanosleep", cmdline=["sleep", "600"])
+    assert [t[:2] for t in sampler(fake).sample().timer_sleep] == [("sleep", "83")]
+
+
+def test_fifo_open_waiting_for_its_partner(fake):
+    fake.proc(84, "tee", wchan="wait_for_partner")
+    assert sampler(fake).sample().fifo_wait == [("tee", "84")]
+
+
+def test_small_periodic_cpu_blips_do_not_vote(fake):
+    """50 ms of CPU every 10 s: one tick shows 5 % of a core, the window 0.5 %."""
+    clock = Clock(100.0)
+    fake.proc(85, "lsp", runtime_ns=0)
+    s = sampler(fake, clock)
+    s.sample()
+    runtime, votes = 0, 0
+    for t in range(1, 41):
+        clock.t = 100.0 + t
+        if t % 10 == 0:
+            runtime += 50_000_000
+        fake.proc(85, "lsp", runtime_ns=runtime)
+        votes += bool(s.sample().cpu)
+    assert votes == 0
+
+
+def test_reaped_children_count_as_the_parents_cpu(fake):
+    """make -j: cc1 runs that live and die between two ticks show up in make's cutime when reaped."""
+    clock = Clock(100.0)
+    fake.proc(86, "make", runtime_ns=0, child_ticks=0)
+    s = sampler(fake, clock)
+    s.sample()
+    clock.t = 101.0
+    fake.proc(86, "make", runtime_ns=1_000_000, child_ticks=60)  # 0.6 s of compiles reaped this tick
+    assert [c[:2] for c in s.sample().cpu] == [("make", "86")]
+
+
+def test_excluded_pid_and_its_descendants(fake):
+    fake.proc(90, "workroom-app", state="D")
+    fake.proc(91, "python3", ppid=90, state="D")
+    fake.proc(92, "make", state="D")
+    assert sampler(fake, exclude_pids=[90]).sample().dstate == [("make", "92")]
 
 
 def test_candidates_user_only_counts_own_uid(fake):
@@ -184,3 +286,26 @@ def test_live_proc_parses():
     sig = s.sample()
     s.close()
     assert sig.candidates >= 1
+
+
+def test_exec_renames_the_process(fake):
+    """`exec tmux attach` from a shell keeps the pid; the new comm is picked up when it next runs."""
+    clock = Clock(100.0)
+    fake.proc(93, "bash", runtime_ns=1)
+    s = sampler(fake, clock)
+    s.sample()
+    fake.proc(93, "tmux: client", runtime_ns=2)
+    clock.t = 101.0
+    s.sample()
+    assert s.procs["93"].comm == "tmux: client"
+
+
+def test_exclude_later_leaves_out_a_known_process_tree(fake):
+    """The app subscribes after the sampler already knows it: its tree is looked at afresh and left out."""
+    fake.proc(94, "workroom-app", state="D")
+    fake.proc(95, "python3", ppid=94, state="D")
+    fake.proc(96, "make", state="D")
+    s = sampler(fake)
+    assert len(s.sample().dstate) == 3
+    s.exclude(94)
+    assert s.sample().dstate == [("make", "96")]

@@ -101,3 +101,9 @@ def test_identity_agent_forms(tmp_path: Path) -> None:
 def test_an_unset_environment_variable_in_a_path_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(SshConfigError, match="not set"):
         _resolve(tmp_path, "IdentityFile ${NOPE}/key\n")
+
+
+def test_command_keywords_keep_their_line_as_written(tmp_path: Path) -> None:
+    """RemoteCommand/LocalCommand are shell text: an odd quote there is the shell's business, not ours."""
+    target = _resolve(tmp_path, 'Host x\n  RemoteCommand echo "it\'s\n  LocalCommand printf \'%s\'\n  User ok\n')
+    assert target.user == "ok"

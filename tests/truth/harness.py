@@ -1,0 +1,442 @@
+"""Sleep truth: real workloads against the real agent, each in its own namespaces.
+
+Each workload (workloads/*.sh) states its expected verdict, why a developer would expect it, and whether
+that is debatable. The harness gives each one its own PID, mount, pts and network namespaces (a veth
+"eth0" to a second namespace standing in for the outside world, which runs tools/outside.py), runs the
+agent zipapp and the workload there as a throwaway unprivileged user, and records the agent's verdict
+every second. Goals: no false IDLE during work, no BUSY for ever after it (or for an idle workload).
+
+    sudo .venv/bin/python tests/truth/harness.py [-k NAME] [--jobs N] [--real-time]
+
+By default holds and windows are shortened through the agent's options so the tier fits in CI;
+`--real-time` runs production timings (30 s hold, 600 s watch window, longer work).
+Needs root (namespaces, a test user). Every process, namespace, link and user made is removed by
+name/PID at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+WORKLOADS = HERE / "workloads"
+TOOLS = HERE / "tools"
+AGENT_SRC = HERE.parent.parent / "agent_bundle"
+PY = "/usr/bin/python3"  # the test user cannot run an interpreter under root's home (often 0700)
+OUTSIDE_ADDR, INSIDE_ADDR = "10.200.0.1", "10.200.0.2"
+
+
+@dataclass(frozen=True)
+class Timings:
+    hold: float
+    watch: float
+    work: float
+    cpu_window: float = 10.0
+    keystroke: float = 10.0
+    grace: float = 5.0  # from the start of work to the first second that must be BUSY
+    stay: float = 12.0  # IDLE this long (more than the hold) before a run counts as settled
+
+    def agent_args(self) -> list[str]:
+        return ["--hold-seconds", f"{self.hold:g}", "--watch-window", f"{self.watch:g}",
+                "--cpu-window", f"{self.cpu_window:g}"]
+
+    @property
+    def settle(self) -> float:
+        """Longest an ended workload may keep the verdict BUSY: the hold after the last vote, plus the
+        longest window a vote can come from, plus a few ticks of slack for a loaded machine."""
+        return self.hold + max(self.cpu_window, self.keystroke, self.watch) + 8.0
+
+
+CI = Timings(hold=10.0, watch=45.0, work=20.0)
+REAL = Timings(hold=30.0, watch=600.0, work=90.0, stay=40.0)
+
+
+def selected_timings() -> Timings:
+    """CI timings, or production ones when WR_TRUTH_REAL_TIME=1 (the pytest tier's `--real-time`)."""
+    return REAL if os.environ.get("WR_TRUTH_REAL_TIME") == "1" else CI
+
+
+@dataclass
+class Workload:
+    name: str
+    path: Path
+    expect: str  # "busy": BUSY while it works, IDLE after; "idle": IDLE once settled
+    why: str
+    debatable: str = ""
+    needs: tuple[str, ...] = ()
+    grace: float | None = None  # a longer time-to-busy the workload's header explains
+    work: float | None = None  # seconds of work in CI timings, when the header needs more than the default
+
+    @classmethod
+    def load(cls, path: Path) -> Workload:
+        meta: dict[str, str] = {}
+        for line in path.read_text().splitlines()[1:12]:
+            if line.startswith("# ") and ":" in line:
+                key, _, value = line[2:].partition(":")
+                meta[key.strip()] = value.strip()
+        expect = meta.get("expect", "")
+        if expect not in ("busy", "idle") or not meta.get("why"):
+            raise ValueError(f"{path.name}: needs '# expect: busy|idle' and '# why: ...'")
+        grace = meta.get("grace")
+        return cls(path.stem, path, expect, meta["why"], meta.get("debatable", ""),
+                   tuple(meta.get("needs", "").split()), float(grace.split()[0]) if grace else None,
+                   float(meta["work"].split()[0]) if meta.get("work") else None)
+
+    def missing(self) -> list[str]:
+        return [n for n in self.needs if shutil.which(n) is None]
+
+
+def all_workloads() -> list[Workload]:
+    return [Workload.load(p) for p in sorted(WORKLOADS.glob("*.sh"))]
+
+
+@dataclass
+class Result:
+    name: str
+    expect: str
+    why: str
+    debatable: str
+    samples: list[tuple[float, bool, list[str]]] = field(default_factory=list)  # (t from start, busy, reasons)
+    work_start: float | None = None
+    work_end: float | None = None
+    error: str | None = None
+    skipped: str | None = None
+    grace: float | None = None
+
+    def _settled_idle_from(self, after: float) -> float | None:
+        """First time >= after from which the verdict stays IDLE to the end of the record."""
+        t_idle = None
+        for t, busy, _ in self.samples:
+            if t < after:
+                continue
+            if busy:
+                t_idle = None
+            elif t_idle is None:
+                t_idle = t
+        return t_idle
+
+    def false_idle(self, grace: float) -> int:
+        grace = self.grace if self.grace is not None else grace
+        if self.expect != "busy" or self.work_start is None or self.work_end is None:
+            return 0
+        return sum(1 for t, busy, _ in self.samples
+                   if self.work_start + grace <= t <= self.work_end - 1.0 and not busy)
+
+    def busy_fraction(self) -> float | None:
+        if self.work_start is None:
+            return None
+        end = self.work_end if self.work_end is not None else (self.samples[-1][0] if self.samples else 0)
+        during = [busy for t, busy, _ in self.samples if self.work_start <= t <= end]
+        return sum(during) / len(during) if during else None
+
+    def time_to_idle(self) -> float | None:
+        ref = self.work_end if self.expect == "busy" else self.work_start
+        if ref is None:
+            return None
+        t = self._settled_idle_from(ref)
+        return None if t is None else t - ref
+
+    def busy_for_ever(self, timings: Timings) -> bool:
+        tti = self.time_to_idle()
+        return tti is None or tti > timings.settle
+
+    def reasons(self, when: str) -> list[str]:
+        seen: dict[str, int] = {}
+        for t, busy, rs in self.samples:
+            inside = (self.work_start is not None and self.work_end is not None
+                      and self.work_start <= t <= self.work_end)
+            if busy and (inside if when == "work" else not inside):
+                for r in rs:
+                    key = r.split(" (pid")[0]
+                    seen[key] = seen.get(key, 0) + 1
+        return [k for k, _ in sorted(seen.items(), key=lambda kv: -kv[1])][:3]
+
+    def ok(self, timings: Timings) -> bool:
+        if self.skipped:
+            return True
+        if self.error:
+            return False
+        if self.expect == "busy" and (self.work_start is None or self.work_end is None):
+            return False
+        return self.false_idle(timings.grace) == 0 and not self.busy_for_ever(timings)
+
+
+class Suite:
+    """One run: a test user, a built agent, a private directory; workloads run in parallel."""
+
+    def __init__(self, timings: Timings, keep: bool = False) -> None:
+        if os.geteuid() != 0:
+            raise PermissionError("the truth suite needs root (namespaces and a test user)")
+        self.timings = timings
+        self.keep = keep
+        self.tag = str(os.getpid() % 100000)
+        self.root = Path(tempfile.mkdtemp(prefix=f"wr-truth-{self.tag}-"))
+        self.root.chmod(0o755)
+        self.user = f"wrtruth{self.tag}"
+        subprocess.run(["useradd", "--no-create-home", "--home-dir", str(self.root / "home"), "--shell",
+                        "/bin/bash", "--user-group", self.user], check=True, capture_output=True, timeout=30)
+        entry = pwd.getpwnam(self.user)
+        self.uid, self.gid = entry.pw_uid, entry.pw_gid
+        self.home = self.root / "home"
+        self.home.mkdir(mode=0o755)
+        os.chown(self.home, self.uid, self.gid)
+        self.tools = self.root / "tools"
+        shutil.copytree(TOOLS, self.tools)
+        shutil.copytree(WORKLOADS, self.root / "workloads")
+        for d in (self.tools, self.root / "workloads"):
+            for p in [d, *d.iterdir()]:
+                p.chmod(0o755 if p.is_dir() else 0o644)
+        sys.path.insert(0, str(AGENT_SRC))
+        from wr_agent import bundle  # the real agent, as the app ships it
+
+        self.bundle = self.root / "wr-agent.pyz"
+        bundle.write_bundle(str(self.bundle))
+        self.bundle.chmod(0o644)
+        self._lock = threading.Lock()
+        self._n = 0
+
+    def close(self) -> None:
+        sys.path.insert(0, str(HERE.parent))
+        from fixtures.procs import kill_uid_processes  # by PID, for this run's own user only
+
+        kill_uid_processes(self.uid)
+        subprocess.run(["userdel", "-f", self.user], capture_output=True, timeout=30)
+        if not self.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def run(self, w: Workload) -> Result:
+        res = Result(w.name, w.expect, w.why, w.debatable, grace=w.grace)
+        missing = w.missing()
+        if missing:
+            res.skipped = "not installed: " + " ".join(missing)
+            return res
+        with self._lock:
+            self._n += 1
+            n = self._n
+        try:
+            self._run(w, n, res)
+        except Exception as exc:  # recorded per workload; the suite goes on
+            res.error = f"{type(exc).__name__}: {exc}"
+        return res
+
+    def _run(self, w: Workload, n: int, res: Result) -> None:
+        tag = f"{self.tag}x{n}"
+        ns_in, ns_out = f"wrti{tag}", f"wrto{tag}"
+        v_in, v_out = f"wti{tag}"[:15], f"wto{tag}"[:15]
+        d = self.root / w.name
+        d.mkdir(mode=0o700)
+        os.chown(d, self.uid, self.gid)
+        sock = d / "agent.sock"
+        cfg = {"uid": self.uid, "gid": self.gid, "home": str(self.home), "dir": str(d),
+               "tools": str(self.tools), "outside": OUTSIDE_ADDR,
+               "work": max(self.timings.work, w.work or 0) if self.timings is CI else self.timings.work,
+               "socket": str(sock), "script": str(self.root / "workloads" / w.path.name),
+               "agent": [PY, str(self.bundle), "serve", "--socket", str(sock), "--workroom", w.name,
+                         *self.timings.agent_args()]}
+        (d / "inner.json").write_text(json.dumps(cfg))
+        procs: list[subprocess.Popen[bytes]] = []
+        made_ns: list[str] = []
+        try:
+            for ns in (ns_in, ns_out):
+                _sh("ip", "netns", "add", ns)
+                made_ns.append(ns)
+                _sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1")
+                _sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.default.disable_ipv6=1")
+                _sh("ip", "-n", ns, "link", "set", "lo", "up")
+            _sh("ip", "link", "add", v_in, "type", "veth", "peer", "name", v_out)
+            _sh("ip", "link", "set", v_in, "netns", ns_in)
+            _sh("ip", "link", "set", v_out, "netns", ns_out)
+            _sh("ip", "-n", ns_in, "link", "set", v_in, "name", "eth0")
+            _sh("ip", "-n", ns_in, "addr", "add", f"{INSIDE_ADDR}/24", "dev", "eth0")
+            _sh("ip", "-n", ns_out, "addr", "add", f"{OUTSIDE_ADDR}/24", "dev", v_out)
+            _sh("ip", "-n", ns_in, "link", "set", "eth0", "up")
+            _sh("ip", "-n", ns_out, "link", "set", v_out, "up")
+            _sh("ip", "-n", ns_in, "route", "add", "default", "via", OUTSIDE_ADDR)
+            outside = subprocess.Popen(["ip", "netns", "exec", ns_out, PY, str(self.tools / "outside.py"),
+                                        OUTSIDE_ADDR], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            procs.append(outside)
+            assert outside.stdout is not None
+            if outside.stdout.readline().strip() != b"ready":
+                raise RuntimeError("the outside-world server did not start")
+            init = ("mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts"
+                    " && mount --bind /dev/pts/ptmx /dev/ptmx"
+                    f" && exec {PY} {self.tools / 'inner.py'} {d / 'inner.json'}")
+            with open(d / "inner.err", "wb") as err:
+                inner = subprocess.Popen(["ip", "netns", "exec", ns_in, "unshare", "--pid", "--mount", "--fork",
+                                          "--mount-proc", "--propagation", "private", "sh", "-c", init],
+                                         stdout=subprocess.DEVNULL, stderr=err)
+            procs.append(inner)
+            self._record(d, sock, res, inner)
+        finally:
+            for p in reversed(procs):
+                _stop(p)
+            for ns in made_ns:
+                for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True,
+                                          timeout=30).stdout.split():
+                    try:
+                        os.kill(int(pid), 9)
+                    except (ProcessLookupError, ValueError):
+                        pass
+                subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+    def _record(self, d: Path, sock: Path, res: Result, inner: subprocess.Popen[bytes]) -> None:
+        tm = self.timings
+        t0 = time.monotonic()
+        conn = None
+        while conn is None:
+            if time.monotonic() - t0 > 30 or inner.poll() is not None:
+                raise RuntimeError("the agent did not start: " + _tail(d / "agent.log") + _tail(d / "inner.err"))
+            if sock.exists():
+                conn = Relay(self.bundle, sock, self.uid, self.gid)
+            else:
+                time.sleep(0.2)
+        wall0 = time.time() - (time.monotonic() - t0)
+        limit = tm.work * 3 + tm.settle + tm.stay + 60  # a workload that never says it started or ended
+        k = 0
+        try:
+            while True:
+                k += 1
+                time.sleep(max(0.0, t0 + k - time.monotonic()))
+                t = time.monotonic() - t0
+                rep = conn.call({"id": k, "method": "status"})["result"]
+                res.samples.append((t, rep["verdict"] == "BUSY", list(rep.get("busy_reasons") or [])))
+                for marker, attr in (("work_started", "work_start"), ("work_done", "work_end")):
+                    if getattr(res, attr) is None and (d / marker).exists():
+                        setattr(res, attr, (d / marker).stat().st_mtime - wall0)
+                ref = res.work_end if res.expect == "busy" else res.work_start
+                if ref is not None:
+                    tti = res._settled_idle_from(ref)
+                    if tti is not None and t - tti >= tm.stay and t - ref >= tm.stay:
+                        return
+                    if t - ref > tm.settle + tm.stay:
+                        return  # busy for ever: recorded as such
+                if t > limit:
+                    return
+        finally:
+            conn.close()
+
+
+class Relay:
+    """Status requests through `wr-agent relay` run as the test user: the agent answers only its own uid,
+    as it does for the app. The relay runs outside the workload's PID namespace."""
+
+    def __init__(self, bundle: Path, sock: Path, uid: int, gid: int) -> None:
+        self.proc = subprocess.Popen([PY, str(bundle), "relay", "--socket", str(sock)], user=uid, group=gid,
+                                     extra_groups=[], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, cwd="/")
+        hello = self._read()
+        if hello.get("hello") != "wr-agent":
+            raise RuntimeError(f"the agent did not greet: {hello}")
+
+    def _read(self) -> dict:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the agent's relay closed")
+        return json.loads(line)
+
+    def call(self, obj: dict) -> dict:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(obj).encode() + b"\n")
+        self.proc.stdin.flush()
+        for _ in range(1000):
+            rep = self._read()
+            if "event" not in rep:
+                return rep
+        raise RuntimeError("no reply among the agent's events")
+
+    def close(self) -> None:
+        _stop(self.proc)
+
+
+def _sh(*argv: str) -> None:
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {r.stderr.strip()}")
+
+
+def _stop(p: subprocess.Popen[bytes]) -> None:
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(5)
+
+
+def _tail(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")[-600:]
+    except OSError:
+        return ""
+
+
+def run_suite(workloads: list[Workload], timings: Timings, jobs: int, keep: bool = False) -> list[Result]:
+    suite = Suite(timings, keep=keep)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+            # Long ones first, so the tail of the run is not one slow workload alone.
+            order = sorted(workloads, key=lambda w: w.expect != "busy")
+            return list(pool.map(suite.run, order))
+    finally:
+        suite.close()
+
+
+def table(results: list[Result], timings: Timings) -> str:
+    head = (f"{'workload':<22} {'expect':<6} {'busy%':>6} {'false idle':>10} {'to idle':>8} {'ok':<4} "
+            f"reasons (work) / after")
+    lines = [head, "-" * len(head)]
+    for r in sorted(results, key=lambda r: r.name):
+        if r.skipped or r.error:
+            lines.append(f"{r.name:<22} {r.expect:<6} {'-':>6} {'-':>10} {'-':>8} "
+                         f"{'skip' if r.skipped else 'ERR':<4} {r.skipped or r.error}")
+            continue
+        bf = r.busy_fraction()
+        tti = r.time_to_idle()
+        lines.append(
+            f"{r.name + (' *' if r.debatable else ''):<22} {r.expect:<6} "
+            f"{'-' if bf is None else f'{bf * 100:.0f}':>6} {r.false_idle(timings.grace):>10} "
+            f"{'never' if tti is None else f'{tti:.0f} s':>8} {'yes' if r.ok(timings) else 'NO':<4} "
+            f"{', '.join(r.reasons('work')) or '-'} / {', '.join(r.reasons('after')) or '-'}")
+    lines.append("* debatable (see the workload's header).  busy% = BUSY seconds during work (idle: after "
+                 "setup); to idle = from the end of work (idle: from setup) to a verdict that stays IDLE.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("-k", dest="only", action="append", default=[], help="run only workloads with this in the name")
+    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--real-time", action="store_true", help="production timings (30 s hold, 600 s watch)")
+    ap.add_argument("--keep", action="store_true", help="keep the run's directory (logs) for a look")
+    a = ap.parse_args(argv)
+    timings = REAL if a.real_time else CI
+    ws = [w for w in all_workloads() if not a.only or any(k in w.name for k in a.only)]
+    t = time.monotonic()
+    results = run_suite(ws, timings, a.jobs, keep=a.keep)
+    if a.keep:
+        with open(os.path.join(tempfile.gettempdir(), f"wr-truth-{os.getpid()}.json"), "w") as f:
+            json.dump([r.__dict__ for r in results], f)
+            print("samples:", f.name)
+    print(table(results, timings))
+    bad = [r.name for r in results if not r.ok(timings)]
+    print(f"{len(results)} workloads in {time.monotonic() - t:.0f} s; "
+          f"{'all as expected' if not bad else 'NOT as expected: ' + ', '.join(bad)}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

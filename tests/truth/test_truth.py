@@ -1,0 +1,36 @@
+"""Sleep truth: every workload in workloads/ against the real agent (see harness.py and docs/agent.md).
+
+Each workload runs in its own PID/mount/pts/network namespaces as a throwaway user; the agent's verdict is
+read every second. A workload expected BUSY must never read IDLE while it works (after a short grace) and
+must settle to IDLE after it; one expected IDLE must settle to IDLE and stay there.
+"""
+
+import harness
+import pytest
+
+pytestmark = [pytest.mark.truth, pytest.mark.root, pytest.mark.slow]
+
+WORKLOADS = harness.all_workloads()
+
+
+def test_suite_is_large_enough_and_says_why():
+    assert len(WORKLOADS) >= 30
+    for w in WORKLOADS:
+        assert w.expect in ("busy", "idle") and len(w.why) > 20
+
+
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("name", [w.name for w in WORKLOADS])
+def test_workload_verdict(truth_results, name):
+    r = truth_results[name]
+    if r.skipped:
+        pytest.skip(r.skipped)
+    timings = harness.selected_timings()
+    assert r.error is None, r.error
+    if r.expect == "busy":
+        assert r.work_start is not None and r.work_end is not None, "the workload never said it started/ended"
+        assert r.false_idle(timings.grace) == 0, f"IDLE while working: {r.samples}"
+    tti = r.time_to_idle()
+    assert tti is not None and tti <= timings.settle, (
+        f"busy for ever (did not settle to IDLE within {timings.settle:.0f} s); reasons after work: "
+        f"{r.reasons('after')}")
