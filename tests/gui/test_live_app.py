@@ -9,6 +9,7 @@ prompt timeout are accepted. The app under test (engine, sessions, window) is un
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import statistics
 import subprocess
@@ -42,12 +43,28 @@ def app(engine: Any, qtbot: Any) -> Any:
     workroom_app.window.cards.timer.stop()
 
 
+class OrphanJob:
+    """A CPU-bound job started the way a user's would be: not a child of the app (the local agent leaves the
+    app's own process tree out), so it is handed to init through a shell that exits at once."""
+
+    def __init__(self) -> None:
+        started = subprocess.run(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+                                 capture_output=True, text=True, check=True, timeout=10)
+        self.pid = int(started.stdout.strip())
+
+    def stop(self) -> None:
+        import os
+        import signal
+
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+
 @pytest.fixture
 def cpu_job() -> Any:
-    job = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    job = OrphanJob()
     yield job
-    job.kill()
-    job.wait(5)
+    job.stop()
 
 
 def row(app: Any, name: str) -> Any:
