@@ -142,6 +142,9 @@ def test_the_sheet_names_no_fixed_colour_for_text_and_follows_the_palette(qapp: 
         assert styles.contrast_ratio(styles.card_text(pal), back) >= AA_TEXT
         assert styles.contrast_ratio(styles.error_text(pal, back), back) >= AA_TEXT
         assert styles.contrast_ratio(styles.error_text(pal), styles.window(pal)) >= AA_TEXT
+        sheet = styles.stylesheet(pal)
+        balloon = sheet.split("QBalloonTip QLabel { color: ", 1)[1][:7]  # Qt's fallback notification
+        assert styles.contrast_ratio(QColor(balloon), styles.BALLOON_BACKGROUND) >= AA_TEXT
 
 
 @pytest.mark.parametrize("panel", [QColor(43, 43, 43), QColor(240, 240, 240)], ids=["dark panel", "light panel"])

@@ -34,6 +34,8 @@ PRIMARY = "primary"
 
 _ERROR_HUE = QColor(200, 0, 0)
 _CARD_HUE = QColor(230, 170, 0)
+BALLOON_BACKGROUND = QColor(0xFF, 0xFF, 0xE1)
+"""The background Qt's QBalloonTip paints whatever the palette (qsystemtrayicon.cpp)."""
 
 
 # -- contrast maths (WCAG 2) ------------------------------------------------------------------------
@@ -124,6 +126,10 @@ def stylesheet(palette: QPalette) -> str:
         f" font-weight: bold; padding: 5px 14px; border: 1px solid {primary.darker(130).name()};"
         " border-radius: 4px; }",
         f"QPushButton{sel % PRIMARY}:disabled {{ background: {mix(primary, window(palette), 0.6).name()}; }}",
+        # Qt's own notification balloon (used where no notification service runs) paints a fixed pale
+        # yellow; with an application sheet its labels would take the palette's text colour (light in dark
+        # mode), so its text is made readable on that yellow.
+        f"QBalloonTip QLabel {{ color: {readable_on(text(palette), BALLOON_BACKGROUND).name()}; }}",
         f"QLabel{sel % BANNER} {{ background: {banner.name()}; color: {readable_on(text(palette), banner).name()};"
         " padding: 6px; border-radius: 4px; }",
     ])
