@@ -110,6 +110,26 @@ async def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> A
         await asyncio.sleep(0.2)
 
 
+def demo_day() -> object:
+    """A developer's last 24 hours as an agent records them (a compile, an ssh session, sleep), ending now."""
+    import time
+
+    from workroom.core.protocol import TimelineReply
+
+    now = time.time()
+    t, spans = now - 24 * 3600, []
+    for minutes, state, cls, subject in ((230, "", "", ""), (160, "asleep", "", ""), (25, "idle", "", ""),
+                                         (190, "busy", "cpu", "cc1plus"), (10, "held", "cpu", "cc1plus"),
+                                         (180, "busy", "tcp", "ssh"), (20, "busy", "keystroke", ""),
+                                         (170, "busy", "cpu", "rustc"), (10, "held", "cpu", "rustc"),
+                                         (40, "ceiling", "cpu", "python3"), (30, "idle", "", ""),
+                                         (375, "asleep", "", "")):
+        if state:
+            spans.append({"start": t, "end": t + minutes * 60, "state": state, "class": cls, "subject": subject})
+        t += minutes * 60
+    return TimelineReply.model_validate({"now": now, "spans": spans, "more_since": None, "problem": None})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
@@ -270,8 +290,9 @@ async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, 
 
 async def demo_views(app: Any, engine: Any, window: Any, out: Path, written: list[Path], themes: tuple[str, ...],
                      light: Any, settle: Callable[[], Any]) -> None:
-    """Every badge state side by side, from constructed snapshots (fed as sessions feed them), and the
-    host-key question (a constructed one: the simbox's keys are trusted from its own record)."""
+    """Every badge state side by side, from constructed snapshots (fed as sessions feed them), the host-key
+    question (a constructed one: the simbox's keys are trusted from its own record), and a day of the
+    why-awake timeline (a constructed record: a real one takes a day)."""
     from demo_states import every_state
     from workroom.core.questions import HostKeyQuestion
     from workroom.ui.host_key_dialog import HostKeyDialog
@@ -297,6 +318,15 @@ async def demo_views(app: Any, engine: Any, window: Any, out: Path, written: lis
         dialog.grab().save(str(path))
         written.append(path)
         dialog.close()
+        window.select_host("ci-runner")
+        window.timeline.show_record(demo_day(), ("watch", "top"))
+        window.timeline.price.setValue(0.36)
+        window.timeline.hourly_price = 0.36
+        window.timeline.show_record(window.timeline.reply, ("watch", "top"))
+        await settle()
+        path = out / ("detail_why_awake_timeline.png" if theme == "light" else "detail_why_awake_timeline_dark.png")
+        window.detail_scroll.grab().save(str(path))
+        written.append(path)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ def build_parser():
     s.add_argument("--sampler", choices=("auto", "proc", "coarse"), default="auto")
     s.add_argument("--supervise", action="store_true")
     s.add_argument("--log", default=None, metavar="FILE")
+    s.add_argument("--detach", action="store_true", help="start in a new session and return (no setsid needed)")
 
     for name, helptext in (("status", "print the agent's status as JSON"),
                            ("relay", "copy stdin/stdout to and from the agent's socket")):
@@ -79,6 +80,9 @@ def main(argv=None):
         print("wr-agent %s protocol %d build %s" % (VERSION, PROTOCOL, bundle.build_hash()))
         return 0
     try:
+        if args.command == "serve" and args.detach:
+            from wr_agent import detach, supervise
+            return detach.run(supervise.entry_argv(), argv, args.log)
         if args.command == "serve":
             from wr_agent import serve
             return serve.run(args, argv)

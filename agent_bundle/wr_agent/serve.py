@@ -43,7 +43,9 @@ def run(args, argv):
             stack.callback(health_sock.close)
         settings_path = sock_path + ".settings"
         for name in runtime.remove_leftovers(os.path.dirname(sock_path),
-                                             (os.path.basename(settings_path), os.path.basename(sock_path) + ".state")):
+                                             (os.path.basename(settings_path), os.path.basename(sock_path) + ".state",
+                                              os.path.basename(sock_path) + ".timeline",
+                                              os.path.basename(sock_path) + ".exclusions")):
             log.info("removed %s, left behind by a save that did not finish", name)
         saved, settings_error = settings_mod.load(settings_path, min_duration)
         if settings_error:

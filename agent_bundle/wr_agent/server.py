@@ -293,6 +293,14 @@ class Server(object):
             return agent.apply_settings(req)
         if method == "handoff":
             return self._handoff_request(req)
+        if method == "timeline":
+            since = req.get("since")
+            if since is not None and (isinstance(since, bool) or not isinstance(since, (int, float))
+                                      or since != since or abs(since) > 1e12):
+                raise RequestError("invalid", "since must be a number of Unix seconds")
+            return agent.timeline.query(since)
+        if method == "exclusions":
+            return agent.exclusions() if "names" not in req else agent.set_exclusions(req["names"])
         raise RequestError("unsupported", "unknown method %r" % method[:64])
 
     def _handoff_request(self, req):

@@ -18,7 +18,8 @@ from workroom.core.errors import ExitCode, UserError
 
 if TYPE_CHECKING:  # the engine is imported only by the commands that need it (a fast `workroom --help`)
     from workroom.core.questions import HostKeyQuestion
-    from workroom.sessions.host_session import HostSession
+    from workroom.sessions.engine import Engine
+    from workroom.sessions.host_session import HostSession, HostSnapshot
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -73,6 +74,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     keep = sub.add_parser("keep", help="answer a ceiling prompt: keep the box awake")
     keep.add_argument("name")
+
+    why = sub.add_parser("why", help="what kept a host awake: its agent's record, in words")
+    why.add_argument("name")
+    why.add_argument("--since", default="24h", help="how far back: 24h (default), 90m, 2d ... (at most 7d)")
+    why.add_argument("--json", action="store_true")
+    never = sub.add_parser("exclusions", help="process names that never count as work on a host")
+    never.add_argument("name")
+    never.add_argument("--add", action="append", default=[], metavar="PROCESS", help="e.g. watch (repeatable)")
+    never.add_argument("--remove", action="append", default=[], metavar="PROCESS")
+    never.add_argument("--json", action="store_true")
+    price = hosts.add_parser("price", help="the provider's hourly price, for the estimated cost in `why`")
+    price.add_argument("name")
+    price.add_argument("price", help="a number per hour, or 'none'")
     return parser
 
 
@@ -82,7 +96,7 @@ def _err(error: UserError) -> None:
         print(f"  {error.hint}", file=sys.stderr)
 
 
-def _engine(auto_reconnect: bool = False) -> Any:
+def _engine(auto_reconnect: bool = False) -> Engine:
     from workroom.agent_bundle import load_agent_bundle
     from workroom.paths import app_paths
     from workroom.sessions.engine import Engine
@@ -94,7 +108,7 @@ def _engine(auto_reconnect: bool = False) -> Any:
     return engine
 
 
-def _snapshot_json(snap: Any) -> dict[str, Any]:
+def _snapshot_json(snap: HostSnapshot) -> dict[str, Any]:
     b = snap.badge(time.monotonic())
     out: dict[str, Any] = {
         "name": snap.host.name,
@@ -113,7 +127,7 @@ def _snapshot_json(snap: Any) -> dict[str, Any]:
     return out
 
 
-def _snapshot_line(snap: Any) -> str:
+def _snapshot_line(snap: HostSnapshot) -> str:
     b = snap.badge(time.monotonic())
     reasons = ", ".join(snap.status.busy_reasons[:3]) if snap.status and snap.status.busy_reasons else ""
     line = f"{snap.host.name:<20} {b.label:<28} {snap.connection.state.value:<12}"
@@ -141,7 +155,7 @@ async def _cmd_connect(args: argparse.Namespace) -> int:
         if args.watch:
             done = asyncio.get_running_loop().create_future()
 
-            def show(s: Any) -> None:
+            def show(s: HostSnapshot) -> None:
                 print(json.dumps(_snapshot_json(s)) if args.json else _snapshot_line(s), flush=True)
 
             session.listeners.append(show)
@@ -156,7 +170,7 @@ async def _cmd_status(args: argparse.Namespace) -> int:
     engine = _engine(auto_reconnect=args.watch)
     code = ExitCode.OK
     try:
-        async def one(name: str) -> Any:
+        async def one(name: str) -> HostSnapshot:
             session = engine.session(name)
             try:
                 return await session.connect(timeout=30)
@@ -189,6 +203,71 @@ async def _cmd_keep(args: argparse.Namespace) -> int:
         await engine.close()
 
 
+async def _cmd_why(args: argparse.Namespace) -> int:
+    from workroom.core import timeline as tl
+
+    try:
+        window = tl.parse_since(args.since)
+    except ValueError as error:
+        print(f"workroom: --since: {error}", file=sys.stderr)
+        return ExitCode.USAGE
+    engine = _engine()
+    try:
+        session = engine.session(args.name)
+        await session.connect(timeout=30)
+        # Asked from a little earlier than the window, in case the box's clock runs ahead of ours.
+        reply = await session.timeline(time.time() - window - 3600)
+        summary = tl.summarise(reply, window)
+        period = tl.period_words(window)
+        cost = tl.cost_words(summary, session.host.hourly_price)
+        if args.json:
+            print(json.dumps({
+                "name": session.host.name, "since_seconds": window, "now": summary.end,
+                "headline": summary.headline(period), "awake_seconds": summary.awake_seconds,
+                "up_seconds": summary.up_seconds, "totals": {k.value: v for k, v in summary.totals.items()},
+                "activities": [{"activity": what, "seconds": sec} for what, sec in summary.activities],
+                "segments": [{"start": g.start, "end": g.end, "kind": g.kind.value, "words": g.words,
+                              "class": g.reason_class, "subject": g.subject} for g in summary.segments],
+                "hourly_price": session.host.hourly_price, "cost": cost, "problem": summary.problem,
+            }))
+            return ExitCode.OK
+        print(f"{session.host.name}: {summary.headline(period)}")
+        others = summary.other_lines()
+        if others:
+            print("  " + ", ".join(others))
+        print(f"  [{tl.text_strip(summary)}]  ({tl.STRIP_LEGEND})")
+        if cost:
+            print(f"  cost {cost}")
+        if summary.problem:
+            print(f"  note: {summary.problem}")
+        return ExitCode.OK
+    finally:
+        await engine.close()
+
+
+async def _cmd_exclusions(args: argparse.Namespace) -> int:
+    engine = _engine()
+    try:
+        session = engine.session(args.name)
+        await session.connect(timeout=30)
+        current = await session.exclusions()
+        if args.add or args.remove:
+            names = [n for n in current.names if n not in set(args.remove)]
+            names += [n for n in args.add if n not in names]
+            current = await session.exclusions(names)
+        if args.json:
+            print(json.dumps({"name": session.host.name, "never_work": list(current.names),
+                              "problem": current.problem}))
+        else:
+            listed = ", ".join(current.names) if current.names else "nothing"
+            print(f"{session.host.name}: never work: {listed}")
+            if current.problem:
+                print(f"  note: {current.problem}")
+        return ExitCode.OK
+    finally:
+        await engine.close()
+
+
 def _cmd_hosts(args: argparse.Namespace) -> int:
     from workroom.core.hosts import Host, IdentityRef
     from workroom.paths import app_paths
@@ -215,6 +294,17 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
     elif args.hosts_command == "remove":
         save_hosts(paths, hosts.remove(args.name))
         print(f"removed {args.name}")
+    elif args.hosts_command == "price":
+        host = hosts.require(args.name)
+        try:
+            value = None if args.price.lower() in ("none", "off", "") else float(args.price)
+            host = Host.model_validate({**host.model_dump(), "hourly_price": value})
+        except ValueError:
+            print(f"workroom: the hourly price must be a number from 0 to 100000, or none (got {args.price!r})",
+                  file=sys.stderr)
+            return ExitCode.USAGE
+        save_hosts(paths, hosts.replace(host))
+        print(f"{host.name}: hourly price {'not set' if value is None else f'{value:g}'}")
     elif args.hosts_command == "list":
         if args.json:
             print(json.dumps([h.model_dump(mode="json") for h in hosts.hosts]))
@@ -312,6 +402,10 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_cmd_status(args))
         if args.command == "keep":
             return asyncio.run(_cmd_keep(args))
+        if args.command == "why":
+            return asyncio.run(_cmd_why(args))
+        if args.command == "exclusions":
+            return asyncio.run(_cmd_exclusions(args))
         if args.command == "secret" and args.secret_command:
             return _cmd_secret(args)
     except UserError as error:

@@ -23,18 +23,19 @@ ROOT = Path(__file__).resolve().parents[2]
 APP = ROOT / "app" / "workroom"
 AGENT = ROOT / "agent_bundle" / "wr_agent"
 
-LAYERS = ("core", "remote", "providers", "sessions", "ui", "cli")
+LAYERS = ("core", "platform", "remote", "providers", "sessions", "ui", "cli")
 SHARED = "shared"  # a top-level module of workroom that is not one of the layers
 
 # What each layer may import from the app. ui may hand over to the headless cli when there is no display.
 ALLOWED: dict[str, set[str]] = {
     "core": {"core"},
-    "remote": {"core", "remote", SHARED},
-    "providers": {"core", "remote", "providers", SHARED},
-    "sessions": {"core", "remote", "providers", "sessions", SHARED},
-    "ui": {"core", "remote", "providers", "sessions", "ui", "cli", SHARED},
-    "cli": {"core", "remote", "providers", "sessions", "cli", SHARED},
-    SHARED: {"core", "remote", SHARED},
+    "platform": {"platform"},  # what differs per operating system (macOS): uses nothing of the app
+    "remote": {"core", "platform", "remote", SHARED},
+    "providers": {"core", "platform", "remote", "providers", SHARED},
+    "sessions": {"core", "platform", "remote", "providers", "sessions", SHARED},
+    "ui": {"core", "platform", "remote", "providers", "sessions", "ui", "cli", SHARED},
+    "cli": {"core", "platform", "remote", "providers", "sessions", "cli", SHARED},
+    SHARED: {"core", "platform", "remote", SHARED},
 }
 QT = {"PySide6", "shiboken6", "qasync"}
 QT_ALLOWED = {"ui", SHARED}  # resources (icons) and the self-test are the shared modules that touch Qt

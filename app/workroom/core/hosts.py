@@ -94,6 +94,8 @@ class Host(BaseModel):
     agent_candidates: AgentCandidates | None = None
     provider_ref: str | None = None
     """The provider's own name for the machine: a boxd machine name, a simulated box's health URL."""
+    hourly_price: float | None = Field(default=None, ge=0, le=100000, allow_inf_nan=False)
+    """What the provider charges an hour while the box runs, as the user entered it (for the timeline's cost)."""
 
     @field_validator("name")
     @classmethod

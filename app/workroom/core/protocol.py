@@ -46,7 +46,11 @@ __all__ = [
     "RequestId",
     "Status",
     "StatusEvent",
+    "TimelineReply",
+    "TimelineSpan",
+    "UserExclusions",
     "Verdict",
+    "exclusions_request",
     "handoff_request",
     "keep_request",
     "parse_line",
@@ -54,6 +58,7 @@ __all__ = [
     "settings_request",
     "status_request",
     "subscribe_request",
+    "timeline_request",
 ]
 
 
@@ -92,6 +97,8 @@ class Method(StrEnum):
     KEEP = "keep"
     PING = "ping"
     HANDOFF = "handoff"
+    TIMELINE = "timeline"
+    EXCLUSIONS = "exclusions"
 
 
 class _AgentModel(BaseModel):
@@ -212,9 +219,44 @@ class Reply(_AgentModel):
         """The agent's CLOCK_MONOTONIC from a ping reply."""
         return _validate(_PingResult, self.result, "ping result").monotonic
 
+    def timeline(self) -> TimelineReply:
+        return _validate(TimelineReply, self.result, "timeline result")
+
+    def exclusions(self) -> UserExclusions:
+        return _validate(UserExclusions, self.result, "exclusions result")
+
     def accepted(self) -> bool:
         """Whether a hand-off was accepted."""
         return _validate(_HandoffResult, self.result, "handoff result").accepted
+
+
+class TimelineSpan(_AgentModel):
+    """One span of the agent's why-awake record: Unix seconds, the published state, the reason class."""
+
+    start: float = Field(strict=False)
+    end: float = Field(strict=False)
+    state: str
+    """busy, held, ceiling, idle or asleep; an unknown state (a newer agent) is shown as unknown."""
+    reason_class: str = Field(alias="class")
+    subject: str
+
+
+class TimelineReply(_AgentModel):
+    now: float = Field(strict=False)
+    """The agent's wall clock when it answered (Unix seconds)."""
+    spans: tuple[TimelineSpan, ...] = Field(strict=False)
+    more_since: float | None = Field(default=None, strict=False)
+    """Set when the reply was cut to fit a line: ask again with `since` = this."""
+    keep_seconds: float = Field(default=7 * 24 * 3600.0, strict=False)
+    problem: str | None = None
+    """Why an earlier record was set aside (a corrupt file), in words."""
+
+
+class UserExclusions(_AgentModel):
+    """Process names the user marked "never work" on this host, as the agent holds them."""
+
+    names: tuple[str, ...] = Field(strict=False)
+    problem: str | None = None
 
 
 class _PingResult(_AgentModel):
@@ -371,3 +413,17 @@ def handoff_request(request_id: RequestId, bundle: str, sha256: str) -> bytes:
     if not _SHA256_HEX.fullmatch(sha256):
         raise ValueError(f"sha256 must be 64 lowercase hex digits, got {sha256!r}")
     return _line(request_id, Method.HANDOFF, bundle=bundle, sha256=sha256)
+
+
+def timeline_request(request_id: RequestId, since: float | None = None) -> bytes:
+    """The why-awake record from `since` (Unix seconds; None: all the agent keeps)."""
+    if since is None:
+        return _line(request_id, Method.TIMELINE)
+    return _line(request_id, Method.TIMELINE, since=float(since))
+
+
+def exclusions_request(request_id: RequestId, names: list[str] | None = None) -> bytes:
+    """Read (None) or replace the host's "never work" process names."""
+    if names is None:
+        return _line(request_id, Method.EXCLUSIONS)
+    return _line(request_id, Method.EXCLUSIONS, names=list(names))

@@ -17,7 +17,7 @@ from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits, traits_for_kind
-from workroom.remote.agent_install import AgentLayout, ServeOptions
+from workroom.remote.agent_install import PYTHON3, AgentLayout, ServeOptions
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
 
@@ -54,16 +54,20 @@ class Provider:
         self.context = context
 
     def traits(self, host: Host) -> ProviderTraits:
-        return traits_for_kind(self.kind).with_idle_window(getattr(host, "idle_window_seconds", None))
+        return traits_for_kind(self.kind).with_idle_window(host.idle_window_seconds)
 
     def layout(self, host: Host) -> AgentLayout:
         return AgentLayout()
+
+    def python_command(self, host: Host) -> tuple[str, ...]:
+        """How the agent's Python is started on the host: `python3` from its PATH unless said otherwise."""
+        return PYTHON3
 
     def serve_options(self, host: Host) -> ServeOptions:
         traits = self.traits(host)
         return ServeOptions(
             workroom=host.name,
-            candidates=getattr(host, "agent_candidates", None),
+            candidates=host.agent_candidates,
             heartbeat=traits.agent_keeps_awake,
             heartbeat_interval=traits.heartbeat_interval_seconds if traits.agent_keeps_awake else None,
         )

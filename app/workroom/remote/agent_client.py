@@ -10,6 +10,7 @@ fails visibly, it never leaves a caller waiting).
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 from collections.abc import Awaitable, Callable
@@ -24,12 +25,17 @@ from workroom.core.protocol import (
     Reply,
     Status,
     StatusEvent,
+    TimelineReply,
+    TimelineSpan,
+    UserExclusions,
+    exclusions_request,
     keep_request,
     parse_line,
     ping_request,
     settings_request,
     status_request,
     subscribe_request,
+    timeline_request,
 )
 
 Send = Callable[[bytes], Awaitable[None]]
@@ -38,6 +44,10 @@ EventHandler = Callable[[StatusEvent | PromptEvent], None]
 HELLO_TIMEOUT_SECONDS = 15.0
 REQUEST_TIMEOUT_SECONDS = 15.0
 MAX_LINES_BEFORE_HELLO = 20
+
+
+def _timeline_line(request_id: int, since: float | None) -> bytes:
+    return timeline_request(request_id, since)
 
 
 class AgentGone(UserError):
@@ -182,3 +192,22 @@ class AgentClient:
     async def ping(self, timeout: float) -> float:
         """Liveness: the agent's monotonic clock, or `TimeoutError` when the peer is frozen."""
         return (await self._request("ping", ping_request, timeout)).ping_monotonic()
+
+    async def timeline(self, since: float | None, timeout: float = REQUEST_TIMEOUT_SECONDS,
+                       max_pages: int = 16) -> TimelineReply:
+        """The why-awake record from `since`, every page of it (a page fits one protocol line)."""
+        spans: list[TimelineSpan] = []
+        cursor = since
+        for _ in range(max_pages):
+            build = functools.partial(_timeline_line, since=cursor)
+            page = (await self._request("timeline", build, timeout)).timeline()
+            spans.extend(s for s in page.spans if not spans or s.start > spans[-1].start)
+            if page.more_since is None or (cursor is not None and page.more_since <= cursor):
+                break
+            cursor = page.more_since
+        return page.model_copy(update={"spans": tuple(spans), "more_since": None})
+
+    async def exclusions(self, names: list[str] | None = None,
+                         timeout: float = REQUEST_TIMEOUT_SECONDS) -> UserExclusions:
+        """Read (None) or replace the host's "never work" process names."""
+        return (await self._request("exclusions", lambda i: exclusions_request(i, names), timeout)).exclusions()

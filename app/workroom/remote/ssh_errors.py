@@ -10,11 +10,13 @@ import contextlib
 import os
 import socket
 import subprocess
+import time
 
 import paramiko
 
 from workroom.core.errors import UserError
 from workroom.core.questions import SecretRequest
+from workroom.platform import local_network
 from workroom.remote.ssh_config import SshTarget
 from workroom.remote.ssh_transport import algorithm_mismatch
 
@@ -98,6 +100,7 @@ def short_command(command: str, limit: int = 80) -> str:
 def dial(target: SshTarget, timeout: float) -> socket.socket:
     """A TCP connection to the target's SSH port, or a `HostUnreachable` that says why not."""
     where = f"{target.hostname}:{target.port}"
+    started = time.monotonic()
     try:
         return socket.create_connection((target.hostname, target.port), timeout=timeout)
     except socket.gaierror as exc:
@@ -110,6 +113,9 @@ def dial(target: SshTarget, timeout: float) -> socket.socket:
         raise HostUnreachable("Host not answering", f"{where} did not answer within {timeout:g} s.",
                               "The host may be off, asleep, or behind a firewall.") from exc
     except OSError as exc:
+        if local_network.looks_blocked_by_privacy(exc, target.hostname, target.port, time.monotonic() - started):
+            raise HostUnreachable(local_network.BLOCKED_TITLE, local_network.BLOCKED_MESSAGE.format(where=where),
+                                  local_network.BLOCKED_HINT) from exc
         raise HostUnreachable("Host unreachable", f"Could not reach {where}: {exc.strerror or exc}.",
                               "Check your network connection and the host address.") from exc
 

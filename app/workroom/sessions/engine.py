@@ -25,6 +25,7 @@ from workroom.credentials import CredentialKey, CredentialStore
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
 from workroom.providers.base import Provider, ProviderContext
+from workroom.remote.host_keys import KnownHosts
 from workroom.sessions.host_session import HostSession, HostSnapshot
 from workroom.storage import atomic_write_bytes, load_hosts, load_settings, save_hosts, save_settings
 
@@ -69,8 +70,6 @@ class Engine:
         self.hosts: HostsFile = loaded_hosts.value
         self.settings: AppSettings = loaded_settings.value
         self.auto_reconnect = auto_reconnect
-        from workroom.remote.host_keys import KnownHosts
-
         self.credentials = credentials if credentials is not None else CredentialStore()
         self.secret_asker: SecretAsker | None = None
         """Set by a face that can ask the user for a passphrase (an async callable on the event loop)."""

@@ -26,10 +26,11 @@ from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
-from workroom.core.protocol import PromptEvent, Status, StatusEvent, Verdict
+from workroom.core.protocol import PromptEvent, Status, StatusEvent, TimelineReply, UserExclusions, Verdict
 from workroom.core.questions import HostKeyQuestion
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider
+from workroom.remote.agent_client import AgentClient
 from workroom.remote.agent_install import AgentInstaller, InstallReport
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
@@ -155,9 +156,11 @@ class HostSession:
                                      return_when=asyncio.FIRST_COMPLETED)
         waiter.cancel()
         if not done:
-            raise TimeoutError(f"{self.host.name}: no status within {timeout:.0f} s")
-        if self._main in done and not self._main.cancelled() and self._main.exception() is not None:
-            raise self._main.exception()  # type: ignore[misc]
+            raise ConnectTimedOut(self.host.name, timeout)
+        if self._main in done and not self._main.cancelled():
+            crashed = self._main.exception()
+            if crashed is not None:
+                raise crashed
         if self.connection.state not in (ConnectionState.LIVE, ConnectionState.QUIET) and self.failure:
             raise self.failure
         return self.snapshot()
@@ -188,6 +191,21 @@ class HostSession:
         self.prompt = None
         self._on_status(status)
         return status
+
+    def _live_client(self, doing: str) -> AgentClient:
+        link = self._rt.link
+        if link is None or link.client.closed:
+            raise UserError("Not connected", f"{self.host.name} is not connected, so its agent cannot {doing}.",
+                            "Connect to the host and try again.")
+        return link.client
+
+    async def timeline(self, since: float | None) -> TimelineReply:
+        """The agent's why-awake record from `since` (Unix seconds). Raises a UserError when not connected."""
+        return await self._live_client("say what kept it awake").timeline(since)
+
+    async def exclusions(self, names: list[str] | None = None) -> UserExclusions:
+        """Read (None) or replace the host's "never work" process names, held by its agent."""
+        return await self._live_client("change what counts as work").exclusions(names)
 
     async def apply_settings(self, settings: CeilingSettings) -> Status | None:
         """Hand new ceiling settings to the agent (ask mode only where the provider sleeps)."""
@@ -367,7 +385,7 @@ class HostSession:
         self._set_state(ConnectionState.PUSHING)
         layout = self.provider.layout(self.host)
         installer = AgentInstaller(shell, self.provider.context.bundle, layout,
-                                   self.provider.serve_options(self.host))
+                                   self.provider.serve_options(self.host), self.provider.python_command(self.host))
         # Reconnecting to an up-to-date host is the common case: open the relay while the probe runs,
         # and keep it only if the probe finds nothing to change.
         early = asyncio.ensure_future(self.provider.open_link(self.host, shell, layout.socket_path, self._on_event))
@@ -463,6 +481,14 @@ class HostSession:
             except Exception as error:  # an unwatched connection is worse than a reconnect
                 link.close(f"the liveness check failed: {error}")
                 return
+
+
+class ConnectTimedOut(UserError, TimeoutError):
+    """`connect()` waited its time and the host has not said how it is (the session keeps trying)."""
+
+    def __init__(self, name: str, seconds: float) -> None:
+        super().__init__("No answer yet", f"{name} gave no status within {seconds:.0f} s.",
+                         "The host may be slow or waking up; try again, or see its row for what it is doing.")
 
 
 class _EndOfRun(Exception):

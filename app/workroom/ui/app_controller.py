@@ -18,10 +18,11 @@ from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
-from workroom.core.protocol import Status
+from workroom.core.protocol import Status, TimelineReply, UserExclusions
 from workroom.core.questions import HostKeyQuestion, SecretRequest
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSession, HostSnapshot
+from workroom.storage import save_hosts
 from workroom.ui.tasks import TaskKeeper
 
 log = logging.getLogger(__name__)
@@ -232,6 +233,31 @@ class AppController(QObject):
             self.settings_applied.emit(outcome)
 
         self.tasks.run("settings", apply())
+
+    async def timeline(self, name: str, since: float | None) -> TimelineReply:
+        """The host's why-awake record (raises UserError when it is not connected)."""
+        return await self._session(name).timeline(since)
+
+    async def exclusions(self, name: str, names: list[str] | None = None) -> UserExclusions:
+        """Read (None) or replace the host's "never work" process names."""
+        return await self._session(name).exclusions(names)
+
+    def set_hourly_price(self, name: str, price: float | None) -> None:
+        """Save the provider's hourly price for this host (the timeline's estimated cost)."""
+        host = self.engine.hosts.require(name)
+        updated = Host.model_validate({**host.model_dump(), "hourly_price": price})
+        self.engine.hosts = self.engine.hosts.replace(updated)
+        try:
+            save_hosts(self.engine.paths, self.engine.hosts)
+        except OSError as error:
+            self.failed.emit(UserError("Price not saved", str(error), "Check that the settings folder is writable."))
+            return
+        try:
+            session = self._session(name)
+        except UserError:
+            return  # saved; a host whose provider cannot be made has no session to update
+        session.host = updated
+        self.snapshot_changed.emit(session.snapshot())
 
     async def close(self) -> None:
         await self.tasks.cancel_all()

@@ -100,8 +100,18 @@ class HostDetailView(QWidget):
         layout.addLayout(error_row)
         layout.addWidget(self.error_details)
         layout.addWidget(self.fields)
+        self.sections: list[QWidget] = []
+        """Further sections (the why-awake timeline), shown below the buttons and given every snapshot."""
         layout.addStretch(1)
         self.show_snapshot(None)
+
+    def add_section(self, section: QWidget) -> None:
+        """Append a section with a `show_snapshot(snapshot | None)` method."""
+        layout = self.layout()
+        assert isinstance(layout, QVBoxLayout)
+        layout.insertWidget(layout.count() - 1, section)
+        self.sections.append(section)
+        section.show_snapshot(self.snapshot)  # type: ignore[attr-defined]
 
     def _emit(self, signal: SignalInstance) -> None:
         if self.snapshot is not None:
@@ -129,6 +139,8 @@ class HostDetailView(QWidget):
 
     def show_snapshot(self, snapshot: HostSnapshot | None) -> None:
         self.snapshot = snapshot
+        for section in getattr(self, "sections", ()):
+            section.show_snapshot(snapshot)
         if snapshot is None:
             self.title.setText("Select a host")
             for widget in (self.badge_label, self.tooltip, self.fields):

@@ -13,6 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
 from workroom.core.questions import HostKeyQuestion
+from workroom.platform.macos import bring_to_front
 
 
 class HostKeyDialog(QDialog):
@@ -54,6 +55,7 @@ async def ask_host_key(host_name: str, question: HostKeyQuestion, parent: QWidge
             answer.set_result(result == QDialog.DialogCode.Accepted)
 
     dialog.finished.connect(finished)
+    bring_to_front()  # asked by a background connect: a menu-bar app is not in front by itself
     dialog.open()
     try:
         return await answer

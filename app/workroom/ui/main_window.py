@@ -40,6 +40,7 @@ from workroom.ui.host_table_model import Column, HostTableModel
 from workroom.ui.prompt_cards_view import PromptCardsView
 from workroom.ui.secret_dialog import ask_secret
 from workroom.ui.settings_view import SettingsView
+from workroom.ui.timeline_view import TimelineView
 from workroom.ui.tray import copy_to_clipboard as copy_text
 
 HOSTS_TAB, SETTINGS_TAB = 0, 1
@@ -75,6 +76,8 @@ class MainWindow(QMainWindow):
                               (Column.AWAKE, 80), (Column.CONNECTION, 150)):
             self.table.setColumnWidth(column, width)
         self.detail = HostDetailView()
+        self.timeline = TimelineView(controller)
+        self.detail.add_section(self.timeline)
         self.cards = PromptCardsView(controller.keep, controller.tasks)
         self.settings = SettingsView()
         self.settings.load(controller.ceiling_settings)

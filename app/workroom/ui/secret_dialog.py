@@ -9,6 +9,7 @@ import html
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QLineEdit, QVBoxLayout, QWidget
 
 from workroom.core.questions import SecretRequest
+from workroom.platform.macos import bring_to_front
 
 
 class SecretDialog(QDialog):
@@ -44,6 +45,7 @@ async def ask_secret(request: SecretRequest, parent: QWidget | None = None) -> s
             answer.set_result(dialog.field.text() or None if result == QDialog.DialogCode.Accepted else None)
 
     dialog.finished.connect(finished)
+    bring_to_front()  # asked by a background connect: a menu-bar app is not in front by itself
     dialog.open()
     try:
         return await answer

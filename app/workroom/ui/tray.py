@@ -234,7 +234,7 @@ class TrayController(QObject):
         if host is not None:
             self.notified.add(host)
         if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
-            self.icon.showMessage(title, message, self.icon.icon(), 15000)
+            self.icon.showMessage(title, message, self.icon.icon(), notification_timeout_ms())
 
     def withdraw_notification(self, host: str) -> None:
         """Take a prompt's notification away once answered. Qt has no call to close a notification, so the
@@ -279,3 +279,9 @@ def copy_to_clipboard(text: str) -> None:
     clipboard = QGuiApplication.clipboard()
     if clipboard is not None:
         clipboard.setText(text)
+
+
+def notification_timeout_ms(platform: str = sys.platform) -> int:
+    """macOS: 0, so a ceiling prompt stays in Notification Center until answered or expired
+    (docs/macos.md); elsewhere a 15 s banner (the prompt card stays in the window)."""
+    return 0 if platform == "darwin" else 15000

@@ -6,6 +6,7 @@ The provider is `stand_in.ScriptedProvider` (a scripted shell; the real agent co
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import pytest
 from unit.sessions.stand_in import InProcessAgent, ScriptedProvider, stand_in_context
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
+from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeEnd, PollOutcome
 from workroom.core.questions import SecretRequest
@@ -21,6 +23,7 @@ from workroom.core.traits import BOXD_TRAITS, REQUEST_METERED_TRAITS, SSH_TRAITS
 from workroom.providers.base import BoxState
 from workroom.remote.agent_client import AgentClient
 from workroom.remote.host_keys import ChangedHostKey, HostKeyChanged
+from workroom.remote.host_shell import HostShell
 from workroom.remote.ssh_connection import AuthFailed, HostUnreachable
 from workroom.sessions import host_session
 from workroom.sessions.host_session import HostSession, HostSnapshot
@@ -284,6 +287,26 @@ def test_an_idle_window_too_short_for_the_keep_awake_is_said(tmp_path: Path, age
         await until(lambda: session.connection.keepawake_error is not None)
         assert "shortest allowed" in session.connection.keepawake_error
         assert provider.polls == 0 and not session.connection.keepawake_running
+        await session.close()
+
+    run(scenario())
+
+
+class SlowProvider(ScriptedProvider):
+    """Opening a shell takes longer than the caller waits (a box that is slow to answer)."""
+
+    def open_shell(self, host: Host) -> HostShell:
+        time.sleep(1.0)
+        return super().open_shell(host)
+
+
+def test_a_connect_that_waits_too_long_is_an_error_a_person_can_read(tmp_path: Path, agent: InProcessAgent) -> None:
+    async def scenario() -> None:
+        session = session_for(SlowProvider(stand_in_context(tmp_path), SSH_TRAITS, agent=agent))
+        with pytest.raises(UserError) as waited:
+            await session.connect(timeout=0.2)
+        assert isinstance(waited.value, TimeoutError)  # and still a timeout, for callers that catch those
+        assert waited.value.title == "No answer yet" and "box" in waited.value.message
         await session.close()
 
     run(scenario())
