@@ -2,7 +2,7 @@
 every action (connect, keep, add, remove, settings) as a task on the qasync loop.
 
 Views render what the controller hands them and call its methods; they never reach a session or the
-network themselves (STYLE.md: the UI only renders state the core computed).
+network themselves (the UI only renders state the core computed: docs/architecture.md).
 """
 
 from __future__ import annotations
