@@ -1,5 +1,5 @@
 """The badge a host shows: one pure function from what the agent said, the provider's traits and
-the connection, to a kind, a label and a plain-words tooltip (docs/architecture.md, the badge table).
+the connection, to a kind, a label and a plain-words tooltip (docs/ui.md "Words for each state").
 
 "Busy but not kept awake" appears only on hosts that can sleep: on a host that never sleeps,
 nothing needs keeping awake, so nothing there is alarming.
@@ -12,9 +12,11 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from workroom.core.busy_words import plain_reasons
 from workroom.core.connection import UNREACHABLE_STATES, WAITING_STATES, ConnectionInfo, ConnectionState
 from workroom.core.durations import format_duration
 from workroom.core.heartbeat_proof import ProofState
+from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import PROTOCOL_VERSION, Status, Verdict
 from workroom.core.traits import ProviderTraits
 
@@ -172,7 +174,7 @@ def _offline(connection: ConnectionInfo) -> Badge:
     backing_off = connection.state is ConnectionState.BACKING_OFF
     hint = "The app will keep trying." if backing_off else "Reconnect to try again."
     if connection.error is not None:
-        sentences.append(f"{connection.error.title}: {connection.error.message}")
+        sentences.append(f"{connection.error.title}: {without_exception_names(connection.error.message)}")
         if connection.error.hint:
             hint = connection.error.hint
     return _make(BadgeKind.OFFLINE, sentences, hint=hint)
@@ -189,14 +191,15 @@ def _waiting(connection: ConnectionInfo) -> Badge:
     if connection.error is not None:
         # Retrying after a loss: still unreachable until this attempt succeeds.
         sentences = ["The app cannot reach this host; it is trying again now.",
-                     f"{connection.error.title}: {connection.error.message}"]
+                     f"{connection.error.title}: {without_exception_names(connection.error.message)}"]
         return _make(BadgeKind.OFFLINE, sentences, hint="The app will keep trying.")
     return _make(BadgeKind.UNKNOWN, ["Connecting."])
 
 
 def _busy_sentence(status: Status) -> str:
-    reasons = list(status.busy_reasons[:MAX_REASONS_SHOWN])
-    more = len(status.busy_reasons) - len(reasons)
+    plain = plain_reasons(status.busy_reasons)
+    reasons = plain[:MAX_REASONS_SHOWN]
+    more = len(plain) - len(reasons)
     if not reasons:
         return "Busy."
     text = "Busy: " + "; ".join(reasons)

@@ -52,7 +52,16 @@ LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
 """Worst case from a peer freezing to the session calling it lost (the issue asks for <= 10 s)."""
 BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 ASLEEP_RECHECK_SECONDS = 60.0
-"""How often an asleep box's state is read again (the provider answers without waking it)."""
+"""The longest wait between reads of an asleep box's state (the provider answers without waking it)."""
+ASLEEP_RECHECK_MIN_SECONDS = 2.0
+
+
+def asleep_recheck_seconds(idle_window_seconds: float | None) -> float:
+    """A quarter of the idle window (2-60 s): a box woken outside the app (the user's own ssh) shows
+    awake, and its job's badge, well before that window could send it back to sleep."""
+    if idle_window_seconds is None:
+        return ASLEEP_RECHECK_SECONDS
+    return max(ASLEEP_RECHECK_MIN_SECONDS, min(ASLEEP_RECHECK_SECONDS, idle_window_seconds / 4))
 
 
 @dataclass(frozen=True)
@@ -371,7 +380,7 @@ class HostSession:
 
         async def watch() -> None:
             while self.connection.state is ConnectionState.ASLEEP and not self._wanted:
-                await asyncio.sleep(ASLEEP_RECHECK_SECONDS)
+                await asyncio.sleep(asleep_recheck_seconds(self.traits.idle_window_seconds))
                 if self.connection.state is ConnectionState.ASLEEP and not self._wanted \
                         and await self._box_state() is BoxState.AWAKE:
                     self.start(wake=False)

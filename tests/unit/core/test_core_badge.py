@@ -61,7 +61,7 @@ CASES: dict[str, Case] = {
     "idle ssh": Case(status_dict(), SSH_TRAITS, LIVE, BadgeKind.IDLE, ("Idle",)),
     "idle boxd quiet": Case(status_dict(), BOXD_TRAITS, QUIET, BadgeKind.IDLE, ("silent on the wire",)),
     "idle short window warns": Case(status_dict(), SHORT_WINDOW_SIMBOX, LIVE, BadgeKind.IDLE, ("Note:",)),
-    "busy ssh shows reason": Case(busy_dict(), SSH_TRAITS, LIVE, BadgeKind.BUSY, ("cpu: cargo (pid 4121)",)),
+    "busy ssh shows reason": Case(busy_dict(), SSH_TRAITS, LIVE, BadgeKind.BUSY, ("building: cargo",)),
     "busy local": Case(busy_dict(keep_awake=None), LOCAL_TRAITS, LIVE, BadgeKind.BUSY),
     "busy boxd heartbeat": Case(busy_dict(), BOXD_TRAITS, LIVE, BadgeKind.BUSY, ("heartbeat (every 1 min)",)),
     "busy simbox ok window": Case(busy_dict(keep_awake={"interval_seconds": 3, "enabled": True}),
