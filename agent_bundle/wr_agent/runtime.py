@@ -54,6 +54,22 @@ def read_regular_file(path, limit):
         os.close(fd)
 
 
+def read_data_file(path, limit):
+    """The bytes of the small data file `path`, or None when there is none.
+
+    What no good data file can be (not a regular file, larger than `limit`) raises ValueError, for the
+    caller to treat like corrupt content; a file that cannot be read at all raises OSError."""
+    try:
+        raw = read_regular_file(path, limit)
+    except FileNotFoundError:
+        return None
+    except NotARegularFile:
+        raise ValueError("not a regular file") from None
+    if len(raw) > limit:
+        raise ValueError("larger than %d bytes" % limit)
+    return raw
+
+
 def write_atomically(path, data):
     """Replace `path` with `data`, mode 0600: a reader sees the old file or the new one, never a mix.
 

@@ -3,7 +3,7 @@
 import json
 import math
 
-from wr_agent.runtime import NotARegularFile, read_regular_file, write_atomically
+from wr_agent.runtime import read_data_file, write_atomically
 
 MIN_DURATION = 30.0
 MAX_DURATION = 30 * 24 * 3600.0
@@ -79,15 +79,13 @@ def validate(obj, min_duration=MIN_DURATION):
 def load(path, min_duration=MIN_DURATION):
     """(settings or None, error or None). A missing file is no error; a bad one is explained."""
     try:
-        raw = read_regular_file(path, 65536)
-    except FileNotFoundError:
-        return None, None
-    except NotARegularFile:
-        return None, "settings file %s is corrupt (not a regular file)" % path
+        raw = read_data_file(path, 65536)
+    except ValueError as exc:  # not a regular file (a FIFO), or too large
+        return None, "settings file %s is corrupt (%s)" % (path, exc)
     except OSError as exc:
         return None, "settings file %s unreadable: %s" % (path, exc.strerror or exc)
-    if len(raw) > 65536:
-        return None, "settings file %s is too large" % path
+    if raw is None:
+        return None, None
     try:
         obj = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:

@@ -13,7 +13,7 @@ import os
 import threading
 import time
 
-from wr_agent.runtime import NotARegularFile, read_regular_file, write_atomically
+from wr_agent.runtime import read_data_file, write_atomically
 
 log = logging.getLogger("wr_agent")
 
@@ -193,22 +193,15 @@ class Timeline(object):
     # -- persistence (never on the tick's thread) ---------------------------------------------------------
     def _load(self):
         try:
-            raw = read_regular_file(self.path, MAX_FILE_BYTES)
-        except FileNotFoundError:
-            return
-        except NotARegularFile:
-            raw = None  # a FIFO or device in its place: set aside like any corrupt record
+            raw = read_data_file(self.path, MAX_FILE_BYTES)
+            if raw is None:
+                return
+            spans, last_note = _parse(raw)
         except OSError as exc:
             self.problem = "the why-awake record %s could not be read (%s); starting a new one" % (
                 self.path, exc.strerror or exc)
             log.error("%s", self.problem)
             return
-        try:
-            if raw is None:
-                raise ValueError("not a regular file")
-            if len(raw) > MAX_FILE_BYTES:
-                raise ValueError("larger than %d bytes" % MAX_FILE_BYTES)
-            spans, last_note = _parse(raw)
         except ValueError as exc:
             aside = "%s.corrupt" % self.path
             try:

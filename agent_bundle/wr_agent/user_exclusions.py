@@ -4,7 +4,7 @@ atomically), applied to the classifier's exclusions. Changed only by a request, 
 import json
 
 from wr_agent import exclusions
-from wr_agent.runtime import NotARegularFile, read_regular_file, write_atomically
+from wr_agent.runtime import read_data_file, write_atomically
 from wr_agent.settings import SettingsError
 
 MAX_NAMES = 64
@@ -46,24 +46,16 @@ class UserExclusions(object):
 
     def _load(self):
         try:
-            raw = read_regular_file(self.path, MAX_FILE_BYTES)
-        except FileNotFoundError:
-            return
-        except NotARegularFile:
-            raw = None  # a FIFO or device in its place: reported like a corrupt file, left alone
-        except OSError as exc:
-            self.problem = "exclusions file %s unreadable: %s" % (self.path, exc.strerror or exc)
-            return
-        try:
+            raw = read_data_file(self.path, MAX_FILE_BYTES)
             if raw is None:
-                raise ValueError("not a regular file")
-            if len(raw) > MAX_FILE_BYTES:
-                raise ValueError("too large")
+                return
             obj = json.loads(raw.decode("utf-8"))
             if not isinstance(obj, dict):
                 raise ValueError("not an object")
             self.names = validate(obj.get("names"))
-        except (ValueError, UnicodeDecodeError) as exc:
+        except OSError as exc:
+            self.problem = "exclusions file %s unreadable: %s" % (self.path, exc.strerror or exc)
+        except ValueError as exc:  # a UnicodeDecodeError and a SettingsError are ValueErrors too
             self.problem = "exclusions file %s is unreadable (%s); none applied until the list is set again" % (
                 self.path, getattr(exc, "message", exc))
 
