@@ -19,7 +19,6 @@ import hashlib
 import hmac
 import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -30,7 +29,7 @@ import paramiko
 
 from workroom.core.errors import ExitCode, UserError
 from workroom.core.questions import HostKeyQuestion
-from workroom.storage import NotARegularFileError, read_regular_file
+from workroom.storage import NotARegularFileError, atomic_write_bytes, read_regular_file
 
 HASHED_PREFIX = "|1|"
 MAX_KNOWN_HOSTS_BYTES = 64 * 1024 * 1024
@@ -401,10 +400,8 @@ class KnownHosts:
         return _FileLock(self.app_file.with_name(self.app_file.name + ".lock"))
 
     def _rewrite(self, change: Callable[[str], str]) -> None:
-        """Write change(old text) to the app file via a temp file + fsync + rename: never half-written."""
-        directory = self.app_file.parent
+        """Write change(old text) to the app file with storage.atomic_write_bytes: never half-written."""
         try:
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             try:
                 raw = read_regular_file(self.app_file, MAX_KNOWN_HOSTS_BYTES)
             except FileNotFoundError:
@@ -413,18 +410,7 @@ class KnownHosts:
                 raise OSError(errno.EFBIG, f"it is larger than {MAX_KNOWN_HOSTS_BYTES} bytes")
             # Byte for byte: bytes that are not UTF-8 (a hand edit) and any line endings are kept as they were.
             old = raw.decode("utf-8", errors="surrogateescape")
-            new = change(old)
-            fd, tmp = tempfile.mkstemp(prefix=".known_hosts.", dir=directory)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
-                    handle.write(new)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.chmod(tmp, 0o600)
-                os.replace(tmp, self.app_file)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            atomic_write_bytes(self.app_file, change(old).encode("utf-8", errors="surrogateescape"))
         except OSError as exc:
             raise _save_error(self.app_file, exc) from exc
 
