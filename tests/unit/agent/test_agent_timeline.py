@@ -3,10 +3,10 @@
 import json
 import os
 import stat
-import threading
 
 import pytest
 from agentfake import make_agent
+from fixtures.fifo import within
 from wr_agent import exclusions
 from wr_agent import timeline as tl
 from wr_agent.settings import Settings, SettingsError
@@ -164,25 +164,10 @@ def test_a_corrupt_file_is_kept_aside_and_reported(tmp_path, content):
     assert tl.Timeline(str(path), clock=wall).problem is None  # the new record is readable
 
 
-def made_in_time(make, fifo):
-    """make() on a thread, bounded: an open() of a FIFO would wait for a writer for ever."""
-    box = []
-    thread = threading.Thread(target=lambda: box.append(make()), daemon=True)
-    thread.start()
-    thread.join(10)
-    if not box:
-        try:  # a writer that comes and goes lets the blocked reader end
-            os.close(os.open(str(fifo), os.O_WRONLY | os.O_NONBLOCK))
-        except OSError:
-            pass
-        pytest.fail("loading a FIFO in the file's place blocked")
-    return box[0]
-
-
 def test_a_fifo_as_the_record_is_set_aside_like_a_corrupt_file(tmp_path):
     path = tmp_path / "agent.timeline"
     os.mkfifo(str(path))
-    t = made_in_time(lambda: tl.Timeline(str(path), clock=Wall()), path)
+    t = within(lambda: tl.Timeline(str(path), clock=Wall()), [path])
     assert "unreadable (not a regular file)" in t.problem and "agent.timeline.corrupt" in t.problem
     assert stat.S_ISFIFO(os.lstat(str(tmp_path / "agent.timeline.corrupt")).st_mode)
     assert not os.path.lexists(str(path))
@@ -192,7 +177,7 @@ def test_a_fifo_as_the_exclusions_file_is_reported_like_a_corrupt_file(tmp_path)
     path = tmp_path / "agent.exclusions"
     os.mkfifo(str(path))
     try:
-        ex = made_in_time(lambda: UserExclusions(str(path)), path)
+        ex = within(lambda: UserExclusions(str(path)), [path])
         assert "unreadable (not a regular file)" in ex.problem and ex.names == []
         assert stat.S_ISFIFO(os.lstat(str(path)).st_mode)  # left alone, like a corrupt file
         assert ex.set(["watch"]) == ["watch"] and ex.problem is None

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import os
 import stat
-import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import paramiko
 import pytest
+from fixtures.fifo import within
 from workroom.remote.host_keys import (
     ChangedHostKey,
     HostKeyChanged,
@@ -176,44 +174,21 @@ def test_unwritable_app_file_is_a_clear_error(tmp_path: Path, keys) -> None:
     assert failed.value.title == "Could not save the host key" and str(blocker) in failed.value.message
 
 
-def _in_time(call: Callable[[], Any], fifos: list[Path]) -> Any:
-    """call() on a thread, bounded: reading a FIFO with open() would wait for a writer for ever."""
-    box: list[Any] = []
-
-    def run() -> None:
-        try:
-            box.append(call())
-        except Exception as exc:  # handed to the test, which judges it
-            box.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(10)
-    if not box:
-        for fifo in fifos:  # a writer that comes and goes lets a blocked reader end
-            try:
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-            except OSError:
-                pass
-        pytest.fail("reading a FIFO in a known_hosts file's place blocked")
-    return box[0]
-
-
 def test_a_fifo_as_a_known_hosts_file_holds_no_key_and_never_blocks(tmp_path: Path, keys) -> None:
     user_file, app_file = tmp_path / "user_known_hosts", tmp_path / "known_hosts"
     os.mkfifo(user_file)
     os.mkfifo(app_file)
     known = KnownHosts(app_file, user_file=user_file)
-    verdict = _in_time(lambda: known.verify("a.example", 22, keys[0]), [user_file, app_file])
+    verdict = within(lambda: known.verify("a.example", 22, keys[0]), [user_file, app_file])
     assert isinstance(verdict, UnknownHostKey)  # like a file of garbage lines: no key on record, a question
 
 
 def test_trusting_with_a_fifo_as_the_app_file_is_a_clear_error_and_leaves_it(tmp_path: Path, keys) -> None:
     app_file = tmp_path / "known_hosts"
     os.mkfifo(app_file)
-    failed = _in_time(lambda: KnownHosts(app_file, user_file=None).trust("a.example", 22, keys[0]), [app_file])
-    assert isinstance(failed, KnownHostsError), failed
-    assert failed.title == "Could not save the host key" and "not a regular file" in failed.message
+    with pytest.raises(KnownHostsError) as failed:
+        within(lambda: KnownHosts(app_file, user_file=None).trust("a.example", 22, keys[0]), [app_file])
+    assert failed.value.title == "Could not save the host key" and "not a regular file" in failed.value.message
     assert stat.S_ISFIFO(os.lstat(app_file).st_mode)  # left in place: nothing of the user's is replaced
 
 
