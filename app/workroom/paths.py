@@ -17,6 +17,8 @@ from pathlib import Path
 
 import platformdirs
 
+from workroom.regular_file import read_regular_file
+
 APP_NAME = "workroom"
 HOME_ENV = "WORKROOM_HOME"
 
@@ -102,6 +104,7 @@ def frozen_data_dir() -> Path | None:
 # -- the local agent's socket folder -------------------------------------------------------------------------
 MAX_SOCKET_PATH = 100  # sun_path is 104-108 bytes depending on the platform
 SOCKET_DIR_NOTE = "socket-dir"
+MAX_NOTE_BYTES = 4096  # a path; anything longer is not a note we wrote
 _CS_DARWIN_USER_TEMP_DIR = 65537
 
 
@@ -180,8 +183,9 @@ def _private_bases(environ: Mapping[str, str]) -> list[Path]:
 
 def _remembered_temp_dir(note: Path) -> Path:
     try:
-        remembered = Path(note.read_text(encoding="utf-8").strip())
-    except (OSError, UnicodeDecodeError):
+        # Non-blocking, regular files only: a FIFO planted at the note must not hang the app's start.
+        remembered = Path(read_regular_file(note, MAX_NOTE_BYTES).decode("utf-8").strip())
+    except (OSError, UnicodeDecodeError, ValueError):
         remembered = None
     if remembered is not None and remembered.is_absolute() and _fits(remembered) and _is_private(remembered):
         return remembered

@@ -7,7 +7,6 @@ deleted), the caller gets a `UserError` to show, and the app carries on with def
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import socket
@@ -24,6 +23,7 @@ from workroom.core.app_settings import AppSettings
 from workroom.core.errors import UserError
 from workroom.core.hosts import HostsFile
 from workroom.paths import AppPaths
+from workroom.regular_file import NotARegularFileError, read_regular_file
 
 FILE_MODE = 0o600
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -105,36 +105,6 @@ def _why(error: Exception) -> str:
     return str(error)
 
 
-class NotARegularFileError(OSError):
-    """A FIFO, device, socket or directory where a data file belongs."""
-
-
-def read_regular_file(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
-    """Up to `limit` + 1 bytes of `path`, which must be a regular file.
-
-    Opened non-blocking and checked with fstat before any read: a FIFO in the file's place would
-    otherwise block the app's start-up until someone writes to it, and a device could stream for ever.
-    """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        if not stat.S_ISREG(mode):
-            raise NotARegularFileError(f"{path} is not a regular file")
-        chunks: list[bytes] = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, limit + 1 - size)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
 LEFTOVER_AGE_SECONDS = 60.0
 """A temp file of atomic_write_bytes older than this belongs to a save that died (a crash mid-write);
 a younger one may be another app process's save in progress, so it is left alone."""
@@ -162,7 +132,7 @@ def remove_leftovers(path: Path, now: float | None = None) -> list[Path]:
 def _load(path: Path, model: type[_T], default: _T, what: str) -> Loaded[_T]:
     remove_leftovers(path)
     try:
-        raw = read_regular_file(path)
+        raw = read_regular_file(path, MAX_FILE_BYTES)
     except FileNotFoundError:
         return Loaded(default)
     except NotARegularFileError as error:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixtures.fifo import within
 from workroom.paths import SOCKET_DIR_NOTE, UnsafeFolderError, agent_socket_dir, check_private_dir
 
 pytestmark = pytest.mark.unit
@@ -74,6 +75,16 @@ def test_a_remembered_folder_swapped_for_a_symlink_is_replaced(long_preferred: P
     made.append(second)
     assert second != first and not second.is_symlink()
     check_private_dir(second)
+
+
+def test_a_fifo_in_place_of_the_note_does_not_hang_and_is_replaced(long_preferred: Path,
+                                                                   made: list[Path]) -> None:
+    note = long_preferred.parent / SOCKET_DIR_NOTE
+    os.mkfifo(note)
+    chosen = within(lambda: agent_socket_dir(long_preferred, env={}), [note])
+    made.append(chosen)
+    check_private_dir(chosen)
+    assert stat.S_ISREG(note.lstat().st_mode) and note.read_text().strip() == str(chosen)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to hand a folder to another user")

@@ -29,7 +29,8 @@ import paramiko
 
 from workroom.core.errors import ExitCode, UserError
 from workroom.core.questions import HostKeyQuestion
-from workroom.storage import NotARegularFileError, atomic_write_bytes, read_regular_file
+from workroom.regular_file import NotARegularFileError, read_regular_file
+from workroom.storage import atomic_write_bytes
 
 HASHED_PREFIX = "|1|"
 MAX_KNOWN_HOSTS_BYTES = 64 * 1024 * 1024

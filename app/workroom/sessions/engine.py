@@ -25,6 +25,7 @@ from workroom.credentials import CredentialKey, CredentialStore
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
 from workroom.providers.base import Provider, ProviderContext
+from workroom.regular_file import read_regular_file
 from workroom.remote.host_keys import KnownHosts
 from workroom.sessions.host_session import HostSession, HostSnapshot
 from workroom.storage import (
@@ -32,7 +33,6 @@ from workroom.storage import (
     atomic_write_bytes,
     load_hosts,
     load_settings,
-    read_regular_file,
     save_hosts,
     save_settings,
 )
@@ -133,7 +133,7 @@ class Engine:
 
     def _load_verdicts(self) -> dict[str, dict[str, object]]:
         try:
-            raw = read_regular_file(self._verdicts_file)  # never waits on a FIFO in the file's place
+            raw = read_regular_file(self._verdicts_file, MAX_FILE_BYTES)  # never waits on a FIFO in the file's place
             if len(raw) > MAX_FILE_BYTES:
                 raise ValueError("too large")
             data = json.loads(raw)
