@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workroom.core.errors import UserError
+from workroom.regular_file import NotARegularFileError, read_regular_file
 
 MAX_INCLUDE_DEPTH = 16
 EXEC_TIMEOUT_SECONDS = 10.0
@@ -195,9 +196,13 @@ class ConfigReader:
         if depth > MAX_INCLUDE_DEPTH:
             raise SshConfigFileError(f"{path}: Include nested too deep (more than {MAX_INCLUDE_DEPTH}).")
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_regular_file(path, None).decode("utf-8")
         except FileNotFoundError:
             return active
+        except NotARegularFileError as exc:
+            # OpenSSH itself opens it and waits for a writer for ever (`ssh -G -F <fifo>` hangs); we refuse.
+            raise SshConfigFileError(f"{path} is not a regular file (a FIFO, device or socket is in its place).",
+                                     "Replace it with a regular file or remove it, then try again.") from exc
         except (OSError, UnicodeDecodeError) as exc:
             raise SshConfigFileError(f"Could not read {path}: {exc}.",
                                      "Fix the file or move it aside, then try again.") from exc

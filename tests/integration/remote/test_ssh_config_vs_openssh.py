@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from workroom.remote.ssh_config import SshTarget, resolve_target
+from fixtures.fifo import within
+from workroom.remote.ssh_config import SshConfigError, SshTarget, resolve_target
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -268,3 +269,26 @@ def test_resolution_matches_ssh_minus_g(oracle_user, case: Case) -> None:
     ours = resolve_target(case.target, user=case.login, port=case.port, home=home,
                           local_user=oracle_user.pw_name, local_uid=oracle_user.pw_uid, environ=_environ(oracle_user))
     assert _our_view(ours) == expected
+
+
+@pytest.mark.parametrize("where", [".ssh/config", ".ssh/included.conf"])
+def test_a_fifo_where_a_config_file_belongs_hangs_ssh_and_is_refused_by_us(oracle_user, where: str) -> None:
+    """OpenSSH (9.x) opens a FIFO in a config file's place (the user's file or an Include'd one) and waits
+    for a writer for ever; it has no regular-file check. We refuse it at once with a clear error instead,
+    which is the one place we do not follow ssh (docs/providers.md, "ssh_config keywords")."""
+    case = Case("fifo", "Host x\n  Include ~/.ssh/included.conf\n", "x", {".ssh/included.conf": "User y\n"})
+    home = _install(oracle_user, case)
+    fifo = home / where
+    fifo.unlink()
+    os.mkfifo(fifo, 0o600)
+    os.chown(fifo, oracle_user.pw_uid, oracle_user.pw_gid)
+    seconds = 3
+    done = subprocess.run(["runuser", "-u", oracle_user.pw_name, "--", "env", "-i",
+                           *(f"{k}={v}" for k, v in _environ(oracle_user).items()),
+                           "timeout", str(seconds), "ssh", "-G", "x"],
+                          capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL, cwd="/")
+    assert done.returncode == 124, (done.returncode, done.stderr)  # timeout(1)'s code: ssh was still waiting
+    with pytest.raises(SshConfigError) as refused:
+        within(lambda: resolve_target("x", home=home, local_user=oracle_user.pw_name, local_uid=oracle_user.pw_uid,
+                                      environ=_environ(oracle_user)), [fifo])
+    assert "not a regular file" in refused.value.message and str(fifo) in refused.value.message

@@ -3,9 +3,11 @@ tests/integration/remote/test_ssh_config_vs_openssh.py)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from fixtures.fifo import within
 from workroom.remote.ssh_config import SshConfigError, resolve_target
 from workroom.remote.ssh_config_file import (
     SshConfigFileError,
@@ -107,3 +109,19 @@ def test_command_keywords_keep_their_line_as_written(tmp_path: Path) -> None:
     """RemoteCommand/LocalCommand are shell text: an odd quote there is the shell's business, not ours."""
     target = _resolve(tmp_path, 'Host x\n  RemoteCommand echo "it\'s\n  LocalCommand printf \'%s\'\n  User ok\n')
     assert target.user == "ok"
+
+
+def test_a_fifo_as_the_config_or_an_included_file_is_a_clear_error_not_a_hang(tmp_path: Path) -> None:
+    """OpenSSH itself waits on such a file for ever (tests/integration/remote/test_ssh_config_vs_openssh.py
+    shows it); we refuse it at once and say what is in the file's place."""
+    config = tmp_path / "fifo-config"
+    os.mkfifo(config)
+    with pytest.raises(SshConfigError) as direct:
+        within(lambda: resolve_target("x", config_path=config, home=tmp_path, default_identities=(), environ={}),
+               [config])
+    assert "not a regular file" in direct.value.message and str(config) in direct.value.message
+    included = tmp_path / "included.conf"
+    os.mkfifo(included)
+    with pytest.raises(SshConfigError) as nested:
+        within(lambda: _resolve(tmp_path, f"Host x\n  Include {included}\n"), [included])
+    assert "not a regular file" in nested.value.message and str(included) in nested.value.message
