@@ -25,6 +25,7 @@ from pathlib import Path
 
 from workroom.core.errors import UserError
 from workroom.paths import AppPaths, app_paths, frozen_data_dir
+from workroom.regular_file import NotARegularFileError, read_regular_file
 
 BUNDLE_NAME = "wr-agent.pyz"
 BUILD_TIMEOUT_S = 60.0
@@ -111,7 +112,10 @@ def default_cache_dir() -> Path:
 
 def _read(path: Path) -> AgentBundle:
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, None)  # never waits on a FIFO in the bundle's place
+    except NotARegularFileError:
+        raise AgentBundleError(f"the agent bundle {path} is damaged: it is not a regular file "
+                               "(a FIFO, device or socket is in its place)") from None
     except OSError as exc:
         raise AgentBundleError(f"cannot read the agent bundle {path}: {exc}") from None
     if not data:
@@ -152,7 +156,7 @@ def locate_agent_bundle(cache_dir: Path | None = None, *, frozen_dir: Path | Non
     frozen = frozen_dir if frozen_dir is not None else frozen_data_dir()
     if frozen is not None:
         path = frozen / BUNDLE_NAME
-        if not path.is_file():
+        if not os.path.lexists(path):  # anything else in its place is read, and reported as damaged
             raise AgentBundleError(f"the packaged agent bundle is missing: {path}")
         return _read(path)
 

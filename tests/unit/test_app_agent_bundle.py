@@ -16,6 +16,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from fixtures.fifo import within
 from workroom import agent_bundle as loc
 from workroom.core.errors import UserError
 from workroom.paths import app_paths
@@ -78,6 +79,17 @@ def test_a_damaged_bundle_is_a_user_error_saying_so(tmp_path: Path, monkeypatch:
     with pytest.raises(UserError, match="No agent to push") as refused:
         loc.load_agent_bundle(app_paths({"WORKROOM_HOME": str(tmp_path / "home")}))
     assert "damaged" in refused.value.message and refused.value.hint
+
+
+def test_a_fifo_as_the_bundle_is_reported_as_damaged_not_waited_on(tmp_path: Path) -> None:
+    """A FIFO in the packaged bundle's place is reported as a damaged bundle, and reading one (as a swap
+    between a look at the file and its read could leave) returns at once instead of waiting for a writer."""
+    fifo = tmp_path / loc.BUNDLE_NAME
+    os.mkfifo(fifo)
+    with pytest.raises(loc.AgentBundleError, match="damaged: it is not a regular file"):
+        within(lambda: loc.locate_agent_bundle(frozen_dir=tmp_path), [fifo])
+    with pytest.raises(loc.AgentBundleError, match="damaged: it is not a regular file"):
+        within(lambda: loc._read(fifo), [fifo])
 
 
 def test_frozen_without_the_packaged_file_says_so(tmp_path: Path) -> None:
