@@ -9,6 +9,7 @@ import base64
 import binascii
 import functools
 import socket
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from paramiko.pkey import PublicBlob, UnknownKeyType
 
 from workroom.core.errors import UserError
 from workroom.core.questions import SecretRequest
+from workroom.regular_file import read_regular_file
 from workroom.remote.host_keys import fingerprint
 from workroom.remote.ssh_config import SshTarget
 from workroom.remote.ssh_errors import AuthFailed, HostUnreachable, LoginInterrupted, SshError
@@ -176,6 +178,15 @@ class LoginAttempts(AuthStrategy):
             return []
 
     def _load(self, path: Path) -> tuple[paramiko.PKey, bytes | None] | None:
+        # paramiko opens the file with a plain open(), which waits for ever on a FIFO: look first.
+        try:
+            regular = stat.S_ISREG(path.stat().st_mode)
+        except OSError as exc:
+            self.problems.append(f"{path} could not be read ({exc.strerror or exc})")
+            return None
+        if not regular:
+            self.problems.append(f"{path} is not a regular file (a FIFO, device or socket is in its place)")
+            return None
         try:
             return paramiko.PKey.from_path(path), None
         except TypeError as exc:  # paramiko's way of saying "encrypted, no passphrase given"
@@ -265,24 +276,31 @@ def _public_blob(path: Path) -> bytes | None:
     """The public key blob for an IdentityFile: the file itself if it is a .pub, else `<file>.pub`."""
     pub = path if path.suffix == ".pub" else path.with_name(path.name + ".pub")
     try:
-        fields = pub.read_text(encoding="utf-8").split()
+        fields = read_regular_file(pub, None).decode("utf-8").split()
         return base64.b64decode(fields[1], validate=True) if len(fields) >= 2 else None
     except (OSError, UnicodeDecodeError, binascii.Error, ValueError):
+        return None
+
+
+def _certificate(cert: Path) -> PublicBlob | None:
+    """The certificate in `cert`, read once and never waiting on a FIFO; None when it cannot be read."""
+    try:
+        return PublicBlob.from_string(read_regular_file(cert, None).decode("utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
         return None
 
 
 def _with_certificate(path: Path, passphrase: bytes | None, key: paramiko.PKey,
                       cert: Path) -> paramiko.PKey | None:
     """A second copy of the key carrying `cert`, if `cert` certifies this very key; else None."""
-    try:
-        blob = PublicBlob.from_file(str(cert))
-    except (OSError, ValueError, UnicodeDecodeError):
+    blob = _certificate(cert)
+    if blob is None:
         return None
     if not _certifies(blob.key_blob, key.asbytes()):
         return None
     try:
         copy = paramiko.PKey.from_path(path, passphrase)  # type: ignore[arg-type]  # bytes work
-        copy.load_certificate(str(cert))
+        copy.load_certificate(paramiko.Message(blob.key_blob))  # the bytes read above, not the path again
     except (OSError, ValueError, TypeError, paramiko.SSHException):
         return None
     return copy
@@ -290,15 +308,14 @@ def _with_certificate(path: Path, passphrase: bytes | None, key: paramiko.PKey,
 
 def _agent_key_with_certificate(key: paramiko.PKey, cert: Path) -> paramiko.PKey | None:
     """A second handle on an agent key carrying `cert`, if `cert` certifies that key; else None."""
-    try:
-        blob = PublicBlob.from_file(str(cert))
-    except (OSError, ValueError, UnicodeDecodeError):
+    blob = _certificate(cert)
+    if blob is None:
         return None
     if not isinstance(key, AgentKey) or not _certifies(blob.key_blob, key.asbytes()):
         return None
     copy = AgentKey(key.agent, key.asbytes(), key.comment)
     try:
-        copy.load_certificate(str(cert))
+        copy.load_certificate(paramiko.Message(blob.key_blob))  # the bytes read above, not the path again
     except (OSError, ValueError):
         return None
     return copy
