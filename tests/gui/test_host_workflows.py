@@ -4,11 +4,13 @@ menu on rows, double-click for details, and a window that remembers its size and
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 from demo_states import every_state
+from fixtures.fifo import within
 from gui_helpers import feed, wait_for
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
@@ -27,6 +29,16 @@ def test_aliases_from_ssh_config_with_include(tmp_path: Path) -> None:
                       "Host !bad ok?\nInclude conf.d/*\nHost=laptop2\n")
     assert config_aliases(config) == ["devbox", "devbox-alt", "gpu-box", "laptop2"]
     assert config_aliases(tmp_path / "missing") == []
+
+
+def test_a_fifo_as_ssh_config_or_an_included_file_gives_no_aliases_instead_of_a_frozen_dialog(
+        tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo-config"
+    os.mkfifo(fifo)
+    assert within(lambda: config_aliases(fifo), [fifo]) == []
+    config = tmp_path / "config"
+    config.write_text(f"Host devbox\nInclude {fifo}\nHost laptop2\n")
+    assert within(lambda: config_aliases(config), [fifo]) == ["devbox", "laptop2"]
 
 
 def test_picking_an_alias_fills_the_name_and_a_key_from_the_browser(engine: Any, qtbot: Any, tmp_path: Path) -> None:

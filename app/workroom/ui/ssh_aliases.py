@@ -1,7 +1,8 @@
 """The host aliases in ~/.ssh/config, for the add-host dialog's picker (as VS Code's Remote Explorer offers).
 
 Only plain aliases count: a `Host` pattern with `*`, `?` or `!` names no one machine. `Include`d files are
-followed (relative to ~/.ssh, globs allowed), at most `MAX_DEPTH` deep; unreadable files are skipped.
+followed (relative to ~/.ssh, globs allowed), at most `MAX_DEPTH` deep; unreadable files, and anything
+that is not a regular file (a FIFO would freeze the dialog), are skipped.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import glob
 import os
 from pathlib import Path
+
+from workroom.regular_file import read_regular_file
 
 MAX_DEPTH = 5
 
@@ -21,7 +24,8 @@ def config_aliases(path: Path | None = None, _depth: int = 0) -> list[str]:
     """Every plain alias, in file order, each once."""
     path = path or default_config()
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        # Read on the GUI thread when the add-host dialog opens: a FIFO here must not freeze the window.
+        lines = read_regular_file(path, None).decode("utf-8", errors="replace").splitlines()
     except OSError:
         return []
     out: list[str] = []
