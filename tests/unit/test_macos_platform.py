@@ -5,9 +5,12 @@ here). They show which messages are sent and when; only a Mac shows that Cocoa a
 from __future__ import annotations
 
 import logging
+import os
+import stat
 from pathlib import Path
 
 import pytest
+from fixtures.fifo import within
 from workroom.platform import logs, macos
 
 pytestmark = pytest.mark.unit
@@ -102,6 +105,24 @@ def test_secrets_never_reach_the_log_file(tmp_path: Path) -> None:
     assert "hunter2" not in text and "sk-123" not in text and "abc" not in text
     assert "passphrase=[redacted] for box" in text
     assert (path.stat().st_mode & 0o777) == 0o600 and (path.parent.stat().st_mode & 0o777) == 0o700
+
+
+def test_a_fifo_in_place_of_the_log_file_is_moved_aside_instead_of_hanging_the_start(tmp_path: Path) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir(mode=0o700)
+    fifo = folder / logs.LOG_FILE_NAME
+    os.mkfifo(fifo, 0o600)
+    try:
+        path = within(lambda: logs.setup_logging(folder), [fifo])
+    finally:
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if getattr(h, "workroom_log", False)]:
+            root.removeHandler(handler)
+            handler.close()
+    assert path == fifo and stat.S_ISREG(path.stat().st_mode)
+    aside = [p for p in folder.iterdir() if p.name.startswith(f"{logs.LOG_FILE_NAME}.corrupt-")]
+    assert len(aside) == 1 and stat.S_ISFIFO(aside[0].lstat().st_mode)
+    assert "was a FIFO, not a file" in path.read_text() and aside[0].name in path.read_text()
 
 
 def test_prompt_notifications_do_not_time_out_on_macos() -> None:

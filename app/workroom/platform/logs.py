@@ -12,6 +12,8 @@ import logging
 import logging.handlers
 import os
 import re
+import stat
+import time
 from pathlib import Path
 
 LOG_FILE_NAME = "workroom.log"
@@ -36,6 +38,7 @@ def setup_logging(log_dir: Path, level: int = logging.INFO) -> Path:
     """Log to `log_dir`/workroom.log (folder made 0700, file 0600) and return the file's path."""
     log_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     path = log_dir / LOG_FILE_NAME
+    moved = _move_fifo_aside(path)
     if not path.exists():
         os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
     handler = logging.handlers.RotatingFileHandler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8")
@@ -49,7 +52,29 @@ def setup_logging(log_dir: Path, level: int = logging.INFO) -> Path:
     root.addHandler(handler)
     root.setLevel(level)
     logging.getLogger("paramiko").setLevel(logging.WARNING)  # its INFO lines are per-packet chatter
+    if moved is not None:
+        logging.getLogger(__name__).warning("%s was a FIFO, not a file: moved it aside to %s and began a new log",
+                                            path, moved)
     return path
+
+
+def _move_fifo_aside(path: Path) -> Path | None:
+    """Opening a FIFO to append waits for a reader for ever, so the app would never start: move it aside
+    (kept, as a damaged data file is) and return where to. A device such as /dev/null (a link to it is a way
+    to turn the log off) never blocks and is left alone."""
+    try:
+        if not stat.S_ISFIFO(path.stat().st_mode):
+            return None
+    except OSError:
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    counter = 1
+    while os.path.lexists(target):
+        target = path.with_name(f"{path.name}.corrupt-{stamp}-{counter}")
+        counter += 1
+    os.replace(path, target)
+    return target
 
 
 MAC_LOG_DIR = "~/Library/Logs/Workroom"
