@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import paramiko
 
 from workroom.core.errors import UserError
+from workroom.regular_file import read_regular_file
 from workroom.remote.host_keys import (
     HostKeyChanged,
     HostKeyUnknown,
@@ -452,7 +453,7 @@ class SshConnection:
             data = source
         else:
             try:
-                data = Path(source).read_bytes()
+                data = read_regular_file(source, None)  # a FIFO must not stall this host's worker
             except OSError as exc:
                 raise SshError("Cannot read the file to upload", f"{source}: {exc.strerror or exc}.",
                                "Check that the file exists and is readable.") from exc

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixtures.fifo import within
 from integration.remote.stream_reader import StreamReader
 from workroom.core.questions import SecretKind, SecretRequest
 from workroom.remote.host_keys import KnownHosts
@@ -22,6 +23,7 @@ from workroom.remote.ssh_connection import (
     HostUnreachable,
     SshConnection,
 )
+from workroom.remote.ssh_errors import SshError
 
 pytestmark = pytest.mark.integration
 
@@ -178,6 +180,17 @@ def test_sftp_put_sets_mode_counts_bytes_and_reports_progress(sshd, tmp_path) ->
     assert on_server.read_bytes() == payload
     assert stat.S_IMODE(on_server.stat().st_mode) == 0o600
     assert on_server.stat().st_uid == sshd.uid
+
+
+def test_sftp_put_of_a_fifo_is_a_clear_error_not_a_hang(sshd, tmp_path) -> None:
+    fifo = tmp_path / "not-a-file"
+    os.mkfifo(fifo)
+    with connect(sshd, trusted_known_hosts(tmp_path, sshd)) as conn:
+        with pytest.raises(SshError) as refused:
+            within(lambda: conn.sftp_put(fifo, "x.bin"), [fifo])
+        assert refused.value.title == "Cannot read the file to upload" and "not a regular file" in refused.value.message
+        assert conn.exec("echo still here").stdout == b"still here\n"
+    assert not (sshd.home / "x.bin").exists()
 
 
 def test_persistent_channel_streams_lines_and_reports_eof_once(sshd, tmp_path) -> None:
