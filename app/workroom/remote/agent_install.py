@@ -172,7 +172,7 @@ _PROBE = textwrap.dedent(
         except Exception as e:
             out["version"] = "unreadable: %s" % e
     try:
-        fd = os.open(sock + ".lock", os.O_RDONLY)
+        fd = os.open(sock + ".lock", os.O_RDONLY | os.O_NONBLOCK)  # a FIFO there must not stall the probe
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -211,8 +211,10 @@ _PROBE = textwrap.dedent(
     # launchd: macOS. A LaunchAgent needs the user's GUI domain; the installer falls back when it is absent.
     out["launchd"] = bool(shutil.which("launchctl")) and not out["systemd_user"]
     try:
-        with open(sock + ".supervisor") as f:
-            out["supervisor"] = f.read(100).strip() or None
+        fd = os.open(sock + ".supervisor", os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd) as f:
+            if stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device there names no supervisor
+                out["supervisor"] = f.read(100).strip() or None
     except OSError:
         pass
     print(json.dumps(out))

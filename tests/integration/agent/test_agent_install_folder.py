@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from fixtures.fifo import within
 from workroom.agent_bundle import AgentBundle
 from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, ServeOptions
 from workroom.remote.host_shell import LocalShell
@@ -69,3 +70,13 @@ def test_a_folder_of_another_user_is_refused_with_a_clear_message(tmp_path: Path
     with pytest.raises(AgentInstallError) as e:
         inst.probe()
     assert "not safe" in e.value.title and "uid 65534" in e.value.message
+
+
+def test_fifos_in_place_of_the_lock_and_supervisor_note_do_not_stall_the_probe(tmp_path: Path) -> None:
+    inst, layout = installer(tmp_path)
+    Path(layout.socket_path).parent.mkdir(mode=0o700, parents=True)
+    fifos = [Path(layout.socket_path + ".lock"), Path(layout.socket_path + ".supervisor")]
+    for fifo in fifos:
+        os.mkfifo(fifo, 0o600)
+    probe = within(inst.probe, fifos)
+    assert probe.running is False and probe.supervisor is None
