@@ -161,12 +161,15 @@ class AppController(QObject):
                             "Check the connection; the card stays until the host answers.") from None
 
     def add_host(self, host: Host, *, connect: bool = True) -> None:
-        """Save a new host (raises DuplicateHostError) and start connecting to it."""
+        """Save a new host (raises DuplicateHostError) and start connecting to it.
+
+        Adding a host is not asking to wake it: a box found asleep shows Asleep (with "Wake and connect").
+        """
         self.engine.add_host(host)
         snapshot = self._snapshot_of(host)
         self.host_added.emit(snapshot)
         if connect:
-            self.connect_host(host.name)
+            self.connect_host(host.name, wake=False)
 
     def _snapshot_of(self, host: Host) -> HostSnapshot:
         try:
