@@ -240,10 +240,13 @@ def test_an_asleep_row_shows_no_live_reasons(app: Any, engine: Any, run: Any, si
                                             home=sim[0]),
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen: list[tuple[str, str]] = []  # (badge, verdict) of every snapshot the window got
+    reasons: set[str] = set()
 
     def watch(s: Any) -> None:
         now = time.monotonic()
         seen.append((s.badge(now).kind.value, row_text.verdict_text(s, now)))
+        if s.host.name == "box1" and s.status is not None:
+            reasons.update(s.status.busy_reasons)
 
     engine.listeners.append(watch)
 
@@ -274,3 +277,6 @@ def test_an_asleep_row_shows_no_live_reasons(app: Any, engine: Any, run: Any, si
     beside_idle = [pair for pair in seen if pair[0] == BadgeKind.BUSY_NOT_KEPT_AWAKE.value and
                    pair[1].startswith("Idle")]
     assert not beside_idle, beside_idle
+    # The app's relay and the agent inside the box (Python both) are never the box's work; the job (sh) is.
+    assert any("sh (pid" in r for r in reasons), reasons
+    assert not [r for r in reasons if "python" in r or "relay" in r], reasons
