@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from workroom.core.busy_words import plain_reasons
 from workroom.core.connection import UNREACHABLE_STATES, WAITING_STATES, ConnectionInfo, ConnectionState
 from workroom.core.durations import format_duration
+from workroom.core.heartbeat_proof import ProofState
 from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import PROTOCOL_VERSION, Status, Verdict
 from workroom.core.traits import ProviderTraits
@@ -67,6 +68,7 @@ class NotKeptAwakeReason(StrEnum):
     WINDOW_TOO_SHORT = "window_too_short"
     OUTSIDE_KEEPAWAKE_NOT_RUNNING = "outside_keepawake_not_running"
     OUTSIDE_KEEPAWAKE_FAILING = "outside_keepawake_failing"
+    PROVIDER_NOT_SEEING = "provider_not_seeing"
 
 
 class Badge(BaseModel):
@@ -286,7 +288,7 @@ def _not_kept_awake(
                 "The agent says it is busy but is not sending its heartbeat.",
                 "Reconnect; if this stays, restart the agent.",
             )
-        return None
+        return _not_seen(connection)
     if traits.needs_outside_keep_awake:
         if connection.keepawake_error:
             return (
@@ -302,7 +304,21 @@ def _not_kept_awake(
                 "and this computer is not sending them.",
                 "Keep the app running and connected while the work runs.",
             )
+        return _not_seen(connection)
     return None
+
+
+def _not_seen(connection: ConnectionInfo) -> tuple[NotKeptAwakeReason, str, str] | None:
+    """The keep-awake is sent, but the provider's idle clock shows it is not counted (heartbeat_proof)."""
+    proof = connection.heartbeat_proof
+    if proof is None or proof.state is not ProofState.NOT_SEEN:
+        return None
+    return (
+        NotKeptAwakeReason.PROVIDER_NOT_SEEING,
+        proof.why,
+        "Check that nothing on the box or its network drops the keep-awake; the provider will put it to sleep "
+        "when its idle window runs out.",
+    )
 
 
 def _keeper_sentence(traits: ProviderTraits, status: Status) -> str:

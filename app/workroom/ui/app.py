@@ -10,12 +10,14 @@ import asyncio
 import logging
 import signal
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSocketNotifier
 from PySide6.QtWidgets import QApplication
 
+from workroom.core import heartbeat_proof
 from workroom.core.protocol import Verdict
 from workroom.core.traits import IdleMetering
 from workroom.platform.macos import AppNapGuard, bring_to_front, hide_dock_icon
@@ -42,6 +44,7 @@ class WorkroomApp:
         self._signal_notifier: QSocketNotifier | None = None
         self._previous_wakeup_fd = -1
         self._previous_sigterm: Any = signal.SIG_DFL
+        self._proofs: dict[str, heartbeat_proof.HeartbeatProof | None] = {}
         self._wire()
         for snapshot in self.window.model.snapshots():
             self.tray.update(snapshot)
@@ -66,6 +69,7 @@ class WorkroomApp:
         t.let_sleep_requested.connect(w.cards.dismiss)
         t.copy_requested.connect(self._copy_ssh)
         w.cards.card_raised.connect(self._notify_card)
+        c.snapshot_changed.connect(self._notify_not_seen)
         w.cards.prompt_answered.connect(t.answered)
 
     def _keep(self, name: str) -> None:
@@ -98,6 +102,15 @@ class WorkroomApp:
         detail = snapshot.badge().tooltip if isinstance(snapshot, HostSnapshot) else ""
         self.tray.notify(f"{workroom}: keep it awake?", detail or f"{workroom} has been busy past its ceiling.",
                          host=name)
+
+    def _notify_not_seen(self, snapshot: HostSnapshot) -> None:
+        """The provider stopped seeing a host's keep-awake: say so before its idle window runs out."""
+        proof = snapshot.connection.heartbeat_proof
+        previous = self._proofs.get(snapshot.host.name)
+        self._proofs[snapshot.host.name] = proof
+        note = heartbeat_proof.notification(snapshot.host.name, proof, previous, time.monotonic())
+        if note is not None:
+            self.tray.notify(*note)
 
     def start(self, *, connect: bool = True, show_window: bool = False) -> None:
         """Show the tray (or, without one, the window) and connect every host in the background."""

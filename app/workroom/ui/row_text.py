@@ -13,6 +13,7 @@ import shlex
 from workroom.core.busy_words import plain_reasons
 from workroom.core.connection import ConnectionState
 from workroom.core.durations import format_duration
+from workroom.core.protocol import Verdict
 from workroom.sessions.host_session import HostSnapshot
 
 CONNECTION_WORDS: dict[ConnectionState, str] = {
@@ -167,9 +168,29 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
             lines.append(("Settings problem", status.settings_error))
     if snap.install is not None and snap.install.supervisor:
         lines.append(("Kept running by", snap.install.supervisor))
+    seen = keep_awake_seen_text(snap, now_monotonic)
+    if seen:
+        lines.append(("Keep-awake seen", seen))
     if snap.connection.error is not None:
         lines.append(("Last error", snap.connection.error.text()))
     return lines
+
+
+def keep_awake_seen_text(snap: HostSnapshot, now_monotonic: float) -> str:
+    """Whether the provider's idle clock shows the keep-awake, and when it last saw activity (sleepable
+    hosts while busy). Never "confirmed" without a reading that proves it."""
+    if not snap.traits.sleeps_when_idle or snap.status is None or snap.status.verdict is not Verdict.BUSY:
+        return ""
+    proof = snap.connection.heartbeat_proof
+    if proof is None:
+        return "unconfirmed (not checked now)"
+    age = proof.last_seen_age(now_monotonic)
+    seen = f"; the provider last saw activity {format_duration(age)} ago" if age is not None else ""
+    if proof.confirmed is True:
+        return "confirmed" + seen
+    if proof.confirmed is False:
+        return "NOT seen" + seen + f". {proof.why}"
+    return proof.why[0].lower() + proof.why[1:] if proof.why else "unconfirmed"
 
 
 def ssh_command(snap: HostSnapshot) -> str | None:
