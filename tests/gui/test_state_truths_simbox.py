@@ -253,7 +253,8 @@ def test_an_asleep_row_shows_no_live_reasons(app: Any, engine: Any, run: Any, si
     async def scenario() -> None:
         app.start(show_window=True)
         await wait_for(lambda: state(app, "box1") in LIVE and snap(app, "box1").status is not None
-                       and snap(app, "box1").status.busy, 40, "box1 to be live and busy")
+                       and any("sh (pid" in r for r in snap(app, "box1").status.busy_reasons), 40,
+                       "box1 to be live and busy with its job")
         live_reasons = row_text.busy_text(snap(app, "box1"))
         assert live_reasons != row_text.NO_VALUE
         put_to_sleep(sim, "box1")
@@ -277,6 +278,6 @@ def test_an_asleep_row_shows_no_live_reasons(app: Any, engine: Any, run: Any, si
     beside_idle = [pair for pair in seen if pair[0] == BadgeKind.BUSY_NOT_KEPT_AWAKE.value and
                    pair[1].startswith("Idle")]
     assert not beside_idle, beside_idle
-    # The app's relay and the agent inside the box (Python both) are never the box's work; the job (sh) is.
+    # The app's relay and the agent inside the box are never the box's work; the job (sh) is.
     assert any("sh (pid" in r for r in reasons), reasons
-    assert not [r for r in reasons if "python" in r or "relay" in r], reasons
+    assert not [r for r in reasons if "wr-agent" in r or "relay" in r], reasons
