@@ -162,6 +162,7 @@ def test_connect_all_skips_the_asleep_box_and_wake_and_connect_wakes_it(app: Any
         assert state(app, "box1") is ConnectionState.ASLEEP
         assert health(sim, "box1")["state"] == "asleep"
         assert app_wakes(sim, "box1") == woken_before, health(sim, "box1")["history"]
+        assert app.tray.host_menus["box1"].connect_action.text() == "Wake and connect"
         window.select_host("box1")
         assert window.detail.connect_button.text() == "Wake and connect"
         window.detail.connect_button.click()
@@ -257,15 +258,28 @@ def test_an_asleep_row_shows_no_live_reasons(app: Any, engine: Any, run: Any, si
                        "box1 to be live and busy with its job")
         live_reasons = row_text.busy_text(snap(app, "box1"))
         assert live_reasons != row_text.NO_VALUE
+        model = app.window.model
+        app.window.select_host("box1")
+        app.window.detail.disconnect_button.click()  # a row that is not live, the box still busy
+        await wait_for(lambda: state(app, "box1") is ConnectionState.DISCONNECTED, 10, "box1 to disconnect")
+        assert str(model.data(model.index(model.row_of("box1"), Column.BUSY))) == row_text.NO_VALUE
+        assert live_reasons not in " ".join(shown_texts(app, "box1"))
+        app.window.detail.connect_button.click()
+        await wait_for(lambda: state(app, "box1") in LIVE and snap(app, "box1").status is not None
+                       and snap(app, "box1").status.busy, 30, "box1 live and busy again")
         put_to_sleep(sim, "box1")
         await wait_for(lambda: state(app, "box1") is ConnectionState.ASLEEP, 15, "box1 to show Asleep")
         await asyncio.sleep(1.2)  # a tick of the window's clock: ages re-rendered
         texts = shown_texts(app, "box1")
-        model = app.window.model
         busy_cell = str(model.data(model.index(model.row_of("box1"), Column.BUSY)))
         assert busy_cell == row_text.NO_VALUE, texts
         badge_cell = str(model.data(model.index(model.row_of("box1"), Column.BADGE)))
-        assert re.fullmatch(r"Asleep · last known busy \(\d+ s ago\)", badge_cell), badge_cell
+        age = re.fullmatch(r"Asleep · last known busy \((\d+) s ago\)", badge_cell)
+        assert age, badge_cell
+        await asyncio.sleep(2.2)  # nothing new arrives while asleep: the age ticks on its own
+        later = str(model.data(model.index(model.row_of("box1"), Column.BADGE)))
+        later_age = re.fullmatch(r"Asleep · last known busy \((\d+) s ago\)", later)
+        assert later_age and int(later_age[1]) >= int(age[1]) + 2, (badge_cell, later)
         assert live_reasons not in " ".join(texts) and "cpu:" not in " ".join(texts), texts
         assert "Busy because</td><td>—" in app.window.detail.fields.text()
 
