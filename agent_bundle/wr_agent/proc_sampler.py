@@ -283,6 +283,8 @@ class ProcSampler(object):
                     self._first_look(p, sig, uptime, now, since)
                 else:
                     self._look(p, now, sig, tty_out)
+                    if p.excluded:
+                        continue
             except OSError as exc:
                 if exc.errno in (errno.ESRCH, errno.ENOENT):
                     self._drop(pid)
@@ -358,6 +360,10 @@ class ProcSampler(object):
         if ran or p.threads > 1:
             comm, f = _parse_stat(self._read(p, "stat"))
             p.comm = comm  # an exec renames it (`exec tmux attach` becomes "tmux: client")
+            if exclusions.is_daemon(comm):
+                # Named itself one of ours (a relay, the installer's probe) after it was first seen as python3.
+                p.excluded = True
+                return
             ticks = int(f[STAT_UTIME]) + int(f[STAT_STIME])
             children = int(f[STAT_CUTIME]) + int(f[STAT_CSTIME])
             if p.threads == 1 and runtime is not None and p.runtime is not None:

@@ -279,9 +279,9 @@ class Server(object):
         if method == "ping":
             return {"monotonic": agent.clock()}
         if method == "subscribe":
-            if not c.relay:
-                # A subscriber that is not our relay is the app on this computer: never its work.
-                agent.exclude_client(peer_pid(c.sock))
+            # A subscriber is the app: on this computer directly, on a box through our relay. Neither is
+            # work, even if the sampler first saw the relay before it named itself (docs/agent.md).
+            agent.exclude_client(peer_pid(c.sock))
             st = agent.status()
             c.subscribed = True
             c.last_visible = visible(st)

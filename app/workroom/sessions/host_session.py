@@ -122,6 +122,7 @@ class HostSession:
         self._wanted = False
         self._attempt = 0
         self._may_wake = False  # later reconnects happen in the background: they must not wake the box
+        self._may_connect_unknown = False
         self._first_status: asyncio.Event = asyncio.Event()
         self.first_status_seconds: float | None = None
         self.failure: UserError | None = None
@@ -141,13 +142,15 @@ class HostSession:
         return HostSnapshot(self.host, self.traits, self.connection, self.status, self.prompt,
                             self.status_received_at, self.install)
 
-    def start(self, *, wake: bool = False) -> None:
+    def start(self, *, wake: bool = False, unknown: bool | None = None) -> None:
         """Connect (and keep reconnecting) in the background.
 
         A box its provider reports asleep is left asleep (shown as such) unless `wake` is set: a
-        background connect must not wake a sleeping box just to look at it.
+        background connect must not wake a sleeping box just to look at it. `unknown` says whether a
+        sleepable box whose state cannot be read may be connected to all the same (default: `wake`).
         """
         self._may_wake = wake
+        self._may_connect_unknown = wake if unknown is None else unknown
         self._wanted = True
         if self._main is None or self._main.done():
             self._main = asyncio.get_running_loop().create_task(self._run(), name=f"session-{self.host.name}")
@@ -414,7 +417,7 @@ class HostSession:
         was_asleep = box is BoxState.ASLEEP
         if was_asleep and not self._may_wake:
             raise _EndOfRun.asleep()
-        if self.traits.sleeps_when_idle and box is BoxState.UNKNOWN and not self._may_wake:
+        if self.traits.sleeps_when_idle and box is BoxState.UNKNOWN and not self._may_connect_unknown:
             raise _EndOfRun(ConnectionState.DISCONNECTED, UserError(
                 "Not connected", f"{self.host.name} may be asleep, and connecting would wake it.",
                 "Click Connect when you need it."), why="would wake")

@@ -109,13 +109,14 @@ class AppController(QObject):
 
     # -- actions ----------------------------------------------------------------------------------
 
-    def connect_host(self, name: str, *, wake: bool = True) -> None:
+    def connect_host(self, name: str, *, wake: bool = True, unknown: bool | None = None) -> None:
         """Connect in the background (and keep reconnecting); progress arrives as snapshots.
 
         The user asking wakes a sleeping box; the app's own start-up (`wake=False`) leaves it asleep.
+        `unknown`: whether a sleepable box whose state cannot be read is connected to (default: `wake`).
         """
         try:
-            self._session(name).start(wake=wake)
+            self._session(name).start(wake=wake, unknown=unknown)
         except UserError as error:
             self.failed.emit(error)
 
@@ -161,12 +162,16 @@ class AppController(QObject):
                             "Check the connection; the card stays until the host answers.") from None
 
     def add_host(self, host: Host, *, connect: bool = True) -> None:
-        """Save a new host (raises DuplicateHostError) and start connecting to it."""
+        """Save a new host (raises DuplicateHostError) and start connecting to it.
+
+        Adding a host is not asking to wake it: a box its provider says is asleep shows Asleep (with "Wake
+        and connect"); one whose state cannot be read is connected to, as the user adding it expects.
+        """
         self.engine.add_host(host)
         snapshot = self._snapshot_of(host)
         self.host_added.emit(snapshot)
         if connect:
-            self.connect_host(host.name)
+            self.connect_host(host.name, wake=False, unknown=True)
 
     def _snapshot_of(self, host: Host) -> HostSnapshot:
         try:
@@ -208,7 +213,7 @@ class AppController(QObject):
             await self.engine.remove_host(host.name)
             self.engine.add_host(host)
             self.host_added.emit(self._snapshot_of(host))
-            self.connect_host(host.name, wake=False)
+            self.connect_host(host.name, wake=False, unknown=True)
 
         self.tasks.run(f"edit:{host.name}", edit())
 

@@ -44,6 +44,9 @@ from workroom.ui.timeline_view import TimelineView
 from workroom.ui.tray import copy_to_clipboard as copy_text
 
 HOSTS_TAB, SETTINGS_TAB = 0, 1
+SETTLED_STATES = (ConnectionState.LIVE, ConnectionState.QUIET, ConnectionState.LOST, ConnectionState.BACKING_OFF,
+                  ConnectionState.ERROR)
+"""A connect that reached one of these did not find the box asleep."""
 
 
 class MainWindow(QMainWindow):
@@ -136,6 +139,10 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.settings, "Settings")
         self.setCentralWidget(self.tabs)
         self.add_dialog: AddHostDialog | None = None
+        self.left_asleep: list[str] = []
+        """The hosts the last Connect all left asleep (named in the notice)."""
+        self._connect_all_pending: set[str] = set()
+        """Hosts the last Connect all started on whose state was not known yet: each may turn out asleep."""
 
         self.ages = QTimer(self)
         """Ticks once a second while the window shows, so ages and countdowns move between events
@@ -184,10 +191,32 @@ class MainWindow(QMainWindow):
 
     def on_snapshot(self, snapshot: HostSnapshot) -> None:
         self.model.update(snapshot)
+        self._track_connect_all(snapshot)
         self.cards.sync(snapshot)
         if self.detail.snapshot is not None and self.detail.snapshot.host.name == snapshot.host.name:
             self.detail.show_snapshot(snapshot)
             self._update_buttons()
+
+    def _track_connect_all(self, snapshot: HostSnapshot) -> None:
+        """A host Connect all started on may only then be found asleep (and left so): name it too."""
+        name, state = snapshot.host.name, snapshot.connection.state
+        if name not in self._connect_all_pending:
+            return
+        if state is ConnectionState.ASLEEP:
+            self._connect_all_pending.discard(name)
+            if name not in self.left_asleep:
+                self.left_asleep.append(name)
+            self._show_left_asleep()
+        elif state in SETTLED_STATES:
+            self._connect_all_pending.discard(name)
+
+    def _show_left_asleep(self) -> None:
+        if self.left_asleep:
+            self.notice.setText(f"Left asleep: {', '.join(self.left_asleep)}. Connect all never wakes a box; "
+                                "select one and click Wake and connect to wake it.")
+            self.notice.show()
+        else:
+            self.notice.hide()
 
     def _tick(self) -> None:
         self.model.refresh_times()
@@ -291,18 +320,16 @@ class MainWindow(QMainWindow):
     def _connect(self, name: str) -> None:
         self.action_error.hide()
         self.notice.hide()
+        self.left_asleep, self._connect_all_pending = [], set()
         self.controller.connect_host(name)
 
     def connect_all(self) -> list[str]:
         """Connect every host that is awake; name the ones left asleep and how to wake one."""
         self.action_error.hide()
         asleep = self.controller.connect_all()
-        if asleep:
-            self.notice.setText(f"Left asleep: {', '.join(asleep)}. Connect all never wakes a box; select one "
-                                "and click Wake and connect to wake it.")
-            self.notice.show()
-        else:
-            self.notice.hide()
+        self.left_asleep = list(asleep)
+        self._connect_all_pending = {n for n in self.controller.host_names() if n not in asleep}
+        self._show_left_asleep()
         return asleep
 
     def _disconnect(self, name: str) -> None:

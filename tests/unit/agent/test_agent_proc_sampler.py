@@ -309,3 +309,21 @@ def test_exclude_later_leaves_out_a_known_process_tree(fake):
     assert len(s.sample().dstate) == 3
     s.exclude(94)
     assert s.sample().dstate == [("make", "96")]
+
+
+def test_a_process_that_names_itself_ours_after_first_sight_is_left_out(fake):
+    """The app's relay or installer probe starts as python3 and names itself wr-agent-* only after its
+    imports: seen busy before that, it is left out from the tick that sees the new name."""
+    clock = Clock(100.0)
+    fake.proc(97, "python3", runtime_ns=1, ticks=0)
+    fake.proc(98, "make", runtime_ns=1, ticks=0)
+    s = sampler(fake, clock)
+    s.sample()
+    clock.t = 101.0
+    fake.proc(97, "python3", runtime_ns=900_000_000, ticks=90)
+    fake.proc(98, "make", runtime_ns=900_000_000, ticks=90)
+    assert sorted(c[0] for c in s.sample().cpu) == ["make", "python3"]
+    clock.t = 102.0
+    fake.proc(97, "wr-agent-relay", runtime_ns=1_800_000_000, ticks=180)
+    fake.proc(98, "make", runtime_ns=1_800_000_000, ticks=180)
+    assert [c[0] for c in s.sample().cpu] == ["make"]
