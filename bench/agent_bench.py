@@ -1,7 +1,7 @@
 """wr-agent benchmark: tick cost (share of one core) with ~20 and 500 extra sleeping processes, resident
 memory, time-to-busy and time-to-idle. Prints the figures; cleans up every process it started by PID.
 
-    sudo .venv/bin/python bench/agent_bench.py [--seconds 20] [--mode ns|host]
+    sudo .venv/bin/python bench/agent_bench.py [--seconds 20] [--mode ns|host] [--full-record]
 
 `ns` (default as root): the agent and the sleepers run in a fresh PID namespace, so the process count is
 exactly what is measured. `host`: the agent watches the whole host (`--candidates user` when not root).
@@ -128,7 +128,21 @@ class Sub:
                 return time.monotonic()
 
 
-def measure(mode, extra, seconds, hold):
+def seed_full_record(path, budget=128 * 1024):
+    """A why-awake record at its byte budget (short alternating spans up to now), as after a busy week."""
+    spans, size, t = [], 0, time.time() - 6 * 86400
+    states = (["busy", "cpu", "cc1"], ["held", "cpu", "cc1"], ["idle", "", ""], ["busy", "tcp", "ssh"])
+    while size < budget - 200 and t < time.time() - 120:
+        span = [round(t, 1), round(t + 61, 1), *states[len(spans) % 4]]
+        spans.append(span)
+        size += len(json.dumps(span, separators=(",", ":"))) + 1
+        t += 61
+    with open(path, "w") as f:
+        json.dump({"format": 1, "last_note": None, "spans": spans}, f, separators=(",", ":"))
+    os.chmod(path, 0o600)
+
+
+def measure(mode, extra, seconds, hold, full_record=False):
     r = Runner(mode)
     tmp = tempfile.mkdtemp(prefix="wrbench")
     os.chmod(tmp, 0o700)
@@ -139,6 +153,8 @@ def measure(mode, extra, seconds, hold):
         pyz = os.path.join(tmp, "wr-agent.pyz")  # measured as deployed: the zipapp
         subprocess.run([sys.executable, "-m", "wr_agent", "bundle", "--out", pyz], check=True, timeout=60,
                        env=dict(os.environ, PYTHONPATH=AGENT_SRC), stdout=subprocess.DEVNULL)
+        if full_record:
+            seed_full_record(sock + ".timeline")
         argv = [sys.executable, pyz, "serve", "--socket", sock, "--no-heartbeat", "--hold-seconds", str(hold)]
         if mode == "host" and os.geteuid() != 0:
             argv += ["--candidates", "user"]
@@ -154,6 +170,20 @@ def measure(mode, extra, seconds, hold):
         share = (cpu_seconds(pid) - c0) / (time.monotonic() - t0)
         rss = rss_kb(pid)
         sub = Sub(sock)
+        if full_record:  # read the whole record once (paged replies), then the resident size again
+            since = None
+            for _ in range(64):
+                ask = {"id": 2, "method": "timeline"} if since is None else {"id": 2, "method": "timeline",
+                                                                             "since": since}
+                sub.s.sendall(json.dumps(ask).encode() + b"\n")
+                while True:
+                    msg = json.loads(sub.f.readline())
+                    if msg.get("id") == 2:
+                        break
+                since = msg["result"]["more_since"]
+                if since is None:
+                    break
+            rss = max(rss, rss_kb(pid))
         busy, idle = [], []
         for _ in range(3):
             if sub.first["verdict"] != "IDLE":
@@ -182,10 +212,12 @@ def main():
     ap.add_argument("--mode", choices=("ns", "host"), default="ns" if os.geteuid() == 0 else "host")
     ap.add_argument("--hold", type=float, default=5.0, help="hold seconds for the time-to-idle runs")
     ap.add_argument("--counts", default="20,500")
+    ap.add_argument("--full-record", action="store_true",
+                    help="start the agent with a why-awake record at its byte budget, and read it all once")
     args = ap.parse_args()
     rows = []
     for n in [int(x) for x in args.counts.split(",")]:
-        row = measure(args.mode, n, args.seconds, args.hold)
+        row = measure(args.mode, n, args.seconds, args.hold, args.full_record)
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(f"\nmode={args.mode} window={args.seconds:g}s  "

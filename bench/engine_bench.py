@@ -25,20 +25,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "app")]
 
 from fixtures import sshd as sshd_mod  # noqa: E402
-from workroom.agent_bundle import bundle_version  # noqa: E402
-from workroom.agent_bundle_locator import locate_agent_bundle  # noqa: E402
+from workroom.agent_bundle import locate_agent_bundle  # noqa: E402
 from workroom.core.hosts import Host, IdentityRef  # noqa: E402
 from workroom.core.protocol import Verdict  # noqa: E402
 from workroom.paths import app_paths  # noqa: E402
-from workroom.remote.agent_install import AgentBundle  # noqa: E402
 from workroom.sessions.engine import Engine  # noqa: E402
 
 
 async def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, object]:
     paths = app_paths({"WORKROOM_HOME": str(work / "home")}).ensure()
     paths.known_hosts_file.write_text(server.host_key_line + "\n")
-    located = locate_agent_bundle(work / "cache")
-    bundle = AgentBundle(data=located.data, sha256=located.sha256, version=bundle_version(located.data))
+    bundle = locate_agent_bundle(work / "cache")
     host = Host(name="bench", provider="ssh", address=server.host, port=server.port, user=server.user,
                 identity=IdentityRef.file(str(server.key_path)), agent_candidates="user")
     engine = Engine(paths, bundle, auto_reconnect=False)

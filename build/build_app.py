@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "app"))
 sys.path.insert(0, str(ROOT / "build"))
 
 from render_plist import render_file  # noqa: E402
-from workroom.agent_bundle_locator import build_bundle, locate_agent_bundle  # noqa: E402
+from workroom.agent_bundle import build_bundle, locate_agent_bundle  # noqa: E402
 
 
 def tree_size(path: Path) -> int:
@@ -59,7 +59,23 @@ def make_icns(work: Path) -> Path | None:
     return icns
 
 
-def build(dist: Path, work: Path) -> Path:
+TARGET_ARCHS = ("universal2", "arm64", "x86_64")
+
+
+def python_archs(executable: str = sys.executable) -> set[str]:
+    """The CPU architectures in this Python's binary (macOS: `lipo -archs`); empty when it cannot be told."""
+    if sys.platform != "darwin" or not shutil.which("lipo"):
+        return set()
+    out = subprocess.run(["lipo", "-archs", os.path.realpath(executable)], capture_output=True, text=True)
+    return set(out.stdout.split()) if out.returncode == 0 else set()
+
+
+def default_target_arch(archs: set[str]) -> str | None:
+    """universal2 when the Python is universal (the app then runs on Intel and Apple silicon), else native."""
+    return "universal2" if {"arm64", "x86_64"} <= archs else None
+
+
+def build(dist: Path, work: Path, target_arch: str | None = None) -> Path:
     if importlib.util.find_spec("PyInstaller") is None:
         raise SystemExit("PyInstaller is not installed: run `python -m pip install pyinstaller` (a build tool only)")
     work.mkdir(parents=True, exist_ok=True)
@@ -77,6 +93,9 @@ def build(dist: Path, work: Path) -> Path:
     icns = make_icns(work)
     if icns is not None:
         env["WORKROOM_ICNS"] = str(icns)
+    if target_arch is not None:
+        env["WORKROOM_TARGET_ARCH"] = target_arch
+        print(f"target arch: {target_arch}")
 
     cmd = [
         sys.executable, "-m", "PyInstaller", "--noconfirm", "--clean", "--log-level", "WARN",
@@ -91,9 +110,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Build Workroom.app (macOS) or the one-folder app (Linux).")
     parser.add_argument("--dist", type=Path, default=OUT / "dist")
     parser.add_argument("--work", type=Path, default=OUT / "work")
+    parser.add_argument("--target-arch", choices=TARGET_ARCHS, default=None,
+                        help="macOS only; default universal2 when this Python is universal, else native")
     args = parser.parse_args(argv)
+    target_arch = args.target_arch or default_target_arch(python_archs())
+    if target_arch is not None and sys.platform != "darwin":
+        parser.error("--target-arch is for macOS builds only")
+    if target_arch == "universal2" and not {"arm64", "x86_64"} <= python_archs():
+        parser.error("--target-arch universal2 needs a universal2 Python (python.org's installer gives one)")
     started = time.monotonic()
-    result = build(args.dist.resolve(), args.work.resolve())
+    result = build(args.dist.resolve(), args.work.resolve(), target_arch)
     elapsed = time.monotonic() - started
     print(f"built {result} in {elapsed:.1f} s, {tree_size(result) / 1e6:.1f} MB")
     return 0

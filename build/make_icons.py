@@ -43,7 +43,7 @@ RADIUS = 6.5
 STROKE = 1.6
 BLACK = QColor(0, 0, 0, 255)
 
-# Kept in step with app/workroom/resources.py FALLBACK_BADGE_KINDS and core/badge.py BadgeKind.
+# Kept in step with core/badge.py BadgeKind (tests/unit/test_resources.py checks every kind has its icons).
 BADGE_KINDS = ("idle", "busy", "busy_past_ceiling", "busy_not_kept_awake", "asleep", "offline", "unknown")
 APP_SIZES = (512, 256, 128)
 

@@ -23,7 +23,15 @@ VERSION_FILE = ROOT / "app" / "workroom" / "__init__.py"
 BUNDLE_IDENTIFIER = "dev.workroom.companion"
 BUNDLE_NAME = "Workroom"
 EXECUTABLE = "workroom-app"
-MINIMUM_MACOS = "12.0"
+PYSIDE6_FLOOR = "6.11.3"
+"""The lowest PySide6 the app allows (pyproject.toml); the first Qt whose tray menu works on macOS 27."""
+QT_MINIMUM_MACOS = {(6, 8): "12.0", (6, 9): "12.0", (6, 10): "13.0", (6, 11): "13.0", (6, 12): "13.0"}
+"""The oldest macOS each Qt minor release supports (Qt's "Supported Platforms" pages)."""
+MINIMUM_MACOS = QT_MINIMUM_MACOS[(int(PYSIDE6_FLOOR.split(".")[0]), int(PYSIDE6_FLOOR.split(".")[1]))]
+LOCAL_NETWORK_USAGE = (
+    "Workroom connects to your workrooms over SSH, and some of them are on your local network "
+    "(a VM, a box in the office). macOS asks before an app may reach devices on the local network."
+)
 ICON_FILE = "Workroom.icns"
 
 _VERSION_RE = re.compile(r"""^__version__\s*=\s*["']([^"']+)["']""", re.MULTILINE)
@@ -64,6 +72,7 @@ def plist_values(version: str | None = None, **overrides: str) -> dict[str, str]
         "build_version": build,
         "icon_file": ICON_FILE,
         "minimum_macos": MINIMUM_MACOS,
+        "local_network_usage": LOCAL_NETWORK_USAGE,
         "copyright": "Workroom companion contributors, MIT licence",
     }
     values.update(overrides)

@@ -19,6 +19,26 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "app"), str(ROOT / "agent_bundle")]
 
 
+def demo_day() -> object:
+    """A developer's last 24 hours as an agent records them (a compile, an ssh session, sleep), ending now."""
+    import time
+
+    from workroom.core.protocol import TimelineReply
+
+    now = time.time()
+    t, spans = now - 24 * 3600, []
+    for minutes, state, cls, subject in ((230, "", "", ""), (160, "asleep", "", ""), (25, "idle", "", ""),
+                                         (190, "busy", "cpu", "cc1plus"), (10, "held", "cpu", "cc1plus"),
+                                         (180, "busy", "tcp", "ssh"), (20, "busy", "keystroke", ""),
+                                         (170, "busy", "cpu", "rustc"), (10, "held", "cpu", "rustc"),
+                                         (40, "ceiling", "cpu", "python3"), (30, "idle", "", ""),
+                                         (375, "asleep", "", "")):
+        if state:
+            spans.append({"start": t, "end": t + minutes * 60, "state": state, "class": cls, "subject": subject})
+        t += minutes * 60
+    return TimelineReply.model_validate({"now": now, "spans": spans, "more_since": None, "problem": None})
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
@@ -68,6 +88,14 @@ def main(argv: list[str] | None = None) -> int:
         feed(snap)
     window.select_host("ci-runner")
     grab(window, "window_hosts")
+
+    window.select_host("ci-runner")
+    window.timeline.show_record(demo_day(), ("watch", "top"))
+    window.timeline.price.setValue(0.36)
+    window.timeline.hourly_price = 0.36
+    window.timeline.show_record(window.timeline.reply, ("watch", "top"))
+    window.detail.resize(560, window.detail.sizeHint().height())
+    grab(window.detail, "detail_why_awake_timeline")
 
     window.select_host("build-box")
     grab(window, "window_offline_host")

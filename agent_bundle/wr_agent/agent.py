@@ -9,10 +9,12 @@ import os
 import threading
 import time
 
-from wr_agent import PROTOCOL, VERSION
+from wr_agent import PROTOCOL, VERSION, plain_text
 from wr_agent import settings as settings_mod
 from wr_agent.ceiling import Ceiling
 from wr_agent.classifier import Classifier
+from wr_agent.timeline import Timeline, key_for
+from wr_agent.user_exclusions import UserExclusions
 
 log = logging.getLogger("wr_agent")
 STALL_SECONDS = 30.0
@@ -45,7 +47,7 @@ WIRE_OVERHEAD_PER_MESSAGE = 250
 class Agent(object):
     def __init__(self, sampler, settings, heartbeat, workroom, build, hold_seconds=30.0, tick_seconds=1.0,
                  settings_path=None, settings_error=None, min_duration=settings_mod.MIN_DURATION,
-                 test_min_duration=None, clock=time.monotonic):
+                 test_min_duration=None, clock=time.monotonic, saved_settings=None, health_listen=None):
         self.lock = threading.RLock()
         self.sampler = sampler
         self.classifier = Classifier(hold_seconds, tick_seconds)
@@ -63,16 +65,21 @@ class Agent(object):
         self.published_busy = False
         self.last_tick = None
         self.started = clock()
-        self.saved_settings = None  # what the settings file holds, when it is valid
+        self.saved_settings = saved_settings  # what the settings file holds, when it is valid
         self.ticks = 0
         self.tick_error = None
         self.on_tick = None  # callable the server sets to be woken after each tick
-        self.health_listen = None  # "host:port" the health endpoint is bound to, shown in status
+        self.health_listen = health_listen  # "host:port" the health endpoint is bound to, shown in status
         self._stop = threading.Event()
         self._thread = None
         # Bytes our own relay clients (the app, over SSH) put on the wire since the last tick, estimated by
         # the server; the net signal discounts them so the app's own traffic never makes the box look busy.
         self.own_wire_bytes = 0
+        # The why-awake record and the user's "never work" names, in files beside the settings.
+        base = os.path.splitext(settings_path)[0] if settings_path else None
+        self.timeline = Timeline(base and base + ".timeline")
+        self.user_exclusions = UserExclusions(base and base + ".exclusions")
+        self._forget_processes = False
 
     def exclude_client(self, pid):
         """The app connected directly (this computer): its process tree is not work (docs/agent.md)."""
@@ -89,6 +96,9 @@ class Agent(object):
     def tick(self):
         with self.lock:
             hint = self.classifier.operations > 0
+        if self._forget_processes:  # the exclusions changed: let the sampler look at every process afresh
+            self._forget_processes = False
+            self.sampler.close()
         sig = self.sampler.sample(busy_hint=hint)
         now = self.clock()
         with self.lock:
@@ -100,6 +110,9 @@ class Agent(object):
             self.heartbeat.tick(now, self.published_busy)
             self.last_tick = now
             self.ticks += 1
+            c = self.ceiling
+            key = key_for(self.published_busy, busy, c.exceeded, c.suppressed, self.classifier.reasons)
+        self.timeline.note(key)
 
     def _loop(self):
         next_at = self.clock()
@@ -123,7 +136,10 @@ class Agent(object):
             self._stop.wait(next_at - now)
 
     def start(self):
+        self.timeline.start()
         self._stop.clear()
+        if self._thread is not None and self._thread.is_alive():
+            return  # a stop that timed out (a slow tick): that thread sees the cleared flag and carries on
         self._thread = threading.Thread(target=self._loop, name="wr-agent-tick", daemon=True)
         self._thread.start()
 
@@ -131,6 +147,7 @@ class Agent(object):
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
+        self.timeline.stop()
         return self._thread is None or not self._thread.is_alive()
 
     # -- status and requests -------------------------------------------------------------------------------
@@ -143,7 +160,7 @@ class Agent(object):
             return {
                 "verdict": "BUSY" if self.published_busy else "IDLE",
                 "classifier_verdict": "BUSY" if self.classifier_busy else "IDLE",
-                "busy_reasons": list(self.classifier.reasons),
+                "busy_reasons": [plain_text.clean(r) for r in self.classifier.reasons],
                 "hold_until": self.classifier.hold_until(),
                 "last_gap": None if self.classifier.last_gap is None else {
                     "at": self.classifier.last_gap[0], "seconds": round(self.classifier.last_gap[1], 3),
@@ -199,6 +216,17 @@ class Agent(object):
             self.ceiling.apply_settings(now, new)
             self.published_busy = self.ceiling.update(now, self.classifier_busy)
             return self.status(now)
+
+    def set_exclusions(self, names):
+        """Replace the user's "never work" names (raises SettingsError; nothing changes then)."""
+        with self.lock:
+            names = self.user_exclusions.set(names)
+            self._forget_processes = True
+            return {"names": names, "problem": None}
+
+    def exclusions(self):
+        with self.lock:
+            return {"names": list(self.user_exclusions.names), "problem": self.user_exclusions.problem}
 
     def handoff_state(self):
         with self.lock:

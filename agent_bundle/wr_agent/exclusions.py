@@ -28,3 +28,32 @@ FIFO_WCHANS = frozenset(("wait_for_partner", "fifo_open"))
 
 def is_daemon(comm):
     return comm in DAEMONS or comm.startswith(PREFIXES)
+
+
+_BASE_TREES = TREES
+USER_COMMANDS = ()  # the user's entries with a space: matched against a process's command line
+
+
+def set_user_names(names):
+    """What the user marked "never work" for this host (user_exclusions.py), each excluded with its
+    descendants (`watch`'s children are its work). A plain name matches the comm, like TREES; an entry
+    with a space is a command (see command_excluded). Samplers read TREES and USER_COMMANDS per call."""
+    global TREES, USER_COMMANDS
+    plain = [n for n in names if not any(ch.isspace() for ch in n)]
+    TREES = _BASE_TREES | frozenset(n[:15] for n in plain)
+    USER_COMMANDS = tuple(n for n in names if any(ch.isspace() for ch in n))
+
+
+def command_excluded(argv):
+    """Whether argv (a list of str) is one of the user's commands, or that command with more arguments;
+    the program may be given by its path or its base name ("python3 watch.py" matches
+    "/usr/bin/python3 watch.py --poll")."""
+    if not USER_COMMANDS or not argv:
+        return False
+    full = " ".join(" ".join(argv).split())  # whitespace collapsed, as the user's entries are
+    short = " ".join(" ".join([argv[0].rsplit("/", 1)[-1], *argv[1:]]).split())
+    for c in USER_COMMANDS:
+        for text in (full, short):
+            if text == c or text.startswith(c + " "):
+                return True
+    return False

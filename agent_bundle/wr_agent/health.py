@@ -26,6 +26,7 @@ import time
 
 from wr_agent import runtime
 from wr_agent.agent import STALL_SECONDS
+from wr_agent.waker import WAKE, Waker
 
 log = logging.getLogger("wr_agent")
 
@@ -289,10 +290,7 @@ class HealthServer(object):
         self.address = format_address(listen_sock)
         self.clients = {}  # insertion order = accept order: the first is the oldest
         self.sel = selectors.DefaultSelector()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self.sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._waker = Waker(self.sel)
         self.sel.register(self.listen, selectors.EVENT_READ, "listen")
         self._accept_paused_until = None
         self._stop = threading.Event()
@@ -306,17 +304,13 @@ class HealthServer(object):
     def stop(self, timeout=2.0):
         """Stop the thread and close the clients; the listening socket stays open (its owner closes it)."""
         self._stop.set()
-        try:
-            self._wake_w.send(b"x")
-        except OSError:
-            pass
+        self._waker.wake()
         if self._thread is not None:
             self._thread.join(timeout)
         for c in list(self.clients):
             self._drop(c)
+        self._waker.close()
         self.sel.close()
-        self._wake_r.close()
-        self._wake_w.close()
 
     def _run(self):
         while not self._stop.is_set():
@@ -341,12 +335,8 @@ class HealthServer(object):
         for key, mask in self.sel.select(timeout):
             if key.data == "listen":
                 self._accept()
-            elif key.data == "wake":
-                try:
-                    while self._wake_r.recv(64):
-                        pass
-                except OSError:
-                    pass
+            elif key.data == WAKE:
+                self._waker.drain()
             else:
                 self._service(key.data, mask)
         now = self.clock()

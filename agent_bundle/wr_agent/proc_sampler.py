@@ -207,6 +207,8 @@ class ProcSampler(object):
                 self.procs[ppid] = parent
         p.tree = (comm in exclusions.TREES or pid in self.exclude_pids
                   or bool(parent is not None and parent.tree))
+        if not p.tree and exclusions.USER_COMMANDS:  # the user's "never work" commands (read once per process)
+            p.tree = exclusions.command_excluded(self._argv(pid))
         p.excluded = (p.tree or pid == "1" or pid == self.self_pid or bool(flags & PF_KTHREAD)
                       or exclusions.is_daemon(comm))
         if not p.excluded and self.only_uid is not None:
@@ -219,6 +221,13 @@ class ProcSampler(object):
             if comm == "sleep":
                 p.endless = self._endless_sleep(pid)
         return p
+
+    def _argv(self, pid):
+        try:
+            raw = self._read_once(self._path(pid, "cmdline"))
+        except OSError:
+            return []
+        return [a.decode("utf-8", "replace") for a in raw.rstrip(b"\0").split(b"\0")] if raw else []
 
     def _on_tty(self, pid):
         for fd in ("1", "2"):

@@ -20,9 +20,59 @@ EXIT_LOCKED = 3
 class StartupError(Exception):
     """A reason not to start, said plainly; `code` is the exit status."""
 
-    def __init__(self, message, code=2):
+    DEFAULT_CODE = 2
+
+    def __init__(self, message, code=DEFAULT_CODE):
         Exception.__init__(self, message)
         self.code = code
+
+
+class NotARegularFile(OSError):
+    """A FIFO, device, socket or directory where a small data file belongs."""
+
+
+def read_regular_file(path, limit):
+    """Up to `limit` + 1 bytes of `path`, refusing anything but a regular file without ever blocking on it
+    (a FIFO opened for reading would wait for a writer for ever; a device could stream without end).
+    Raises FileNotFoundError, NotARegularFile or another OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(mode):
+            raise NotARegularFile("%s is not a regular file" % path)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def remove_leftovers(directory, prefixes):
+    """Delete `<prefix>.tmp.<pid>` files a failed or interrupted save left behind (call under the lock, so
+    no save of ours is in progress). Returns the names removed."""
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        for prefix in prefixes:
+            rest = name[len(prefix) + 5:] if name.startswith(prefix + ".tmp.") else None
+            if rest is not None and rest.isdigit():
+                try:
+                    if stat.S_ISREG(os.lstat(os.path.join(directory, name)).st_mode):
+                        os.unlink(os.path.join(directory, name))
+                        removed.append(name)
+                except OSError:
+                    pass
+    return removed
 
 
 def set_comm(name):
@@ -35,18 +85,26 @@ def set_comm(name):
 
 
 def prepare_dir(sock_path):
-    """Create the socket's directory 0700, or refuse one that is not private to us."""
+    """Create the socket's directory 0700, or refuse one that is not private to us.
+
+    Checked with lstat before anything is opened in it (log, lock, socket): a symlink planted in its place,
+    a folder of another user's or one open to others could let someone else swap or read what we write.
+    """
     d = os.path.dirname(os.path.abspath(sock_path))
-    if not os.path.isdir(d):
+    if not os.path.lexists(d):
         parent = os.path.dirname(d)
         if not os.path.isdir(parent):
             os.makedirs(parent, 0o755)
         try:
-            os.mkdir(d, 0o700)
+            os.mkdir(d, 0o700)  # the umask can only take bits away: never wider than 0700
         except FileExistsError:
-            pass
-        os.chmod(d, 0o700)
-    st = os.stat(d)
+            pass  # made meanwhile: judged below like any existing folder
+    st = os.lstat(d)
+    if stat.S_ISLNK(st.st_mode):
+        raise StartupError("refusing to start: %s is a symbolic link; the agent's folder must be a real "
+                           "folder of this user's" % d)
+    if not stat.S_ISDIR(st.st_mode):
+        raise StartupError("refusing to start: %s is not a folder" % d)
     if st.st_uid != os.getuid():
         raise StartupError("refusing to start: %s is owned by uid %d, not by this user (uid %d)"
                            % (d, st.st_uid, os.getuid()))
@@ -102,13 +160,21 @@ def listen_socket(sock_path):
     if fd is not None:
         return socket.socket(fileno=fd)
     try:
-        os.unlink(sock_path)  # we hold the lock, so whatever is there is stale
+        st = os.lstat(sock_path)
     except FileNotFoundError:
-        pass
+        st = None
+    if st is not None:
+        if not stat.S_ISSOCK(st.st_mode):
+            raise StartupError("refusing to start: %s is in the way (it is not a socket); move it away"
+                               % sock_path)
+        os.unlink(sock_path)  # we hold the lock, so a socket left there is stale
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
     try:
         sock.bind(sock_path)
+    except OSError as exc:
+        sock.close()
+        raise StartupError("cannot listen on %s: %s" % (sock_path, exc.strerror or exc)) from None
     finally:
         os.umask(old)
     os.chmod(sock_path, 0o600)
@@ -125,22 +191,32 @@ def boot_id():
 
 
 def write_state(path, state):
-    state = dict(state, boot_id=boot_id(), written=time.monotonic())
-    tmp = path + ".tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        os.fchmod(fd, 0o600)
-        json.dump(state, f)
-        f.flush()
-        os.fsync(fd)
-    os.rename(tmp, path)
+    """Write the hand-off state atomically; on any failure nothing is left behind (raises OSError)."""
+    data = json.dumps(dict(state, boot_id=boot_id(), written=time.monotonic())).encode("utf-8")
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def take_state(path):
     """Read and delete a hand-off state file; None if absent, stale (other boot, too old) or corrupt."""
     try:
-        with open(path) as f:
-            raw = f.read(1 << 20)
+        raw = read_regular_file(path, 1 << 20)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -152,10 +228,11 @@ def take_state(path):
         except OSError:
             pass
     try:
-        state = json.loads(raw)
+        state = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
         if not isinstance(state, dict):
             raise ValueError("not an object")
-    except ValueError as exc:
+        _check_numbers(state)
+    except (ValueError, RecursionError, UnicodeDecodeError) as exc:
         log.warning("ignoring corrupt hand-off state %s: %s", path, exc)
         return None
     written = state.get("written")
@@ -164,6 +241,30 @@ def take_state(path):
         log.warning("ignoring stale hand-off state %s", path)
         return None
     return state
+
+
+# Numbers in a hand-off state are monotonic seconds and small counters; beyond this they are corrupt (and an
+# integer of hundreds of digits would overflow the float arithmetic of every tick).
+STATE_NUMBER_LIMIT = 1e12
+
+
+def _no_constant(name):
+    raise ValueError("%s is not a number the agent accepts" % name)
+
+
+def _check_numbers(obj, depth=0):
+    """Raise ValueError for a non-finite or absurdly large number anywhere in `obj` (a parsed JSON value)."""
+    if depth > 20:
+        raise ValueError("nested too deeply")
+    if isinstance(obj, dict):
+        for v in obj.values():
+            _check_numbers(v, depth + 1)
+    elif isinstance(obj, list):
+        for v in obj:
+            _check_numbers(v, depth + 1)
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool) and not (
+            -STATE_NUMBER_LIMIT <= obj <= STATE_NUMBER_LIMIT):
+        raise ValueError("a number out of range (%.20s...)" % (obj,))
 
 
 def exec_into(bundle_path, serve_args, lock_fd, listen_sock):

@@ -18,6 +18,7 @@ import zipfile
 from wr_agent import PROTOCOL, VERSION, bundle
 from wr_agent.agent import visible
 from wr_agent.settings import SettingsError
+from wr_agent.waker import WAKE, Waker
 
 log = logging.getLogger("wr_agent")
 MAX_LINE = 65536
@@ -94,32 +95,22 @@ class Server(object):
         self.handoff = handoff  # callable(bundle_path): re-executes; returns only on failure
         self.sel = selectors.DefaultSelector()
         self.sel.register(self.listen, selectors.EVENT_READ, None)
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self.sel.register(self._wake_r, selectors.EVENT_READ, "wake")
+        self._waker = Waker(self.sel)
         self.clients = {}
         self.uid = os.getuid()
         self.pending_handoff = None
         agent.on_tick = self.wake
 
     def wake(self):
-        try:
-            self._wake_w.send(b"x")
-        except OSError:
-            pass  # already woken (buffer full) or closing
+        self._waker.wake()
 
     def run(self, stop):
         while not stop.is_set():
             for key, mask in self.sel.select(timeout=1.0):
                 if key.data is None:
                     self._accept()
-                elif key.data == "wake":
-                    try:
-                        while self._wake_r.recv(4096):
-                            pass
-                    except OSError:
-                        pass
+                elif key.data == WAKE:
+                    self._waker.drain()
                 else:
                     self._service(key.data, mask)
             try:
@@ -132,9 +123,8 @@ class Server(object):
     def close(self):
         for c in list(self.clients):
             self._drop(c)
+        self._waker.close()
         self.sel.close()
-        self._wake_r.close()
-        self._wake_w.close()
 
     # -- connections -----------------------------------------------------------------------------------------
     def _accept(self):
@@ -303,6 +293,14 @@ class Server(object):
             return agent.apply_settings(req)
         if method == "handoff":
             return self._handoff_request(req)
+        if method == "timeline":
+            since = req.get("since")
+            if since is not None and (isinstance(since, bool) or not isinstance(since, (int, float))
+                                      or since != since or abs(since) > 1e12):
+                raise RequestError("invalid", "since must be a number of Unix seconds")
+            return agent.timeline.query(since)
+        if method == "exclusions":
+            return agent.exclusions() if "names" not in req else agent.set_exclusions(req["names"])
         raise RequestError("unsupported", "unknown method %r" % method[:64])
 
     def _handoff_request(self, req):
@@ -331,8 +329,9 @@ class Server(object):
                 try:
                     c.sock.settimeout(1.0)
                     c.sock.sendall(bytes(c.outbuf))
+                    del c.outbuf[:]  # sent: a failed hand-off must not send these replies twice
                 except OSError:
-                    pass
+                    self._drop(c)  # part of a line may be out: the stream is no longer whole
         try:
             self.handoff(path)
         except Exception:

@@ -4,6 +4,8 @@ import json
 import math
 import os
 
+from wr_agent.runtime import NotARegularFile, read_regular_file
+
 MIN_DURATION = 30.0
 MAX_DURATION = 30 * 24 * 3600.0
 DEFAULT_CEILING = 4 * 3600.0
@@ -50,11 +52,14 @@ def check_duration(name, value, min_duration=MIN_DURATION):
     """Return `value` as a float or raise SettingsError naming the field and the bounds."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SettingsError("invalid", "%s must be a number of seconds" % name)
-    value = float(value)
-    if not math.isfinite(value) or value < min_duration or value > MAX_DURATION or value <= 0:
+    try:
+        number = float(value)
+    except OverflowError:  # an integer too large for a float (e.g. 400 digits) is out of range, not a crash
+        number = math.inf if value > 0 else -math.inf
+    if not math.isfinite(number) or number < min_duration or number > MAX_DURATION or number <= 0:
         raise SettingsError("out_of_range", "%s must be between %.10g and %.10g seconds (got %r)"
-                            % (name, min_duration, MAX_DURATION, value))
-    return value
+                            % (name, min_duration, MAX_DURATION, number))
+    return number
 
 
 def validate(obj, min_duration=MIN_DURATION):
@@ -75,10 +80,11 @@ def validate(obj, min_duration=MIN_DURATION):
 def load(path, min_duration=MIN_DURATION):
     """(settings or None, error or None). A missing file is no error; a bad one is explained."""
     try:
-        with open(path, "rb") as f:
-            raw = f.read(65536 + 1)
+        raw = read_regular_file(path, 65536)
     except FileNotFoundError:
         return None, None
+    except NotARegularFile:
+        return None, "settings file %s is corrupt (not a regular file)" % path
     except OSError as exc:
         return None, "settings file %s unreadable: %s" % (path, exc.strerror or exc)
     if len(raw) > 65536:
@@ -97,15 +103,20 @@ def save(path, settings):
     """Write atomically (temp file, fsync, rename) with mode 0600."""
     tmp = "%s.tmp.%d" % (path, os.getpid())
     data = json.dumps(settings.to_dict(), sort_keys=True).encode("utf-8") + b"\n"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.rename(tmp, path)
-    except OSError:
-        os.unlink(tmp)
+    except BaseException:
+        try:
+            os.unlink(tmp)  # a failed save (a full disk) leaves nothing behind
+        except OSError:
+            pass
         raise

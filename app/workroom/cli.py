@@ -1,8 +1,7 @@
 """The `workroom` command line: the engine, headless.
 
-Exit codes (documented in docs/cli.md):
-  0 ok · 1 error · 2 usage · 3 no such host · 4 host unreachable or the agent failed
-  5 unknown host key not trusted · 6 host key changed (refused) · 7 setting out of range
+Exit codes (documented in docs/cli.md): `core.errors.ExitCode`; an error's code is its type's
+`UserError.exit_code`.
 """
 
 from __future__ import annotations
@@ -12,13 +11,15 @@ import asyncio
 import json
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workroom import __version__
-from workroom.core.errors import UserError
+from workroom.core.errors import ExitCode, UserError
 
-EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NO_HOST, EXIT_UNREACHABLE = 0, 1, 2, 3, 4
-EXIT_HOST_KEY_UNKNOWN, EXIT_HOST_KEY_CHANGED, EXIT_OUT_OF_RANGE = 5, 6, 7
+if TYPE_CHECKING:  # the engine is imported only by the commands that need it (a fast `workroom --help`)
+    from workroom.core.questions import HostKeyQuestion
+    from workroom.sessions.engine import Engine
+    from workroom.sessions.host_session import HostSession, HostSnapshot
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -74,8 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
     keep = sub.add_parser("keep", help="answer a ceiling prompt: keep the box awake")
     keep.add_argument("name")
 
-    simbox = sub.add_parser("simbox", help="local sleepable boxes (Linux, root)")
-    simbox.add_argument("simbox_args", nargs=argparse.REMAINDER)
+    why = sub.add_parser("why", help="what kept a host awake: its agent's record, in words")
+    why.add_argument("name")
+    why.add_argument("--since", default="24h", help="how far back: 24h (default), 90m, 2d ... (at most 7d)")
+    why.add_argument("--json", action="store_true")
+    never = sub.add_parser("exclusions", help="process names that never count as work on a host")
+    never.add_argument("name")
+    never.add_argument("--add", action="append", default=[], metavar="PROCESS", help="e.g. watch (repeatable)")
+    never.add_argument("--remove", action="append", default=[], metavar="PROCESS")
+    never.add_argument("--json", action="store_true")
+    price = hosts.add_parser("price", help="the provider's hourly price, for the estimated cost in `why`")
+    price.add_argument("name")
+    price.add_argument("price", help="a number per hour, or 'none'")
     return parser
 
 
@@ -85,25 +96,7 @@ def _err(error: UserError) -> None:
         print(f"  {error.hint}", file=sys.stderr)
 
 
-def _exit_code_for(error: UserError) -> int:
-    from workroom.core.ceiling import SettingsError
-    from workroom.core.hosts import DuplicateHostError, HostNotFoundError
-
-    name = type(error).__name__
-    if isinstance(error, HostNotFoundError):
-        return EXIT_NO_HOST
-    if isinstance(error, DuplicateHostError):
-        return EXIT_ERROR
-    if isinstance(error, SettingsError):
-        return EXIT_OUT_OF_RANGE
-    if name == "HostKeyUnknown" or (error.title or "").lower().startswith("unknown host key"):
-        return EXIT_HOST_KEY_UNKNOWN
-    if name == "HostKeyChanged" or ("changed" in (error.title or "").lower() and "key" in error.title.lower()):
-        return EXIT_HOST_KEY_CHANGED
-    return EXIT_UNREACHABLE
-
-
-def _engine(auto_reconnect: bool = False) -> Any:
+def _engine(auto_reconnect: bool = False) -> Engine:
     from workroom.agent_bundle import load_agent_bundle
     from workroom.paths import app_paths
     from workroom.sessions.engine import Engine
@@ -115,7 +108,7 @@ def _engine(auto_reconnect: bool = False) -> Any:
     return engine
 
 
-def _snapshot_json(snap: Any) -> dict[str, Any]:
+def _snapshot_json(snap: HostSnapshot) -> dict[str, Any]:
     b = snap.badge(time.monotonic())
     out: dict[str, Any] = {
         "name": snap.host.name,
@@ -134,7 +127,7 @@ def _snapshot_json(snap: Any) -> dict[str, Any]:
     return out
 
 
-def _snapshot_line(snap: Any) -> str:
+def _snapshot_line(snap: HostSnapshot) -> str:
     b = snap.badge(time.monotonic())
     reasons = ", ".join(snap.status.busy_reasons[:3]) if snap.status and snap.status.busy_reasons else ""
     line = f"{snap.host.name:<20} {b.label:<28} {snap.connection.state.value:<12}"
@@ -149,7 +142,7 @@ async def _cmd_connect(args: argparse.Namespace) -> int:
     engine = _engine()
     session = engine.session(args.name)
 
-    async def answer(_session: Any, question: Any) -> bool:
+    async def answer(_session: HostSession, question: HostKeyQuestion) -> bool:
         if args.trust_new_host_key:
             print(f"workroom: trusting new host key {question.fingerprint}", file=sys.stderr)
             return True
@@ -162,22 +155,22 @@ async def _cmd_connect(args: argparse.Namespace) -> int:
         if args.watch:
             done = asyncio.get_running_loop().create_future()
 
-            def show(s: Any) -> None:
+            def show(s: HostSnapshot) -> None:
                 print(json.dumps(_snapshot_json(s)) if args.json else _snapshot_line(s), flush=True)
 
             session.listeners.append(show)
             session.auto_reconnect = True
             await done
-        return EXIT_OK
+        return ExitCode.OK
     finally:
         await engine.close()
 
 
 async def _cmd_status(args: argparse.Namespace) -> int:
     engine = _engine(auto_reconnect=args.watch)
-    code = EXIT_OK
+    code = ExitCode.OK
     try:
-        async def one(name: str) -> Any:
+        async def one(name: str) -> HostSnapshot:
             session = engine.session(name)
             try:
                 return await session.connect(timeout=30)
@@ -205,7 +198,72 @@ async def _cmd_keep(args: argparse.Namespace) -> int:
         await session.connect(timeout=30)
         status = await session.keep()
         print(f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
-        return EXIT_OK
+        return ExitCode.OK
+    finally:
+        await engine.close()
+
+
+async def _cmd_why(args: argparse.Namespace) -> int:
+    from workroom.core import timeline as tl
+
+    try:
+        window = tl.parse_since(args.since)
+    except ValueError as error:
+        print(f"workroom: --since: {error}", file=sys.stderr)
+        return ExitCode.USAGE
+    engine = _engine()
+    try:
+        session = engine.session(args.name)
+        await session.connect(timeout=30)
+        # Asked from a little earlier than the window, in case the box's clock runs ahead of ours.
+        reply = await session.timeline(time.time() - window - 3600)
+        summary = tl.summarise(reply, window)
+        period = tl.period_words(window)
+        cost = tl.cost_words(summary, session.host.hourly_price)
+        if args.json:
+            print(json.dumps({
+                "name": session.host.name, "since_seconds": window, "now": summary.end,
+                "headline": summary.headline(period), "awake_seconds": summary.awake_seconds,
+                "up_seconds": summary.up_seconds, "totals": {k.value: v for k, v in summary.totals.items()},
+                "activities": [{"activity": what, "seconds": sec} for what, sec in summary.activities],
+                "segments": [{"start": g.start, "end": g.end, "kind": g.kind.value, "words": g.words,
+                              "class": g.reason_class, "subject": g.subject} for g in summary.segments],
+                "hourly_price": session.host.hourly_price, "cost": cost, "problem": summary.problem,
+            }))
+            return ExitCode.OK
+        print(f"{session.host.name}: {summary.headline(period)}")
+        others = summary.other_lines()
+        if others:
+            print("  " + ", ".join(others))
+        print(f"  [{tl.text_strip(summary)}]  ({tl.STRIP_LEGEND})")
+        if cost:
+            print(f"  cost {cost}")
+        if summary.problem:
+            print(f"  note: {summary.problem}")
+        return ExitCode.OK
+    finally:
+        await engine.close()
+
+
+async def _cmd_exclusions(args: argparse.Namespace) -> int:
+    engine = _engine()
+    try:
+        session = engine.session(args.name)
+        await session.connect(timeout=30)
+        current = await session.exclusions()
+        if args.add or args.remove:
+            names = [n for n in current.names if n not in set(args.remove)]
+            names += [n for n in args.add if n not in names]
+            current = await session.exclusions(names)
+        if args.json:
+            print(json.dumps({"name": session.host.name, "never_work": list(current.names),
+                              "problem": current.problem}))
+        else:
+            listed = ", ".join(current.names) if current.names else "nothing"
+            print(f"{session.host.name}: never work: {listed}")
+            if current.problem:
+                print(f"  note: {current.problem}")
+        return ExitCode.OK
     finally:
         await engine.close()
 
@@ -230,12 +288,23 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
             )
         except ValueError as error:
             print(f"workroom: invalid host: {error}", file=sys.stderr)
-            return EXIT_USAGE
+            return ExitCode.USAGE
         save_hosts(paths, hosts.add(host))
         print(f"added {host.name} ({host.provider})")
     elif args.hosts_command == "remove":
         save_hosts(paths, hosts.remove(args.name))
         print(f"removed {args.name}")
+    elif args.hosts_command == "price":
+        host = hosts.require(args.name)
+        try:
+            value = None if args.price.lower() in ("none", "off", "") else float(args.price)
+            host = Host.model_validate({**host.model_dump(), "hourly_price": value})
+        except ValueError:
+            print(f"workroom: the hourly price must be a number from 0 to 100000, or none (got {args.price!r})",
+                  file=sys.stderr)
+            return ExitCode.USAGE
+        save_hosts(paths, hosts.replace(host))
+        print(f"{host.name}: hourly price {'not set' if value is None else f'{value:g}'}")
     elif args.hosts_command == "list":
         if args.json:
             print(json.dumps([h.model_dump(mode="json") for h in hosts.hosts]))
@@ -245,8 +314,8 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
                 print(f"{h.name:<20} {h.provider:<16} {where}")
     else:
         print("workroom hosts: add, list or remove", file=sys.stderr)
-        return EXIT_USAGE
-    return EXIT_OK
+        return ExitCode.USAGE
+    return ExitCode.OK
 
 
 async def _cmd_settings(args: argparse.Namespace) -> int:
@@ -263,7 +332,7 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
         else:
             print(f"ceiling {c.ceiling_seconds:g} s, prompt timeout {c.prompt_timeout_seconds:g} s, "
                   f"ask mode {'on' if c.ask_at_ceiling else 'off'}")
-        return EXIT_OK
+        return ExitCode.OK
     if args.settings_command == "set":
         loaded = load_settings(app_paths().ensure())
         changes: dict[str, object] = {}
@@ -279,9 +348,9 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
         save_settings(app_paths(), loaded.value.model_copy(update={"ceiling": ceiling}))
         print(f"ceiling {ceiling.ceiling_seconds:g} s, prompt timeout {ceiling.prompt_timeout_seconds:g} s, "
               f"ask mode {'on' if ceiling.ask_at_ceiling else 'off'}")
-        return EXIT_OK
+        return ExitCode.OK
     print("workroom settings: get or set", file=sys.stderr)
-    return EXIT_USAGE
+    return ExitCode.USAGE
 
 
 def _cmd_secret(args: argparse.Namespace) -> int:
@@ -295,23 +364,28 @@ def _cmd_secret(args: argparse.Namespace) -> int:
     else:
         user, _, rest = args.password.rpartition("@")
         host, _, port = rest.partition(":")
-        if not user or not host:
-            print("workroom: --password takes USER@HOST[:PORT]", file=sys.stderr)
-            return EXIT_USAGE
-        key = CredentialKey.password(user, host, int(port or 22))
+        if not user or not host or not (port or "22").isdigit() or not 0 < int(port or 22) < 65536:
+            print(f"workroom: --password takes USER@HOST[:PORT] with PORT 1-65535, got {args.password!r}",
+                  file=sys.stderr)
+            return ExitCode.USAGE
+        try:
+            key = CredentialKey.password(user, host, int(port or 22))
+        except ValueError as error:
+            print(f"workroom: --password: {error}", file=sys.stderr)
+            return ExitCode.USAGE
     store = CredentialStore()
     if args.secret_command == "delete":
         store.delete(key)
         print(f"forgot the {key.kind.value} for {key.subject}")
-        return EXIT_OK
+        return ExitCode.OK
     prompt = f"{key.kind.value.capitalize()} for {key.subject}: "
     value = getpass.getpass(prompt) if sys.stdin.isatty() else sys.stdin.readline().rstrip("\n")
     if not value:
         print("workroom: nothing entered; nothing stored", file=sys.stderr)
-        return EXIT_USAGE
+        return ExitCode.USAGE
     store.set(key, value)
     print(f"stored the {key.kind.value} for {key.subject} in the system keyring ({store.backend_name()})")
-    return EXIT_OK
+    return ExitCode.OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -328,19 +402,19 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_cmd_status(args))
         if args.command == "keep":
             return asyncio.run(_cmd_keep(args))
+        if args.command == "why":
+            return asyncio.run(_cmd_why(args))
+        if args.command == "exclusions":
+            return asyncio.run(_cmd_exclusions(args))
         if args.command == "secret" and args.secret_command:
             return _cmd_secret(args)
-        if args.command == "simbox":
-            from workroom.simbox.cli import main as simbox_main
-
-            return int(simbox_main(args.simbox_args) or 0)
     except UserError as error:
         _err(error)
-        return _exit_code_for(error)
+        return int(error.exit_code)
     except KeyboardInterrupt:
-        return EXIT_OK
+        return ExitCode.OK
     parser.print_help()
-    return EXIT_USAGE
+    return ExitCode.USAGE
 
 
 if __name__ == "__main__":

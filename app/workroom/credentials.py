@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from enum import StrEnum
 
-from workroom.core.errors import UserError
+from workroom.core.errors import ExitCode, UserError
+from workroom.core.questions import SecretKind, SecretRequest
 
 SERVICE_NAME = "workroom-companion"
 
@@ -30,6 +30,8 @@ class CredentialError(UserError):
 class KeyringUnavailableError(CredentialError):
     """No usable (non-plaintext) keyring on this computer."""
 
+    exit_code = ExitCode.NO_KEYRING
+
     def __init__(self, found: str) -> None:
         super().__init__(
             "No secure keyring",
@@ -38,15 +40,6 @@ class KeyringUnavailableError(CredentialError):
             "Use ssh-agent or a key without a passphrase, or install a keyring service "
             "(e.g. GNOME Keyring or KWallet) and restart the app.",
         )
-
-
-class SecretKind(StrEnum):
-    PASSPHRASE = "passphrase"
-    """A private key file's passphrase; the subject is the key file's path."""
-    PASSWORD = "password"
-    """An SSH password; the subject is user@host:port."""
-    KEY = "key"
-    """A private key kept in the keyring itself; the subject is its keyring id."""
 
 
 @dataclass(frozen=True)
@@ -66,16 +59,17 @@ class CredentialKey:
         return f"{self.kind.value}:{self.subject}"
 
     @classmethod
+    def of(cls, request: SecretRequest) -> CredentialKey:
+        """Where the secret a login asked for is filed."""
+        return cls(request.kind, request.subject)
+
+    @classmethod
     def passphrase(cls, key_path: str) -> CredentialKey:
-        return cls(SecretKind.PASSPHRASE, key_path)
+        return cls.of(SecretRequest.passphrase(key_path))
 
     @classmethod
     def password(cls, user: str, host: str, port: int = 22) -> CredentialKey:
-        return cls(SecretKind.PASSWORD, f"{user}@{host}:{port}")
-
-    @classmethod
-    def stored_key(cls, key_id: str) -> CredentialKey:
-        return cls(SecretKind.KEY, key_id)
+        return cls.of(SecretRequest.password(user, host, port))
 
 
 def _backend_id(backend: object) -> tuple[str, str]:

@@ -6,7 +6,11 @@ directories are used (platformdirs: ~/.config, ~/Library/Application Support, ..
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
+import sys
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,3 +88,107 @@ def _runtime_dir(dirs: platformdirs.PlatformDirs) -> Path:
 
 def _is_macos() -> bool:
     return os.uname().sysname == "Darwin"
+
+
+def frozen_data_dir() -> Path | None:
+    """Where a frozen (PyInstaller) app keeps its bundled files (`sys._MEIPASS`); None when not frozen.
+
+    The one place that knows how a frozen app is laid out: the agent bundle and the icons are both found
+    through it."""
+    meipass = getattr(sys, "_MEIPASS", None)
+    return Path(meipass) if meipass and getattr(sys, "frozen", False) else None
+
+
+# -- the local agent's socket folder -------------------------------------------------------------------------
+MAX_SOCKET_PATH = 100  # sun_path is 104-108 bytes depending on the platform
+SOCKET_DIR_NOTE = "socket-dir"
+_CS_DARWIN_USER_TEMP_DIR = 65537
+
+
+class UnsafeFolderError(PermissionError):
+    """A folder another user could have made, swapped or entered: nothing in it is trusted."""
+
+
+def check_private_dir(path: Path) -> None:
+    """Raise UnsafeFolderError unless `path` is a real directory (not a symlink), owned by this user,
+    with no access for group or others. lstat: a symlink planted in our place is refused, not followed."""
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafeFolderError(f"{path} is a symbolic link, not a folder of this user's")
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeFolderError(f"{path} is not a folder")
+    if info.st_uid != os.getuid():
+        raise UnsafeFolderError(f"{path} belongs to uid {info.st_uid}, not to this user (uid {os.getuid()})")
+    if stat.S_IMODE(info.st_mode) & 0o077:
+        raise UnsafeFolderError(f"{path} is open to other users (mode {stat.S_IMODE(info.st_mode):o})")
+
+
+def _fits(directory: Path) -> bool:
+    return len(str(directory / "agent.sock.lock")) <= MAX_SOCKET_PATH
+
+
+def _is_private(directory: Path) -> bool:
+    try:
+        check_private_dir(directory)
+    except OSError:
+        return False
+    return True
+
+
+def agent_socket_dir(preferred: Path, env: Mapping[str, str] | None = None) -> Path:
+    """Where this user's local agent keeps its socket: `preferred` when the path fits in a socket address,
+    else a folder only this user can reach, never a predictable name in a shared folder.
+
+    In order: a folder in `$XDG_RUNTIME_DIR` (per user, 0700, made by the login manager); on macOS the
+    per-user temp folder (`confstr(_CS_DARWIN_USER_TEMP_DIR)`); otherwise a `mkdtemp` folder (random
+    name, made 0700 atomically) whose path is remembered in `preferred`'s parent. Each candidate is
+    checked with lstat (a real folder of ours, mode 0700) every time; one that fails is never used.
+    """
+    if _fits(preferred):
+        return preferred
+    environ = os.environ if env is None else env
+    tag = hashlib.sha256(str(preferred).encode()).hexdigest()[:10]
+    for base in _private_bases(environ):
+        candidate = base / f"wr-agent-{tag}"
+        if not _fits(candidate):
+            continue
+        try:
+            candidate.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            continue
+        if _is_private(candidate):
+            return candidate
+    return _remembered_temp_dir(preferred.parent / SOCKET_DIR_NOTE)
+
+
+def _private_bases(environ: Mapping[str, str]) -> list[Path]:
+    bases = []
+    runtime = environ.get("XDG_RUNTIME_DIR", "").strip()
+    if runtime and Path(runtime).is_absolute() and _is_private(Path(runtime)):
+        bases.append(Path(runtime))
+    if sys.platform == "darwin":
+        try:
+            user_temp = os.confstr(_CS_DARWIN_USER_TEMP_DIR)
+        except (OSError, ValueError):
+            user_temp = None
+        if user_temp and _is_private(Path(user_temp.rstrip("/"))):
+            bases.append(Path(user_temp.rstrip("/")))
+    return bases
+
+
+def _remembered_temp_dir(note: Path) -> Path:
+    try:
+        remembered = Path(note.read_text(encoding="utf-8").strip())
+    except (OSError, UnicodeDecodeError):
+        remembered = None
+    if remembered is not None and remembered.is_absolute() and _fits(remembered) and _is_private(remembered):
+        return remembered
+    # Gone (a reboot cleaned /tmp) or not ours any more: a fresh random folder, never the old name.
+    fresh = Path(tempfile.mkdtemp(prefix="wr-", dir="/tmp"))
+    note.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = note.with_name(f".{note.name}.{os.getpid()}.tmp")
+    tmp.write_text(str(fresh) + "\n", encoding="utf-8")
+    os.replace(tmp, note)
+    return fresh

@@ -1,6 +1,6 @@
 """Finds the shipped resources (icons) wherever the app runs, and fails loudly when one is missing.
 
-Three places, tried in order: a PyInstaller bundle (`sys._MEIPASS/resources`), an installed wheel
+Three places, tried in order: a frozen app (`paths.frozen_data_dir()/resources`), an installed wheel
 (`workroom/_resources`, put there by hatchling's force-include), a repository checkout (`<repo>/resources`).
 A missing icon raises `MissingResourceError` naming the file, so a test fails instead of the menu bar
 showing a blank. Qt is imported only by the functions that return QIcons.
@@ -9,16 +9,15 @@ showing a blank. Qt is imported only by the functions that return QIcons.
 from __future__ import annotations
 
 import os
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workroom.paths import frozen_data_dir
+
 if TYPE_CHECKING:
     from PySide6.QtGui import QIcon
 
-# Used only while core/badge.py has not landed; BadgeKind is the source of truth once it exists.
-FALLBACK_BADGE_KINDS = ("idle", "busy", "busy_past_ceiling", "busy_not_kept_awake", "asleep", "offline", "unknown")
 MENUBAR_SIZE = 18  # points; the @2x file is twice that in pixels
 APP_ICON_SIZES = (512, 256, 128)
 ENV_OVERRIDE = "WORKROOM_RESOURCES"  # a directory laid out like resources/, for packagers and tests
@@ -33,9 +32,9 @@ def _candidates() -> list[Path]:
     override = os.environ.get(ENV_OVERRIDE)
     if override:
         found.append(Path(override))
-    meipass = getattr(sys, "_MEIPASS", None)
-    if meipass:
-        found.append(Path(meipass) / "resources")
+    frozen = frozen_data_dir()
+    if frozen is not None:
+        found.append(frozen / "resources")
     here = Path(__file__).resolve().parent
     found.append(here / "_resources")  # installed wheel
     found.append(here.parent.parent / "resources")  # repo checkout: <repo>/app/workroom/resources.py
@@ -53,11 +52,9 @@ def resources_dir() -> Path:
 
 
 def badge_kinds() -> list[str]:
-    """Every badge kind's name: from core.badge.BadgeKind when it exists, else the known list."""
-    try:
-        from workroom.core.badge import BadgeKind
-    except ImportError:
-        return list(FALLBACK_BADGE_KINDS)
+    """Every badge kind's name (core.badge.BadgeKind is the one list)."""
+    from workroom.core.badge import BadgeKind
+
     return [_kind_name(k) for k in BadgeKind]
 
 

@@ -101,12 +101,13 @@ def check_keyring() -> CheckResult:
 
 def check_agent_bundle(cache_dir: Path | None = None) -> CheckResult:
     """The bundle exists and the hash the app would push is the hash of the bytes on disk."""
-    from workroom.agent_bundle_locator import AgentBundleError, locate_agent_bundle
+    from workroom.agent_bundle import AgentBundleError, locate_agent_bundle
 
     try:
         bundle = locate_agent_bundle(cache_dir)
     except AgentBundleError as exc:
         return CheckResult("agent bundle", False, str(exc))
+    assert bundle.path is not None  # a located bundle always names its file
     on_disk = hashlib.sha256(bundle.path.read_bytes()).hexdigest()
     if on_disk != bundle.sha256:
         return CheckResult(

@@ -7,9 +7,11 @@ deleted), the caller gets a `UserError` to show, and the app carries on with def
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import socket
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -103,12 +105,68 @@ def _why(error: Exception) -> str:
     return str(error)
 
 
-def _load(path: Path, model: type[_T], default: _T, what: str) -> Loaded[_T]:
+class NotARegularFileError(OSError):
+    """A FIFO, device, socket or directory where a data file belongs."""
+
+
+def read_regular_file(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+    """Up to `limit` + 1 bytes of `path`, which must be a regular file.
+
+    Opened non-blocking and checked with fstat before any read: a FIFO in the file's place would
+    otherwise block the app's start-up until someone writes to it, and a device could stream for ever.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise NotARegularFileError(f"{path} is not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+LEFTOVER_AGE_SECONDS = 60.0
+"""A temp file of atomic_write_bytes older than this belongs to a save that died (a crash mid-write);
+a younger one may be another app process's save in progress, so it is left alone."""
+
+
+def remove_leftovers(path: Path, now: float | None = None) -> list[Path]:
+    """Delete the stale temp files that interrupted saves of `path` left beside it."""
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    try:
+        candidates = list(path.parent.glob(f".{path.name}.*.tmp"))
+    except OSError:
+        return removed
+    for leftover in candidates:
+        try:
+            info = leftover.lstat()
+            if stat.S_ISREG(info.st_mode) and now - info.st_mtime > LEFTOVER_AGE_SECONDS:
+                leftover.unlink()
+                removed.append(leftover)
+        except OSError:
+            pass
+    return removed
+
+
+def _load(path: Path, model: type[_T], default: _T, what: str) -> Loaded[_T]:
+    remove_leftovers(path)
+    try:
+        raw = read_regular_file(path)
     except FileNotFoundError:
         return Loaded(default)
+    except NotARegularFileError as error:
+        return _damaged(path, error, default, what)
     except OSError as error:
         # Not moved aside: we could not read it, so we cannot judge it (and likely not move it).
         problem = UserError(
@@ -122,19 +180,23 @@ def _load(path: Path, model: type[_T], default: _T, what: str) -> Loaded[_T]:
             raise ValueError(f"it is larger than {MAX_FILE_BYTES} bytes")
         value = model.model_validate_json(raw.decode("utf-8"))
     except (ValueError, RecursionError) as error:
-        why = _why(error)
-        try:
-            aside: Path | None = _move_aside(path)
-        except OSError:
-            aside = None
-        kept = f"It was kept as {aside}." if aside else "It could not be moved aside and was left in place."
-        problem = UserError(
-            f"The {what} file was damaged",
-            f"{path} could not be used: {why}. {kept}",
-            f"The app started with default {what}; fix or delete the kept file to recover anything in it.",
-        )
-        return Loaded(default, problem, aside)
+        return _damaged(path, error, default, what)
     return Loaded(value)
+
+
+def _damaged(path: Path, error: Exception, default: _T, what: str) -> Loaded[_T]:
+    why = "it is not a regular file" if isinstance(error, NotARegularFileError) else _why(error)
+    try:
+        aside: Path | None = _move_aside(path)
+    except OSError:
+        aside = None
+    kept = f"It was kept as {aside}." if aside else "It could not be moved aside and was left in place."
+    problem = UserError(
+        f"The {what} file was damaged",
+        f"{path} could not be used: {why}. {kept}",
+        f"The app started with default {what}; fix or delete the kept file to recover anything in it.",
+    )
+    return Loaded(default, problem, aside)
 
 
 def this_host_name() -> str:

@@ -19,13 +19,11 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from workroom.agent_bundle import bundle_version
-from workroom.agent_bundle_locator import locate_agent_bundle
+from workroom.agent_bundle import locate_agent_bundle
 from workroom.core.hosts import Host, IdentityRef
 from workroom.core.keepawake import KeepAwakeEnd
 from workroom.core.protocol import Verdict
 from workroom.paths import app_paths
-from workroom.remote.agent_install import AgentBundle
 from workroom.sessions.engine import Engine
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -43,7 +41,7 @@ def _box(health_url: str) -> dict:
 def metered(tmp_path: Path):  # type: ignore[no-untyped-def]
     if os.geteuid() != 0:
         pytest.skip("the simulator needs root; CI runs as root")
-    from workroom.simbox import control
+    from simbox import control
 
     home = tmp_path / "sim"
     state = control.up(2, WINDOW, metering="requests", guest_port=8080, home=home)
@@ -55,11 +53,10 @@ def metered(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def test_keep_awake_from_outside_on_the_request_meter(metered, tmp_path: Path) -> None:
     home, info = metered
-    from workroom.simbox import control
+    from simbox import control
 
     kept, control_box = info["boxes"]
-    located = locate_agent_bundle(tmp_path / "cache")
-    bundle = AgentBundle(data=located.data, sha256=located.sha256, version=bundle_version(located.data))
+    bundle = locate_agent_bundle(tmp_path / "cache")
     paths = app_paths({"WORKROOM_HOME": str(tmp_path / "app")}).ensure()
     paths.known_hosts_file.write_text(kept["host_key_line"] + "\n")
     engine = Engine(paths, bundle, auto_reconnect=False)

@@ -23,15 +23,13 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from workroom.agent_bundle import bundle_version
-from workroom.agent_bundle_locator import locate_agent_bundle
+from workroom.agent_bundle import AgentBundle, locate_agent_bundle
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host, IdentityRef
 from workroom.core.protocol import PromptEvent, Verdict
 from workroom.paths import app_paths
-from workroom.remote.agent_install import AgentBundle
 from workroom.sessions.engine import Engine
 from workroom.storage import save_settings
 
@@ -78,7 +76,7 @@ def _engine(tmp: Path, label: str, bundle: AgentBundle, box: dict, ceiling: Ceil
 def simbox(tmp_path: Path):  # type: ignore[no-untyped-def]
     if os.geteuid() != 0:
         pytest.skip("the simulator needs root (network namespaces, cgroups); CI runs as root")
-    from workroom.simbox import control
+    from simbox import control
 
     home = tmp_path / "sim"
     state = control.up(3, WINDOW, home=home)
@@ -90,11 +88,10 @@ def simbox(tmp_path: Path):  # type: ignore[no-untyped-def]
 
 def test_three_boxes_like_the_live_run(simbox, tmp_path: Path) -> None:
     home, info = simbox
-    from workroom.simbox import control
+    from simbox import control
 
     control_box, agent_box, ask_box = info["boxes"]
-    located = locate_agent_bundle(tmp_path / "cache")
-    bundle = AgentBundle(data=located.data, sha256=located.sha256, version=bundle_version(located.data))
+    bundle = locate_agent_bundle(tmp_path / "cache")
     advisory = _engine(tmp_path, "advisory", bundle, agent_box, CeilingSettings())
     asking = _engine(tmp_path, "asking", bundle, ask_box,
                      CeilingSettings(ceiling_seconds=30, prompt_timeout_seconds=30, ask_at_ceiling=True))

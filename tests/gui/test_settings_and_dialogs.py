@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from gui_helpers import wait_for
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.hosts import Host
+from workroom.core.questions import HostKeyQuestion
 from workroom.ui.host_dialog import AddHostDialog
 from workroom.ui.host_key_dialog import HostKeyDialog, ask_host_key
 
@@ -118,20 +118,16 @@ def test_add_host_through_the_window(window: Any, engine: Any, run: Any) -> None
     assert "build-box" in engine.paths.hosts_file.read_text()
 
 
-@dataclass
-class Question:
-    host: str = "10.1.2.3"
-    port: int = 2222
-    key_type: str = "ssh-ed25519"
-    fingerprint: str = "SHA256:q8H0bQ0qK1m1m2oXkz4vU5y3d2C8rB3a4Qe7nYt9wXc"
+QUESTION = HostKeyQuestion("10.1.2.3", 2222, "ssh-ed25519", "SHA256:q8H0bQ0qK1m1m2oXkz4vU5y3d2C8rB3a4Qe7nYt9wXc")
 
 
 @pytest.mark.parametrize("trust", [True, False])
 def test_host_key_dialog_shows_fingerprint_and_answers(qapp: Any, run: Any, trust: bool) -> None:
     async def ask() -> bool:
-        answer = asyncio_task(ask_host_key("build-box", Question()))
+        answer = asyncio_task(ask_host_key("build-box", QUESTION))
         dialog = await wait_for(lambda: _open_dialog(), 5, "the host-key dialog")
-        assert dialog.fingerprint.text() == Question.fingerprint
+        assert dialog.fingerprint.text() == QUESTION.fingerprint
+        assert "10.1.2.3:2222" in dialog.findChildren(QLabel)[0].text()
         (dialog.trust_button if trust else dialog.cancel_button).click()
         return await answer
 

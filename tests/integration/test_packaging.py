@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import workroom
 from workroom import self_test
-from workroom.agent_bundle_locator import locate_agent_bundle
+from workroom.agent_bundle import locate_agent_bundle
 
 pytestmark = pytest.mark.integration
 
@@ -182,3 +182,49 @@ def test_built_app_self_test_names_what_failed(built_app: Path, tmp_path: Path) 
     assert out.returncode == 1, out.stdout + out.stderr
     assert "[FAIL] keyring: no usable keyring" in out.stdout
     assert out.stdout.rstrip().endswith("self-test FAILED: keyring")
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_built_app_runs_its_local_agent_with_its_own_interpreter(built_app: Path, tmp_path: Path) -> None:
+    """No python3 anywhere on PATH (as on a Mac without Command Line Tools): the frozen app is the agent's
+    Python. The app runs offscreen until this computer is live, then quits on SIGTERM."""
+    import signal
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    for src in ("/usr/bin", "/bin", "/usr/sbin", "/sbin"):
+        for name in os.listdir(src) if os.path.isdir(src) else []:
+            if not name.startswith("python") and not (folder / name).exists() and not (folder / name).is_symlink():
+                (folder / name).symlink_to(os.path.join(src, name))
+    env = _frozen_env(tmp_path, True)
+    env.update(PATH=str(folder), WORKROOM_LOGIN_ENV="0")
+    home = Path(env["WORKROOM_HOME"])
+    log_file = home / "logs" / "workroom.log"
+    app = subprocess.Popen([str(built_app / "workroom-app")], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and app.poll() is None:
+            if log_file.exists() and ": live" in log_file.read_text():
+                break
+            time.sleep(0.3)
+        agents = subprocess.run(["pgrep", "-f", f"{home}/state/agent/wr-agent.pyz"], capture_output=True,
+                                text=True).stdout.split()
+        exes = {os.path.realpath(f"/proc/{pid}/exe") for pid in agents}
+        app.send_signal(signal.SIGTERM)
+        _out, err = app.communicate(timeout=60)
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.communicate()
+        for pid in subprocess.run(["pgrep", "-f", f"{home}/state/agent/wr-agent.pyz"], capture_output=True,
+                                  text=True).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    text = log_file.read_text() if log_file.exists() else ""
+    assert ": live" in text, text + err
+    assert exes == {os.path.realpath(built_app / "workroom-app")}, exes
+    assert app.returncode == 0, err

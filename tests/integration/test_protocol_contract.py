@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,15 @@ from workroom.core.protocol import (
     Reply,
     Status,
     StatusEvent,
+    TimelineSpan,
+    exclusions_request,
     keep_request,
     parse_line,
     ping_request,
     settings_request,
     status_request,
     subscribe_request,
+    timeline_request,
 )
 
 pytestmark = pytest.mark.integration
@@ -117,3 +121,81 @@ def test_the_document_names_every_status_field_both_sides_use(agent) -> None:  #
     modelled = set(Status.model_fields)
     assert modelled <= sent, f"fields the app expects that this agent does not send: {modelled - sent}"
     assert json.loads(json.dumps(status)) == status  # plain JSON, nothing exotic
+
+
+def test_timeline_and_exclusions_parse_with_the_apps_models(agent) -> None:  # type: ignore[no-untyped-def]
+    """The why-awake record and the "never work" names: the agent's replies through the app's models."""
+    wire = Wire(agent.sock)
+    wire.line()
+    deadline = time.monotonic() + 10
+    spans: tuple[TimelineSpan, ...] = ()
+    while not spans and time.monotonic() < deadline:  # the first tick starts the record, the second counts
+        reply = wire.ask(timeline_request(1))
+        assert isinstance(reply, Reply)
+        result = reply.timeline()
+        spans = result.spans
+        time.sleep(0.3)
+    assert spans and spans[-1].state in {"busy", "held", "idle"} and spans[-1].end <= result.now + 1
+    assert abs(result.now - time.time()) < 5 and result.problem is None
+    later = wire.ask(timeline_request(2, since=result.now + 3600))
+    assert isinstance(later, Reply) and later.timeline().spans == ()
+    bad = wire.ask(b'{"id":3,"method":"timeline","since":"yesterday"}\n')
+    assert isinstance(bad, ErrorReply) and bad.error.code == "invalid"
+
+    assert wire.ask(exclusions_request(4)).exclusions().names == ()  # type: ignore[union-attr]
+    changed = wire.ask(exclusions_request(5, ["watch", "top"]))
+    assert isinstance(changed, Reply) and changed.exclusions().names == ("top", "watch")
+    assert wire.ask(exclusions_request(6)).exclusions().names == ("top", "watch")  # type: ignore[union-attr]
+    refused = wire.ask(exclusions_request(7, ["a/b"]))
+    assert isinstance(refused, ErrorReply) and refused.error.code == "invalid"
+    raw = wire.ask(b'{"id":8,"method":"timeline"}\n')
+    assert isinstance(raw, Reply)
+    sent_keys = set(raw.result) | {k for span in raw.result["spans"] for k in span}
+    for name in ("`timeline`", "`exclusions`", *(f"`{key}`" for key in sent_keys)):
+        assert name in DOC.read_text(), f"docs/protocol.md does not name {name}"
+
+
+def test_a_full_record_comes_to_the_app_in_pages_without_loss(tmp_path: Path) -> None:
+    """A record at its byte budget is more than one protocol line: the app's client pages through it."""
+    import asyncio
+
+    from workroom.remote.agent_client import AgentClient
+
+    sock = str(Path(private_dir(tmp_path / "run")) / "agent.sock")
+    now = time.time()
+    spans = [[round(now - 6 * 86400 + 61 * i, 1), round(now - 6 * 86400 + 61 * (i + 1), 1),
+              "busy" if i % 2 else "idle", "cpu" if i % 2 else "", "cc1" if i % 2 else ""] for i in range(2500)]
+    Path(sock + ".timeline").write_text(json.dumps({"format": 1, "last_note": None, "spans": spans}))
+    running = start_agent(sock, "--candidates", "user", "--no-heartbeat")
+
+    async def fetch() -> tuple[int, int, list[float]]:
+        reader, writer = await asyncio.open_unix_connection(sock, limit=1 << 20)
+
+        async def send(data: bytes) -> None:
+            writer.write(data)
+            await writer.drain()
+
+        client = AgentClient(send)
+
+        async def pump() -> None:
+            while line := await reader.readline():
+                client.feed_line(line)
+            client.feed_eof()
+
+        pumping = asyncio.ensure_future(pump())
+        try:
+            await client.hello()
+            first = await client._request("timeline", timeline_request, 10)  # one page, as sent
+            reply = await client.timeline(None)
+            return len(first.timeline().spans), len(reply.spans), [s.start for s in reply.spans]
+        finally:
+            writer.close()
+            pumping.cancel()
+
+    try:
+        one_page, total, starts = asyncio.run(fetch())
+    finally:
+        running.stop()
+    assert one_page < 2500 <= total
+    assert starts == sorted(set(starts))  # in order, nothing twice
+    assert starts[0] == pytest.approx(spans[0][0])

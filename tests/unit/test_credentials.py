@@ -18,7 +18,6 @@ from workroom.credentials import (
     CredentialKey,
     CredentialStore,
     KeyringUnavailableError,
-    SecretKind,
 )
 
 pytestmark = pytest.mark.unit
@@ -44,7 +43,6 @@ def test_keys_do_not_collide() -> None:
     store.set(password, "p1")
     store.set(passphrase, "p2")
     assert (store.get(password), store.get(passphrase)) == ("p1", "p2")
-    assert CredentialKey.stored_key("k").kind is SecretKind.KEY
     with pytest.raises(ValueError):
         CredentialKey.passphrase("")
     with pytest.raises(ValueError):

@@ -35,7 +35,7 @@ def test_rendered_plist_parses_and_is_menu_bar_only(tmp_path: Path) -> None:
     assert parsed == again
     assert again["LSUIElement"] is True
     assert again["NSHighResolutionCapable"] is True
-    assert again["LSMinimumSystemVersion"] == "12.0"
+    assert again["LSMinimumSystemVersion"] == "13.0"
     assert again["CFBundleIdentifier"] == "dev.workroom.companion"
     assert again["CFBundleExecutable"] == "workroom-app"
     assert "$" not in (tmp_path / "Info.plist").read_text()
@@ -80,3 +80,30 @@ def test_apple_versions_are_numeric(version: str, expected: tuple[str, str]) -> 
 def test_a_version_without_a_number_is_refused() -> None:
     with pytest.raises(rp.PlistTemplateError, match="does not start with a number"):
         rp.apple_versions("dev")
+
+
+def _pyside6_floors() -> set[str]:
+    import tomllib
+
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    floors = set()
+    for dep in deps:
+        name, _, rest = dep.partition(">=")
+        if name.strip().lower() in ("pyside6-essentials", "pyside6"):
+            floors.add(rest.split(",")[0].split(";")[0].strip())
+    return floors
+
+
+def test_minimum_macos_follows_the_pyside6_floor(tmp_path: Path) -> None:
+    """The PySide6 floor (the first Qt whose tray menu works on macOS 27) decides LSMinimumSystemVersion."""
+    assert _pyside6_floors() == {rp.PYSIDE6_FLOOR}, "pyproject's PySide6 floor and render_plist disagree"
+    major, minor = (int(p) for p in rp.PYSIDE6_FLOOR.split(".")[:2])
+    parsed = rp.render_file(tmp_path / "Info.plist")
+    assert parsed["LSMinimumSystemVersion"] == rp.QT_MINIMUM_MACOS[(major, minor)] == "13.0"
+    assert tuple(int(p) for p in rp.PYSIDE6_FLOOR.split(".")) >= (6, 11, 3)
+
+
+def test_local_network_usage_is_explained(tmp_path: Path) -> None:
+    parsed = rp.render_file(tmp_path / "Info.plist")
+    text = parsed["NSLocalNetworkUsageDescription"]
+    assert isinstance(text, str) and "local network" in text and "SSH" in text

@@ -48,7 +48,6 @@ def test_every_badge_kind_has_both_template_sizes(kind: BadgeKind) -> None:
 
 def test_the_module_knows_every_badge_kind() -> None:
     assert resources.badge_kinds() == [k.value for k in BadgeKind]
-    assert set(resources.FALLBACK_BADGE_KINDS) == {k.value for k in BadgeKind}
 
 
 def test_badge_icons_look_different_from_each_other() -> None:

@@ -16,6 +16,7 @@ from workroom.core.ceiling import CeilingSettings
 from workroom.core.hosts import Host, HostsFile
 from workroom.paths import HOME_ENV, AppPaths, app_paths
 from workroom.storage import (
+    Loaded,
     atomic_write_bytes,
     load_hosts,
     load_settings,
@@ -145,3 +146,42 @@ def test_atomic_write_replaces_not_rewrites(tmp_path: Path) -> None:
         atomic_write_bytes(target, b"new")
         assert reader.read() == b"old"
     assert target.read_bytes() == b"new"
+
+
+def _load_in_time(paths: AppPaths) -> Loaded[HostsFile]:
+    """load_hosts on a thread, failing (not hanging the suite) if it blocks."""
+    import threading
+
+    box: list[Loaded[HostsFile]] = []
+    t = threading.Thread(target=lambda: box.append(load_hosts(paths, hostname="me")), daemon=True)
+    t.start()
+    t.join(10)
+    if not box:
+        with open(paths.hosts_file, "wb"):  # a writer unblocks the reader so the thread ends
+            pass
+        pytest.fail("loading a FIFO as hosts.json blocked")
+    return box[0]
+
+
+def test_a_fifo_as_hosts_file_is_reported_like_a_damaged_file(paths: AppPaths) -> None:
+    os.mkfifo(paths.hosts_file)
+    loaded = _load_in_time(paths)
+    assert loaded.problem is not None and "not a regular file" in loaded.problem.message
+    assert loaded.value.hosts[0].name == "me"
+    aside = loaded.moved_aside_to
+    assert aside is not None and stat.S_ISFIFO(os.lstat(aside).st_mode) and not paths.hosts_file.exists()
+
+
+def test_stale_temp_files_of_a_dead_save_are_removed_fresh_ones_kept(paths: AppPaths) -> None:
+    stale = paths.hosts_file.parent / ".hosts.json.abc123.tmp"
+    fresh = paths.hosts_file.parent / ".hosts.json.def456.tmp"
+    other = paths.hosts_file.parent / ".settings.json.abc123.tmp"
+    for p in (stale, fresh, other):
+        p.write_text("{")
+    old = stale.stat().st_mtime - 3600
+    os.utime(stale, (old, old))
+    os.utime(other, (old, old))
+    load_hosts(paths, hostname="me")
+    assert not stale.exists() and fresh.exists() and other.exists()
+    load_settings(paths)
+    assert not other.exists()

@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from workroom.core.durations import format_duration, join_hours_minutes, split_hours_minutes
-from workroom.core.errors import UserError
+from workroom.core.errors import ExitCode, UserError
 from workroom.core.traits import ProviderTraits
 
 MIN_DURATION_SECONDS = 30.0
@@ -42,6 +42,8 @@ __all__ = [
 
 class SettingsError(UserError, ValueError):
     """A setting outside its bounds or of the wrong type. Names the field and the bounds."""
+
+    exit_code = ExitCode.OUT_OF_RANGE
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(

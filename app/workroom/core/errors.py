@@ -2,12 +2,32 @@
 
 The app and the CLI show these as they are, so every layer raises (or returns) a `UserError`
 instead of a bare exception text. `ErrorInfo` is the same thing as plain data, for models and
-events that cross a thread or process boundary.
+events that cross a thread or process boundary. Each kind of error carries the `workroom` command's
+exit code for it (`UserError.exit_code`), so the CLI decides by type, never by a title's words.
 """
 
 from __future__ import annotations
 
+from enum import IntEnum
+from typing import ClassVar
+
 from pydantic import BaseModel, ConfigDict
+
+
+class ExitCode(IntEnum):
+    """The `workroom` command's exit codes (docs/cli.md)."""
+
+    OK = 0
+    ERROR = 1
+    USAGE = 2
+    NO_HOST = 3
+    UNREACHABLE = 4
+    """The host could not be reached, or the agent could not be installed or reached."""
+    HOST_KEY_UNKNOWN = 5
+    HOST_KEY_CHANGED = 6
+    OUT_OF_RANGE = 7
+    NO_KEYRING = 8
+    """No secure system keyring: no passphrase or password is stored (never in plain text)."""
 
 
 class ErrorInfo(BaseModel):
@@ -29,6 +49,9 @@ class ErrorInfo(BaseModel):
 
 class UserError(Exception):
     """An error meant for a person: what happened, in plain words, and what to do next."""
+
+    exit_code: ClassVar[ExitCode] = ExitCode.UNREACHABLE
+    """Most errors a person meets come from reaching a host or its agent; other kinds say their own."""
 
     def __init__(self, title: str, message: str, hint: str = "") -> None:
         super().__init__(title, message, hint)

@@ -1,6 +1,6 @@
 """Hosts (one workroom each) and the list the user keeps of them.
 
-A host holds only references: the identity is a key file path or a keyring id, never a secret.
+A host holds only references: the identity is a key file path, never a secret.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from workroom.core.errors import UserError
+from workroom.core.errors import ExitCode, UserError
 from workroom.core.traits import PROVIDER_KINDS, ProviderTraits, UnknownProviderError, traits_for_kind
 
 MAX_NAME_LENGTH = 64
@@ -47,8 +47,6 @@ def check_host_name(name: str) -> str:
 class IdentityKind(StrEnum):
     FILE = "file"
     """A private key file on this computer (its passphrase, if any, lives in the keyring)."""
-    KEYRING = "keyring"
-    """A key stored in the system keyring under this id."""
 
 
 _PRIVATE_KEY_MARK = re.compile(r"-----BEGIN|PRIVATE KEY", re.IGNORECASE)
@@ -66,16 +64,12 @@ class IdentityRef(BaseModel):
     @classmethod
     def _not_a_secret(cls, value: str) -> str:
         if _PRIVATE_KEY_MARK.search(value) or "\n" in value or _has_control(value):
-            raise ValueError("an identity is a key file path or a keyring id, never the key itself")
+            raise ValueError("an identity is a key file path, never the key itself")
         return value
 
     @classmethod
     def file(cls, path: str) -> IdentityRef:
         return cls(kind=IdentityKind.FILE, value=path)
-
-    @classmethod
-    def keyring(cls, key_id: str) -> IdentityRef:
-        return cls(kind=IdentityKind.KEYRING, value=key_id)
 
 
 Port = Annotated[int, Field(ge=1, le=65535, strict=True)]
@@ -100,6 +94,8 @@ class Host(BaseModel):
     agent_candidates: AgentCandidates | None = None
     provider_ref: str | None = None
     """The provider's own name for the machine: a boxd machine name, a simulated box's health URL."""
+    hourly_price: float | None = Field(default=None, ge=0, le=100000, allow_inf_nan=False)
+    """What the provider charges an hour while the box runs, as the user entered it (for the timeline's cost)."""
 
     @field_validator("name")
     @classmethod
@@ -158,6 +154,8 @@ def local_host_name(hostname: str) -> str:
 
 
 class HostNotFoundError(UserError, KeyError):
+    exit_code = ExitCode.NO_HOST
+
     def __init__(self, name: str) -> None:
         super().__init__("No such host", f"There is no host called {name!r}.", "Run `workroom hosts list`.")
         self.name = name
@@ -167,6 +165,8 @@ class HostNotFoundError(UserError, KeyError):
 
 
 class DuplicateHostError(UserError, ValueError):
+    exit_code = ExitCode.ERROR
+
     def __init__(self, name: str) -> None:
         super().__init__(
             "Host already exists",
@@ -174,6 +174,32 @@ class DuplicateHostError(UserError, ValueError):
             "Pick another name, or remove the existing host first.",
         )
         self.name = name
+
+
+class UnsafeHostNameError(UserError, ValueError):
+    """A name or address a command on the host would read as an option. Checked when a host is added (not
+    when the hosts file loads, so an old file with such a host is not set aside whole)."""
+
+    exit_code = ExitCode.ERROR
+
+    def __init__(self, what: str, value: str) -> None:
+        super().__init__(
+            f"That host {what} cannot be used",
+            f"A host {what} cannot start with '-' (got {value!r}): programs on the host would take it for "
+            "an option.",
+            f"Pick a {what} that starts with a letter or a digit.",
+        )
+        self.value = value
+
+
+def check_new_host(host: Host) -> Host:
+    """The rules for a host being added, beyond those every loaded host meets."""
+    if host.name.startswith("-"):
+        raise UnsafeHostNameError("name", host.name)
+    for what, value in (("address", host.address), ("user", host.user)):
+        if value is not None and value.startswith("-"):
+            raise UnsafeHostNameError(what, value)
+    return host
 
 
 def _same_name(a: str, b: str) -> bool:
@@ -211,6 +237,7 @@ class HostsFile(BaseModel):
         return host
 
     def add(self, host: Host) -> HostsFile:
+        check_new_host(host)
         if self.get(host.name) is not None:
             raise DuplicateHostError(host.name)
         return HostsFile(hosts=(*self.hosts, host))

@@ -12,9 +12,10 @@ import re
 from enum import StrEnum
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from workroom.core.ceiling import CeilingSettings
+from workroom.core.display_text import plain
 from workroom.core.errors import UserError
 
 PROTOCOL_VERSION = 1
@@ -45,7 +46,11 @@ __all__ = [
     "RequestId",
     "Status",
     "StatusEvent",
+    "TimelineReply",
+    "TimelineSpan",
+    "UserExclusions",
     "Verdict",
+    "exclusions_request",
     "handoff_request",
     "keep_request",
     "parse_line",
@@ -53,6 +58,7 @@ __all__ = [
     "settings_request",
     "status_request",
     "subscribe_request",
+    "timeline_request",
 ]
 
 
@@ -91,6 +97,8 @@ class Method(StrEnum):
     KEEP = "keep"
     PING = "ping"
     HANDOFF = "handoff"
+    TIMELINE = "timeline"
+    EXCLUSIONS = "exclusions"
 
 
 class _AgentModel(BaseModel):
@@ -119,6 +127,11 @@ class KeepAwakeInfo(_AgentModel):
     interval_seconds: float = Field(gt=0)
     enabled: bool
 
+    @field_validator("error", "target")
+    @classmethod
+    def _plain(cls, value: str | None) -> str | None:
+        return None if value is None else plain(value)
+
 
 class GapInfo(_AgentModel):
     """The agent's last tick gap (its box was frozen or suspended), in the agent's monotonic clock."""
@@ -132,6 +145,10 @@ class AgentInfo(_AgentModel):
     version: str
     protocol: int
     build: str
+
+
+MAX_REASONS = 16
+"""More busy reasons than any agent sends (it caps at 8 and a "+N more"); the rest are dropped."""
 
 
 class Status(_AgentModel):
@@ -160,6 +177,16 @@ class Status(_AgentModel):
     sampler: str = "proc"
     last_gap: GapInfo | None = None
     """None from an agent that never slept (or is too old to say)."""
+
+    @field_validator("busy_reasons")
+    @classmethod
+    def _plain_reasons(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(plain(r) for r in value[:MAX_REASONS])
+
+    @field_validator("settings_error", "workroom", "sampler")
+    @classmethod
+    def _plain(cls, value: str | None) -> str | None:
+        return None if value is None else plain(value)
 
     @property
     def busy(self) -> bool:
@@ -192,9 +219,44 @@ class Reply(_AgentModel):
         """The agent's CLOCK_MONOTONIC from a ping reply."""
         return _validate(_PingResult, self.result, "ping result").monotonic
 
+    def timeline(self) -> TimelineReply:
+        return _validate(TimelineReply, self.result, "timeline result")
+
+    def exclusions(self) -> UserExclusions:
+        return _validate(UserExclusions, self.result, "exclusions result")
+
     def accepted(self) -> bool:
         """Whether a hand-off was accepted."""
         return _validate(_HandoffResult, self.result, "handoff result").accepted
+
+
+class TimelineSpan(_AgentModel):
+    """One span of the agent's why-awake record: Unix seconds, the published state, the reason class."""
+
+    start: float = Field(strict=False)
+    end: float = Field(strict=False)
+    state: str
+    """busy, held, ceiling, idle or asleep; an unknown state (a newer agent) is shown as unknown."""
+    reason_class: str = Field(alias="class")
+    subject: str
+
+
+class TimelineReply(_AgentModel):
+    now: float = Field(strict=False)
+    """The agent's wall clock when it answered (Unix seconds)."""
+    spans: tuple[TimelineSpan, ...] = Field(strict=False)
+    more_since: float | None = Field(default=None, strict=False)
+    """Set when the reply was cut to fit a line: ask again with `since` = this."""
+    keep_seconds: float = Field(default=7 * 24 * 3600.0, strict=False)
+    problem: str | None = None
+    """Why an earlier record was set aside (a corrupt file), in words."""
+
+
+class UserExclusions(_AgentModel):
+    """Process names the user marked "never work" on this host, as the agent holds them."""
+
+    names: tuple[str, ...] = Field(strict=False)
+    problem: str | None = None
 
 
 class _PingResult(_AgentModel):
@@ -351,3 +413,17 @@ def handoff_request(request_id: RequestId, bundle: str, sha256: str) -> bytes:
     if not _SHA256_HEX.fullmatch(sha256):
         raise ValueError(f"sha256 must be 64 lowercase hex digits, got {sha256!r}")
     return _line(request_id, Method.HANDOFF, bundle=bundle, sha256=sha256)
+
+
+def timeline_request(request_id: RequestId, since: float | None = None) -> bytes:
+    """The why-awake record from `since` (Unix seconds; None: all the agent keeps)."""
+    if since is None:
+        return _line(request_id, Method.TIMELINE)
+    return _line(request_id, Method.TIMELINE, since=float(since))
+
+
+def exclusions_request(request_id: RequestId, names: list[str] | None = None) -> bytes:
+    """Read (None) or replace the host's "never work" process names."""
+    if names is None:
+        return _line(request_id, Method.EXCLUSIONS)
+    return _line(request_id, Method.EXCLUSIONS, names=list(names))

@@ -12,9 +12,12 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workroom.agent_bundle import AgentBundle
 from workroom.core.hosts import Host
+from workroom.core.keepawake import PollOutcome
+from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits, traits_for_kind
-from workroom.remote.agent_install import AgentBundle, AgentLayout, ServeOptions
+from workroom.remote.agent_install import PYTHON3, AgentLayout, ServeOptions
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
 
@@ -36,9 +39,10 @@ class ProviderContext:
     bundle: AgentBundle
     known_hosts: KnownHosts | None
     state_dir: Path
-    secret_lookup: object | None = None
-    forget_secret: Callable[[str], None] | None = None
-    """Drop a secret the host refused (its request key), so a wrong stored passphrase is not retried."""
+    secret_lookup: Callable[[SecretRequest], str | None] | None = None
+    """Answers a login's secret request (blocking; from the keyring, or by asking the user), or None."""
+    forget_secret: Callable[[SecretRequest], None] | None = None
+    """Drops a secret the host refused, so a wrong stored passphrase is not retried (blocking)."""
 
 
 class Provider:
@@ -50,16 +54,20 @@ class Provider:
         self.context = context
 
     def traits(self, host: Host) -> ProviderTraits:
-        return traits_for_kind(self.kind).with_idle_window(getattr(host, "idle_window_seconds", None))
+        return traits_for_kind(self.kind).with_idle_window(host.idle_window_seconds)
 
     def layout(self, host: Host) -> AgentLayout:
         return AgentLayout()
+
+    def python_command(self, host: Host) -> tuple[str, ...]:
+        """How the agent's Python is started on the host: `python3` from its PATH unless said otherwise."""
+        return PYTHON3
 
     def serve_options(self, host: Host) -> ServeOptions:
         traits = self.traits(host)
         return ServeOptions(
             workroom=host.name,
-            candidates=getattr(host, "agent_candidates", None),
+            candidates=host.agent_candidates,
             heartbeat=traits.agent_keeps_awake,
             heartbeat_interval=traits.heartbeat_interval_seconds if traits.agent_keeps_awake else None,
         )
@@ -76,3 +84,13 @@ class Provider:
     async def box_state(self, host: Host) -> BoxState:
         """Whether the box sleeps now, read without waking it. UNKNOWN when the provider cannot say."""
         return BoxState.UNKNOWN
+
+    def forget_secret(self, request: SecretRequest) -> None:
+        """Blocking: forget a stored secret the host refused (the app's keyring, through the context)."""
+        if self.context.forget_secret is not None:
+            self.context.forget_secret(request)
+
+    async def poll_health(self, host: Host) -> PollOutcome:
+        """One keep-awake request from outside the box (providers whose traits say it needs one: request
+        metering). It counts as activity and says whether the box is still busy."""
+        return PollOutcome.failed(f"the {self.kind} provider has no keep-awake request", retryable=False)

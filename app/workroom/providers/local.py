@@ -1,32 +1,31 @@
 """This computer as a host: the embedded default a new user sees first.
 
-The agent runs as a local process of this user (under its own `--supervise` parent), is installed by
-the same push-by-hash code as a remote host, and is reached on its Unix socket directly. This
-computer never sleeps on a provider's timer, so the agent runs without the network heartbeat.
+The agent runs as a local process of this user (under launchd on macOS, a systemd user unit with linger,
+or its own `--supervise` parent), is installed by the same push-by-hash code as a remote host, and is
+reached on its Unix socket directly. It runs with the app's own Python, never the PATH's `python3`
+(platform.interpreter, docs/macos.md). This computer never sleeps on a provider's timer, so the agent runs
+without the network heartbeat.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from workroom.core.hosts import Host
+from workroom.paths import agent_socket_dir
+from workroom.platform.interpreter import local_python_command
 from workroom.providers.base import Provider
 from workroom.remote.agent_client import EventHandler
 from workroom.remote.agent_install import AgentLayout, ServeOptions
 from workroom.remote.agent_link import AgentLink, open_unix_link
 from workroom.remote.host_shell import HostShell, LocalShell
 
-MAX_SOCKET_PATH = 100  # sun_path is 104-108 bytes depending on the platform
-
 
 def short_socket_dir(preferred: Path) -> Path:
-    """`preferred`, or a private folder under /tmp when a socket path there would be too long."""
-    if len(str(preferred / "agent.sock.lock")) <= MAX_SOCKET_PATH:
-        return preferred
-    digest = hashlib.sha256(str(preferred).encode()).hexdigest()[:10]
-    return Path("/tmp") / f"wr-{os.getuid()}-{digest}"
+    """`preferred`, or a private folder of this user's when a socket path there would be too long
+    (see paths.agent_socket_dir: never a predictable name in a shared folder)."""
+    return agent_socket_dir(preferred)
 
 
 class LocalProvider(Provider):
@@ -35,6 +34,9 @@ class LocalProvider(Provider):
     def layout(self, host: Host) -> AgentLayout:
         root = self.context.state_dir
         return AgentLayout(install_dir=str(root / "agent"), state_dir=str(short_socket_dir(root / "run")))
+
+    def python_command(self, host: Host) -> tuple[str, ...]:
+        return local_python_command()
 
     def serve_options(self, host: Host) -> ServeOptions:
         # The app (and what it runs) is not the user's work: the agent leaves its process tree out.

@@ -39,6 +39,8 @@ class SimboxProvider(SshProvider):
             with urllib.request.urlopen(url, timeout=HEALTH_TIMEOUT_SECONDS) as reply:
                 data = json.loads(reply.read())
             state = data.get("state") if isinstance(data, dict) else None
+            if not isinstance(state, str):
+                return BoxState.UNKNOWN
             return {"asleep": BoxState.ASLEEP, "awake": BoxState.AWAKE}.get(state, BoxState.UNKNOWN)
 
         try:

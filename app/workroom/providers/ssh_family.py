@@ -73,7 +73,7 @@ class SshProvider(Provider):
             self.target(host),
             self.context.known_hosts,
             timeout=CONNECT_TIMEOUT_SECONDS,
-            ask_secret=self.context.secret_lookup,  # type: ignore[arg-type]
+            ask_secret=self.context.secret_lookup,
         )
         return SshShell(connection)
 

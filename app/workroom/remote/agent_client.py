@@ -10,7 +10,9 @@ fails visibly, it never leaves a caller waiting).
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import json
 from collections.abc import Awaitable, Callable
 
 from workroom.core.ceiling import CeilingSettings
@@ -23,12 +25,17 @@ from workroom.core.protocol import (
     Reply,
     Status,
     StatusEvent,
+    TimelineReply,
+    TimelineSpan,
+    UserExclusions,
+    exclusions_request,
     keep_request,
     parse_line,
     ping_request,
     settings_request,
     status_request,
     subscribe_request,
+    timeline_request,
 )
 
 Send = Callable[[bytes], Awaitable[None]]
@@ -37,6 +44,10 @@ EventHandler = Callable[[StatusEvent | PromptEvent], None]
 HELLO_TIMEOUT_SECONDS = 15.0
 REQUEST_TIMEOUT_SECONDS = 15.0
 MAX_LINES_BEFORE_HELLO = 20
+
+
+def _timeline_line(request_id: int, since: float | None) -> bytes:
+    return timeline_request(request_id, since)
 
 
 class AgentGone(UserError):
@@ -57,6 +68,25 @@ class AgentRefused(UserError):
         err = reply.to_user_error()
         super().__init__(err.title, err.message, err.hint)
         self.code = reply.error.code
+
+
+class RequestTimedOut(TimeoutError):
+    """No reply to a request in time; says which request and how long it waited (a bare TimeoutError
+    would reach the user as "ended: .")."""
+
+    def __init__(self, what: str, seconds: float) -> None:
+        super().__init__(f"the agent did not answer a {what} request within {seconds:g} s")
+        self.what, self.seconds = what, seconds
+
+
+def _reply_id(line: bytes) -> int | str | None:
+    """The id of a line that failed to parse as a message, if it has a usable one (stdlib json reads NaN)."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    rid = data.get("id") if isinstance(data, dict) else None
+    return rid if isinstance(rid, int | str) and not isinstance(rid, bool) else None
 
 
 class AgentClient:
@@ -85,6 +115,11 @@ class AgentClient:
             # such lines; past that, the other end is not our agent.
             if not self._hello.done() and self.protocol_errors > MAX_LINES_BEFORE_HELLO:
                 self._hello.set_exception(error)
+            # A reply we cannot accept (NaN in it, a wrong shape) fails its request now, not after a timeout.
+            rid = _reply_id(line)
+            future = self._pending.pop(rid, None) if rid is not None else None
+            if future is not None and not future.done():
+                future.set_exception(error)
             return
         if isinstance(message, Hello):
             if not self._hello.done():
@@ -127,7 +162,7 @@ class AgentClient:
             )
         return hello
 
-    async def _request(self, build: Callable[[int], bytes], timeout: float) -> Reply:
+    async def _request(self, what: str, build: Callable[[int], bytes], timeout: float) -> Reply:
         if self._closed is not None:
             raise self._closed
         request_id = next(self._ids)
@@ -135,22 +170,44 @@ class AgentClient:
         self._pending[request_id] = future
         try:
             await self._send(build(request_id))
-            return await asyncio.wait_for(future, timeout)
+            try:
+                return await asyncio.wait_for(future, timeout)
+            except TimeoutError:
+                raise RequestTimedOut(what, timeout) from None
         finally:
             self._pending.pop(request_id, None)
 
     async def status(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
-        return (await self._request(status_request, timeout)).status()
+        return (await self._request("status", status_request, timeout)).status()
 
     async def subscribe(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
-        return (await self._request(subscribe_request, timeout)).status()
+        return (await self._request("subscribe", subscribe_request, timeout)).status()
 
     async def keep(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
-        return (await self._request(keep_request, timeout)).status()
+        return (await self._request("keep", keep_request, timeout)).status()
 
     async def settings(self, settings: CeilingSettings, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
-        return (await self._request(lambda i: settings_request(i, settings), timeout)).status()
+        return (await self._request("settings", lambda i: settings_request(i, settings), timeout)).status()
 
     async def ping(self, timeout: float) -> float:
         """Liveness: the agent's monotonic clock, or `TimeoutError` when the peer is frozen."""
-        return (await self._request(ping_request, timeout)).ping_monotonic()
+        return (await self._request("ping", ping_request, timeout)).ping_monotonic()
+
+    async def timeline(self, since: float | None, timeout: float = REQUEST_TIMEOUT_SECONDS,
+                       max_pages: int = 16) -> TimelineReply:
+        """The why-awake record from `since`, every page of it (a page fits one protocol line)."""
+        spans: list[TimelineSpan] = []
+        cursor = since
+        for _ in range(max_pages):
+            build = functools.partial(_timeline_line, since=cursor)
+            page = (await self._request("timeline", build, timeout)).timeline()
+            spans.extend(s for s in page.spans if not spans or s.start > spans[-1].start)
+            if page.more_since is None or (cursor is not None and page.more_since <= cursor):
+                break
+            cursor = page.more_since
+        return page.model_copy(update={"spans": tuple(spans), "more_since": None})
+
+    async def exclusions(self, names: list[str] | None = None,
+                         timeout: float = REQUEST_TIMEOUT_SECONDS) -> UserExclusions:
+        """Read (None) or replace the host's "never work" process names."""
+        return (await self._request("exclusions", lambda i: exclusions_request(i, names), timeout)).exclusions()

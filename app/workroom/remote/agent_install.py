@@ -5,41 +5,41 @@ Steps, each one command on the host (blocking; run on the host's worker thread):
 2. equal hash -> nothing to push. Installed newer -> keep it (an older app never downgrades).
 3. upload to a staged file (mode 0600), verify its sha256 on the host, rename over the install path.
 4. an agent running -> hand off to the new bundle (it re-executes, keeping settings and ceiling state);
-   none running -> start it under its supervisor (systemd user unit where the host has one, otherwise
-   the agent's own `--supervise` parent with its lock file for a single instance).
+   none running -> start it under its supervisor: a systemd user unit where the host has one (with
+   linger), a launchd LaunchAgent where the host has launchd (macOS), otherwise the agent's own
+   `--supervise` parent with its lock file for a single instance, detached by the agent itself
+   (`--detach`, no `setsid(1)`: macOS and BusyBox hosts lack it; docs/macos.md).
+
+Every step runs Python through `python` (default `python3` on the host's PATH); this computer passes its
+own interpreter instead (providers.local), so a Mac's `/usr/bin/python3` placeholder is never needed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-import re
+import plistlib
 import secrets
 import shlex
 import textwrap
 import time
 from dataclasses import dataclass, field
 
+from workroom.agent_bundle import AgentBundle, version_tuple
 from workroom.core.errors import UserError
-from workroom.remote.host_shell import HostShell
+from workroom.remote.host_shell import ExecResult, HostShell
 
 DEFAULT_INSTALL_DIR = "~/.local/share/wr-agent"
 DEFAULT_STATE_DIR = "~/.local/state/wr-agent"
 BUNDLE_NAME = "wr-agent.pyz"
 MIN_PYTHON = (3, 8)
 START_TIMEOUT_SECONDS = 10.0
+LAUNCHD_LABEL_PREFIX = "dev.workroom.companion.agent"
+PYTHON3: tuple[str, ...] = ("python3",)
 
-
-@dataclass(frozen=True)
-class AgentBundle:
-    """The agent this app ships: its bytes, their sha256 (its identity) and its version."""
-
-    data: bytes
-    sha256: str
-    version: str
-
-    @property
-    def version_tuple(self) -> tuple[int, ...]:
-        return version_tuple(self.version)
+SUPERVISOR_SYSTEMD = "systemd user unit"
+SUPERVISOR_LAUNCHD = "launchd LaunchAgent"
+SUPERVISOR_OWN = "the agent's own supervisor"
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,8 @@ class ServeOptions:
     extra: tuple[str, ...] = ()
 
     def argv(self, socket_path: str) -> list[str]:
-        args = ["serve", "--socket", socket_path, "--workroom", self.workroom]
+        # `--opt=VALUE`: a value starting with '-' (a host named "--log") stays a value, never an option.
+        args = ["serve", f"--socket={socket_path}", f"--workroom={self.workroom}"]
         if self.candidates:
             args += ["--candidates", self.candidates]
         if not self.heartbeat:
@@ -90,6 +91,9 @@ class Probe:
     running: bool
     systemd_user: bool
     running_build: str | None = None
+    running_stalled: bool = False
+    launchd: bool = False
+    supervisor: str | None = None
 
 
 @dataclass
@@ -101,16 +105,13 @@ class InstallReport:
     installed_version: str | None = None
     socket_path: str = ""
     bundle_path: str = ""
+    supervisor: str | None = None
+    """Which supervisor keeps the agent alive (SUPERVISOR_*), or None when it cannot be told."""
     seconds: dict[str, float] = field(default_factory=dict)
 
 
 class AgentInstallError(UserError):
     pass
-
-
-def version_tuple(text: str) -> tuple[int, ...]:
-    match = re.search(r"(\d+(?:\.\d+)+)", text)
-    return tuple(int(p) for p in match.group(1).split(".")) if match else ()
 
 
 def _expand(path: str, home: str) -> str:
@@ -128,20 +129,46 @@ _NAME_SELF = textwrap.dedent(
 
 _PROBE = textwrap.dedent(
     r"""
-    import fcntl, hashlib, json, os, shutil, subprocess, sys
+    import fcntl, hashlib, json, os, re, shutil, stat, subprocess, sys, zipfile
     bundle, sock, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
     out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
            "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
-           "systemd_user": False}
+           "systemd_user": False, "repaired": [], "launchd": False, "supervisor": None}
+    # The install folder decides who could have written the bundle: it must be a real folder of this user's
+    # that nobody else can write to. Ours but open to others is repaired, and what it holds is not trusted.
+    folder, trusted = os.path.dirname(bundle), True
     try:
-        with open(bundle, "rb") as f:
-            out["sha256"] = hashlib.sha256(f.read()).hexdigest()
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        st = None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            out["unsafe"] = "%s is not a folder (a symbolic link or a file)" % folder
+        elif st.st_uid != os.getuid():
+            out["unsafe"] = "%s belongs to uid %d, not to this user (uid %d)" % (folder, st.st_uid, os.getuid())
+        elif st.st_mode & 0o022:
+            os.chmod(folder, stat.S_IMODE(st.st_mode) & ~0o077)
+            out["repaired"].append(folder)
+            trusted = False
+    if "unsafe" in out:
+        print(json.dumps(out))
+        sys.exit(0)
+    try:
+        fd = os.open(bundle, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            fst = os.fstat(f.fileno())
+            if stat.S_ISREG(fst.st_mode) and fst.st_uid == os.getuid() and not fst.st_mode & 0o022:
+                out["sha256"] = hashlib.sha256(f.read()).hexdigest()
     except OSError:
         pass
+    if out["sha256"] and out["sha256"] != expected and not trusted:
+        out["sha256"] = None  # may have been swapped while the folder was open: replace it, never run it
     if out["sha256"] and out["sha256"] != expected:
+        # A bundle whose hash is not ours is never run to ask its version: it is read from the archive.
         try:
-            p = subprocess.run([sys.executable, bundle, "--version"], capture_output=True, timeout=10)
-            out["version"] = p.stdout.decode("utf-8", "replace").strip()[:200]
+            with zipfile.ZipFile(bundle) as z:
+                m = re.search(r'__version__ = "([0-9.]+)"', z.read("wr_agent/__init__.py").decode("utf-8"))
+            out["version"] = "wr-agent %s" % m.group(1) if m else "unreadable: no version in the bundle"
         except Exception as e:
             out["version"] = "unreadable: %s" % e
     try:
@@ -161,7 +188,15 @@ _PROBE = textwrap.dedent(
             s = socket.socket(socket.AF_UNIX)
             s.settimeout(3)
             s.connect(sock)
-            out["running_build"] = json.loads(s.makefile("rb").readline()).get("build")
+            f = s.makefile("rwb")
+            out["running_build"] = json.loads(f.readline()).get("build")
+            f.write(b'{"id":"probe","method":"status"}\n')
+            f.flush()
+            for _ in range(100):  # skip events; the reply carries our id
+                reply = json.loads(f.readline())
+                if reply.get("id") == "probe":
+                    out["running_stalled"] = (reply.get("result") or {}).get("stalled") is True
+                    break
             s.close()
         except (OSError, ValueError, AttributeError):
             pass
@@ -173,6 +208,13 @@ _PROBE = textwrap.dedent(
                                 capture_output=True, timeout=10)
         out["systemd_user"] = (p.stdout.strip() in (b"running", b"degraded")
                                and linger.stdout.strip() == b"Linger=yes")
+    # launchd: macOS. A LaunchAgent needs the user's GUI domain; the installer falls back when it is absent.
+    out["launchd"] = bool(shutil.which("launchctl")) and not out["systemd_user"]
+    try:
+        with open(sock + ".supervisor") as f:
+            out["supervisor"] = f.read(100).strip() or None
+    except OSError:
+        pass
     print(json.dumps(out))
     """
 )
@@ -212,6 +254,35 @@ _WAIT_FOR_BUILD = textwrap.dedent(
     """
 )
 
+_WAIT_NOT_STALLED = textwrap.dedent(
+    r"""
+    import json, os, socket, sys, time
+    sock, timeout = os.path.expanduser(sys.argv[1]), float(sys.argv[2])
+    deadline, last = time.monotonic() + timeout, "no answer"
+    while time.monotonic() < deadline:
+        try:
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(2)
+            s.connect(sock)
+            f = s.makefile("rwb")
+            f.readline()
+            f.write(b'{"id":"w","method":"status"}\n')
+            f.flush()
+            for _ in range(100):
+                reply = json.loads(f.readline())
+                if reply.get("id") == "w":
+                    break
+            s.close()
+            if (reply.get("result") or {}).get("stalled") is False:
+                sys.exit(0)
+            last = "still stalled"
+        except (OSError, ValueError, AttributeError) as e:
+            last = str(e)
+        time.sleep(0.1)
+    sys.exit("the agent was still not checking after %.0f s (%s)" % (timeout, last))
+    """
+)
+
 _SYSTEMD_UNIT = textwrap.dedent(
     """\
     [Unit]
@@ -228,31 +299,75 @@ _SYSTEMD_UNIT = textwrap.dedent(
 )
 
 
-def _python_cmd(script: str, *args: str) -> tuple[str, bytes]:
-    """A command that runs `script` (sent on stdin) with python3, or says there is no python3."""
+_LAUNCHD_BOOTSTRAP = (
+    'uid=$(id -u); launchctl bootout "gui/$uid/{label}" >/dev/null 2>&1; launchctl bootstrap "gui/$uid" {plist}'
+)
+
+# What Apple's /usr/bin/python3 placeholder prints when the Command Line Tools are missing: `command -v`
+# finds it, but running it only opens the "install developer tools" dialog and exits non-zero.
+_STUB_MARKERS = ("xcode-select", "developer tools", "xcrun: error", "CommandLineTools")
+
+
+def _python_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> tuple[str, bytes]:
+    """A command that runs `script` (sent on stdin) with `python`, or says there is no such Python."""
     quoted = " ".join(shlex.quote(a) for a in args)
     script = _NAME_SELF + script
-    cmd = f"command -v python3 >/dev/null 2>&1 || {{ echo 'wr: no python3' >&2; exit 127; }}; exec python3 - {quoted}"
+    exe = shlex.quote(python[-1])
+    check = f"[ -x {exe} ]" if python[-1].startswith("/") else f"command -v {exe} >/dev/null 2>&1"
+    run = " ".join(shlex.quote(a) for a in python)
+    cmd = f"{check} || {{ echo 'wr: no python3' >&2; exit 127; }}; exec {run} - {quoted}"
     return cmd, script.encode()
+
+
+def launchd_label(socket_path: str) -> str:
+    """One LaunchAgent per agent socket: two app homes (a test, a second user profile) never clash."""
+    return f"{LAUNCHD_LABEL_PREFIX}.{hashlib.sha256(socket_path.encode()).hexdigest()[:8]}"
+
+
+def launchd_plist(label: str, argv: list[str], log: str, home: str) -> bytes:
+    """The LaunchAgent: started at load and at login, restarted 1 s after it dies, logging to `log`."""
+    return plistlib.dumps({
+        "Label": label,
+        "ProgramArguments": argv,
+        "RunAtLoad": True,
+        "KeepAlive": True,
+        "ThrottleInterval": 1,
+        "ProcessType": "Background",
+        "WorkingDirectory": home,
+        "StandardOutPath": log,
+        "StandardErrorPath": log,
+        "Umask": 0o077,
+    })
 
 
 class AgentInstaller:
     """Pushes `bundle` to a host through `shell` and makes sure an agent runs there."""
 
-    def __init__(self, shell: HostShell, bundle: AgentBundle, layout: AgentLayout, serve: ServeOptions) -> None:
+    def __init__(self, shell: HostShell, bundle: AgentBundle, layout: AgentLayout, serve: ServeOptions,
+                 python: tuple[str, ...] = PYTHON3) -> None:
         self.shell = shell
         self.bundle = bundle
         self.layout = layout
         self.serve = serve
+        self.python = python
 
     def probe(self) -> Probe:
-        cmd, script = _python_cmd(_PROBE, self.layout.bundle_path, self.layout.socket_path, self.bundle.sha256)
+        cmd, script = _python_cmd(_PROBE, self.layout.bundle_path, self.layout.socket_path, self.bundle.sha256,
+                                  python=self.python)
         result = self.shell.run(cmd, input=script, timeout=30)
         if result.exit_status == 127 and "no python3" in result.error_text():
             raise AgentInstallError(
                 "No Python on the host",
                 "The host has no python3 on its PATH, and the workroom agent needs Python 3.8 or newer.",
                 "Install python3 on the host (e.g. apt-get install python3), then connect again.",
+            )
+        if not result.ok and any(m.lower() in result.error_text().lower() for m in _STUB_MARKERS):
+            raise AgentInstallError(
+                "Python on the host is only Apple's placeholder",
+                "The host's python3 is the macOS stand-in that asks to install the Command Line Tools; "
+                "it cannot run the workroom agent.",
+                "On the host run xcode-select --install (or install Python 3 from python.org or Homebrew), "
+                "then connect again.",
             )
         try:
             data = json.loads(result.text().strip().splitlines()[-1])
@@ -262,6 +377,13 @@ class AgentInstaller:
                 f"The probe of the host failed (exit {result.exit_status}): {result.error_text()[:300]}",
                 "Check that the host's shell works for this user.",
             ) from None
+        if data.get("unsafe"):
+            raise AgentInstallError(
+                "The agent's folder on the host is not safe",
+                f"{data['unsafe']}, so another user could replace the agent that the app would then run.",
+                "Remove that folder on the host (or make it a folder of the login user's that only it can write "
+                "to), then connect again.",
+            )
         python = data.get("python")
         if version_tuple(python or "") < MIN_PYTHON:
             raise AgentInstallError(
@@ -273,29 +395,35 @@ class AgentInstaller:
             python=python, home=data["home"], bundle_path=data["bundle"], socket_path=data["socket"],
             sha256=data.get("sha256"), version=data.get("version"), running=bool(data.get("running")),
             systemd_user=bool(data.get("systemd_user")), running_build=data.get("running_build"),
+            running_stalled=data.get("running_stalled") is True,
+            launchd=bool(data.get("launchd")), supervisor=data.get("supervisor"),
         )
 
     def ensure(self) -> InstallReport:
         """Probe, push if needed, hand off or start. Blocking."""
         t0 = time.monotonic()
         probe = self.probe()
-        report = InstallReport(socket_path=probe.socket_path, bundle_path=probe.bundle_path)
+        report = InstallReport(socket_path=probe.socket_path, bundle_path=probe.bundle_path,
+                               supervisor=probe.supervisor)
         report.seconds["probe"] = time.monotonic() - t0
         if probe.sha256 == self.bundle.sha256:
             report.installed_version = self.bundle.version
             if not probe.running:
-                self._start(probe)
+                report.supervisor = self._start(probe)
                 report.action = "started"
             elif probe.running_build not in (None, self.bundle.sha256):
                 # The file is new but an earlier hand-off did not take: the old build still runs.
                 self._handoff(probe)
                 report.action = "handed_off"
+            elif probe.running_stalled:
+                self._restart_stalled(probe)
+                report.action = "restarted"
             return report
         if probe.sha256 is not None and version_tuple(probe.version or "") > self.bundle.version_tuple:
             report.action = "kept_newer"
             report.installed_version = probe.version
             if not probe.running:
-                self._start(probe, probe.sha256)
+                report.supervisor = self._start(probe, probe.sha256)
             return report
         t1 = time.monotonic()
         report.pushed_bytes = self._upload_and_place(probe)
@@ -306,7 +434,7 @@ class AgentInstaller:
             self._handoff(probe)
             report.action = "handed_off"
         else:
-            self._start(probe)
+            report.supervisor = self._start(probe)
             report.action = "installed"
         report.seconds["start"] = time.monotonic() - t2
         return report
@@ -328,7 +456,8 @@ class AgentInstaller:
             )
         staged = f"{install_dir}/.{BUNDLE_NAME}.staged-{secrets.token_hex(6)}"
         sent = self.shell.put_file(self.bundle.data, staged, mode=0o600)
-        cmd, script = _python_cmd(_VERIFY_AND_PLACE, staged, probe.bundle_path, self.bundle.sha256)
+        cmd, script = _python_cmd(_VERIFY_AND_PLACE, staged, probe.bundle_path, self.bundle.sha256,
+                                  python=self.python)
         placed = self.shell.run(cmd, input=script, timeout=60)
         if not placed.ok:
             raise AgentInstallError(
@@ -340,7 +469,8 @@ class AgentInstaller:
 
     def _wait_for_build(self, probe: Probe, expected: str | None = None) -> None:
         cmd, script = _python_cmd(
-            _WAIT_FOR_BUILD, probe.socket_path, expected or self.bundle.sha256, f"{START_TIMEOUT_SECONDS:g}"
+            _WAIT_FOR_BUILD, probe.socket_path, expected or self.bundle.sha256, f"{START_TIMEOUT_SECONDS:g}",
+            python=self.python,
         )
         waited = self.shell.run(cmd, input=script, timeout=START_TIMEOUT_SECONDS + 15)
         if not waited.ok:
@@ -351,10 +481,9 @@ class AgentInstaller:
             )
 
     def _handoff(self, probe: Probe) -> None:
-        py = "python3"
         cmd = " ".join(
             shlex.quote(a)
-            for a in (py, probe.bundle_path, "handoff", "--socket", probe.socket_path,
+            for a in (*self.python, probe.bundle_path, "handoff", "--socket", probe.socket_path,
                       "--bundle", probe.bundle_path, "--sha256", self.bundle.sha256)
         )
         done = self.shell.run(cmd, timeout=30)
@@ -367,23 +496,38 @@ class AgentInstaller:
         # `handoff` itself returns only once the new build answers on the socket (or fails), so there is
         # nothing more to wait for here.
 
-    def _start(self, probe: Probe, expected: str | None = None) -> None:
-        argv = ["python3", probe.bundle_path, *self.serve.argv(probe.socket_path)]
+    def _restart_stalled(self, probe: Probe) -> None:
+        """An agent that stopped checking: hand it off into the same bundle. The exec restarts it in place
+        (same PID, lock and socket) and, unlike a kill, keeps the awake clock and a pending prompt."""
+        self._handoff(probe)
+        cmd, script = _python_cmd(_WAIT_NOT_STALLED, probe.socket_path, f"{START_TIMEOUT_SECONDS:g}",
+                                  python=self.python)
+        waited = self.shell.run(cmd, input=script, timeout=START_TIMEOUT_SECONDS + 15)
+        if not waited.ok:
+            raise AgentInstallError(
+                "The agent did not restart",
+                f"The agent had stopped checking the host and did not recover: {waited.error_text()[:300]}",
+                f"Look at {probe.socket_path}.log on the host, or stop the agent there and connect again.",
+            )
+
+    def _start(self, probe: Probe, expected: str | None = None) -> str:
+        """Start the agent under the best supervisor the host has; returns which one (SUPERVISOR_*)."""
+        argv = [*self.python, probe.bundle_path, *self.serve.argv(probe.socket_path)]
         log = probe.socket_path + ".log"
+        started = None
+        supervisor = SUPERVISOR_OWN
         if probe.systemd_user:
-            unit_dir = f"{probe.home}/.config/systemd/user"
-            exec_start = " ".join(shlex.quote(a) for a in argv).replace("%", "%%").replace("$", "$$")
-            unit = _SYSTEMD_UNIT.format(exec_start=exec_start)
-            made = self.shell.run(f"mkdir -p {shlex.quote(unit_dir)}", timeout=30)
-            if not made.ok:
-                raise AgentInstallError("Could not prepare the host", f"Creating {unit_dir} failed: "
-                                        f"{made.error_text()[:300]}", "Check the host user's home.")
-            self.shell.put_file(unit.encode(), f"{unit_dir}/wr-agent.service", mode=0o644)
-            cmd = "systemctl --user daemon-reload && systemctl --user enable --now wr-agent.service"
-        else:
-            inner = " ".join(shlex.quote(a) for a in [*argv, "--supervise", "--log", log])
-            cmd = f"cd ~ && umask 077 && (setsid {inner} </dev/null >/dev/null 2>&1 &)"
-        started = self.shell.run(cmd, timeout=30)
+            started = self._start_systemd(probe, argv)
+            supervisor = SUPERVISOR_SYSTEMD
+        elif probe.launchd:
+            started = self._start_launchd(probe, argv, log)
+            supervisor = SUPERVISOR_LAUNCHD
+            if not started.ok:  # no GUI domain (e.g. a Mac reached over SSH with nobody logged in)
+                started = None
+        if started is None:
+            supervisor = SUPERVISOR_OWN
+            inner = " ".join(shlex.quote(a) for a in [*argv, "--supervise", "--log", log, "--detach"])
+            started = self.shell.run(f"cd ~ && umask 077 && {inner} </dev/null >/dev/null", timeout=30)
         if not started.ok:
             raise AgentInstallError(
                 "The agent did not start",
@@ -391,3 +535,26 @@ class AgentInstaller:
                 f"Look at {log} on the host.",
             )
         self._wait_for_build(probe, expected)
+        self.shell.put_file(supervisor.encode(), probe.socket_path + ".supervisor", mode=0o600)
+        return supervisor
+
+    def _start_systemd(self, probe: Probe, argv: list[str]) -> ExecResult:
+        unit_dir = f"{probe.home}/.config/systemd/user"
+        exec_start = " ".join(shlex.quote(a) for a in argv).replace("%", "%%").replace("$", "$$")
+        unit = _SYSTEMD_UNIT.format(exec_start=exec_start)
+        made = self.shell.run(f"mkdir -p {shlex.quote(unit_dir)}", timeout=30)
+        if not made.ok:
+            raise AgentInstallError("Could not prepare the host", f"Creating {unit_dir} failed: "
+                                    f"{made.error_text()[:300]}", "Check the host user's home.")
+        self.shell.put_file(unit.encode(), f"{unit_dir}/wr-agent.service", mode=0o644)
+        return self.shell.run("systemctl --user daemon-reload && systemctl --user enable --now wr-agent.service",
+                              timeout=30)
+
+    def _start_launchd(self, probe: Probe, argv: list[str], log: str) -> ExecResult:
+        label = launchd_label(probe.socket_path)
+        plist_path = f"{probe.home}/Library/LaunchAgents/{label}.plist"
+        made = self.shell.run(f"mkdir -p {shlex.quote(probe.home + '/Library/LaunchAgents')}", timeout=30)
+        if not made.ok:
+            return made
+        self.shell.put_file(launchd_plist(label, argv, log, probe.home), plist_path, mode=0o644)
+        return self.shell.run(_LAUNCHD_BOOTSTRAP.format(label=label, plist=shlex.quote(plist_path)), timeout=30)

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
+import struct
+import sys
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 from workroom.core.protocol import MAX_LINE_BYTES
+from workroom.paths import check_private_dir
 from workroom.remote.agent_client import AgentClient, EventHandler
 
 READ_CHUNK = 65536
@@ -56,10 +62,44 @@ class _LineSplitter:
         return lines
 
 
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process on the other end of a Unix socket (SO_PEERCRED on Linux, LOCAL_PEERCRED
+    on macOS), or None where the platform cannot tell."""
+    so_peercred = getattr(socket, "SO_PEERCRED", None)
+    if so_peercred is not None:
+        raw = sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i"))
+        return int(struct.unpack("3i", raw)[1])
+    if sys.platform == "darwin":
+        raw = sock.getsockopt(0, 0x001, struct.calcsize("IIh16I") + 8)  # SOL_LOCAL, LOCAL_PEERCRED: xucred
+        return int(struct.unpack_from("II", raw)[1])
+    return None
+
+
+class UntrustedAgentError(PermissionError):
+    """The local socket's folder or the process behind it is not this user's: nothing it says is trusted."""
+
+
 async def open_unix_link(socket_path: str, on_event: EventHandler | None) -> AgentLink:
-    """Connect to a local agent's socket."""
+    """Connect to a local agent's socket, after checking that its folder is private to this user and that
+    the process answering runs as this user (before its hello is read, let alone trusted)."""
     loop = asyncio.get_running_loop()
+    try:
+        check_private_dir(Path(socket_path).parent)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise UntrustedAgentError(f"refusing the agent socket {socket_path}: {error}") from None
     reader, writer = await asyncio.open_unix_connection(socket_path, limit=MAX_LINE_BYTES + 2)
+    sock = writer.get_extra_info("socket")
+    try:
+        uid = peer_uid(sock) if sock is not None else None
+    except OSError:
+        uid = None
+    if uid != os.getuid():
+        writer.close()
+        raise UntrustedAgentError(
+            f"refusing the agent socket {socket_path}: the process behind it runs as uid {uid}, not as this user"
+        )
 
     async def send(data: bytes) -> None:
         writer.write(data)

@@ -1,10 +1,12 @@
 """Host key checking: the app's own known_hosts, the user's read-only, and never an automatic yes.
 
-A key is accepted only if a known_hosts entry for that host and port holds exactly that key. A key
+A key is accepted only if a known_hosts entry for that host and port holds exactly that key, or the
+host presents a certificate signed by a CA that an `@cert-authority` line trusts for it. A key
 never seen before is a question (`UnknownHostKey`) for the UI or CLI to put to the user, who may then
 `trust` it; a key that differs from what is on record is refused (`ChangedHostKey`) and never
 becomes a question, because that is what an interception looks like. The user's ~/.ssh/known_hosts
-is read (so hosts they already use are known) but only the app-owned file is ever written.
+is read, with every file their ssh_config names (UserKnownHostsFile, GlobalKnownHostsFile), so hosts
+they already use are known; only the app-owned file is ever written.
 """
 
 from __future__ import annotations
@@ -18,17 +20,26 @@ import os
 import re
 import tempfile
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import paramiko
 
-from workroom.core.errors import UserError
+from workroom.core.errors import ExitCode, UserError
+from workroom.core.questions import HostKeyQuestion
 
 HASHED_PREFIX = "|1|"
 USER_KNOWN_HOSTS = Path.home() / ".ssh" / "known_hosts"
 RSA_SIGNATURE_TYPES = ("rsa-sha2-512", "rsa-sha2-256")
+CERT_SUFFIX = "-cert-v01@openssh.com"
+HOST_CERT_TYPES = tuple(t + CERT_SUFFIX for t in ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
+                                                   "ecdsa-sha2-nistp521", "rsa-sha2-512", "rsa-sha2-256"))
+SSH_CERT_TYPE_HOST = 2
+# How many public-key fields follow the nonce in a certificate, per key type (PROTOCOL.certkeys).
+CERT_KEY_FIELDS = {"ssh-ed25519": 1, "ecdsa-sha2-nistp256": 2, "ecdsa-sha2-nistp384": 2,
+                   "ecdsa-sha2-nistp521": 2, "ssh-rsa": 2}
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -68,16 +79,13 @@ class KnownHostKey:
 
 
 @dataclass(frozen=True)
-class UnknownHostKey:
-    """A question: nothing is on record for this host and port; does the user trust this key?
+class UnknownHostKey(HostKeyQuestion):
+    """A question (core.questions.HostKeyQuestion): nothing is on record for this host and port; does the
+    user trust this key?
 
     Carries the key itself so that answering yes is `KnownHosts.trust_answer(question)`.
     """
 
-    host: str
-    port: int
-    key_type: str
-    fingerprint: str
     key: paramiko.PKey
 
     def prompt(self) -> str:
@@ -98,6 +106,7 @@ class ChangedHostKey:
     expected_fingerprints: tuple[str, ...]
     sources: tuple[Path, ...]
     revoked: bool = False
+    certificate: bool = False  # the host showed a certificate; `expected_fingerprints` are its trusted CAs
 
 
 HostKeyVerdict = KnownHostKey | UnknownHostKey | ChangedHostKey
@@ -108,6 +117,8 @@ HostKeyVerdict = KnownHostKey | UnknownHostKey | ChangedHostKey
 
 class HostKeyUnknown(UserError):
     """Connecting stopped at a host key nobody has confirmed yet; `.question` is what to ask."""
+
+    exit_code = ExitCode.HOST_KEY_UNKNOWN
 
     def __init__(self, question: UnknownHostKey) -> None:
         self.question = question
@@ -123,12 +134,18 @@ class HostKeyUnknown(UserError):
 class HostKeyChanged(UserError):
     """Connecting was refused because the host key differs from the one on record."""
 
+    exit_code = ExitCode.HOST_KEY_CHANGED
+
     def __init__(self, change: ChangedHostKey) -> None:
         self.change = change
         name = host_key_name(change.host, change.port)
         if change.revoked:
             message = (f"{name} presented the host key {change.presented_fingerprint}, which is marked "
                        "as revoked.")
+        elif change.certificate:
+            message = (f"{name} presented a host certificate for {change.presented_fingerprint} that no trusted "
+                       f"authority ({' or '.join(change.expected_fingerprints)}) vouches for: wrong signer, "
+                       "not for this name, expired or unreadable.")
         else:
             expected = " or ".join(change.expected_fingerprints)
             message = (f"The host key of {name} has changed: expected {expected}, but the host presented "
@@ -240,19 +257,41 @@ class KnownHosts:
     check so a key trusted by the CLI is seen by a running app at once.
     """
 
-    def __init__(self, app_file: Path, user_file: Path | None = USER_KNOWN_HOSTS) -> None:
+    def __init__(self, app_file: Path, user_file: Path | None = USER_KNOWN_HOSTS,
+                 read_only: Sequence[Path] = ()) -> None:
         self.app_file = Path(app_file)
         self.user_file = Path(user_file) if user_file is not None else None
+        self.read_only = tuple(Path(p) for p in read_only)
         self._lock = threading.Lock()
+
+    def with_files(self, files: Sequence[Path]) -> KnownHosts:
+        """The same records plus more read-only files (a host's UserKnownHostsFile/GlobalKnownHostsFile)."""
+        return KnownHosts(self.app_file, self.user_file, (*self.read_only, *files))
+
+    def _all_entries(self) -> list[_Entry]:
+        files = list(dict.fromkeys(p for p in (self.user_file, *self.read_only) if p is not None))
+        entries: list[_Entry] = []
+        for path in files:
+            if path != self.app_file:
+                entries.extend(_read_entries(path))
+        return entries + _read_entries(self.app_file)
 
     def _entries_for(self, host: str, port: int) -> list[_Entry]:
         name = host_key_name(host, port)
-        entries = _read_entries(self.user_file) + _read_entries(self.app_file)
-        return [e for e in entries if e.marker != "@cert-authority" and e.matches(name)]
+        return [e for e in self._all_entries() if e.marker != "@cert-authority" and e.matches(name)]
+
+    def _authorities_for(self, host: str, port: int) -> list[_Entry]:
+        name = host_key_name(host, port)
+        return [e for e in self._all_entries() if e.marker == "@cert-authority" and e.matches(name)]
 
     def known_key_types(self, host: str, port: int) -> list[str]:
-        """Key types on record for this host, so the connection can ask the server for one of those."""
-        return list(dict.fromkeys(e.key_type for e in self._entries_for(host, port) if not e.marker))
+        """Key types on record for this host, so the connection can ask the server for one of those.
+
+        With a CA trusted for the host, host certificates come first, as ssh asks for them.
+        """
+        plain = [e.key_type for e in self._entries_for(host, port) if not e.marker]
+        certs = list(HOST_CERT_TYPES) if self._authorities_for(host, port) else []
+        return list(dict.fromkeys(certs + plain))
 
     def verify(self, host: str, port: int, key: paramiko.PKey) -> HostKeyVerdict:
         """Compare the presented key with the records: known, unknown (a question) or changed (refused).
@@ -265,6 +304,11 @@ class KnownHosts:
         presented = fingerprint_of_blob(blob)
         entries = self._entries_for(host, port)
         revoked = [e for e in entries if e.marker == "@revoked" and e.blob == blob]
+        certificate = getattr(key, "public_blob", None)
+        if not revoked and certificate is not None and certificate.key_type.endswith(CERT_SUFFIX):
+            verdict = self._verify_certificate(host, port, key_type, presented, certificate.key_blob, entries)
+            if verdict is not None:
+                return verdict
         if revoked:
             return ChangedHostKey(host, port, key_type, presented, (),
                                   tuple(dict.fromkeys(e.source for e in revoked)), revoked=True)
@@ -279,6 +323,30 @@ class KnownHosts:
                 tuple(dict.fromkeys(e.source for e in plain)),
             )
         return UnknownHostKey(host, port, key_type, presented, key)
+
+    def _verify_certificate(self, host: str, port: int, key_type: str, presented: str, cert_blob: bytes,
+                            entries: list[_Entry]) -> HostKeyVerdict | None:
+        """A host certificate: known if a trusted, unrevoked CA signed it for this name and it is valid
+        now; refused (as changed) if it fails a check; None to judge the plain key instead (no CA)."""
+        authorities = self._authorities_for(host, port)
+        if not authorities:
+            return None
+        try:
+            cert = _HostCertificate.parse(cert_blob)
+        except (EOFError, IndexError, ValueError, paramiko.SSHException):
+            cert = None
+        ca_fingerprints = tuple(dict.fromkeys(fingerprint_of_blob(e.blob) for e in authorities))
+        sources = tuple(dict.fromkeys(e.source for e in authorities))
+        refused = ChangedHostKey(host, port, key_type, presented, ca_fingerprints, sources, certificate=True)
+        if cert is None:
+            return refused
+        if any(e.marker == "@revoked" and e.blob == cert.ca_blob for e in entries):
+            return ChangedHostKey(host, port, key_type, presented, ca_fingerprints, sources, revoked=True,
+                                  certificate=True)
+        trusted = [e for e in authorities if e.blob == cert.ca_blob]
+        if not trusted or not cert.valid_for(host) or not cert.signed_by_ca():
+            return refused
+        return KnownHostKey(host, port, key_type, presented, trusted[0].source)
 
     def trust(self, host: str, port: int, key: paramiko.PKey) -> None:
         """Record `key` for host:port in the app's file (atomic replace; a no-op if already known).
@@ -377,6 +445,59 @@ class _FileLock:
             fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = None
+
+
+# --- host certificates ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _HostCertificate:
+    """An OpenSSH certificate (PROTOCOL.certkeys), as far as a client checks one."""
+
+    cert_type: int
+    principals: tuple[str, ...]
+    valid_after: int
+    valid_before: int
+    ca_blob: bytes
+    signed: bytes
+    signature: bytes
+
+    @classmethod
+    def parse(cls, blob: bytes) -> _HostCertificate:
+        m = paramiko.Message(blob)
+        cert_name = m.get_text()
+        base = cert_name.removesuffix(CERT_SUFFIX)
+        if base not in CERT_KEY_FIELDS:
+            raise ValueError(f"unsupported certificate type {cert_name}")
+        m.get_string()  # nonce
+        for _ in range(CERT_KEY_FIELDS[base]):
+            m.get_string()  # an mpint is read the same way here: length + bytes
+        m.get_int64()  # serial
+        cert_type = m.get_int()
+        m.get_string()  # key id
+        principals_blob = paramiko.Message(m.get_string())
+        principals = []
+        while principals_blob.get_remainder():
+            principals.append(principals_blob.get_text())
+        valid_after, valid_before = m.get_int64(), m.get_int64()
+        m.get_string()  # critical options
+        m.get_string()  # extensions
+        m.get_string()  # reserved
+        ca_blob = m.get_string()
+        signed = blob[:m.packet.tell()]
+        signature = m.get_string()
+        return cls(cert_type, tuple(principals), valid_after, valid_before, ca_blob, signed, signature)
+
+    def valid_for(self, host: str) -> bool:
+        now = int(time.time())
+        in_time = self.valid_after <= now < self.valid_before
+        named = not self.principals or host in self.principals
+        return self.cert_type == SSH_CERT_TYPE_HOST and in_time and named
+
+    def signed_by_ca(self) -> bool:
+        ca_type = paramiko.Message(self.ca_blob).get_text()
+        ca_key = paramiko.PKey.from_type_string(ca_type, self.ca_blob)
+        return bool(ca_key.verify_ssh_sig(self.signed, paramiko.Message(self.signature)))
 
 
 # --- paramiko glue ----------------------------------------------------------------------------

@@ -2,24 +2,39 @@
 
 paramiko does not read ~/.ssh/config by itself; users expect `workroom connect mybox` to reach the
 same machine as `ssh mybox`. This module turns an alias plus command-line style overrides into a
-plain `SshTarget` (HostName, User, Port, IdentityFile list, ProxyJump chain). No network here.
+plain `SshTarget` (HostName, User, Port, identities, agent, ProxyJump chain, known-hosts files), reading
+the files with `ssh_config_file` (OpenSSH's rules: Include, Match, first value wins). No network here.
 """
 
 from __future__ import annotations
 
 import getpass
+import hashlib
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+import re
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import paramiko
-
 from workroom.core.errors import UserError
+from workroom.remote.ssh_config_file import (
+    ConfigReader,
+    HostOptions,
+    LookupContext,
+    SshConfigFileError,
+    expand_tokens,
+    lookup,
+    shell_exec_matcher,
+)
 
 DEFAULT_PORT = 22
 # Same order OpenSSH tries when no IdentityFile is configured (only the ones that exist are used).
+# OpenSSH also lists id_xmss and id_dsa; paramiko reads neither (see docs/providers.md).
 DEFAULT_IDENTITY_NAMES = ("id_rsa", "id_ecdsa", "id_ecdsa_sk", "id_ed25519", "id_ed25519_sk")
+DEFAULT_USER_KNOWN_HOSTS = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
+DEFAULT_GLOBAL_KNOWN_HOSTS = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
+SYSTEM_CONFIG = Path("/etc/ssh/ssh_config")
 MAX_JUMP_DEPTH = 4
 
 
@@ -35,8 +50,9 @@ class SshTarget:
     """One SSH endpoint after ~/.ssh/config: everything needed to open a connection to it.
 
     `alias` is what the user typed (kept for messages); `hostname` is what we dial and the name host
-    keys are recorded under. `proxy_jump` is the hop to go through first (itself a target, possibly
-    with its own hop). `proxy_command` is the raw ProxyCommand with tokens already expanded.
+    keys are recorded under (unless `host_key_alias` is set). `proxy_jump` is the hop to go through
+    first (itself a target, possibly with its own hop). `proxy_command` is the raw ProxyCommand with
+    tokens already expanded. `identity_agent` is the agent socket to use (None: no agent).
     """
 
     alias: str
@@ -47,6 +63,14 @@ class SshTarget:
     identities_only: bool = False
     proxy_jump: SshTarget | None = None
     proxy_command: str | None = None
+    certificate_files: tuple[Path, ...] = ()
+    identity_agent: str | None = field(default_factory=lambda: os.environ.get("SSH_AUTH_SOCK") or None)
+    user_known_hosts_files: tuple[Path, ...] = ()
+    global_known_hosts_files: tuple[Path, ...] = ()
+    host_key_alias: str | None = None
+    check_host_ip: bool = False
+    kex_algorithms: str | None = None
+    proxy_use_fdpass: bool = False  # the ProxyCommand hands back a connected socket (OrbStack does this)
 
     def describe(self) -> str:
         """`user@host:port` (and the alias when it differs) for messages."""
@@ -58,16 +82,15 @@ def default_config_path() -> Path:
     return Path.home() / ".ssh" / "config"
 
 
-def load_config(config_path: Path | None = None) -> paramiko.SSHConfig:
-    """Parse an ssh_config file; a missing file is an empty config, an unreadable one a clear error."""
-    path = config_path if config_path is not None else default_config_path()
-    if not path.exists():
-        return paramiko.SSHConfig()
-    try:
-        return paramiko.SSHConfig.from_path(str(path))
-    except (OSError, UnicodeDecodeError, ValueError, paramiko.ConfigParseError) as exc:
-        raise SshConfigError(f"Could not read {path}: {exc}.",
-                             "Fix the file or move it aside, then try again.") from exc
+@dataclass(frozen=True)
+class _Local:
+    """The local side's facts that tokens and Match criteria use (a test may stand in another user)."""
+
+    home: Path
+    user: str
+    uid: int
+    environ: Mapping[str, str]
+    files: tuple[tuple[Path, bool], ...]
 
 
 def resolve_target(
@@ -78,22 +101,34 @@ def resolve_target(
     identity: Path | str | None = None,
     config_path: Path | None = None,
     default_identities: Sequence[Path] | None = None,
+    home: Path | None = None,
+    local_user: str | None = None,
+    local_uid: int | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> SshTarget:
     """Resolve `target` ("alias", "host" or "user@host") through the SSH config.
 
     Explicit `port`, `user` and `identity` win over the config, like `ssh -p/-l/-i`; an explicit
     identity is tried before the configured ones. `default_identities` (default: ~/.ssh/id_*) is
-    used when the config names no IdentityFile. Raises `SshConfigError` for unusable input.
+    used when the config names no IdentityFile. Without `config_path` the user's ~/.ssh/config and
+    then /etc/ssh/ssh_config are read, as `ssh` does; with it only that file (like `ssh -F`).
+    `home`, `local_user`, `local_uid` and `environ` default to this process's. Raises `SshConfigError`.
     """
-    config = load_config(config_path)
-    defaults = list(default_identities) if default_identities is not None else _default_identities()
-    return _resolve(config, target, port=port, user=user, identity=identity, defaults=defaults,
-                    seen=(), follow_jump=True)
-
-
-def _default_identities() -> list[Path]:
-    ssh_dir = Path.home() / ".ssh"
-    return [ssh_dir / name for name in DEFAULT_IDENTITY_NAMES]
+    home_dir = home if home is not None else Path.home()
+    if config_path is None:
+        files: tuple[tuple[Path, bool], ...] = ((home_dir / ".ssh" / "config", True), (SYSTEM_CONFIG, False))
+    else:
+        files = ((config_path, True),)
+    local = _Local(home=home_dir, user=local_user or getpass.getuser(),
+                   uid=os.getuid() if local_uid is None else local_uid,
+                   environ=environ if environ is not None else os.environ, files=files)
+    defaults = list(default_identities) if default_identities is not None else [
+        home_dir / ".ssh" / name for name in DEFAULT_IDENTITY_NAMES]
+    try:
+        return _resolve(local, target, port=port, user=user, identity=identity, defaults=defaults,
+                        seen=(), jump_override=None)
+    except SshConfigFileError as exc:
+        raise SshConfigError(exc.message, exc.hint) from exc
 
 
 def _split_user(target: str) -> tuple[str | None, str]:
@@ -113,8 +148,57 @@ def _parse_port(value: str | int, what: str) -> int:
     return port
 
 
+def _local_hostname() -> tuple[str, str]:
+    full = socket.gethostname()
+    return full, full.split(".", 1)[0]
+
+
+def _tokens(local: _Local, *, original: str, hostname: str, port: int, user: str,
+            host_key_alias: str | None, jump: str) -> dict[str, str]:
+    """OpenSSH's tokens for IdentityFile, CertificateFile, IdentityAgent, UserKnownHostsFile..."""
+    long_name, short_name = _local_hostname()
+    # %C as OpenSSH 9.2 computes it (later releases add the ProxyJump to the hash).
+    connection_hash = hashlib.sha1(f"{long_name}{hostname}{port}{user}".encode()).hexdigest()
+    return {
+        "C": connection_hash, "d": str(local.home), "h": hostname, "i": str(local.uid),
+        "j": jump, "k": host_key_alias or original, "L": short_name, "l": long_name,
+        "n": original, "p": str(port), "r": user, "u": local.user,
+    }
+
+
+_ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _expand_path(raw: str, local: _Local, tokens: dict[str, str]) -> str:
+    """`~`, `${VAR}` and %-tokens, as ssh expands IdentityFile and friends."""
+    def env(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in local.environ:
+            raise SshConfigError(f"{raw!r} uses ${{{name}}}, which is not set.")
+        return local.environ[name]
+
+    text = _ENV_VAR.sub(env, raw)
+    if text == "~" or text.startswith("~/"):
+        text = str(local.home) + text[1:]
+    elif text.startswith("~"):
+        text = os.path.expanduser(text)
+    return expand_tokens(text, tokens)
+
+
+def _options(local: _Local, alias: str, typed_user: str | None) -> HostOptions:
+    def exec_tokens(reader: ConfigReader) -> dict[str, str]:
+        port = reader.options.first("port") or str(DEFAULT_PORT)
+        return _tokens(local, original=alias.lower(), hostname=reader.match_host(), port=int(port)
+                       if port.isdigit() else DEFAULT_PORT, user=reader.current_user(),
+                       host_key_alias=reader.options.first("hostkeyalias"),
+                       jump=reader.options.first("proxyjump") or "")
+
+    context = LookupContext(original_host=alias, typed_user=typed_user, local_user=local.user, home=local.home)
+    return lookup(context, list(local.files), run_exec=shell_exec_matcher(exec_tokens))
+
+
 def _resolve(
-    config: paramiko.SSHConfig,
+    local: _Local,
     target: str,
     *,
     port: int | None,
@@ -122,7 +206,7 @@ def _resolve(
     identity: Path | str | None,
     defaults: list[Path],
     seen: tuple[str, ...],
-    follow_jump: bool,
+    jump_override: SshTarget | None,
 ) -> SshTarget:
     target = target.strip()
     typed_user, alias = _split_user(target)
@@ -132,30 +216,40 @@ def _resolve(
     if alias in seen or len(seen) > MAX_JUMP_DEPTH:
         chain = " -> ".join((*seen, alias))
         raise SshConfigError(f"ProxyJump goes round in a loop or too deep: {chain}.")
-    entry = config.lookup(alias)
+    given_user = user or typed_user
+    entry = _options(local, alias, given_user)
+    host = alias.lower()
 
-    hostname = str(entry.get("hostname", alias))
-    resolved_port = _parse_port(port if port is not None else entry.get("port", DEFAULT_PORT), alias)
-    resolved_user = user or typed_user or entry.get("user") or getpass.getuser()
+    hostname = entry.first("hostname") or host  # always set: the lookup resolves and lower-cases it
+    resolved_port = _parse_port(port if port is not None else entry.first("port") or DEFAULT_PORT, alias)
+    resolved_user = given_user or entry.first("user") or local.user
+    host_key_alias = entry.first("hostkeyalias")
+    raw_jump = (entry.first("proxyjump") or "").strip()
+    if jump_override is not None:
+        raw_jump = ""
+    tokens = _tokens(local, original=host, hostname=hostname, port=resolved_port, user=resolved_user,
+                     host_key_alias=host_key_alias, jump=raw_jump if raw_jump.lower() != "none" else "")
 
     files: list[Path] = []
     if identity is not None:
         files.append(Path(os.path.expanduser(str(identity))))
-    configured = [Path(os.path.expanduser(p)) for p in entry.get("identityfile", [])]
+    named = entry.many("identityfile")
+    configured = [Path(_expand_path(p, local, tokens)) for p in named if p.lower() != "none"]
     files.extend(configured)
-    if not configured:
+    if not named:  # "IdentityFile none" means no key files at all, not the defaults
         files.extend(defaults)
     identities = tuple(dict.fromkeys(files))  # de-duplicated, order kept
+    certificates = tuple(dict.fromkeys(Path(_expand_path(p, local, tokens)) for p in entry.many("certificatefile")
+                                       if p.lower() != "none"))
 
-    jump: SshTarget | None = None
-    raw_jump = str(entry.get("proxyjump", "")).strip()
-    if follow_jump and raw_jump and raw_jump.lower() != "none":
-        jump = _resolve_jump_chain(config, raw_jump, defaults=defaults, seen=(*seen, alias))
-    proxy_command = entry.get("proxycommand")
-    if proxy_command is not None and proxy_command.strip().lower() == "none":
-        proxy_command = None
-    if jump is not None:
-        proxy_command = None  # OpenSSH: the first of ProxyJump / ProxyCommand wins; we prefer the jump
+    jump: SshTarget | None = jump_override
+    proxy_command: str | None = None
+    raw_command = entry.first("proxycommand")
+    if jump is None and raw_jump and raw_jump.lower() != "none":
+        jump = _resolve_jump_chain(local, raw_jump, defaults=defaults, seen=(*seen, alias))
+    elif jump is None and raw_command is not None and raw_command.strip().lower() != "none":
+        proxy_command = expand_tokens(raw_command, {"h": hostname, "n": host, "p": str(resolved_port),
+                                                    "r": resolved_user, "k": host_key_alias or host})
 
     return SshTarget(
         alias=alias,
@@ -163,27 +257,56 @@ def _resolve(
         port=resolved_port,
         user=str(resolved_user),
         identity_files=identities,
-        identities_only=str(entry.get("identitiesonly", "no")).lower() == "yes",
+        identities_only=(entry.first("identitiesonly") or "no").lower() == "yes",
         proxy_jump=jump,
         proxy_command=proxy_command,
+        certificate_files=certificates,
+        identity_agent=_identity_agent(entry.first("identityagent"), local, tokens),
+        user_known_hosts_files=_known_hosts(entry.args("userknownhostsfile"), DEFAULT_USER_KNOWN_HOSTS,
+                                            local, tokens),
+        global_known_hosts_files=_known_hosts(entry.args("globalknownhostsfile"), DEFAULT_GLOBAL_KNOWN_HOSTS,
+                                              local, tokens),
+        host_key_alias=host_key_alias,
+        check_host_ip=(entry.first("checkhostip") or "no").lower() == "yes",
+        kex_algorithms=entry.first("kexalgorithms"),
+        proxy_use_fdpass=(entry.first("proxyusefdpass") or "no").lower() == "yes",
     )
 
 
+def _identity_agent(raw: str | None, local: _Local, tokens: dict[str, str]) -> str | None:
+    """IdentityAgent: a socket path (`~`, %d, ${VAR}), SSH_AUTH_SOCK (the environment's), or none."""
+    if raw is None or raw == "SSH_AUTH_SOCK":
+        return local.environ.get("SSH_AUTH_SOCK") or None
+    if raw.lower() == "none":
+        return None
+    if raw.startswith("$") and not raw.startswith("${"):
+        return local.environ.get(raw[1:]) or None
+    return _expand_path(raw, local, tokens)
+
+
+def _known_hosts(args: list[str] | None, defaults: tuple[str, ...], local: _Local,
+                 tokens: dict[str, str]) -> tuple[Path, ...]:
+    chosen = args if args else list(defaults)
+    if len(chosen) == 1 and chosen[0].lower() == "none":
+        return ()
+    return tuple(Path(_expand_path(name, local, tokens)) for name in chosen)
+
+
 def _resolve_jump_chain(
-    config: paramiko.SSHConfig, raw: str, *, defaults: list[Path], seen: tuple[str, ...]
+    local: _Local, raw: str, *, defaults: list[Path], seen: tuple[str, ...]
 ) -> SshTarget:
-    """ProxyJump "a,b" means: reach a, through it reach b, through b reach the target."""
+    """ProxyJump "a,b" means: reach a, through it reach b, through b reach the target.
+
+    As OpenSSH runs it (`ssh -J a -W target b`): the first hop keeps its own ProxyJump or
+    ProxyCommand from the config; every later hop goes through the one before it instead.
+    """
     hops = [h.strip() for h in raw.split(",") if h.strip()]
     previous: SshTarget | None = None
     for index, hop in enumerate(hops):
         hop_user, hop_rest = _split_user(hop)
         hop_host, hop_port = _split_hop_port(hop_rest, hop)
-        # A single hop keeps its own ProxyJump (ssh -J resolves it as an alias); in a list it does not.
-        resolved = _resolve(config, hop_host, port=hop_port, user=hop_user, identity=None,
-                            defaults=defaults, seen=(*seen, *hops[:index]), follow_jump=len(hops) == 1)
-        if previous is not None:
-            resolved = _with_jump(resolved, previous)
-        previous = resolved
+        previous = _resolve(local, hop_host, port=hop_port, user=hop_user, identity=None,
+                            defaults=defaults, seen=(*seen, *hops[:index]), jump_override=previous)
     if previous is None:
         raise SshConfigError(f"ProxyJump {raw!r} names no host.")
     return previous
@@ -197,7 +320,3 @@ def _split_hop_port(rest: str, hop: str) -> tuple[str, int | None]:
         host, _, port = rest.partition(":")
         return host, _parse_port(port, hop)
     return rest, None
-
-
-def _with_jump(target: SshTarget, jump: SshTarget) -> SshTarget:
-    return replace(target, proxy_jump=jump, proxy_command=None)

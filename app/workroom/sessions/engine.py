@@ -10,37 +10,35 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from workroom.agent_bundle import AgentBundle
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host, HostsFile
-from workroom.credentials import CredentialKey, CredentialStore, SecretKind
+from workroom.core.questions import SecretRequest
+from workroom.credentials import CredentialKey, CredentialStore
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
 from workroom.providers.base import Provider, ProviderContext
-from workroom.remote.agent_install import AgentBundle
+from workroom.remote.host_keys import KnownHosts
 from workroom.sessions.host_session import HostSession, HostSnapshot
 from workroom.storage import atomic_write_bytes, load_hosts, load_settings, save_hosts, save_settings
 
 log = logging.getLogger(__name__)
 
 
-def secret_key(request_key: str) -> CredentialKey:
-    """The keyring entry for an SSH secret request ("passphrase:<key path>", "password:<user@host:port>")."""
-    kind, _, subject = request_key.partition(":")
-    return CredentialKey(SecretKind(kind), subject)
-
-
-SecretAsker = Callable[[Any], Awaitable[str | None]]
+SecretAsker = Callable[[SecretRequest], Coroutine[Any, Any, str | None]]
+"""Asks the user for a secret the keyring does not have (a coroutine run on the event loop)."""
 ASK_SECRET_TIMEOUT_SECONDS = 300.0
 
 
-def keyring_secret_lookup(store: CredentialStore, engine: Engine | None = None) -> Callable[[Any], str | None]:
+def keyring_secret_lookup(store: CredentialStore,
+                          engine: Engine | None = None) -> Callable[[SecretRequest], str | None]:
     """SSH passphrases and passwords come only from the keyring (runs on the host's worker thread).
 
     Nothing stored: the face's `secret_asker` (the desktop app's passphrase dialog) is asked on the event
@@ -48,8 +46,8 @@ def keyring_secret_lookup(store: CredentialStore, engine: Engine | None = None) 
     asker, None (the login fails saying a passphrase was needed; `workroom secret set` stores one). No usable
     keyring: its error is raised — never a plaintext fallback, and the answer is not used unsaved."""
 
-    def lookup(request: Any) -> str | None:
-        key = secret_key(request.key)
+    def lookup(request: SecretRequest) -> str | None:
+        key = CredentialKey.of(request)
         stored = store.get(key)
         if stored is not None or engine is None or engine.secret_asker is None or engine.loop is None:
             return stored
@@ -72,8 +70,6 @@ class Engine:
         self.hosts: HostsFile = loaded_hosts.value
         self.settings: AppSettings = loaded_settings.value
         self.auto_reconnect = auto_reconnect
-        from workroom.remote.host_keys import KnownHosts
-
         self.credentials = credentials if credentials is not None else CredentialStore()
         self.secret_asker: SecretAsker | None = None
         """Set by a face that can ask the user for a passphrase (an async callable on the event loop)."""
@@ -81,7 +77,7 @@ class Engine:
         self.context = ProviderContext(bundle=bundle, known_hosts=KnownHosts(paths.known_hosts_file),
                                        state_dir=paths.state_dir,
                                        secret_lookup=keyring_secret_lookup(self.credentials, self),
-                                       forget_secret=lambda key: self.credentials.delete(secret_key(key)))
+                                       forget_secret=lambda request: self.credentials.delete(CredentialKey.of(request)))
         self.sessions: dict[str, HostSession] = {}
         self.listeners: list[Callable[[HostSnapshot], None]] = []
         self._providers: dict[str, Provider] = {}

@@ -18,24 +18,28 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any
 
 from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
-from workroom.core.keepawake import KeepAwakePolicy, KeepAwakePolicyError, PollOutcome
-from workroom.core.protocol import PromptEvent, Status, StatusEvent, Verdict
+from workroom.core.keepawake import KeepAwakeReport
+from workroom.core.protocol import PromptEvent, Status, StatusEvent, TimelineReply, UserExclusions, Verdict
+from workroom.core.questions import HostKeyQuestion
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider
+from workroom.remote.agent_client import AgentClient
 from workroom.remote.agent_install import AgentInstaller, InstallReport
 from workroom.remote.agent_link import AgentLink
+from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
 from workroom.remote.host_shell import HostShell
-from workroom.sessions.keepawake_task import KeepAwakeTask
+from workroom.remote.ssh_errors import AuthFailed
+from workroom.sessions.blocking_runner import BlockingRunner
+from workroom.sessions.keepawake_task import OutsideKeepAwake
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 PING_INTERVAL_SECONDS = 3.0
 """Each ping costs ~400 B on the wire with SSH and TCP: ~130 B/s, well under the agent's 500 B/s net signal."""
@@ -63,38 +67,9 @@ class HostSnapshot:
         return badge(self.status, self.traits, self.connection, now_monotonic=now_monotonic)
 
 
-class BlockingRunner:
-    """Runs blocking calls for one host in order on one thread (paramiko never on the event loop)."""
-
-    def __init__(self, name: str) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"wr-host-{name}")
-
-    async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
-
-    async def run_closing_on_cancel(self, fn: Callable[..., T], *args: Any) -> T:
-        """Like `run`, for calls that return something to close: if the waiter is cancelled (the user
-        disconnected mid-connect), the result is closed when it arrives instead of leaking."""
-        future = self._pool.submit(fn, *args)
-        try:
-            return await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            def close_late(done: Any) -> None:
-                if not done.cancelled() and done.exception() is None:
-                    with contextlib.suppress(Exception):
-                        done.result().close()
-
-            future.add_done_callback(close_late)
-            raise
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-
 Listener = Callable[[HostSnapshot], None]
-HostKeyAnswerer = Callable[["HostSession", Any], Awaitable[bool]]
+HostKeyAnswerer = Callable[["HostSession", HostKeyQuestion], Awaitable[bool]]
+"""Asks the user whether to trust a host key nobody has confirmed; True to trust it."""
 
 
 @dataclass
@@ -135,18 +110,14 @@ class HostSession:
         self._attempt = 0
         self._may_wake = False  # later reconnects happen in the background: they must not wake the box
         self._first_status: asyncio.Event = asyncio.Event()
-        self.connect_started_at: float | None = None
         self.first_status_seconds: float | None = None
         self.failure: UserError | None = None
         self.phase_seconds: dict[str, float] = {}
         self.previous_verdict = previous_verdict
         """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
-        self._keepawake: Any = None
-        self.keepawake_report: Any = None
-        self._gate_lock = asyncio.Lock()
+        self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
+                                           lambda: self._wanted, self._keep_awake_changed)
         self._asleep_watch: asyncio.Task[None] | None = None
-        self._suspended = False
-        self._may_wake = False
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -161,7 +132,6 @@ class HostSession:
         background connect must not wake a sleeping box just to look at it.
         """
         self._may_wake = wake
-        self._suspended = False
         self._wanted = True
         if self._main is None or self._main.done():
             self._main = asyncio.get_running_loop().create_task(self._run(), name=f"session-{self.host.name}")
@@ -177,9 +147,11 @@ class HostSession:
                                      return_when=asyncio.FIRST_COMPLETED)
         waiter.cancel()
         if not done:
-            raise TimeoutError(f"{self.host.name}: no status within {timeout:.0f} s")
-        if self._main in done and not self._main.cancelled() and self._main.exception() is not None:
-            raise self._main.exception()  # type: ignore[misc]
+            raise ConnectTimedOut(self.host.name, timeout)
+        if self._main in done and not self._main.cancelled():
+            crashed = self._main.exception()
+            if crashed is not None:
+                raise crashed
         if self.connection.state not in (ConnectionState.LIVE, ConnectionState.QUIET) and self.failure:
             raise self.failure
         return self.snapshot()
@@ -188,8 +160,7 @@ class HostSession:
         self._wanted = False
         if self._asleep_watch is not None:
             self._asleep_watch.cancel()
-        if self._keepawake is not None:
-            self._keepawake.stop()
+        self._keepawake.stop()
         self._teardown("disconnected by the user")
         if self._main is not None:
             self._main.cancel()
@@ -212,6 +183,21 @@ class HostSession:
         self._on_status(status)
         return status
 
+    def _live_client(self, doing: str) -> AgentClient:
+        link = self._rt.link
+        if link is None or link.client.closed:
+            raise UserError("Not connected", f"{self.host.name} is not connected, so its agent cannot {doing}.",
+                            "Connect to the host and try again.")
+        return link.client
+
+    async def timeline(self, since: float | None) -> TimelineReply:
+        """The agent's why-awake record from `since` (Unix seconds). Raises a UserError when not connected."""
+        return await self._live_client("say what kept it awake").timeline(since)
+
+    async def exclusions(self, names: list[str] | None = None) -> UserExclusions:
+        """Read (None) or replace the host's "never work" process names, held by its agent."""
+        return await self._live_client("change what counts as work").exclusions(names)
+
     async def apply_settings(self, settings: CeilingSettings) -> Status | None:
         """Hand new ceiling settings to the agent (ask mode only where the provider sleeps)."""
         self._settings = settings
@@ -221,6 +207,11 @@ class HostSession:
         status = await link.client.settings(settings.for_provider(self.traits))
         self._on_status(status)
         return status
+
+    @property
+    def keepawake_report(self) -> KeepAwakeReport | None:
+        """How the last outside keep-awake (request-metered hosts) ended, once it has."""
+        return self._keepawake.report
 
     # -- internals -------------------------------------------------------------------------------
 
@@ -239,51 +230,14 @@ class HostSession:
         self.connection = info
         self._publish()
 
-    # -- keep-awake from outside (request-metered providers) -------------------------------------------
-
-    def _maybe_keep_awake(self, status: Status) -> None:
-        if not self.traits.needs_outside_keep_awake:
-            return
-        poll_health = getattr(self.provider, "poll_health", None)
-        if poll_health is None or status.verdict is not Verdict.BUSY:
-            return
-        if self._keepawake is not None and self._keepawake.running:
-            return
-
-        async def gated_poll() -> PollOutcome:
-            async with self._gate_lock:
-                if not self._wanted or self._suspended:
-                    return PollOutcome.not_running()  # never poll (and so resume) a box the user suspended
-                outcome: PollOutcome = await poll_health(self.host)
-                return outcome
-
-        try:
-            policy = KeepAwakePolicy.new(idle_window_seconds=self.traits.idle_window_seconds).validate()
-        except KeepAwakePolicyError as error:
-            self.connection = self.connection.model_copy(update={"keepawake_error": error.message})
-            return
-        self._keepawake = KeepAwakeTask(policy, gated_poll, name=f"keep-awake-{self.host.name}")
-        self.connection = self.connection.model_copy(update={"keepawake_running": True, "keepawake_error": None})
-        self._keepawake.task.add_done_callback(self._keep_awake_ended)
-
-    def _keep_awake_ended(self, task: asyncio.Task[Any]) -> None:
-        error = None
-        if not task.cancelled() and task.exception() is not None:
-            error = str(task.exception())
-        self.keepawake_report = None if task.cancelled() or task.exception() else task.result()
-        self.connection = self.connection.model_copy(update={"keepawake_running": False, "keepawake_error": error})
-        self._publish()
-
-    async def suspend(self) -> None:
-        """The user suspends the box: close the gate first, so no poll resumes it, then disconnect."""
-        async with self._gate_lock:
-            self._suspended = True
-        if self._keepawake is not None:
-            self._keepawake.stop()
-        await self.disconnect()
+    def _keep_awake_changed(self, running: bool, error: str | None, ended: bool) -> None:
+        """The outside keep-awake (request-metered hosts) started, was refused, or ended."""
+        self.connection = self.connection.model_copy(update={"keepawake_running": running, "keepawake_error": error})
+        if ended:
+            self._publish()
 
     def _on_status(self, status: Status) -> None:
-        self._maybe_keep_awake(status)
+        self._keepawake.on_status(status)
         self.status = status
         self.status_received_at = self._clock()
         if not status.prompt_pending:
@@ -323,26 +277,8 @@ class HostSession:
                 error = _lost_error(self.host, await self._rt.link.closed)
             except asyncio.CancelledError:
                 raise
-            except _StayAsleep:
-                self._teardown("asleep")
-                self._wanted = False
-                self._set_state(ConnectionState.ASLEEP)
-                self._first_status.set()
-                self._watch_asleep()
-                return
-            except _Fatal as fatal:
-                self._teardown(str(fatal))
-                self.failure = fatal.original
-                self._wanted = False
-                self._set_state(ConnectionState.ERROR, fatal.original)
-                self._first_status.set()
-                return
-            except _WouldWake as would_wake:
-                self._teardown("would wake")
-                self._wanted = False
-                self.failure = would_wake.error
-                self._set_state(ConnectionState.DISCONNECTED, would_wake.error)
-                self._first_status.set()
+            except _EndOfRun as end:
+                self._end_run(end)
                 return
             except UserError as user_error:
                 error = user_error
@@ -357,10 +293,7 @@ class HostSession:
                 return
             box = await self._box_state()
             if box is BoxState.ASLEEP:
-                self._wanted = False  # connecting again would wake it: that is the user's call
-                self._set_state(ConnectionState.ASLEEP)
-                self._first_status.set()
-                self._watch_asleep()
+                self._end_run(_EndOfRun.asleep())  # connecting again would wake it: that is the user's call
                 return
             self.failure = error
             self._set_state(ConnectionState.LOST, error)
@@ -373,6 +306,17 @@ class HostSession:
             self._attempt += 1
             self._set_state(ConnectionState.BACKING_OFF, error, retry_at_monotonic=self._clock() + delay)
             await asyncio.sleep(delay)
+
+    def _end_run(self, end: _EndOfRun) -> None:
+        """This run is over and no reconnect follows: settle in the end's state, and wake `connect()`."""
+        self._teardown(end.why)
+        self._wanted = False
+        if end.error is not None:
+            self.failure = end.error
+        self._set_state(end.state, end.error)
+        self._first_status.set()
+        if end.state is ConnectionState.ASLEEP:
+            self._watch_asleep()
 
     def _watch_asleep(self) -> None:
         """While ASLEEP, look again now and then (without waking it): a box woken by someone else is
@@ -399,38 +343,51 @@ class HostSession:
             return BoxState.UNKNOWN
 
     async def _connect_once(self) -> None:
-        self.connect_started_at = start = self._clock()
+        """One connect, in order: may we connect, open a shell, install and link, sync settings, go live."""
+        start = self._clock()
+        was_asleep = await self._may_we_connect()
+        shell = await self._open_shell()
+        self.phase_seconds = {"ssh": self._clock() - start}
+        self._rt.shell = shell
+        link = await self._install_and_link(shell, start)
+        status = await self._sync_settings(link, start)
+        self._go_live(link, status, was_asleep=was_asleep, seconds=self._clock() - start)
+
+    async def _may_we_connect(self) -> bool:
+        """Decide from the provider's word (read without waking the box) whether this run may connect;
+        says CONNECTING (or retrying) when it may. Returns whether the box was asleep (a timed wake)."""
         box = await self._box_state()
         was_asleep = box is BoxState.ASLEEP
         if was_asleep and not self._may_wake:
-            raise _StayAsleep()
+            raise _EndOfRun.asleep()
         if self.traits.sleeps_when_idle and box is BoxState.UNKNOWN and not self._may_wake:
-            raise _WouldWake(UserError(
+            raise _EndOfRun(ConnectionState.DISCONNECTED, UserError(
                 "Not connected", f"{self.host.name} may be asleep, and connecting would wake it.",
-                "Click Connect when you need it."))
+                "Click Connect when you need it."), why="would wake")
         if self.connection.error is not None and self._attempt > 0:
             self.connection = self.connection.retrying(self._clock())
             self._publish()
         else:
             self._set_state(ConnectionState.CONNECTING)
-        shell = await self._open_shell()
-        self.phase_seconds = {"ssh": self._clock() - start}
-        self._rt.shell = shell
+        return was_asleep
+
+    async def _install_and_link(self, shell: HostShell, start: float) -> AgentLink:
+        """Push the agent if its hash differs (or start it), and open a live, greeted link to it."""
         self._set_state(ConnectionState.PUSHING)
         layout = self.provider.layout(self.host)
         installer = AgentInstaller(shell, self.provider.context.bundle, layout,
-                                   self.provider.serve_options(self.host))
+                                   self.provider.serve_options(self.host), self.provider.python_command(self.host))
         # Reconnecting to an up-to-date host is the common case: open the relay while the probe runs,
         # and keep it only if the probe finds nothing to change.
         early = asyncio.ensure_future(self.provider.open_link(self.host, shell, layout.socket_path, self._on_event))
         try:
-            self.install = await self._runner.run(installer.ensure)
+            install = self.install = await self._runner.run(installer.ensure)
         except BaseException:
             early.add_done_callback(_close_link_quietly)
             raise
         self.phase_seconds["install"] = self._clock() - start
         link = None
-        if self.install.action == "none":
+        if install.action == "none":
             try:
                 link = await early
                 await link.client.hello()
@@ -441,11 +398,15 @@ class HostSession:
         else:
             early.add_done_callback(_close_link_quietly)
         if link is None:
-            link = await self.provider.open_link(self.host, shell, self.install.socket_path, self._on_event)
+            link = await self.provider.open_link(self.host, shell, install.socket_path, self._on_event)
             self._rt.link = link
             await link.client.hello()
         self._rt.link = link
         self.phase_seconds["hello"] = self._clock() - start
+        return link
+
+    async def _sync_settings(self, link: AgentLink, start: float) -> Status:
+        """Subscribe, and hand the agent this computer's ceiling settings if its own differ."""
         status = await link.client.subscribe()
         self.phase_seconds["subscribe"] = self._clock() - start
         wanted = self._settings.for_provider(self.traits)
@@ -453,8 +414,13 @@ class HostSession:
             wanted.ceiling_seconds, wanted.prompt_timeout_seconds, wanted.ask_at_ceiling
         ) or status.settings_error is not None:
             status = await link.client.settings(wanted)
-        self.first_status_seconds = self._clock() - start
-        wake = self.first_status_seconds if was_asleep else self.connection.wake_seconds
+        return status
+
+    def _go_live(self, link: AgentLink, status: Status, *, was_asleep: bool, seconds: float) -> None:
+        """The first status is in: say LIVE (or QUIET), wake `connect()`, and start watching the peer."""
+        assert self.install is not None
+        self.first_status_seconds = seconds
+        wake = seconds if was_asleep else self.connection.wake_seconds
         suspended_while_busy = self.connection.suspended_while_busy or _slept_while_busy(
             self.previous_verdict, status, sleeps=self.traits.sleeps_when_idle)
         self.previous_verdict = None
@@ -468,21 +434,17 @@ class HostSession:
         self._rt.tasks.append(asyncio.get_running_loop().create_task(self._liveness(link)))
 
     async def _open_shell(self) -> HostShell:
-        from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
-        from workroom.remote.ssh_connection import AuthFailed
-
+        """A shell on the host; an unknown host key is asked about (and trusted only on a yes)."""
         while True:
             try:
                 return await self._runner.run_closing_on_cancel(self.provider.open_shell, self.host)
             except AuthFailed as refused:
-                if refused.rejected_secret:
+                if refused.rejected_secret is not None:
                     # A stored passphrase the key refused is wrong: forget it so it is not tried again.
-                    forget = getattr(self.provider.context, "forget_secret", None)
-                    if forget is not None:
-                        await self._runner.run(forget, refused.rejected_secret)
-                raise _Fatal(refused) from None
+                    await self._runner.run(self.provider.forget_secret, refused.rejected_secret)
+                raise _EndOfRun.fatal(refused) from None
             except HostKeyChanged as refused:
-                raise _Fatal(refused) from None
+                raise _EndOfRun.fatal(refused) from None
             except HostKeyUnknown as question:
                 q = question.question
                 self._set_state(ConnectionState.HOST_KEY_QUESTION, host_key_fingerprint=q.fingerprint)
@@ -490,7 +452,7 @@ class HostSession:
                 if self.host_key_answerer is not None:
                     trusted = await self.host_key_answerer(self, q)
                 if not trusted:
-                    raise _Fatal(question) from None
+                    raise _EndOfRun.fatal(question) from None
                 known = self.provider.context.known_hosts
                 assert known is not None
                 await self._runner.run(known.trust_answer, q)
@@ -512,24 +474,34 @@ class HostSession:
                 return
 
 
-class _WouldWake(Exception):
-    """A background connect to a sleepable box whose state cannot be read: it would wake it."""
+class ConnectTimedOut(UserError, TimeoutError):
+    """`connect()` waited its time and the host has not said how it is (the session keeps trying)."""
 
-    def __init__(self, error: UserError) -> None:
-        super().__init__(error.message)
+    def __init__(self, name: str, seconds: float) -> None:
+        super().__init__("No answer yet", f"{name} gave no status within {seconds:.0f} s.",
+                         "The host may be slow or waking up; try again, or see its row for what it is doing.")
+
+
+class _EndOfRun(Exception):
+    """A run ends here and no reconnect follows: the session settles in `state` (with `error`, if any).
+
+    The box is asleep and this start may not wake it; a background connect to a sleepable box whose state
+    cannot be read (it would wake it); or a failure reconnecting will not fix (an untrusted or changed host
+    key, a refused login)."""
+
+    def __init__(self, state: ConnectionState, error: UserError | None = None, *, why: str) -> None:
+        super().__init__(why)
+        self.state = state
         self.error = error
+        self.why = why
 
+    @classmethod
+    def asleep(cls) -> _EndOfRun:
+        return cls(ConnectionState.ASLEEP, why="asleep")
 
-class _StayAsleep(Exception):
-    """The provider says the box sleeps and this start may not wake it."""
-
-
-class _Fatal(Exception):
-    """A failure reconnecting will not fix (an untrusted or changed host key, refused login)."""
-
-    def __init__(self, original: UserError) -> None:
-        super().__init__(str(original))
-        self.original = original
+    @classmethod
+    def fatal(cls, error: UserError) -> _EndOfRun:
+        return cls(ConnectionState.ERROR, error, why=str(error))
 
 
 def _slept_while_busy(previous: dict[str, Any] | None, status: Status, *, sleeps: bool) -> bool:
@@ -551,7 +523,8 @@ def _close_link_quietly(future: asyncio.Future[AgentLink]) -> None:
         future.result().close("not needed")
 
 
-def _lost_error(host: Host, error: BaseException) -> UserError:
+def _lost_error(host: Host, error: BaseException | str) -> UserError:
+    """Why a live connection ended (an exception, or the link's own words), as the user sees it."""
     return UserError(
         "Lost the host",
         f"The connection to {host.name} ended: {error}.",

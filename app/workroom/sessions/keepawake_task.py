@@ -1,8 +1,8 @@
 """KeepAwake's runner: drives the pure policy (core.keepawake) on the asyncio loop.
 
-The poll is the caller's (seed 004): a coroutine returning a `PollOutcome`. A caller holding a session
-passes one that first checks, under the session's lock, that the box is still running and answers
-`PollOutcome.not_running()` instead of polling a box the user just suspended (which would resume it).
+The poll is the caller's (see KeepAwake in docs/providers.md): a coroutine returning a `PollOutcome`. A
+caller holding a session passes one that first checks that the session still wants the box and answers
+`PollOutcome.not_running()` instead of polling a box the user let go of (a poll would resume it).
 The task stops when cancelled or when its handle is dropped, and ends with a `KeepAwakeReport` or a
 `KeepAwakeError` once more consecutive failures than tolerated have happened.
 """
@@ -18,12 +18,15 @@ from workroom.core.keepawake import (
     Finished,
     GaveUp,
     KeepAwakePolicy,
+    KeepAwakePolicyError,
     KeepAwakeReport,
     KeepAwakeState,
     Poll,
     PollOutcome,
     Wait,
 )
+from workroom.core.protocol import Status, Verdict
+from workroom.core.traits import ProviderTraits
 
 PollFn = Callable[[], Awaitable[PollOutcome]]
 
@@ -76,3 +79,54 @@ class KeepAwakeTask:
     @property
     def running(self) -> bool:
         return not self.task.done()
+
+
+class OutsideKeepAwake:
+    """One request-metered host's keep-awake from this computer, as its session drives it.
+
+    Started when the agent says BUSY (and not already running); each poll first asks `still_wanted()`, so
+    a box the user let go of is never polled (a poll would resume it). The host's state is reported back
+    through `on_change(running, error, ended)`: `error` is the policy's refusal (an idle window too short) or
+    why the task gave up, in plain words; `ended` is true when a running task has just ended (the status
+    that started or refused one is published by the session anyway).
+    """
+
+    def __init__(self, name: str, traits: ProviderTraits, poll: PollFn, still_wanted: Callable[[], bool],
+                 on_change: Callable[[bool, str | None, bool], None]) -> None:
+        self._name = name
+        self._traits = traits
+        self._poll = poll
+        self._still_wanted = still_wanted
+        self._on_change = on_change
+        self._task: KeepAwakeTask | None = None
+        self.report: KeepAwakeReport | None = None
+        """The last run's report (None while running, or when it gave up or was cancelled)."""
+
+    def on_status(self, status: Status) -> None:
+        if not self._traits.needs_outside_keep_awake or status.verdict is not Verdict.BUSY:
+            return
+        if self._task is not None and self._task.running:
+            return
+
+        async def gated_poll() -> PollOutcome:
+            if not self._still_wanted():
+                return PollOutcome.not_running()  # never poll (and so resume) a box the user let go of
+            return await self._poll()
+
+        try:
+            policy = KeepAwakePolicy.new(idle_window_seconds=self._traits.idle_window_seconds).validate()
+        except KeepAwakePolicyError as error:
+            self._on_change(False, error.message, False)
+            return
+        self._task = KeepAwakeTask(policy, gated_poll, name=f"keep-awake-{self._name}")
+        self._on_change(True, None, False)
+        self._task.task.add_done_callback(self._ended)
+
+    def stop(self) -> None:
+        if self._task is not None:
+            self._task.stop()
+
+    def _ended(self, task: asyncio.Task[KeepAwakeReport]) -> None:
+        failed = None if task.cancelled() else task.exception()
+        self.report = None if task.cancelled() or failed is not None else task.result()
+        self._on_change(False, str(failed) if failed is not None else None, True)

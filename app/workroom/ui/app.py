@@ -1,17 +1,31 @@
-"""Puts the app together: engine -> controller -> window + menu-bar item, and the way out (Quit)."""
+"""Puts the app together: engine -> controller -> window + menu-bar item, and the way out.
+
+Quit from the menu, a system quit (logout, Activity Monitor: a Qt Quit event) and SIGTERM all take the
+same way out: every session is closed before the event loop stops (docs/macos.md).
+"""
 
 from __future__ import annotations
 
 import asyncio
-import sys
+import logging
+import signal
+import socket
+from collections.abc import Callable
+from typing import Any
 
+from PySide6.QtCore import QEvent, QObject, QSocketNotifier
 from PySide6.QtWidgets import QApplication
 
+from workroom.core.protocol import Verdict
+from workroom.core.traits import IdleMetering
+from workroom.platform.macos import AppNapGuard, bring_to_front, hide_dock_icon
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui.app_controller import AppController
 from workroom.ui.main_window import MainWindow
 from workroom.ui.tray import TrayController
+
+log = logging.getLogger(__name__)
 
 
 class WorkroomApp:
@@ -20,6 +34,13 @@ class WorkroomApp:
         self.window = MainWindow(self.controller)
         self.tray = TrayController()
         self.quit_event = asyncio.Event()
+        self.app_nap = AppNapGuard()
+        self._last_state: dict[str, str] = {}
+        self._quit_filter = _QuitFilter(self.request_quit)
+        self._signal_pipe: tuple[socket.socket, socket.socket] | None = None
+        self._signal_notifier: QSocketNotifier | None = None
+        self._previous_wakeup_fd = -1
+        self._previous_sigterm: Any = signal.SIG_DFL
         self._wire()
         for snapshot in self.window.model.snapshots():
             self.tray.update(snapshot)
@@ -27,16 +48,31 @@ class WorkroomApp:
     def _wire(self) -> None:
         c, t, w = self.controller, self.tray, self.window
         c.snapshot_changed.connect(t.update)
+        c.snapshot_changed.connect(self._track_pending)
+        c.host_removed.connect(lambda name: self.app_nap.release(name))
         c.host_added.connect(t.update)
         c.host_removed.connect(t.remove)
+        t.open_requested.connect(bring_to_front)
         t.open_requested.connect(w.bring_up)
+        t.settings_requested.connect(bring_to_front)
         t.settings_requested.connect(w.show_settings)
         t.connect_all_requested.connect(lambda: c.connect_all())
         t.quit_requested.connect(self.request_quit)
         t.host_requested.connect(self._show_host)
         w.cards.card_raised.connect(self._notify_card)
 
+    def _track_pending(self, snapshot: HostSnapshot) -> None:
+        state = snapshot.connection.state.value
+        if self._last_state.get(snapshot.host.name) != state:
+            self._last_state[snapshot.host.name] = state
+            log.info("%s: %s", snapshot.host.name, state)
+        if needs_full_speed(snapshot):
+            self.app_nap.hold(snapshot.host.name)
+        else:
+            self.app_nap.release(snapshot.host.name)
+
     def _show_host(self, name: str) -> None:
+        bring_to_front()
         self.window.select_host(name)
         self.window.bring_up()
 
@@ -51,8 +87,7 @@ class WorkroomApp:
         self.window.hide_on_close = has_tray
         if show_window or not has_tray:
             self.window.bring_up()
-        if sys.platform == "darwin":
-            hide_dock_icon()
+        hide_dock_icon()  # a no-op off macOS
         if connect:
             self.controller.connect_all(wake=False)  # never wake a sleeping box just to look
 
@@ -61,10 +96,52 @@ class WorkroomApp:
 
     async def run_until_quit(self) -> None:
         app = QApplication.instance()
-        if app is not None:
+        if isinstance(app, QApplication):
             app.lastWindowClosed.connect(self._last_window_closed)
-        await self.quit_event.wait()
-        await self.close()
+            app.installEventFilter(self._quit_filter)
+        self._catch_sigterm()
+        try:
+            await self.quit_event.wait()
+        finally:
+            await self.close()
+            if app is not None:
+                app.removeEventFilter(self._quit_filter)
+            self._release_sigterm()
+            log.info("quit: every session closed")
+
+    def _catch_sigterm(self) -> None:
+        """SIGTERM (`kill`, launchd at shutdown) -> request_quit, through a socket Qt watches (no polling)."""
+        try:
+            pair = socket.socketpair()
+            for end in pair:
+                end.setblocking(False)
+            self._previous_wakeup_fd = signal.set_wakeup_fd(pair[1].fileno())
+            self._previous_sigterm = signal.signal(signal.SIGTERM, lambda _signum, _frame: None)  # the byte works
+        except ValueError:  # not the main thread: nothing to catch here
+            return
+        self._signal_pipe = pair
+        self._signal_notifier = QSocketNotifier(pair[0].fileno(), QSocketNotifier.Type.Read)
+
+        def on_signal() -> None:
+            try:
+                pair[0].recv(64)
+            except OSError:
+                pass
+            log.info("quit requested by a signal")
+            self.request_quit()
+
+        self._signal_notifier.activated.connect(on_signal)
+
+    def _release_sigterm(self) -> None:
+        if self._signal_pipe is None:
+            return
+        signal.set_wakeup_fd(self._previous_wakeup_fd)
+        signal.signal(signal.SIGTERM, self._previous_sigterm)
+        if self._signal_notifier is not None:
+            self._signal_notifier.setEnabled(False)
+        for end in self._signal_pipe:
+            end.close()
+        self._signal_pipe = None
 
     def _last_window_closed(self) -> None:
         if not self.window.hide_on_close:
@@ -76,25 +153,25 @@ class WorkroomApp:
         self.window.close()
 
 
-def hide_dock_icon() -> None:
-    """macOS: a menu-bar app has no Dock icon (NSApplicationActivationPolicyAccessory).
+def needs_full_speed(snapshot: HostSnapshot) -> bool:
+    """A prompt deadline is pending, or an outside keep-awake poll runs (request-metered and busy)."""
+    if snapshot.prompt is not None:
+        return True
+    status = snapshot.status
+    return (snapshot.traits.idle_metering is IdleMetering.REQUESTS and status is not None
+            and status.verdict is Verdict.BUSY)
 
-    The packaged app says so in Info.plist (LSUIElement); this covers running from source. Uses the
-    Objective-C runtime through ctypes so no extra dependency is needed; failure only leaves the icon.
-    """
-    import ctypes
-    import ctypes.util
 
-    try:
-        objc = ctypes.cdll.LoadLibrary(ctypes.util.find_library("objc") or "libobjc.dylib")
-        ctypes.cdll.LoadLibrary("/System/Library/Frameworks/AppKit.framework/AppKit")
-        objc.objc_getClass.restype = ctypes.c_void_p
-        objc.sel_registerName.restype = ctypes.c_void_p
-        send = objc.objc_msgSend
-        send.restype = ctypes.c_void_p
-        send.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
-        ns_app = send(objc.objc_getClass(b"NSApplication"), objc.sel_registerName(b"sharedApplication"))
-        send.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_long]
-        send(ns_app, objc.sel_registerName(b"setActivationPolicy:"), 1)
-    except (OSError, AttributeError):
-        pass
+class _QuitFilter(QObject):
+    """Turns Qt's Quit event (a system quit: logout, Activity Monitor, Cmd-Q) into an orderly quit."""
+
+    def __init__(self, request_quit: Callable[[], None]) -> None:
+        super().__init__()
+        self._request_quit = request_quit
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:
+        if event.type() == QEvent.Type.Quit:
+            log.info("quit requested by the system")
+            self._request_quit()
+            return True  # the loop keeps running until every session is closed
+        return False

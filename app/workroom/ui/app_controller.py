@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
@@ -17,14 +16,17 @@ from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
-from workroom.core.protocol import Status
+from workroom.core.protocol import Status, TimelineReply, UserExclusions
+from workroom.core.questions import HostKeyQuestion, SecretRequest
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSession, HostSnapshot
+from workroom.storage import save_hosts
 from workroom.ui.tasks import TaskKeeper
 
 log = logging.getLogger(__name__)
 
-HostKeyPrompter = Callable[[str, Any], Awaitable[bool]]
+HostKeyPrompter = Callable[[str, HostKeyQuestion], Awaitable[bool]]
+SecretPrompter = Callable[[SecretRequest], Awaitable[str | None]]
 """(host name, question with .host .port .key_type .fingerprint) -> trust?"""
 
 
@@ -45,7 +47,7 @@ class AppController(QObject):
         self.engine = engine
         self.tasks = TaskKeeper(self._task_failed)
         self.host_key_prompter: HostKeyPrompter | None = None
-        self.secret_prompter: Any = None
+        self.secret_prompter: SecretPrompter | None = None
         """async (request) -> str | None: asks the user for a passphrase the keyring does not have."""
         engine.secret_asker = self._ask_secret
         engine.listeners.append(self._relay)
@@ -82,13 +84,12 @@ class AppController(QObject):
             session.host_key_answerer = self._answer_host_key
         return session
 
-    async def _ask_secret(self, request: Any) -> str | None:
+    async def _ask_secret(self, request: SecretRequest) -> str | None:
         if self.secret_prompter is None:
             return None
-        answer: str | None = await self.secret_prompter(request)
-        return answer
+        return await self.secret_prompter(request)
 
-    async def _answer_host_key(self, session: HostSession, question: Any) -> bool:
+    async def _answer_host_key(self, session: HostSession, question: HostKeyQuestion) -> bool:
         if self.host_key_prompter is None:
             return False
         return await self.host_key_prompter(session.host.name, question)
@@ -169,6 +170,31 @@ class AppController(QObject):
             self.settings_applied.emit(outcome)
 
         self.tasks.run("settings", apply())
+
+    async def timeline(self, name: str, since: float | None) -> TimelineReply:
+        """The host's why-awake record (raises UserError when it is not connected)."""
+        return await self._session(name).timeline(since)
+
+    async def exclusions(self, name: str, names: list[str] | None = None) -> UserExclusions:
+        """Read (None) or replace the host's "never work" process names."""
+        return await self._session(name).exclusions(names)
+
+    def set_hourly_price(self, name: str, price: float | None) -> None:
+        """Save the provider's hourly price for this host (the timeline's estimated cost)."""
+        host = self.engine.hosts.require(name)
+        updated = Host.model_validate({**host.model_dump(), "hourly_price": price})
+        self.engine.hosts = self.engine.hosts.replace(updated)
+        try:
+            save_hosts(self.engine.paths, self.engine.hosts)
+        except OSError as error:
+            self.failed.emit(UserError("Price not saved", str(error), "Check that the settings folder is writable."))
+            return
+        try:
+            session = self._session(name)
+        except UserError:
+            return  # saved; a host whose provider cannot be made has no session to update
+        session.host = updated
+        self.snapshot_changed.emit(session.snapshot())
 
     async def close(self) -> None:
         await self.tasks.cancel_all()

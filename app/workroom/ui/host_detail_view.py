@@ -6,7 +6,7 @@ import html
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, Signal, SignalInstance
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from workroom.core.connection import ConnectionState
@@ -41,6 +41,7 @@ class HostDetailView(QWidget):
         self.tooltip = QLabel()
         self.tooltip.setObjectName("detail_explanation")
         self.tooltip.setWordWrap(True)
+        self.tooltip.setTextFormat(Qt.TextFormat.PlainText)  # carries busy reasons: host-supplied text
         self.fields = QLabel()
         self.fields.setObjectName("detail_fields")
         self.fields.setWordWrap(True)
@@ -68,15 +69,27 @@ class HostDetailView(QWidget):
         layout.addWidget(self.tooltip)
         layout.addWidget(self.fields)
         layout.addLayout(buttons)
+        self.sections: list[QWidget] = []
+        """Further sections (the why-awake timeline), shown below the buttons and given every snapshot."""
         layout.addStretch(1)
         self.show_snapshot(None)
 
-    def _emit(self, signal: Signal) -> None:  # type: ignore[type-arg]
+    def add_section(self, section: QWidget) -> None:
+        """Append a section with a `show_snapshot(snapshot | None)` method."""
+        layout = self.layout()
+        assert isinstance(layout, QVBoxLayout)
+        layout.insertWidget(layout.count() - 1, section)
+        self.sections.append(section)
+        section.show_snapshot(self.snapshot)  # type: ignore[attr-defined]
+
+    def _emit(self, signal: SignalInstance) -> None:
         if self.snapshot is not None:
             signal.emit(self.snapshot.host.name)
 
     def show_snapshot(self, snapshot: HostSnapshot | None) -> None:
         self.snapshot = snapshot
+        for section in getattr(self, "sections", ()):
+            section.show_snapshot(snapshot)
         if snapshot is None:
             self.title.setText("Select a host")
             for widget in (self.badge_label, self.tooltip, self.fields):

@@ -8,26 +8,26 @@ from __future__ import annotations
 
 import asyncio
 import html
-from typing import Any
 
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
+from workroom.core.questions import HostKeyQuestion
+from workroom.platform.macos import bring_to_front
+
 
 class HostKeyDialog(QDialog):
-    def __init__(self, host_name: str, question: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, host_name: str, question: HostKeyQuestion, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("host_key_dialog")
         self.setWindowTitle(f"Trust {host_name}'s key?")
-        port = getattr(question, "port", None)
-        where = f"{question.host}:{port}" if port and port != 22 else str(question.host)
         text = QLabel(
-            f"<p><b>{html.escape(host_name)}</b> ({html.escape(where)}) offered a "
-            f"{html.escape(str(question.key_type))} key this computer has not seen before.</p>"
+            f"<p><b>{html.escape(host_name)}</b> ({html.escape(question.where)}) offered a "
+            f"{html.escape(question.key_type)} key this computer has not seen before.</p>"
             "<p>Trust it only if this fingerprint matches the one the host's owner gives you:</p>"
         )
         text.setWordWrap(True)
-        self.fingerprint = QLabel(str(question.fingerprint))
+        self.fingerprint = QLabel(question.fingerprint)
         self.fingerprint.setObjectName("host_key_fingerprint")
         self.fingerprint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.fingerprint.setStyleSheet("font-family: monospace; font-size: 13px; padding: 6px;")
@@ -45,7 +45,7 @@ class HostKeyDialog(QDialog):
         layout.addWidget(buttons)
 
 
-async def ask_host_key(host_name: str, question: Any, parent: QWidget | None = None) -> bool:
+async def ask_host_key(host_name: str, question: HostKeyQuestion, parent: QWidget | None = None) -> bool:
     """Show the dialog and wait (without blocking the loop) for Trust (True) or Cancel (False)."""
     dialog = HostKeyDialog(host_name, question, parent)
     answer: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
@@ -55,6 +55,7 @@ async def ask_host_key(host_name: str, question: Any, parent: QWidget | None = N
             answer.set_result(result == QDialog.DialogCode.Accepted)
 
     dialog.finished.connect(finished)
+    bring_to_front()  # asked by a background connect: a menu-bar app is not in front by itself
     dialog.open()
     try:
         return await answer

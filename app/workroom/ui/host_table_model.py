@@ -11,6 +11,7 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import Any
 
+from PySide6 import QtGui
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
 from workroom.core.badge import Badge
@@ -130,12 +131,12 @@ class HostTableModel(QAbstractTableModel):
             if role == Qt.ItemDataRole.DecorationRole:
                 return icon_for(snap.badge(now).kind)
             if role == Qt.ItemDataRole.ToolTipRole:
-                return snap.badge(now).tooltip
+                return QtGui.Qt.convertFromPlainText(snap.badge(now).tooltip)  # tooltips would render markup
             if role == BADGE_KIND_ROLE:
                 return snap.badge(now).kind
         if role == Qt.ItemDataRole.ToolTipRole:
             if column is Column.BUSY:
-                return row_text.busy_text(snap)
+                return QtGui.Qt.convertFromPlainText(row_text.busy_text(snap))
             if column is Column.CONNECTION and snap.connection.error is not None:
                 return snap.connection.error.text()
         return None

@@ -8,9 +8,15 @@ Otherwise one asyncio loop (qasync) runs the whole app on the Qt thread.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sys
+from pathlib import Path
 
+log = logging.getLogger("workroom")
+
+STARTUP_FAILED = ("Something went wrong while starting Workroom. Open it again; if this repeats, "
+                  "the log below says what happened.")
 NO_DISPLAY_MESSAGE = (
     "workroom-app: no display found (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot open.\n"
     "Showing the live status view in this terminal instead (Ctrl-C to stop). "
@@ -50,23 +56,72 @@ def run_app(*, show_window: bool = False) -> int:
     assert isinstance(app, QApplication)
     app.setApplicationName("Workroom")
     app.setQuitOnLastWindowClosed(False)
+    log_path = start_logging()
+    log.info("Workroom %s starting (Python %s, %s)", _version(), sys.version.split()[0], sys.platform)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     try:
         with loop:
-            return loop.run_until_complete(_run(show_window))
+            code: int = loop.run_until_complete(_run(show_window))
+            return code
     except UserError as error:
-        print(f"workroom-app: {error}", file=sys.stderr)
+        log.error("start-up failed: %s", error.info().text())
+        show_startup_error(error.title, f"{error.message}\n\n{error.hint}".strip(), log_path)
         return 1
+    except Exception:
+        log.exception("start-up failed")
+        show_startup_error("Workroom could not start", STARTUP_FAILED, log_path)
+        return 1
+    finally:
+        log.info("Workroom stopped")
+
+
+def start_logging() -> Path | None:
+    """The log file (platform.logs); None when it cannot be made (then only stderr, and the dialog says so)."""
+    from workroom.paths import HOME_ENV, app_paths
+    from workroom.platform.logs import app_log_dir, setup_logging
+
+    folder = app_log_dir(app_paths().log_dir, workroom_home_set=bool(os.environ.get(HOME_ENV, "").strip()))
+    try:
+        return setup_logging(folder)
+    except OSError as exc:
+        print(f"workroom-app: cannot write the log in {folder}: {exc}", file=sys.stderr)
+        return None
+
+
+def show_startup_error(title: str, message: str, log_path: Path | None) -> None:
+    """A dialog, since stderr goes nowhere for an app started from Finder; it names the log file."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtWidgets import QMessageBox
+
+    from workroom.platform.macos import bring_to_front
+
+    where = f"Details are in the log: {log_path}" if log_path else "No log file could be written."
+    print(f"workroom-app: {title}: {message}", file=sys.stderr)
+    box = QMessageBox(QMessageBox.Icon.Critical, title, message)
+    box.setObjectName("startup_error")
+    box.setInformativeText(where)
+    box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    bring_to_front()
+    box.exec()
+
+
+def _version() -> str:
+    from workroom import __version__
+
+    return __version__
 
 
 async def _run(show_window: bool) -> int:
     from workroom.agent_bundle import load_agent_bundle
     from workroom.paths import app_paths
+    from workroom.platform.login_env import adopt_login_env
     from workroom.resources import app_icon
     from workroom.sessions.engine import Engine
     from workroom.ui.app import WorkroomApp
 
+    # Before any host is reached: ProxyCommands and local commands need the login shell's PATH.
+    await asyncio.to_thread(adopt_login_env)
     paths = app_paths()
     first_run = not paths.hosts_file.exists()
     engine = Engine(paths, load_agent_bundle(paths))

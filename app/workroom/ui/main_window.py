@@ -36,6 +36,7 @@ from workroom.ui.host_table_model import Column, HostTableModel
 from workroom.ui.prompt_cards_view import PromptCardsView
 from workroom.ui.secret_dialog import ask_secret
 from workroom.ui.settings_view import SettingsView
+from workroom.ui.timeline_view import TimelineView
 
 HOSTS_TAB, SETTINGS_TAB = 0, 1
 
@@ -66,6 +67,8 @@ class MainWindow(QMainWindow):
             self.table.setColumnWidth(column, width)
         self.detail = HostDetailView()
         self.detail.setMinimumWidth(300)
+        self.timeline = TimelineView(controller)
+        self.detail.add_section(self.timeline)
         self.cards = PromptCardsView(controller.keep, controller.tasks)
         self.settings = SettingsView()
         self.settings.load(controller.ceiling_settings)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from PySide6.QtCore import QTimer, Signal
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QMouseEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
@@ -47,6 +47,8 @@ class PromptCard(QFrame):
         self.body = QLabel()
         self.body.setObjectName("card_body")
         self.body.setWordWrap(True)
+        for label in (self.title, self.body):  # workroom names and busy reasons: host-supplied text
+            label.setTextFormat(Qt.TextFormat.PlainText)
         self.countdown = QLabel()
         self.countdown.setObjectName("card_countdown")
         self.error = QLabel()
@@ -69,7 +71,7 @@ class PromptCard(QFrame):
         layout.addWidget(self.error)
         layout.addLayout(buttons)
 
-    def render(self, snapshot: HostSnapshot, now: float) -> None:
+    def render_snapshot(self, snapshot: HostSnapshot, now: float) -> None:
         self.snapshot = snapshot
         workroom = row_text.workroom_name(snapshot)
         self.title.setText(f"{workroom}: keep it awake?")
@@ -144,7 +146,7 @@ class PromptCardsView(QScrollArea):
         if card is None:
             card = self._add(snapshot, key)
             self.card_raised.emit(name, row_text.workroom_name(snapshot))
-        card.render(snapshot, self._clock())
+        card.render_snapshot(snapshot, self._clock())
 
     def forget_host(self, name: str) -> None:
         if name in self.cards:

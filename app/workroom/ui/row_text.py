@@ -119,6 +119,8 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
         lines.append(("Agent", f"{status.agent.version} (protocol {status.agent.protocol})"))
         if status.settings_error:
             lines.append(("Settings problem", status.settings_error))
+    if snap.install is not None and snap.install.supervisor:
+        lines.append(("Kept running by", snap.install.supervisor))
     if snap.connection.error is not None:
         lines.append(("Last error", snap.connection.error.text()))
     return lines

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import html
-from typing import Any
 
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QLineEdit, QVBoxLayout, QWidget
 
+from workroom.core.questions import SecretRequest
+from workroom.platform.macos import bring_to_front
+
 
 class SecretDialog(QDialog):
-    def __init__(self, request: Any, parent: QWidget | None = None) -> None:
+    def __init__(self, request: SecretRequest, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setObjectName("secret_dialog")
-        what = "passphrase" if request.kind == "passphrase" else "password"
-        self.setWindowTitle(f"SSH {what} needed")
-        text = QLabel(f"<p>{html.escape(str(request.prompt))}</p>"
+        self.setWindowTitle(f"SSH {request.kind.value} needed")
+        text = QLabel(f"<p>{html.escape(request.prompt)}</p>"
                       f"<p>It is kept in your system keyring, and nowhere else.</p>")
         text.setWordWrap(True)
         self.field = QLineEdit()
@@ -34,7 +35,7 @@ class SecretDialog(QDialog):
         layout.addWidget(buttons)
 
 
-async def ask_secret(request: Any, parent: QWidget | None = None) -> str | None:
+async def ask_secret(request: SecretRequest, parent: QWidget | None = None) -> str | None:
     """Show the dialog; the secret, or None when cancelled."""
     dialog = SecretDialog(request, parent)
     answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
@@ -44,6 +45,7 @@ async def ask_secret(request: Any, parent: QWidget | None = None) -> str | None:
             answer.set_result(dialog.field.text() or None if result == QDialog.DialogCode.Accepted else None)
 
     dialog.finished.connect(finished)
+    bring_to_front()  # asked by a background connect: a menu-bar app is not in front by itself
     dialog.open()
     try:
         return await answer

@@ -5,11 +5,12 @@ Where the platform has no tray the app opens its window instead (see ui/app.py).
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Signal
-from PySide6.QtGui import QAction
+from PySide6.QtCore import QObject, Signal, SignalInstance
+from PySide6.QtGui import QAction, Qt
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from workroom.core.badge import BadgeKind, worst_badge_kind
@@ -56,7 +57,7 @@ class TrayController(QObject):
     def available(self) -> bool:
         return QSystemTrayIcon.isSystemTrayAvailable()
 
-    def _add_action(self, text: str, signal: Signal) -> QAction:  # type: ignore[type-arg]
+    def _add_action(self, text: str, signal: SignalInstance) -> QAction:
         action = self.menu.addAction(text)
         action.triggered.connect(signal.emit)
         return action
@@ -75,7 +76,7 @@ class TrayController(QObject):
             self.menu.insertAction(self._hosts_end, action)
             self.host_actions[name] = action
         action.setText(host_menu_text(snapshot, self._clock()))
-        action.setToolTip(badge.tooltip)
+        action.setToolTip(Qt.convertFromPlainText(badge.tooltip))  # host-supplied text: never markup
         if self._kinds.get(name) is not badge.kind:
             action.setIcon(icon_for(badge.kind))
             self._kinds[name] = badge.kind
@@ -100,7 +101,7 @@ class TrayController(QObject):
         """A system notification (shown by the tray where the platform has one)."""
         self.last_notification = (title, message)
         if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
-            self.icon.showMessage(title, message, self.icon.icon(), 15000)
+            self.icon.showMessage(title, message, self.icon.icon(), notification_timeout_ms())
 
     def show(self) -> bool:
         if not self.available:
@@ -123,3 +124,9 @@ def _menu_on_click() -> bool:
     import sys
 
     return sys.platform == "darwin"  # the macOS menu bar opens the menu on click; elsewhere a click opens the window
+
+
+def notification_timeout_ms(platform: str = sys.platform) -> int:
+    """macOS: 0, so a ceiling prompt stays in Notification Center until answered or expired
+    (docs/macos.md); elsewhere a 15 s banner (the prompt card stays in the window)."""
+    return 0 if platform == "darwin" else 15000

@@ -7,6 +7,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 AGENT_SRC = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "agent_bundle"))
@@ -224,3 +225,37 @@ class PidNamespace:
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 pass
+
+
+# -- running code as another user --------------------------------------------------------------------------
+# Such code must not read the checkout (it may sit in a 0700 home): tests copy what it needs into a folder
+# made for it, and run it with an interpreter that user can execute.
+NOBODY = 65534
+
+
+def as_nobody(argv):
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", *argv]
+
+
+def python_for_nobody():
+    """An interpreter (>= 3.8) that `nobody` can run, or None."""
+    for py in (sys.executable, "/usr/bin/python3", "/usr/local/bin/python3"):
+        try:
+            r = subprocess.run(as_nobody([py, "-c", "import sys; assert sys.version_info >= (3, 8)"]),
+                               capture_output=True, timeout=30, cwd="/")
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+        if r.returncode == 0:
+            return py
+    return None
+
+
+def folder_for_nobody():
+    """A fresh folder under /tmp that `nobody` owns (0700), inside one it may traverse (0711); the caller
+    removes the outer folder (returned first)."""
+    outer = tempfile.mkdtemp(prefix=f"wr-nobody-{os.getpid()}-")
+    os.chmod(outer, 0o711)
+    inner = os.path.join(outer, "home")
+    os.mkdir(inner, 0o700)
+    os.chown(inner, NOBODY, NOBODY)
+    return outer, inner

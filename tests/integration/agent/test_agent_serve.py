@@ -3,12 +3,26 @@ persistence and corrupt settings files."""
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
 
 import pytest
-from agentrun import AGENT_SRC, Client, agent_env, private_dir, serve_argv, start_agent, stop
+from agentrun import (
+    NOBODY,
+    Client,
+    agent_env,
+    as_nobody,
+    folder_for_nobody,
+    private_dir,
+    python_for_nobody,
+    serve_argv,
+    start_agent,
+    stop,
+    wait_until,
+)
+from wr_agent import bundle
 
 pytestmark = pytest.mark.integration
 
@@ -71,6 +85,29 @@ def test_refuses_a_directory_open_to_others(tmp_path):
     r = subprocess.run(serve_argv(str(d / "a.sock")), env=agent_env(), capture_output=True, text=True,
                        timeout=30)
     assert r.returncode == 2 and "open to other users" in r.stderr
+
+
+def test_refuses_a_symlink_in_place_of_its_folder_and_opens_nothing_first(tmp_path):
+    """Someone planted a symlink where the agent's folder belongs, pointing at a private folder: lstat
+    sees the link (stat would follow it and find nothing wrong)."""
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    r = subprocess.run(serve_argv(str(link / "a.sock"), "--log", str(link / "a.sock.log")), env=agent_env(),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "symbolic link" in r.stderr
+    assert os.listdir(str(real)) == []  # no log, no lock, no socket made through the link
+
+
+def test_an_open_folder_is_refused_before_the_log_is_opened_in_it(tmp_path):
+    d = tmp_path / "open"
+    d.mkdir()
+    os.chmod(str(d), 0o777)
+    r = subprocess.run(serve_argv(str(d / "a.sock"), "--log", str(d / "a.sock.log")), env=agent_env(),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and "open to other users" in r.stderr
+    assert os.listdir(str(d)) == []
 
 
 def test_creates_a_missing_directory_private(tmp_path):
@@ -141,39 +178,42 @@ def test_corrupt_settings_file_is_reported_and_kept_until_a_valid_request(sock):
 
 
 @pytest.mark.root
-def test_peer_with_another_uid_is_refused(tmp_path):
-    """The agent runs as nobody; root connecting is a different uid and is refused."""
+def test_peer_with_another_uid_is_refused():
+    """The agent runs as nobody; root connecting is a different uid and is refused.
+
+    Nothing of the checkout is read as nobody (it may sit in a 0700 home): the agent runs from a zipapp
+    copied into a folder made for nobody, with an interpreter nobody can run."""
     if os.geteuid() != 0:
         pytest.skip("needs root to run the agent as another user")
-    d = tmp_path / "nobody"
-    d.mkdir()
-    os.chown(str(d), 65534, 65534)
-    os.chmod(str(d), 0o700)
-    saved = [(p, os.stat(str(p)).st_mode) for p in (tmp_path, tmp_path.parent, tmp_path.parent.parent)]
-    for p, mode in saved:  # let nobody traverse to its directory
-        os.chmod(str(p), mode | 0o011)
-    sock = str(d / "agent.sock")
-    argv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *serve_argv(sock, "--no-heartbeat")]
-    proc = subprocess.Popen(argv, env=agent_env(HOME=str(d)))
+    py = python_for_nobody()
+    if py is None:
+        pytest.skip("no Python 3.8+ that the user nobody can run")
+    outer, home = folder_for_nobody()
     try:
-        def answered():
-            try:
-                return Client(sock, 1.0)
-            except (OSError, EOFError):
-                return None
-        from agentrun import wait_until
+        pyz = os.path.join(home, "wr-agent.pyz")
+        with open(pyz, "wb") as f:
+            f.write(bundle.bundle_bytes())
+        os.chown(pyz, NOBODY, NOBODY)
+        sock = os.path.join(home, "run", "agent.sock")
+        env = {"HOME": home, "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+        proc = subprocess.Popen(as_nobody([py, pyz, "serve", "--socket", sock, "--no-heartbeat",
+                                           "--candidates", "user"]), env=env, cwd="/")
         try:
-            c = wait_until(answered, 10, 0.1, "agent up")
-            first = c.hello
-        except TimeoutError:
-            pytest.fail(f"agent did not start as nobody (is {AGENT_SRC} readable by others?)")
-        assert first["error"]["code"] == "forbidden"
-        with pytest.raises((EOFError, ConnectionError)):
-            c.read(2.0)
+            def answered():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"the agent as nobody exited with {proc.returncode}")
+                try:
+                    return Client(sock, 1.0)
+                except (OSError, EOFError):
+                    return None
+            c = wait_until(answered, 10, 0.1, "agent up as nobody")
+            assert c.hello["error"]["code"] == "forbidden"
+            with pytest.raises((EOFError, ConnectionError)):
+                c.read(2.0)
+        finally:
+            stop(proc)
     finally:
-        stop(proc)
-        for p, mode in saved:
-            os.chmod(str(p), mode)
+        shutil.rmtree(outer, ignore_errors=True)
 
 
 def test_request_and_relay_commands(sock):

@@ -8,16 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from workroom.agent_bundle import bundle_version
-from workroom.agent_bundle_locator import locate_agent_bundle
+from workroom.agent_bundle import AgentBundle, locate_agent_bundle
 from workroom.paths import AppPaths, app_paths
-from workroom.remote.agent_install import AgentBundle
 
 
 @pytest.fixture(scope="session")
 def agent_bundle(tmp_path_factory: pytest.TempPathFactory) -> AgentBundle:
-    located = locate_agent_bundle(tmp_path_factory.mktemp("bundle-cache"))
-    return AgentBundle(data=located.data, sha256=located.sha256, version=bundle_version(located.data))
+    return locate_agent_bundle(tmp_path_factory.mktemp("bundle-cache"))
 
 
 @pytest.fixture

@@ -7,9 +7,9 @@ import io
 import subprocess
 import zipfile
 
+from workroom.agent_bundle import AgentBundle
 from workroom.core.hosts import Host, IdentityRef
 from workroom.paths import AppPaths
-from workroom.remote.agent_install import AgentBundle
 
 
 def variant_bundle(bundle: AgentBundle, marker: str) -> AgentBundle:

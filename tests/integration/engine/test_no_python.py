@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from workroom.remote.agent_install import AgentBundle, AgentInstaller, AgentInstallError, AgentLayout, ServeOptions
+from workroom.agent_bundle import AgentBundle
+from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, ServeOptions
 from workroom.remote.host_shell import ExecResult, LocalShell
 
 pytestmark = pytest.mark.integration

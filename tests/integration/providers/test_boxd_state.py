@@ -13,13 +13,13 @@ import stat
 from pathlib import Path
 
 import pytest
+from workroom.agent_bundle import AgentBundle
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host
 from workroom.paths import app_paths
 from workroom.providers.base import BoxState, ProviderContext
 from workroom.providers.ssh_family import BoxdProvider, parse_boxd_state
-from workroom.remote.agent_install import AgentBundle
 from workroom.sessions.host_session import HostSession
 
 pytestmark = pytest.mark.integration

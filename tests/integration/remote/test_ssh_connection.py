@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import stat
 import subprocess
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from integration.remote.stream_reader import StreamReader
+from workroom.core.questions import SecretKind, SecretRequest
 from workroom.remote.host_keys import KnownHosts
-from workroom.remote.host_worker import LineReader
 from workroom.remote.ssh_config import SshTarget, resolve_target
 from workroom.remote.ssh_connection import (
     AuthFailed,
@@ -20,7 +20,6 @@ from workroom.remote.ssh_connection import (
     HostKeyChanged,
     HostKeyUnknown,
     HostUnreachable,
-    SecretRequest,
     SshConnection,
 )
 
@@ -150,11 +149,12 @@ def test_passphrase_comes_from_the_callable_and_a_wrong_one_is_named(sshd, tmp_p
 
     with connect(sshd, known, target=target_of(sshd, identity=locked), ask_secret=ask) as conn:
         assert conn.exec("echo in").stdout == b"in\n"
-    assert [(r.kind, r.key_path, r.key) for r in asked] == [("passphrase", locked, f"passphrase:{locked}")]
+    assert asked == [SecretRequest(SecretKind.PASSPHRASE, str(locked))]
+    assert asked[0].prompt == f"Passphrase for {locked}"
 
     with pytest.raises(AuthFailed) as wrong:
         connect(sshd, known, target=target_of(sshd, identity=locked), ask_secret=lambda r: "wrong")
-    assert wrong.value.rejected_secret == f"passphrase:{locked}"
+    assert wrong.value.rejected_secret == SecretRequest(SecretKind.PASSPHRASE, str(locked))
     assert "passphrase" in wrong.value.message
 
     with pytest.raises(AuthFailed) as declined:
@@ -170,7 +170,6 @@ def test_sftp_put_sets_mode_counts_bytes_and_reports_progress(sshd, tmp_path) ->
         sent = conn.sftp_put(payload, "staged.bin", mode=0o600, progress=lambda d, t: seen.append((d, t)))
         assert sent == len(payload)
         assert seen[-1] == (len(payload), len(payload)) and len(seen) > 1
-        assert conn.remote_mode("staged.bin") == 0o600
         local = tmp_path / "tool.sh"
         local.write_bytes(b"#!/bin/sh\necho tool\n")
         assert conn.sftp_put(local, "tool.sh", mode=0o700) == local.stat().st_size
@@ -181,27 +180,10 @@ def test_sftp_put_sets_mode_counts_bytes_and_reports_progress(sshd, tmp_path) ->
     assert on_server.stat().st_uid == sshd.uid
 
 
-class Collector:
-    """Gathers LineReader callbacks; `end` must be reported exactly once."""
-
-    def __init__(self) -> None:
-        self.lines: list[bytes] = []
-        self.ends: list[BaseException | None] = []
-        self.done = threading.Event()
-
-    def on_line(self, line: bytes) -> None:
-        self.lines.append(line)
-
-    def on_end(self, error: BaseException | None) -> None:
-        self.ends.append(error)
-        self.done.set()
-
-
 def test_persistent_channel_streams_lines_and_reports_eof_once(sshd, tmp_path) -> None:
     with connect(sshd, trusted_known_hosts(tmp_path, sshd)) as conn:
         stream = conn.open_exec_channel("while read x; do echo \"got $x\"; done; echo bye")
-        got = Collector()
-        reader = LineReader(stream, got.on_line, got.on_end).start()
+        got = reader = StreamReader(stream).start()
         stream.send(b"one\ntwo\n")
         deadline = time.monotonic() + 5
         while len(got.lines) < 2 and time.monotonic() < deadline:
@@ -219,8 +201,7 @@ def test_persistent_channel_streams_lines_and_reports_eof_once(sshd, tmp_path) -
 def test_stream_failure_reports_exit_status_and_stderr_once(sshd, tmp_path) -> None:
     with connect(sshd, trusted_known_hosts(tmp_path, sshd)) as conn:
         stream = conn.open_exec_channel("no-such-python3 relay --socket /tmp/x")
-        got = Collector()
-        reader = LineReader(stream, got.on_line, got.on_end).start()
+        got = reader = StreamReader(stream).start()
         assert reader.join(5)
         time.sleep(0.1)
     assert len(got.ends) == 1 and isinstance(got.ends[0], CommandFailed)
@@ -231,8 +212,7 @@ def test_stream_failure_reports_exit_status_and_stderr_once(sshd, tmp_path) -> N
 def test_closing_the_connection_ends_streams_without_blame(sshd, tmp_path) -> None:
     conn = connect(sshd, trusted_known_hosts(tmp_path, sshd))
     stream = conn.open_exec_channel("cat")
-    got = Collector()
-    reader = LineReader(stream, got.on_line, got.on_end).start()
+    got = reader = StreamReader(stream).start()
     conn.close()
     assert reader.join(5)
     assert got.ends == [None]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workroom import simbox
+import simbox
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import paramiko
-from workroom import simbox
+import simbox
 
 ETH_P_ALL = 0x0003
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from simbox import freezer, netbox
 from simbox_helpers import box_json, ssh_client, wait_state
-from workroom.simbox import freezer, netbox
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 

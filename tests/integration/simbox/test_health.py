@@ -9,8 +9,8 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
+import simbox
 from simbox_helpers import home_of
-from workroom import simbox
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from simbox import netbox
+from simbox.state import read_state
 from simbox_helpers import home_of, ssh_client, wait_for
-from workroom.simbox import netbox
-from workroom.simbox.state import read_state
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
@@ -21,7 +21,7 @@ APP = str(Path(__file__).resolve().parents[3] / "app")
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "WORKROOM_HOME": str(home), "PYTHONPATH": APP}
-    return subprocess.run([sys.executable, "-m", "workroom.simbox", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "simbox", *args], capture_output=True, text=True,
                           env=env, timeout=90)
 
 
@@ -97,7 +97,7 @@ def test_up_two_boxes_then_down_leaves_nothing_behind(tmp_path: Path) -> None:
 
 def test_down_cleans_up_after_a_killed_daemon(make_simbox, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A daemon that dies without cleaning up (SIGKILL) leaves a state file; `down` removes everything."""
-    from workroom import simbox
+    import simbox
 
     state = make_simbox(boxes=1, window=3.0)
     home = home_of(state)

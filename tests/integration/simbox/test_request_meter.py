@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import simbox
 from simbox_helpers import box_json, home_of, stop_inside, wait_for, wait_state
-from workroom import simbox
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+import simbox
+from simbox import netbox
 from simbox_helpers import (
     TapCapture,
     box_json,
@@ -19,8 +21,6 @@ from simbox_helpers import (
     wait_for,
     wait_state,
 )
-from workroom import simbox
-from workroom.simbox import netbox
 
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 

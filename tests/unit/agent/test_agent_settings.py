@@ -71,3 +71,18 @@ def test_corrupt_file_is_explained_not_used(tmp_path, content):
 
 def test_missing_file_is_no_error(tmp_path):
     assert sm.load(str(tmp_path / "none")) == (None, None)
+
+
+@pytest.mark.parametrize("value", [10**400, -(10**400), 10**309])
+def test_integers_too_large_for_a_float_are_out_of_range_not_a_crash(value):
+    with pytest.raises(sm.SettingsError) as e:
+        sm.validate(dict(GOOD, prompt_timeout_seconds=value))
+    assert e.value.code == "out_of_range" and "prompt_timeout_seconds" in e.value.message
+    assert len(e.value.message) < 200  # the number is not echoed digit by digit
+
+
+def test_a_file_with_a_huge_integer_is_explained_not_fatal(tmp_path):
+    p = tmp_path / "s.json"
+    p.write_text('{"ceiling_seconds": 1%s, "prompt_timeout_seconds": 600, "ask_at_ceiling": false}' % ("0" * 400))
+    settings, error = sm.load(str(p))
+    assert settings is None and "ceiling_seconds" in error and "must be between" in error

@@ -101,7 +101,9 @@ def test_host_fields() -> None:
 
 
 def test_identity_is_a_reference_never_a_secret() -> None:
-    assert IdentityRef.keyring("gpu-key").kind is IdentityKind.KEYRING
+    assert IdentityRef.file("~/.ssh/id_ed25519").kind is IdentityKind.FILE
+    with pytest.raises(ValidationError):
+        IdentityRef.model_validate({"kind": "keyring", "value": "gpu-key"})  # no such identity kind
     with pytest.raises(ValidationError, match="never the key"):
         IdentityRef.file("-----BEGIN OPENSSH PRIVATE KEY-----\nb3Blbn...")
 

@@ -33,7 +33,7 @@ def test_polls_at_cadence_until_no_longer_busy() -> None:
 
 
 def test_gate_closed_never_reaches_the_box() -> None:
-    """The caller's gate checks, under the session lock, that the box still runs before polling."""
+    """The caller's gate checks that the box still runs before polling."""
     box_requests = 0
     running = True
     lock = asyncio.Lock()

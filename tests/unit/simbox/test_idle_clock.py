@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from workroom.simbox.idle_clock import IdleClock
+from simbox.idle_clock import IdleClock
 
 pytestmark = pytest.mark.unit
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from workroom.simbox import control
-from workroom.simbox.state import BoxRecord, SimboxError, SimboxState, read_state, write_state
+from simbox import control
+from simbox.state import BoxRecord, SimboxError, SimboxState, read_state, write_state
 
 pytestmark = pytest.mark.unit
 
@@ -42,7 +42,7 @@ def test_missing_state_is_none_and_corrupt_state_is_a_clear_error(tmp_path: Path
 
 
 def test_workroom_home_is_honoured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from workroom.simbox.state import simbox_dir
+    from simbox.state import simbox_dir
 
     monkeypatch.setenv("WORKROOM_HOME", str(tmp_path))
     assert simbox_dir() == tmp_path / "state" / "simbox"

@@ -1,0 +1,126 @@
+"""The few Cocoa calls a menu-bar app needs, through the Objective-C runtime with ctypes (no PyObjC).
+
+- hide_dock_icon: NSApp.setActivationPolicy(Accessory), as LSUIElement does for the packaged app.
+- bring_to_front: NSApp.activateIgnoringOtherApps(YES). A menu-bar-only app is never the active app, so a
+  window or dialog it opens would appear behind the frontmost app's windows without this.
+- AppNapGuard: NSProcessInfo.beginActivityWithOptions:reason: while a keep-awake poll or a prompt deadline is
+  pending, so App Nap does not throttle the timers that keep a box awake or expire a prompt; the activity is
+  ended when nothing is pending.
+
+Everything is a no-op off macOS. The runtime is reached through one seam (`ObjcBridge`), so the code paths
+are unit-tested on Linux with the bridge faked; only a Mac can show the calls take effect (docs/macos.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import logging
+import sys
+from typing import Protocol
+
+log = logging.getLogger(__name__)
+
+ACTIVATION_POLICY_ACCESSORY = 1
+# NSActivityUserInitiatedAllowingIdleSystemSleep: timers run at full rate, but the Mac itself may still sleep
+# (keeping a remote box awake must not keep this laptop awake).
+ACTIVITY_OPTIONS = 0x00FFFFFF & ~(1 << 20)
+
+
+class ObjcBridge(Protocol):
+    def msg(self, receiver: int, selector: str, *args: object) -> int: ...
+    def cls(self, name: str) -> int: ...
+    def string(self, text: str) -> int: ...
+
+
+class CtypesBridge:
+    """objc_msgSend through ctypes. Argument types are set per call, as objc_msgSend is variadic in spirit."""
+
+    def __init__(self) -> None:
+        self.objc = ctypes.cdll.LoadLibrary(ctypes.util.find_library("objc") or "libobjc.dylib")
+        ctypes.cdll.LoadLibrary("/System/Library/Frameworks/AppKit.framework/AppKit")
+        self.objc.objc_getClass.restype = ctypes.c_void_p
+        self.objc.objc_getClass.argtypes = [ctypes.c_char_p]
+        self.objc.sel_registerName.restype = ctypes.c_void_p
+        self.objc.sel_registerName.argtypes = [ctypes.c_char_p]
+
+    def cls(self, name: str) -> int:
+        return int(self.objc.objc_getClass(name.encode()) or 0)
+
+    def msg(self, receiver: int, selector: str, *args: object) -> int:
+        send = self.objc.objc_msgSend
+        send.restype = ctypes.c_void_p
+        types: list[type] = [ctypes.c_void_p, ctypes.c_void_p]
+        for arg in args:
+            types.append(ctypes.c_ulonglong if isinstance(arg, int) and not isinstance(arg, bool) else ctypes.c_void_p)
+        send.argtypes = types
+        sel = self.objc.sel_registerName(selector.encode())
+        return int(send(ctypes.c_void_p(receiver), ctypes.c_void_p(sel), *args) or 0)
+
+    def string(self, text: str) -> int:
+        ns_string = self.cls("NSString")
+        self.objc.objc_msgSend.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p]
+        self.objc.objc_msgSend.restype = ctypes.c_void_p
+        sel = self.objc.sel_registerName(b"stringWithUTF8String:")
+        return int(self.objc.objc_msgSend(ctypes.c_void_p(ns_string), ctypes.c_void_p(sel), text.encode()) or 0)
+
+
+_bridge: ObjcBridge | None = None
+
+
+def bridge() -> ObjcBridge | None:
+    """The Objective-C runtime on macOS (made once), None elsewhere or when it cannot be loaded."""
+    global _bridge
+    if _bridge is None and sys.platform == "darwin":
+        try:
+            _bridge = CtypesBridge()
+        except (OSError, AttributeError) as exc:
+            log.warning("Cocoa bridge unavailable: %s", exc)
+    return _bridge
+
+
+def _ns_app(b: ObjcBridge) -> int:
+    return b.msg(b.cls("NSApplication"), "sharedApplication")
+
+
+def hide_dock_icon() -> None:
+    b = bridge()
+    if b is not None:
+        b.msg(_ns_app(b), "setActivationPolicy:", ACTIVATION_POLICY_ACCESSORY)
+
+
+def bring_to_front() -> None:
+    """Make the app active so the window or dialog about to show is in front (a no-op off macOS)."""
+    b = bridge()
+    if b is not None:
+        b.msg(_ns_app(b), "activateIgnoringOtherApps:", 1)
+
+
+class AppNapGuard:
+    """Holds one NSProcessInfo activity while anything is pending; `hold(key)` / `release(key)` by reason."""
+
+    def __init__(self) -> None:
+        self.pending: set[str] = set()
+        self.token: int | None = None
+
+    def hold(self, key: str) -> None:
+        self.pending.add(key)
+        self._sync()
+
+    def release(self, key: str) -> None:
+        self.pending.discard(key)
+        self._sync()
+
+    def _sync(self) -> None:
+        b = bridge()
+        if b is None:
+            return
+        info = b.msg(b.cls("NSProcessInfo"), "processInfo")
+        if self.pending and self.token is None:
+            reason = b.string("Workroom keeps remote boxes awake and times prompts")
+            token = b.msg(info, "beginActivityWithOptions:reason:", ACTIVITY_OPTIONS, reason)
+            self.token = b.msg(token, "retain") if token else None
+        elif not self.pending and self.token is not None:
+            b.msg(info, "endActivity:", self.token)
+            b.msg(self.token, "release")
+            self.token = None

@@ -1,0 +1,194 @@
+"""The SSH error family, and the dial and handshake failures put into plain words.
+
+Every failure a user may see is an `SshError` (a `UserError`: title, sentence, hint), so the app and
+the CLI show it as it is, never as a Python exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import time
+
+import paramiko
+
+from workroom.core.errors import UserError
+from workroom.core.questions import SecretRequest
+from workroom.platform import local_network
+from workroom.remote.ssh_config import SshTarget
+from workroom.remote.ssh_transport import algorithm_mismatch
+
+__all__ = [
+    "AuthFailed",
+    "CommandFailed",
+    "CommandTimedOut",
+    "ConnectionLost",
+    "HostUnreachable",
+    "LoginInterrupted",
+    "SshError",
+    "close_quietly",
+    "dial",
+    "handshake_error",
+    "open_fdpass_proxy",
+    "open_proxy_command",
+    "short_command",
+]
+
+
+class SshError(UserError):
+    """Base of every SSH failure a user may see.
+
+    `retryable` is the one place that decides whether trying again later can help: a dead or slow
+    transport can heal (a box's sshd still starting after a wake); a refusal by the server cannot.
+    """
+
+    retryable = True
+
+
+class HostUnreachable(SshError):
+    """No SSH session could be set up: name, route, refused port, or not an SSH server."""
+
+
+class AuthFailed(SshError):
+    """The server refused every way we had to log in.
+
+    `rejected_secret` names the secret that was tried and refused (a key's passphrase or a password), so
+    the caller can drop it from the keyring and ask again.
+    """
+
+    retryable = False
+
+    def __init__(self, title: str, message: str, hint: str = "", rejected_secret: SecretRequest | None = None) -> None:
+        super().__init__(title, message, hint)
+        self.rejected_secret = rejected_secret
+
+
+class LoginInterrupted(HostUnreachable):
+    """The connection dropped during the login before the server accepted or refused anything: retried."""
+
+
+class CommandFailed(SshError):
+    """A remote command exited non-zero (or was killed); carries its status and the end of stderr."""
+
+    def __init__(self, command: str, exit_status: int, stderr: str) -> None:
+        detail = stderr.strip().splitlines()[-1] if stderr.strip() else "no error output"
+        super().__init__(
+            "Command failed on the host",
+            f"`{short_command(command)}` exited with status {exit_status}: {detail}",
+            "See the host's error output above; the host may lack a program this needs.",
+        )
+        self.command = command
+        self.exit_status = exit_status
+        self.stderr = stderr
+
+
+class CommandTimedOut(SshError):
+    """A remote command ran past its time limit; the connection itself still answers."""
+
+
+class ConnectionLost(SshError):
+    """The connection broke or the peer stopped answering; everything on it has been torn down."""
+
+
+def short_command(command: str, limit: int = 80) -> str:
+    """A command cut to fit in one line of an error message."""
+    return command if len(command) <= limit else command[: limit - 1] + "…"
+
+
+def dial(target: SshTarget, timeout: float) -> socket.socket:
+    """A TCP connection to the target's SSH port, or a `HostUnreachable` that says why not."""
+    where = f"{target.hostname}:{target.port}"
+    started = time.monotonic()
+    try:
+        return socket.create_connection((target.hostname, target.port), timeout=timeout)
+    except socket.gaierror as exc:
+        raise HostUnreachable("Host not found", f"The name {target.hostname!r} could not be resolved "
+                              f"({exc.strerror}).", "Check the host name or your network.") from exc
+    except ConnectionRefusedError as exc:
+        raise HostUnreachable("Connection refused", f"Nothing accepts SSH connections at {where}.",
+                              "Check the port, and that the SSH server runs on the host.") from exc
+    except TimeoutError as exc:
+        raise HostUnreachable("Host not answering", f"{where} did not answer within {timeout:g} s.",
+                              "The host may be off, asleep, or behind a firewall.") from exc
+    except OSError as exc:
+        if local_network.looks_blocked_by_privacy(exc, target.hostname, target.port, time.monotonic() - started):
+            raise HostUnreachable(local_network.BLOCKED_TITLE, local_network.BLOCKED_MESSAGE.format(where=where),
+                                  local_network.BLOCKED_HINT) from exc
+        raise HostUnreachable("Host unreachable", f"Could not reach {where}: {exc.strerror or exc}.",
+                              "Check your network connection and the host address.") from exc
+
+
+def open_proxy_command(target: SshTarget) -> paramiko.ProxyCommand:
+    """Start the target's ProxyCommand as the connection's socket."""
+    assert target.proxy_command is not None
+    try:
+        return paramiko.ProxyCommand(target.proxy_command)
+    except (paramiko.ProxyCommandFailure, OSError) as exc:
+        raise HostUnreachable("ProxyCommand failed", f"The ProxyCommand for {target.alias} could not start "
+                              f"({exc}).", "Check the ProxyCommand line in ~/.ssh/config.") from exc
+
+
+def open_fdpass_proxy(target: SshTarget, timeout: float) -> socket.socket:
+    """ProxyUseFdpass: run the ProxyCommand with a socket as its stdin and stdout; it passes back a
+    connected socket (SCM_RIGHTS) and exits, and that socket is the connection, as with ssh."""
+    assert target.proxy_command is not None
+    ours, theirs = socket.socketpair()
+    try:
+        try:
+            proc = subprocess.Popen(["/bin/sh", "-c", target.proxy_command], stdin=theirs.fileno(),
+                                    stdout=theirs.fileno(), stderr=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            theirs.close()
+        ours.settimeout(timeout)
+        try:
+            _, fds, _, _ = socket.recv_fds(ours, 1, 1)
+        finally:
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+    except (OSError, TimeoutError) as exc:
+        raise HostUnreachable("ProxyCommand failed", f"The ProxyCommand for {target.alias} did not pass back a "
+                              f"connection ({exc}).", "Check the ProxyCommand and ProxyUseFdpass lines in "
+                              "~/.ssh/config.") from exc
+    finally:
+        ours.close()
+    if not fds:
+        raise HostUnreachable("ProxyCommand failed", f"The ProxyCommand for {target.alias} exited (status "
+                              f"{proc.returncode}) without passing back a connection.",
+                              "Check the ProxyCommand and ProxyUseFdpass lines in ~/.ssh/config.")
+    for extra in fds[1:]:
+        os.close(extra)
+    sock = socket.socket(fileno=fds[0])
+    sock.settimeout(None)
+    return sock
+
+
+def handshake_error(target: SshTarget, exc: BaseException, timeout: float, transport: object = None) -> SshError:
+    """The plain-words error for a failure during the SSH handshake."""
+    mismatch = algorithm_mismatch(transport, exc)
+    if mismatch is not None:
+        return HostUnreachable("No common SSH algorithm", f"{target.describe()}: {mismatch}",
+                               "Allow one of workroom's methods on the server (sshd_config), or connect "
+                               "to a server with a current OpenSSH.")
+    if isinstance(exc, paramiko.AuthenticationException):
+        return AuthFailed("Login refused", f"{target.describe()} refused the login ({exc}).",
+                          "Check the user name and key for this host.")
+    if isinstance(exc, TimeoutError | socket.timeout):
+        return HostUnreachable("Host not answering", f"{target.describe()} did not complete the SSH "
+                               f"handshake within {timeout:g} s.", "The host may be overloaded or asleep.")
+    return HostUnreachable(
+        "SSH handshake failed",
+        f"{target.describe()} did not complete an SSH handshake ({exc or type(exc).__name__}).",
+        "Check that this address and port lead to an SSH server.")
+
+
+def close_quietly(sock: object) -> None:
+    """Close a socket-like object (socket, channel, ProxyCommand) ignoring any error."""
+    close = getattr(sock, "close", None)
+    if callable(close):
+        with contextlib.suppress(Exception):
+            close()

@@ -1,0 +1,54 @@
+"""The one way blocking work runs: one thread per host, calls in order, results awaited on the loop.
+
+paramiko (and a keyring unlock, and an agent push) blocks; the event loop is the GUI thread, so every
+such call for a host goes through that host's `BlockingRunner`. Calls never overlap, so two operations
+on one connection cannot interleave. The only other threads are the ones a long-lived stream needs to
+read (one per agent relay, in `remote/agent_link.py`): such a stream stays open for hours and cannot sit
+in the host's queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
+
+
+C = TypeVar("C", bound=_Closable)
+
+
+class BlockingRunner:
+    """Runs blocking calls for one host in order on one thread (paramiko never on the event loop)."""
+
+    def __init__(self, name: str) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"wr-host-{name}")
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+
+    async def run_closing_on_cancel(self, fn: Callable[..., C], *args: Any) -> C:
+        """Like `run`, for calls that return something to close: if the waiter is cancelled (the user
+        disconnected mid-connect), the result is closed when it arrives instead of leaking."""
+        future = self._pool.submit(fn, *args)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            def close_late(done: Future[C]) -> None:
+                if not done.cancelled() and done.exception() is None:
+                    with contextlib.suppress(Exception):
+                        done.result().close()
+
+            future.add_done_callback(close_late)
+            raise
+
+    def shutdown(self) -> None:
+        """Cancel queued calls; a call already running finishes on its own thread."""
+        self._pool.shutdown(wait=False, cancel_futures=True)

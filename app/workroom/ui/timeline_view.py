@@ -1,0 +1,389 @@
+"""The why-awake section of the detail panel: a 24-hour strip, the day in words, the estimated cost, and
+the host's "never work" process names.
+
+It renders what `workroom.core.timeline` computed; every request goes through the controller as a task on
+the one asyncio loop. It asks the agent only when the user selects a host, presses Refresh, or the host's
+status changes while live (at most once a minute), never on a timer, and never unprompted while a box
+that sleeps when idle is idle (`may_ask_unprompted`): the app's bytes must not keep a box awake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import html
+import time
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from PySide6.QtCore import QPoint, QRectF, QSize, Qt
+from PySide6.QtGui import QBrush, QColor, QMouseEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtWidgets import (
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QListWidget,
+    QPushButton,
+    QToolTip,
+    QVBoxLayout,
+    QWidget,
+)
+
+from workroom.core import timeline as tl
+from workroom.core.connection import ConnectionState
+from workroom.core.errors import UserError
+from workroom.core.protocol import TimelineReply, UserExclusions
+from workroom.sessions.host_session import HostSnapshot
+from workroom.ui.tasks import TaskKeeper
+
+AUTO_REFRESH_SECONDS = 60.0
+CONNECTED = frozenset({ConnectionState.LIVE, ConnectionState.QUIET})
+
+_CLASS_COLOURS = {"cpu": "#2f6fdb", "disk": "#7b4bd1", "sleep": "#0b8f8f", "fifo": "#0b8f8f", "tcp": "#d97706",
+                  "tty_output": "#2a9d3a", "keystroke": "#2a9d3a", "net": "#c2410c", "operation": "#6b7280"}
+_KIND_COLOURS = {tl.SegmentKind.HELD: "#9cc3f5", tl.SegmentKind.CEILING: "#d62828", tl.SegmentKind.IDLE: "#e5e7eb",
+                 tl.SegmentKind.ASLEEP: "#3f4270", tl.SegmentKind.OFFLINE: "#ffffff"}
+_K = tl.SegmentKind
+LEGEND = ((_CLASS_COLOURS["cpu"], "busy (CPU)"), (_CLASS_COLOURS["tcp"], "busy (network, ssh)"),
+          (_CLASS_COLOURS["keystroke"], "busy (terminal)"), (_KIND_COLOURS[_K.HELD], "kept awake after work"),
+          (_KIND_COLOURS[_K.CEILING], "past ceiling"), (_KIND_COLOURS[_K.IDLE], "idle"),
+          (_KIND_COLOURS[_K.ASLEEP], "asleep"), (_KIND_COLOURS[_K.OFFLINE], "offline / no record"))
+
+
+def colour_for(segment: tl.Segment) -> str:
+    if segment.kind is tl.SegmentKind.BUSY:
+        return _CLASS_COLOURS.get(segment.reason_class, "#374151")
+    return _KIND_COLOURS[segment.kind]
+
+
+class TimelineSource(Protocol):
+    """What the view needs from the controller (AppController implements it)."""
+
+    tasks: TaskKeeper
+
+    def timeline(self, name: str, since: float | None) -> Awaitable[TimelineReply]: ...
+
+    def exclusions(self, name: str, names: list[str] | None = None) -> Awaitable[UserExclusions]: ...
+
+    def set_hourly_price(self, name: str, price: float | None) -> None: ...
+
+
+class TimelineStrip(QWidget):
+    """The window as one bar, oldest left; hovering a stretch says what it was and when."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setObjectName("timeline_strip")
+        self.summary: tl.TimelineSummary | None = None
+        self.setMinimumHeight(26)
+        self.setMouseTracking(True)
+
+    def sizeHint(self) -> QSize:
+        return QSize(320, 26)
+
+    def set_summary(self, summary: tl.TimelineSummary | None) -> None:
+        self.summary = summary
+        self.setToolTip("" if summary is not None else "No record yet")
+        self.update()
+
+    def _x(self, t: float) -> float:
+        assert self.summary is not None
+        span = max(self.summary.end - self.summary.start, 1.0)
+        return (t - self.summary.start) / span * (self.width() - 1)
+
+    def segment_at(self, x: float) -> tl.Segment | None:
+        if self.summary is None:
+            return None
+        for seg in self.summary.segments:
+            if self._x(seg.start) <= x <= self._x(seg.end):
+                return seg
+        return None
+
+    def paintEvent(self, event: QPaintEvent) -> None:
+        painter = QPainter(self)
+        painter.setPen(Qt.PenStyle.NoPen)
+        h = self.height() - 1
+        if self.summary is not None:
+            for seg in self.summary.segments:
+                x0, x1 = self._x(seg.start), self._x(seg.end)
+                painter.setBrush(QBrush(QColor(colour_for(seg))))
+                painter.drawRect(QRectF(x0, 0, max(x1 - x0, 1.0), h))
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        painter.setPen(QPen(QColor("#9ca3af")))
+        painter.drawRect(QRectF(0, 0, self.width() - 1, h))
+        painter.end()
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:
+        seg = self.segment_at(event.position().x())
+        if seg is not None:
+            QToolTip.showText(self.mapToGlobal(QPoint(int(event.position().x()), 0)), segment_tooltip(seg), self)
+
+
+def may_ask_unprompted(snapshot: HostSnapshot) -> bool:
+    """Whether the view may fetch the record without the user pressing Refresh: only over a LIVE session
+    (a QUIET one keeps the wire silent on purpose), and never while a box that sleeps when idle is idle —
+    a reply's bytes would restart its provider's idle clock and keep it up."""
+    if snapshot.connection.state is not ConnectionState.LIVE:
+        return False
+    idle = snapshot.status is None or not snapshot.status.busy
+    return not (snapshot.traits.sleeps_when_idle and idle)
+
+
+def _loop_running() -> bool:
+    """Whether requests can be made (not so in a test that feeds snapshots without the app's loop)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _clock(t: float) -> str:
+    return datetime.datetime.fromtimestamp(t).strftime("%H:%M")
+
+
+def segment_tooltip(seg: tl.Segment) -> str:
+    return f"{_clock(seg.start)}–{_clock(seg.end)}: {seg.words} ({tl.format_duration(seg.seconds)})"
+
+
+class TimelineView(QWidget):
+    def __init__(self, source: TimelineSource, clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self.setObjectName("timeline_view")
+        self._source = source
+        self._clock = clock
+        self._wall = wall
+        self.window_seconds = tl.DAY_SECONDS
+        self.host_name: str | None = None
+        self.hourly_price: float | None = None
+        self.reply: TimelineReply | None = None
+        self.summary: tl.TimelineSummary | None = None
+        self.never_work: tuple[str, ...] = ()
+        self._loaded_at: float | None = None
+        self._seen_state: tuple[object, ...] | None = None
+
+        title = QLabel("<b>What kept it awake (last 24 h)</b>")
+        self.refresh_button = QPushButton("Refresh")
+        self.refresh_button.setObjectName("timeline_refresh")
+        self.refresh_button.clicked.connect(self.refresh)
+        head = QHBoxLayout()
+        head.addWidget(title, 1)
+        head.addWidget(self.refresh_button)
+        self.strip = TimelineStrip()
+        self.axis = QLabel()
+        self.axis.setObjectName("timeline_axis")
+        self.headline = QLabel("Connect to see what kept this host awake.")
+        self.headline.setObjectName("timeline_headline")
+        self.headline.setWordWrap(True)
+        self.others = QLabel()
+        self.others.setObjectName("timeline_others")
+        self.others.setWordWrap(True)
+        self.cost = QLabel()
+        self.cost.setObjectName("timeline_cost")
+        self.cost.setWordWrap(True)
+        self.problem = QLabel()
+        self.problem.setObjectName("timeline_problem")
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color: #a40000;")
+        legend = QLabel(" ".join(
+            f"<span style='background:{c};border:1px solid #9ca3af'>&nbsp;&nbsp;&nbsp;</span>&nbsp;{html.escape(t)}"
+            for c, t in LEGEND))
+        legend.setWordWrap(True)
+        legend.setObjectName("timeline_legend")
+
+        self.price = QDoubleSpinBox()
+        self.price.setObjectName("timeline_price")
+        self.price.setRange(0.0, 100000.0)
+        self.price.setDecimals(3)
+        self.price.setSingleStep(0.05)
+        self.price.setSpecialValueText("not set")
+        self.price.setSuffix(" an hour")
+        self.price.editingFinished.connect(self._price_edited)
+        price_row = QHBoxLayout()
+        price_row.addWidget(QLabel("Provider's price:"))
+        price_row.addWidget(self.price)
+        price_row.addStretch(1)
+
+        self.never_list = QListWidget()
+        self.never_list.setObjectName("never_work_list")
+        self.never_list.setMaximumHeight(80)
+        self.never_input = QLineEdit()
+        self.never_input.setObjectName("never_work_input")
+        self.never_input.setPlaceholderText("process name or command, e.g. watch")
+        self.never_input.returnPressed.connect(self._add_never)
+        self.never_add = QPushButton("Never work")
+        self.never_add.setObjectName("never_work_add")
+        self.never_add.clicked.connect(self._add_never)
+        self.never_remove = QPushButton("Remove")
+        self.never_remove.setObjectName("never_work_remove")
+        self.never_remove.clicked.connect(self._remove_never)
+        never_row = QHBoxLayout()
+        never_row.addWidget(self.never_input, 1)
+        never_row.addWidget(self.never_add)
+        never_row.addWidget(self.never_remove)
+        self.never_status = QLabel()
+        self.never_status.setObjectName("never_work_status")
+        self.never_status.setWordWrap(True)
+
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 8, 0, 0)
+        layout.addLayout(head)
+        layout.addWidget(self.strip)
+        layout.addWidget(self.axis)
+        layout.addWidget(self.headline)
+        layout.addWidget(self.others)
+        layout.addWidget(legend)
+        layout.addLayout(price_row)
+        layout.addWidget(self.cost)
+        layout.addWidget(self.problem)
+        never_title = QLabel("<b>Never work on this host</b>: these processes and their children never keep it "
+                             "awake")
+        never_title.setWordWrap(True)
+        layout.addWidget(never_title)
+        layout.addWidget(self.never_list)
+        layout.addLayout(never_row)
+        layout.addWidget(self.never_status)
+        self._render()
+
+    # -- following the selected host --------------------------------------------------------------
+
+    def show_snapshot(self, snapshot: HostSnapshot | None) -> None:
+        """Called with every snapshot of the selected host; asks the agent only when something changed."""
+        if snapshot is None:
+            self.host_name = None
+            self._clear()
+            self.setEnabled(False)
+            return
+        self.setEnabled(True)
+        name = snapshot.host.name
+        connected = snapshot.connection.state in CONNECTED
+        if name != self.host_name:
+            self.host_name = name
+            self._clear()
+            self._seen_state = None
+        self.hourly_price = snapshot.host.hourly_price
+        if not self.price.hasFocus():
+            self.price.blockSignals(True)
+            self.price.setValue(self.hourly_price or 0.0)
+            self.price.blockSignals(False)
+        self.refresh_button.setEnabled(connected)
+        for widget in (self.never_input, self.never_add, self.never_remove):
+            widget.setEnabled(connected)
+        status = snapshot.status
+        seen = (snapshot.connection.state, status.verdict if status else None,
+                tuple(status.busy_reasons[:1]) if status else ())
+        changed = seen != self._seen_state
+        self._seen_state = seen
+        now = self._clock()
+        due = self._loaded_at is None or now - self._loaded_at >= AUTO_REFRESH_SECONDS
+        if changed and due and may_ask_unprompted(snapshot):
+            self.refresh()
+        else:
+            self._render()
+
+    def _clear(self) -> None:
+        self.reply, self.summary, self.never_work, self._loaded_at = None, None, (), None
+        self.never_status.setText("")
+        self._render()
+
+    # -- asking the agent -------------------------------------------------------------------------
+
+    def refresh(self) -> None:
+        name = self.host_name
+        if name is None or not _loop_running():
+            return
+        self._loaded_at = self._clock()
+
+        async def load() -> None:
+            try:
+                reply = await self._source.timeline(name, self._wall() - self.window_seconds - 3600)
+                never = await self._source.exclusions(name)
+            except UserError as error:
+                if name == self.host_name:
+                    self.headline.setText(html.escape(error.message))
+                return
+            if name != self.host_name:
+                return
+            self.reply, self.never_work = reply, never.names
+            self.never_status.setText(html.escape(never.problem or ""))
+            self._render()
+
+        self._source.tasks.run("timeline", load())
+
+    def show_record(self, reply: TimelineReply | None, never_work: tuple[str, ...] = ()) -> None:
+        """Show a record already in hand (the screenshots; a reply fetched elsewhere)."""
+        self.reply, self.never_work = reply, never_work
+        self._render()
+
+    def _set_never(self, names: list[str]) -> None:
+        name = self.host_name
+        if name is None or not _loop_running():
+            return
+
+        async def change() -> None:
+            try:
+                result = await self._source.exclusions(name, names)
+            except UserError as error:
+                self.never_status.setText(html.escape(f"{error.title}: {error.message}"))
+                return
+            if name == self.host_name:
+                self.never_work = result.names
+                self.never_status.setText("Saved on the host; the agent applies it from its next tick.")
+                self._render()
+
+        self._source.tasks.run("never-work", change())
+
+    def _add_never(self) -> None:
+        text = self.never_input.text().strip()
+        if not text:
+            return
+        self.never_input.clear()
+        if text not in self.never_work:
+            self._set_never([*self.never_work, text])
+
+    def _remove_never(self) -> None:
+        item = self.never_list.currentItem()
+        if item is not None:
+            self._set_never([n for n in self.never_work if n != item.text()])
+
+    def _price_edited(self) -> None:
+        if self.host_name is None:
+            return
+        value = self.price.value()
+        price = None if value <= 0 else value
+        if price != self.hourly_price:
+            self.hourly_price = price
+            self._source.set_hourly_price(self.host_name, price)
+            self._render()
+
+    # -- rendering --------------------------------------------------------------------------------
+
+    def _render(self) -> None:
+        self.summary = tl.summarise(self.reply, self.window_seconds) if self.reply is not None else None
+        self.strip.set_summary(self.summary)
+        self.never_list.clear()
+        self.never_list.addItems(list(self.never_work))
+        if self.summary is None:
+            self.axis.setText("")
+            self.others.setText("")
+            self.cost.setText("")
+            self.problem.setText("")
+            if self.reply is None and self.host_name is not None:
+                self.headline.setText("Connect (or press Refresh) to see what kept this host awake.")
+            return
+        s = self.summary
+        self.axis.setText(f"{tl.format_duration(s.end - s.start)} ago ({_clock(s.start)}) … now ({_clock(s.end)}, "
+                          "the host's clock)")
+        words = s.headline("in the last 24 h")
+        self.headline.setText(html.escape(words[:1].upper() + words[1:]))
+        self.others.setText(html.escape(", ".join(s.other_lines())))
+        cost = tl.cost_words(s, self.hourly_price)
+        self.cost.setText(html.escape(f"Estimated cost {cost}") if cost else
+                          "Enter the provider's hourly price to see an estimated cost.")
+        notes = [n for n in (s.problem,) if n]
+        if s.unknown_states:
+            notes.append("The agent recorded states this app does not know (" + ", ".join(s.unknown_states)
+                         + "); they show as no record.")
+        self.problem.setText(html.escape(" ".join(notes)))

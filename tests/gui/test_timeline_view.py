@@ -1,0 +1,95 @@
+"""The why-awake section of the detail panel against this computer's real agent: the strip fills from the
+agent's record, the day is said in words, a price gives a cost, and a "never work" name reaches the agent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from gui_helpers import wait_for
+from PySide6.QtCore import Qt
+from workroom.core.connection import ConnectionState
+from workroom.core.timeline import SegmentKind
+from workroom.storage import load_hosts
+from workroom.ui.timeline_view import colour_for
+
+pytestmark = [pytest.mark.gui]
+
+
+@pytest.fixture
+def cpu_job() -> Any:
+    job = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    yield job
+    job.kill()
+    job.wait(5)
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_strip_words_cost_and_never_work_with_a_real_agent(window: Any, engine: Any, run: Any, qtbot: Any,
+                                                          cpu_job: Any) -> None:
+    name = engine.hosts.hosts[0].name
+    view = window.timeline
+    window.select_host(name)
+
+    async def busy_recorded() -> None:
+        window.controller.connect_host(name)
+        await wait_for(lambda: window.model.snapshot(name).connection.state is ConnectionState.LIVE, 30,
+                       "this computer to go live")
+
+        def busy_seconds() -> float:
+            qtbot.mouseClick(view.refresh_button, Qt.MouseButton.LeftButton)
+            s = view.summary
+            return s.totals.get(SegmentKind.BUSY, 0.0) if s is not None else 0.0
+
+        await wait_for(lambda: busy_seconds() >= 3, 30, "the strip to show a few seconds of busy time")
+
+    run(busy_recorded(), timeout=70)
+    summary = view.summary
+    assert summary is not None and view.isEnabled()
+    busy = [seg for seg in summary.segments if seg.kind is SegmentKind.BUSY]
+    assert busy and busy[-1].end == pytest.approx(summary.end, abs=5)
+    assert summary.segments[0].kind is SegmentKind.OFFLINE  # before this agent started: no record
+    assert view.strip.segment_at(view.strip.width() - 2) is not None
+    assert colour_for(busy[-1]) != colour_for(summary.segments[0])
+    assert view.headline.text().startswith("Awake ") and "in the last 24 h" in view.headline.text()
+    assert "hourly price" in view.cost.text()
+
+    view.price.setValue(0.36)
+    view.price.editingFinished.emit()
+    assert view.cost.text().startswith("Estimated cost ≈") and "at 0.36 an hour" in view.cost.text()
+    saved = load_hosts(engine.paths).value.require(name)
+    assert saved.hourly_price == pytest.approx(0.36)
+
+    async def listed() -> None:
+        view.never_input.setText("watch")
+        qtbot.mouseClick(view.never_add, Qt.MouseButton.LeftButton)
+        await wait_for(lambda: view.never_list.count() == 1, 15, "the never-work list to show the new name")
+
+    run(listed(), timeout=20)
+    assert view.never_list.item(0).text() == "watch"
+    status = engine.session(name).status
+    assert status is not None
+    files = list(engine.paths.state_dir.rglob("*.exclusions"))
+    assert files and json.loads(files[0].read_text())["names"] == ["watch"]
+
+
+@pytest.mark.parametrize(("provider", "state", "busy_now", "asks"), [
+    ("ssh", ConnectionState.LIVE, False, True),
+    ("ssh", ConnectionState.LIVE, True, True),
+    ("boxd", ConnectionState.LIVE, True, True),
+    ("boxd", ConnectionState.LIVE, False, False),  # a reply's bytes would restart the box's idle clock
+    ("boxd", ConnectionState.QUIET, False, False),
+    ("ssh", ConnectionState.QUIET, True, False),
+    ("ssh", ConnectionState.BACKING_OFF, False, False),
+])
+def test_the_view_asks_unprompted_only_where_it_cannot_keep_a_box_up(provider: str, state: ConnectionState,
+                                                                       busy_now: bool, asks: bool) -> None:
+    from workroom.ui.demo_states import busy, make_snapshot
+    from workroom.ui.timeline_view import may_ask_unprompted
+
+    snapshot = make_snapshot("box", provider, state, **(busy() if busy_now else {}))
+    assert may_ask_unprompted(snapshot) is asks

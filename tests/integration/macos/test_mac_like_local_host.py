@@ -1,0 +1,65 @@
+"""This computer as a host on a Mac-like PATH: none of the Linux-only tools the agent start once needed.
+
+A Mac has no setsid, flock, ionice, taskset, unshare, nsenter, runuser, prlimit, chrt or systemctl. The
+stand-in is this computer with a PATH folder of links to everything else in /usr/bin:/bin:/usr/sbin:/sbin;
+the real CLI, real shell and real agent run on it (docs/macos.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+LINUX_ONLY = {"setsid", "flock", "ionice", "taskset", "unshare", "nsenter", "runuser", "prlimit", "chrt",
+              "systemctl"}
+
+
+def mac_like_path(folder: Path) -> str:
+    """A folder of links to every tool in the system PATH except the Linux-only ones (first found wins)."""
+    folder.mkdir()
+    for src in ("/usr/bin", "/bin", "/usr/sbin", "/sbin"):
+        if not os.path.isdir(src):
+            continue
+        for name in os.listdir(src):
+            target = folder / name
+            if name in LINUX_ONLY or target.exists() or target.is_symlink():
+                continue
+            target.symlink_to(os.path.join(src, name))
+    return str(folder)
+
+
+def _kill_agents_under(home: Path) -> None:
+    out = subprocess.run(["pgrep", "-f", f"{home}/state/agent/wr-agent.pyz"], capture_output=True, text=True)
+    for pid in out.stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_this_computer_comes_up_without_linux_only_tools(tmp_path: Path) -> None:
+    path = mac_like_path(tmp_path / "bin")
+    for name in LINUX_ONLY:
+        assert not (Path(path) / name).exists()
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKROOM_", "XDG_"))}
+    env.update(PATH=path, WORKROOM_HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
+    try:
+        out = subprocess.run([sys.executable, "-m", "workroom.cli", "status", "--json"], env=env,
+                             capture_output=True, text=True, timeout=90)
+        assert out.returncode == 0, out.stdout + out.stderr
+        snaps = json.loads(out.stdout)
+        local = [s for s in snaps if s["provider"] == "local"]
+        assert local, snaps
+        assert local[0]["status"] is not None, local[0]
+        assert local[0]["status"]["agent"]["build"], local[0]
+    finally:
+        _kill_agents_under(home)

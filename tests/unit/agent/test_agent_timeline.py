@@ -1,0 +1,227 @@
+"""The why-awake record: coalescing, the byte budget and 7-day limit, a corrupt file, restarts, the tick hook."""
+
+import json
+import os
+import stat
+
+import pytest
+from agentfake import make_agent
+from wr_agent import exclusions
+from wr_agent import timeline as tl
+from wr_agent.settings import Settings, SettingsError
+from wr_agent.user_exclusions import UserExclusions
+
+pytestmark = pytest.mark.unit
+
+CC1 = (tl.BUSY, "cpu", "cc1")
+IDLE = (tl.IDLE, "", "")
+
+
+class Wall:
+    def __init__(self, t=1_700_000_000.0):
+        self.t = t
+
+    def __call__(self):
+        return self.t
+
+
+def run(t, wall, key, seconds):
+    for _ in range(int(seconds)):
+        wall.t += 1
+        t.note(key)
+
+
+def test_reason_classes_and_keys():
+    assert tl.reason_class("cpu: cc1 (pid 5)") == ("cpu", "cc1")
+    assert tl.reason_class("cpu: my prog (pid 5) (coarse)") == ("cpu", "my prog")
+    assert tl.reason_class("tcp: ssh (pid 9)") == ("tcp", "ssh")
+    assert tl.reason_class("tty: keystroke") == ("keystroke", "")
+    assert tl.reason_class("net: traffic") == ("net", "")
+    assert tl.reason_class("fifo: cat (pid 8) waiting for its partner") == ("fifo", "cat")
+    assert tl.reason_class("something new") == ("other", "")
+    assert tl.key_for(True, True, False, False, ["cpu: cc1 (pid 5)"]) == CC1
+    assert tl.key_for(True, False, False, False, ["hold: after cpu: cc1 (pid 5)"]) == (tl.HELD, "cpu", "cc1")
+    assert tl.key_for(True, True, True, False, ["cpu: cc1 (pid 5)"]) == (tl.CEILING, "cpu", "cc1")
+    assert tl.key_for(False, True, True, True, ["sleep: sh (pid 7)"]) == (tl.CEILING, "sleep", "sh")
+    assert tl.key_for(False, False, False, False, []) == IDLE
+
+
+def test_a_steady_hour_is_one_span_and_a_change_starts_another():
+    wall = Wall()
+    t = tl.Timeline(clock=wall)
+    t.note(CC1)
+    run(t, wall, CC1, 3600)
+    run(t, wall, IDLE, 600)
+    spans = t.query()["spans"]
+    assert [(s["state"], s["subject"]) for s in spans] == [("busy", "cc1"), ("idle", "")]
+    assert spans[0]["end"] - spans[0]["start"] == pytest.approx(3600, abs=61)
+    assert spans[1]["end"] - spans[1]["start"] == pytest.approx(600, abs=61)
+    assert spans[1]["end"] == pytest.approx(wall.t, abs=1)
+
+
+def test_flapping_within_a_minute_costs_at_most_a_few_spans_per_minute():
+    wall = Wall()
+    t = tl.Timeline(clock=wall)
+    t.note(IDLE)
+    for i in range(3600):
+        wall.t += 1
+        t.note(CC1 if i % 2 else (tl.BUSY, "sleep", "sh"))
+    spans = t.query()["spans"]
+    assert len(spans) <= 2 * 61
+    total = {}
+    for s in spans:
+        total[s["class"]] = total.get(s["class"], 0) + s["end"] - s["start"]
+    assert total["cpu"] == pytest.approx(1800, abs=60) and total["sleep"] == pytest.approx(1800, abs=60)
+
+
+def test_a_gap_in_ticks_is_recorded_as_asleep():
+    wall = Wall()
+    t = tl.Timeline(clock=wall)
+    t.note(CC1)
+    run(t, wall, CC1, 100)
+    wall.t += 900
+    t.note(IDLE)
+    run(t, wall, IDLE, 100)
+    states = [(s["state"], round(s["end"] - s["start"])) for s in t.query()["spans"]]
+    assert states[1] == ("asleep", 900)
+    assert [s for s, _ in states] == ["busy", "asleep", "idle"]
+
+
+def test_budget_drops_the_oldest_first_and_days_expire():
+    wall = Wall()
+    t = tl.Timeline(clock=wall, budget_bytes=4000)
+    t.note(IDLE)
+    for i in range(400):  # 400 alternating 5-minute spans: far more than 4000 bytes
+        run(t, wall, CC1 if i % 2 else IDLE, 300)
+    assert t._bytes <= 4000
+    assert len(t.spans) < 200
+    assert t.spans[-1][1] == pytest.approx(wall.t - 60, abs=61)  # the newest are kept
+    t2 = tl.Timeline(clock=wall, keep_seconds=3600)
+    t2.note(IDLE)
+    for i in range(100):
+        run(t2, wall, CC1 if i % 2 else IDLE, 300)
+    assert t2.spans[0][1] >= wall.t - 3600 - 300
+
+
+def test_reply_is_paged_under_the_line_limit():
+    wall = Wall()
+    t = tl.Timeline(clock=wall)
+    t.note(IDLE)
+    for i in range(2000):
+        run(t, wall, CC1 if i % 2 else IDLE, 61)
+    first = t.query(limit_bytes=10000)
+    assert len(json.dumps(first)) < 12000 and first["more_since"] is not None
+    second = t.query(since=first["more_since"], limit_bytes=10000)
+    assert second["spans"][0]["start"] >= first["spans"][-1]["start"]
+
+
+def test_restart_keeps_the_record_and_a_handoff_second_is_no_gap(tmp_path):
+    path = str(tmp_path / "agent.timeline")
+    wall = Wall()
+    t = tl.Timeline(path, clock=wall)
+    t.note(CC1)
+    run(t, wall, CC1, 300)
+    t.stop()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    wall.t += 1  # a hand-off: the new process ticks a second later
+    t2 = tl.Timeline(path, clock=wall)
+    t2.note(CC1)
+    run(t2, wall, CC1, 300)
+    spans = t2.query()["spans"]
+    assert len(spans) == 1 and spans[0]["end"] - spans[0]["start"] == pytest.approx(601, abs=2)
+    assert t2.problem is None
+
+
+def test_after_a_restart_the_agents_absence_is_not_called_asleep(tmp_path):
+    path = str(tmp_path / "agent.timeline")
+    wall = Wall()
+    t = tl.Timeline(path, clock=wall)
+    t.note(CC1)
+    run(t, wall, CC1, 120)
+    t.stop()
+    wall.t += 3600
+    t2 = tl.Timeline(path, clock=wall)
+    t2.note(IDLE)
+    run(t2, wall, IDLE, 120)
+    assert [s["state"] for s in t2.query()["spans"]] == ["busy", "idle"]
+
+
+@pytest.mark.parametrize("content", [b"{not json", b'{"format": 1, "spans": [[1, 0, "busy", "", ""]]}',
+                                     b'{"format": 99, "spans": []}', b"\xff\xfe", b'[1, 2]',
+                                     b'{"format": 1, "spans": [[1, 2, "dancing", "", ""]]}'])
+def test_a_corrupt_file_is_kept_aside_and_reported(tmp_path, content):
+    path = tmp_path / "agent.timeline"
+    path.write_bytes(content)
+    wall = Wall()
+    t = tl.Timeline(str(path), clock=wall)
+    assert (tmp_path / "agent.timeline.corrupt").read_bytes() == content
+    reply = t.query()
+    assert "unreadable" in reply["problem"] and "agent.timeline.corrupt" in reply["problem"]
+    t.note(CC1)
+    run(t, wall, CC1, 10)
+    assert t.save()
+    assert tl.Timeline(str(path), clock=wall).problem is None  # the new record is readable
+
+
+def test_save_failure_is_logged_not_raised(tmp_path):
+    t = tl.Timeline(str(tmp_path / "missing-dir" / "agent.timeline"), clock=Wall())
+    t.note(CC1)
+    assert t.save() is False
+
+
+def test_the_tick_feeds_the_record_and_never_writes(tmp_path):
+    agent, sampler, clock = make_agent(Settings(3600, 600, False))
+    wall = Wall()
+    agent.timeline = tl.Timeline(str(tmp_path / "t"), clock=wall)
+    sampler.sig.cpu = [("cc1", "42", 0.9)]
+    for _ in range(5):
+        clock.t += 1
+        wall.t += 1
+        agent.tick()
+    sampler.sig.cpu = []
+    for _ in range(40):
+        clock.t += 1
+        wall.t += 1
+        agent.tick()
+    states = [(s["state"], s["class"], s["subject"]) for s in agent.timeline.query()["spans"]]
+    assert states[0] == ("busy", "cpu", "cc1")
+    assert ("held", "cpu", "cc1") in states and states[-1] == ("idle", "", "")
+    assert not os.path.exists(str(tmp_path / "t"))  # written by the writer thread or at stop, not by the tick
+
+
+def test_user_exclusions_validate_persist_and_apply(tmp_path):
+    path = str(tmp_path / "agent.exclusions")
+    ex = UserExclusions(path)
+    try:
+        assert ex.set(["watch", " top ", "watch"]) == ["top", "watch"]
+        assert "watch" in exclusions.TREES and "cron" in exclusions.TREES
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert UserExclusions(path).names == ["top", "watch"]
+        for bad in ("watch", [""], ["a/b"], [3], ["x" * 65], [f"n{i}" for i in range(65)]):
+            with pytest.raises(SettingsError):
+                ex.set(bad)
+        assert ex.names == ["top", "watch"]
+        (tmp_path / "agent.exclusions").write_text("{oops")
+        assert "unreadable" in UserExclusions(path).problem
+    finally:
+        exclusions.set_user_names([])
+    assert "watch" not in exclusions.TREES
+
+
+def test_commands_match_the_command_line_with_or_without_the_programs_path(tmp_path):
+    ex = UserExclusions(str(tmp_path / "agent.exclusions"))
+    try:
+        names = ex.set(["python3  watcher.py", "python3 /srv/app/poll.py --every 1", "watch"])
+        assert names == ["python3 /srv/app/poll.py --every 1", "python3 watcher.py", "watch"]
+        assert "watch" in exclusions.TREES and "python3" not in exclusions.TREES
+        assert exclusions.command_excluded(["/usr/bin/python3", "watcher.py"])
+        assert exclusions.command_excluded(["python3", "watcher.py", "--poll", "1"])
+        assert exclusions.command_excluded(["python3", "/srv/app/poll.py", "--every", "1"])
+        assert not exclusions.command_excluded(["python3", "watcher.pyc"])
+        assert not exclusions.command_excluded(["python3", "train.py"])
+        assert not exclusions.command_excluded([])
+        with pytest.raises(SettingsError):
+            ex.set(["python3 " + "x" * 200])
+    finally:
+        exclusions.set_user_names([])
+    assert not exclusions.command_excluded(["python3", "watcher.py"])

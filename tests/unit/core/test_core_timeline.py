@@ -1,0 +1,127 @@
+"""The why-awake summary: segments in a window, totals, the sentence a user reads, the cost, `--since`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from workroom.core.protocol import TimelineReply
+from workroom.core.timeline import (
+    SegmentKind,
+    activity,
+    cost_words,
+    format_duration,
+    parse_since,
+    period_words,
+    summarise,
+)
+
+pytestmark = pytest.mark.unit
+
+NOW = 1_764_590_400.0
+H = 3600.0
+
+
+def reply(spans: list[tuple[float, float, str, str, str]], problem: str | None = None) -> TimelineReply:
+    data: dict[str, Any] = {"now": NOW, "more_since": None, "keep_seconds": 604800, "problem": problem,
+                            "spans": [{"start": s, "end": e, "state": st, "class": c, "subject": sub}
+                                      for s, e, st, c, sub in spans]}
+    return TimelineReply.model_validate(data)
+
+
+def day() -> TimelineReply:
+    """A developer's day in the agent's words, oldest first, ending now."""
+    t = NOW - 24 * H
+    spans = []
+    for length, state, cls, subject in ((4 * H, "asleep", "", ""), (3 * H, "busy", "cpu", "cc1"),
+                                        (10 * 60, "held", "cpu", "cc1"), (1 * H, "idle", "", ""),
+                                        (3 * H, "busy", "cpu", "make"), (3 * H, "busy", "tcp", "ssh"),
+                                        (10 * 60, "held", "tcp", "ssh"), (20 * 60, "busy", "cpu", "python3")):
+        spans.append((t, t + length, state, cls, subject))
+        t += length
+    return reply(spans)
+
+
+def test_the_sentence_a_user_reads() -> None:
+    summary = summarise(day())
+    assert summary.headline(period_words(24 * H)) == (
+        "awake 9 h 40 min in the last 24 h: 6 h compiling, 3 h an ssh session, 20 min running python3, "
+        "20 min held after work")
+    assert summary.totals[SegmentKind.ASLEEP] == 4 * H
+    assert summary.other_lines() == ["1 h idle", "4 h asleep", "9 h 20 min no record"]
+
+
+def test_unrecorded_time_is_offline_and_the_window_clips() -> None:
+    summary = summarise(reply([(NOW - 30 * H, NOW - 20 * H, "busy", "cpu", "cc1"),
+                               (NOW - 2 * H, NOW - 1 * H, "idle", "", "")]))
+    kinds = [(s.kind, round(s.seconds / H, 2)) for s in summary.segments]
+    assert kinds == [(SegmentKind.BUSY, 4.0), (SegmentKind.OFFLINE, 18.0), (SegmentKind.IDLE, 1.0),
+                     (SegmentKind.OFFLINE, 1.0)]
+    assert summary.segments[0].start == NOW - 24 * H and summary.segments[-1].end == NOW
+    assert sum(s.seconds for s in summary.segments) == pytest.approx(24 * H)
+
+
+def test_adjacent_spans_of_one_activity_make_one_segment() -> None:
+    summary = summarise(reply([(NOW - 3 * H, NOW - 2 * H, "busy", "cpu", "cc1"),
+                               (NOW - 2 * H, NOW - 1 * H, "busy", "cpu", "ld"),
+                               (NOW - 1 * H, NOW, "busy", "cpu", "python3")]))
+    assert [s.words for s in summary.segments] == ["no record (agent not running or unreachable)", "compiling",
+                                                    "running python3"]
+    assert summary.segments[1].seconds == 2 * H
+
+
+def test_ceiling_and_unknown_states() -> None:
+    summary = summarise(reply([(NOW - 2 * H, NOW - 1 * H, "ceiling", "cpu", "cc1"),
+                               (NOW - 1 * H, NOW, "dreaming", "", "")]), window_seconds=2 * H)
+    assert summary.headline("today") == "awake 1 h today: 1 h past the awake ceiling"
+    assert summary.unknown_states == ("dreaming",)
+    assert summary.segments[-1].kind is SegmentKind.OFFLINE
+
+
+def test_nothing_recorded_and_not_kept_awake() -> None:
+    assert summarise(reply([])).headline("today") == "nothing recorded today"
+    quiet = summarise(reply([(NOW - H, NOW, "idle", "", "")]))
+    assert quiet.headline("today") == "not kept awake today"
+
+
+def test_a_corrupt_record_is_carried_to_the_summary() -> None:
+    assert summarise(reply([], problem="set aside")).problem == "set aside"
+
+
+@pytest.mark.parametrize(("cls", "subject", "words"), [
+    ("cpu", "cc1plus", "compiling"), ("cpu", "rustc", "compiling"), ("sleep", "make", "compiling"),
+    ("cpu", "pytest", "running tests"), ("tcp", "ssh", "an ssh session"), ("tcp", "curl", "downloading"),
+    ("keystroke", "", "typing in a terminal"), ("tty_output", "", "terminal output"),
+    ("net", "", "network traffic"), ("sleep", "sh", "a job waiting on a timer (sh)"),
+    ("tcp", "psql", "a network connection held by psql"),
+    ("fifo", "cat", "a pipeline stage waiting for its partner (cat)"), ("disk", "dd", "disk work by dd"),
+    ("cpu", "", "CPU work"), ("operation", "", "an agent operation"), ("weird", "x", "other work"),
+])
+def test_activities_in_a_developers_words(cls: str, subject: str, words: str) -> None:
+    assert activity(cls, subject) == words
+
+
+def test_cost_at_the_users_hourly_price() -> None:
+    summary = summarise(day())
+    assert cost_words(summary, None) is None
+    # up = 9 h 40 min awake + 1 h idle = 10 h 40 min
+    assert cost_words(summary, 0.5) == "≈ 5.33 for 10 h 40 min up (4.83 of it awake for work), at 0.5 an hour"
+    assert cost_words(summary, float("nan")) is None and cost_words(summary, -1) is None
+
+
+@pytest.mark.parametrize(("seconds", "words"), [(0, "under a minute"), (59, "1 min"), (3600, "1 h"),
+                                                (9 * 3600 + 20 * 60, "9 h 20 min"), (20 * 60, "20 min")])
+def test_durations_in_words(seconds: float, words: str) -> None:
+    assert format_duration(seconds) == words
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("24h", 86400), ("90m", 5400), ("2d", 172800), ("3600", 3600),
+                                               ("1.5 h", 5400), ("45min", 2700)])
+def test_since_parses(text: str, seconds: float) -> None:
+    assert parse_since(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["yesterday", "0h", "-1h", "8d", "inf", "nanh", ""])
+def test_since_refuses_in_words(text: str) -> None:
+    with pytest.raises(ValueError, match=repr(text)):
+        parse_since(text)

@@ -1,0 +1,52 @@
+"""Clear failures from the agent client: a timeout says what timed out and after how long, and a reply the
+app cannot accept (NaN) fails its request at once instead of after the timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+from workroom.core.protocol import ProtocolError
+from workroom.remote.agent_client import AgentClient, RequestTimedOut
+
+pytestmark = pytest.mark.unit
+
+HELLO = b'{"hello": "wr-agent", "protocol": 1, "version": "0.1.0", "build": "' + b"0" * 64 + b'"}\n'
+
+
+def test_a_request_that_times_out_says_which_and_after_how_long() -> None:
+    async def main() -> str:
+        async def send(_data: bytes) -> None:
+            return None  # an agent that never answers
+
+        client = AgentClient(send)
+        client.feed_line(HELLO)
+        await client.hello()
+        with pytest.raises(RequestTimedOut) as e:
+            await client.status(timeout=0.2)
+        assert isinstance(e.value, TimeoutError)
+        return str(e.value)
+
+    assert asyncio.run(main()) == "the agent did not answer a status request within 0.2 s"
+
+
+def test_a_reply_with_nan_fails_the_request_at_once() -> None:
+    async def main() -> float:
+        client: AgentClient
+
+        async def send(data: bytes) -> None:
+            rid = json.loads(data)["id"]
+            reply = json.dumps({"id": rid, "result": {"monotonic": float("nan")}}) + "\n"  # NaN, as json writes it
+            asyncio.get_running_loop().call_soon(client.feed_line, reply.encode())
+
+        client = AgentClient(send)
+        client.feed_line(HELLO)
+        await client.hello()
+        started = time.monotonic()
+        with pytest.raises(ProtocolError):
+            await client.ping(timeout=10)
+        return time.monotonic() - started
+
+    assert asyncio.run(main()) < 1.0

@@ -1,0 +1,312 @@
+"""HostSession's state machine alone: asleep, would-wake, fatal, back-off and quiet mode, without sshd.
+
+The provider is `stand_in.ScriptedProvider` (a scripted shell; the real agent code in this process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from unit.sessions.stand_in import InProcessAgent, ScriptedProvider, stand_in_context
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.connection import ConnectionState
+from workroom.core.errors import UserError
+from workroom.core.hosts import Host
+from workroom.core.keepawake import KeepAwakeEnd, PollOutcome
+from workroom.core.questions import SecretRequest
+from workroom.core.traits import BOXD_TRAITS, REQUEST_METERED_TRAITS, SSH_TRAITS
+from workroom.providers.base import BoxState
+from workroom.remote.agent_client import AgentClient
+from workroom.remote.host_keys import ChangedHostKey, HostKeyChanged
+from workroom.remote.host_shell import HostShell
+from workroom.remote.ssh_connection import AuthFailed, HostUnreachable
+from workroom.sessions import host_session
+from workroom.sessions.host_session import HostSession, HostSnapshot
+from wr_agent.signals import Signals
+
+pytestmark = pytest.mark.unit
+
+HOST = Host(name="box", provider="ssh", address="box.example")
+BUSY = Signals(cpu=[("job", "5", 1.0)])
+
+
+@pytest.fixture
+def agent() -> Iterator[InProcessAgent]:
+    running = InProcessAgent()
+    yield running
+    running.close()
+
+
+class Recorder:
+    """Every snapshot the session publishes, in order."""
+
+    def __init__(self, session: HostSession) -> None:
+        self.snaps: list[HostSnapshot] = []
+        session.listeners.append(self.snaps.append)
+
+    @property
+    def states(self) -> list[ConnectionState]:
+        out: list[ConnectionState] = []
+        for snap in self.snaps:
+            if not out or out[-1] is not snap.connection.state:
+                out.append(snap.connection.state)
+        return out
+
+
+async def until(check: Callable[[], Any], seconds: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not within {seconds} s: {check.__doc__ or check}")
+        await asyncio.sleep(0.01)
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+def session_for(provider: ScriptedProvider) -> HostSession:
+    return HostSession(HOST, provider, CeilingSettings())
+
+
+def unreachable() -> HostUnreachable:
+    return HostUnreachable("Connection refused", "box.example:22 refused the connection.", "Is sshd running?")
+
+
+def test_a_box_asleep_is_left_asleep_by_a_background_start(tmp_path: Path, agent: InProcessAgent) -> None:
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.ASLEEP, agent=agent)
+        session = session_for(provider)
+        seen = Recorder(session)
+        session.start()
+        await until(lambda: session.connection.state is ConnectionState.ASLEEP)
+        await asyncio.sleep(0.1)
+        assert provider.shell_attempts == 0, "a background start must not wake the box"
+        assert seen.states == [ConnectionState.ASLEEP]
+        # The user's Connect wakes it (and the wake is timed).
+        snap = await session.connect(timeout=10)
+        assert snap.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET)
+        assert provider.shell_attempts == 1 and snap.connection.wake_seconds is not None
+        await session.close()
+
+    run(scenario())
+
+
+def test_a_sleepable_box_of_unknown_state_is_not_woken(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.UNKNOWN)
+        session = session_for(provider)
+        session.start()
+        await until(lambda: session.failure is not None)
+        assert session.connection.state is ConnectionState.DISCONNECTED
+        assert session.connection.error is not None and "would wake" in session.connection.error.message
+        await asyncio.sleep(0.1)
+        assert provider.shell_attempts == 0
+        await session.close()
+
+    run(scenario())
+
+
+def test_a_changed_host_key_is_fatal_and_never_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.01,))
+    change = ChangedHostKey("box.example", 22, "ssh-ed25519", "SHA256:new", ("SHA256:old",), (tmp_path / "kh",))
+
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), SSH_TRAITS, shell_failures=[HostKeyChanged(change)])
+        session = session_for(provider)
+        with pytest.raises(HostKeyChanged):
+            await session.connect(timeout=10)
+        await asyncio.sleep(0.2)
+        assert session.connection.state is ConnectionState.ERROR
+        assert provider.shell_attempts == 1, "reconnecting cannot fix a changed key"
+        await session.close()
+
+    run(scenario())
+
+
+def test_a_refused_secret_is_forgotten_and_the_login_is_fatal(tmp_path: Path) -> None:
+    forgotten: list[SecretRequest] = []
+    wrong = SecretRequest.passphrase("/home/dev/.ssh/id_ed25519")
+    refused = AuthFailed("Login refused", "box.example did not accept the passphrase.", "", rejected_secret=wrong)
+
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path, forgotten.append), SSH_TRAITS,
+                                    shell_failures=[refused])
+        session = session_for(provider)
+        with pytest.raises(AuthFailed):
+            await session.connect(timeout=10)
+        assert session.connection.state is ConnectionState.ERROR
+        await session.close()
+
+    run(scenario())
+    assert forgotten == [wrong]
+
+
+def test_an_unreachable_host_is_retried_with_growing_back_off(tmp_path: Path, agent: InProcessAgent,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.05, 0.2))
+
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), SSH_TRAITS, agent=agent,
+                                    shell_failures=[unreachable(), unreachable(), unreachable()])
+        session = session_for(provider)
+        seen = Recorder(session)
+        session.start()
+        await until(lambda: session.connection.state is ConnectionState.LIVE)
+        assert provider.shell_attempts == 4
+        waits = [round(s.connection.retry_at_monotonic - s.connection.since_monotonic, 2) for s in seen.snaps
+                 if s.connection.state is ConnectionState.BACKING_OFF and s.connection.retry_at_monotonic]
+        assert waits == [0.05, 0.2, 0.2], "each retry waits longer, up to the last step"
+        assert seen.states[:3] == [ConnectionState.CONNECTING, ConnectionState.LOST, ConnectionState.BACKING_OFF]
+        assert session.connection.error is None, "a success clears the last error"
+        await session.close()
+
+    run(scenario())
+
+
+def test_a_sleepable_box_is_not_retried_when_its_state_cannot_be_read(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.01,))
+
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.UNKNOWN,
+                                    shell_failures=[unreachable(), unreachable()])
+        session = session_for(provider)
+        with pytest.raises(HostUnreachable):
+            await session.connect(timeout=10)
+        await asyncio.sleep(0.2)
+        assert session.connection.state is ConnectionState.LOST
+        assert provider.shell_attempts == 1, "a reconnect could wake the box: the user's call"
+        await session.close()
+
+    run(scenario())
+
+
+def test_quiet_mode_sends_no_pings_while_a_sleepable_box_is_idle(tmp_path: Path, agent: InProcessAgent,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host_session, "PING_INTERVAL_SECONDS", 0.02)
+    pings: list[float] = []
+    real_ping = AgentClient.ping
+
+    async def counted_ping(self: AgentClient, timeout: float) -> float:
+        pings.append(asyncio.get_running_loop().time())
+        return await real_ping(self, timeout)
+
+    monkeypatch.setattr(AgentClient, "ping", counted_ping)
+
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.AWAKE, agent=agent)
+        session = session_for(provider)
+        snap = await session.connect(timeout=10)
+        assert snap.connection.state is ConnectionState.QUIET
+        await asyncio.sleep(0.3)
+        assert pings == [], "an idle sleepable box hears nothing from us"
+        agent.tick(BUSY)
+        await until(lambda: session.connection.state is ConnectionState.LIVE)
+        await until(lambda: len(pings) >= 3, 3.0)  # busy: the peer is watched
+        agent.tick(Signals())
+        await until(lambda: session.connection.state is ConnectionState.QUIET)
+        await asyncio.sleep(0.05)  # a ping already in flight finishes
+        quiet_since = len(pings)
+        await asyncio.sleep(0.3)
+        assert len(pings) == quiet_since
+        await session.close()
+
+    run(scenario())
+
+
+def test_a_host_that_never_sleeps_is_watched_even_when_idle(tmp_path: Path, agent: InProcessAgent,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(host_session, "PING_INTERVAL_SECONDS", 0.02)
+    pings: list[float] = []
+    real_ping = AgentClient.ping
+
+    async def counted_ping(self: AgentClient, timeout: float) -> float:
+        pings.append(0.0)
+        return await real_ping(self, timeout)
+
+    monkeypatch.setattr(AgentClient, "ping", counted_ping)
+
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), SSH_TRAITS, agent=agent)
+        session = session_for(provider)
+        snap = await session.connect(timeout=10)
+        assert snap.connection.state is ConnectionState.LIVE and snap.status is not None
+        assert snap.status.verdict.value == "IDLE"
+        await until(lambda: len(pings) >= 3, 3.0)
+        await session.close()
+
+    run(scenario())
+
+
+class MeteredProvider(ScriptedProvider):
+    """A request-metered stand-in: `poll_health` answers "busy" and counts (no provider proxy runs here)."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.polls = 0
+
+    async def poll_health(self, host: Host) -> PollOutcome:
+        self.polls += 1
+        return PollOutcome.busy()
+
+
+def test_a_request_metered_box_is_kept_awake_from_outside_while_busy(tmp_path: Path, agent: InProcessAgent) -> None:
+    async def scenario() -> None:
+        traits = REQUEST_METERED_TRAITS.with_idle_window(0.6)  # polls every 0.2 s
+        provider = MeteredProvider(stand_in_context(tmp_path), traits, box=BoxState.AWAKE, agent=agent)
+        session = session_for(provider)
+        await session.connect(timeout=10)
+        await asyncio.sleep(0.3)
+        assert provider.polls == 0, "an idle box is left to its provider's timer"
+        agent.tick(BUSY)
+        await until(lambda: provider.polls >= 2 and session.connection.keepawake_running)
+        await session.disconnect()
+        await until(lambda: not session.connection.keepawake_running)
+        assert session.keepawake_report is not None and session.keepawake_report.ended is KeepAwakeEnd.STOPPED
+        polls = provider.polls
+        await asyncio.sleep(0.5)
+        assert provider.polls == polls, "a box the user let go of is never polled (that would resume it)"
+        await session.close()
+
+    run(scenario())
+
+
+def test_an_idle_window_too_short_for_the_keep_awake_is_said(tmp_path: Path, agent: InProcessAgent) -> None:
+    async def scenario() -> None:
+        traits = REQUEST_METERED_TRAITS.with_idle_window(0.2)  # a third of it is under the shortest interval
+        provider = MeteredProvider(stand_in_context(tmp_path), traits, box=BoxState.AWAKE, agent=agent)
+        session = session_for(provider)
+        await session.connect(timeout=10)
+        agent.tick(BUSY)
+        await until(lambda: session.connection.keepawake_error is not None)
+        assert "shortest allowed" in session.connection.keepawake_error
+        assert provider.polls == 0 and not session.connection.keepawake_running
+        await session.close()
+
+    run(scenario())
+
+
+class SlowProvider(ScriptedProvider):
+    """Opening a shell takes longer than the caller waits (a box that is slow to answer)."""
+
+    def open_shell(self, host: Host) -> HostShell:
+        time.sleep(1.0)
+        return super().open_shell(host)
+
+
+def test_a_connect_that_waits_too_long_is_an_error_a_person_can_read(tmp_path: Path, agent: InProcessAgent) -> None:
+    async def scenario() -> None:
+        session = session_for(SlowProvider(stand_in_context(tmp_path), SSH_TRAITS, agent=agent))
+        with pytest.raises(UserError) as waited:
+            await session.connect(timeout=0.2)
+        assert isinstance(waited.value, TimeoutError)  # and still a timeout, for callers that catch those
+        assert waited.value.title == "No answer yet" and "box" in waited.value.message
+        await session.close()
+
+    run(scenario())

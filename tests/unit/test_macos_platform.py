@@ -1,0 +1,112 @@
+"""macOS-only code paths run on Linux with the Objective-C bridge faked (the only fake: there is no Cocoa
+here). They show which messages are sent and when; only a Mac shows that Cocoa acts on them
+(docs/macos.md)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from workroom.platform import logs, macos
+
+pytestmark = pytest.mark.unit
+
+
+class FakeBridge:
+    """Records (receiver, selector, args); classes are named ints, objects count up from 1000."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[object, str, tuple[object, ...]]] = []
+        self.next_id = 1000
+
+    def cls(self, name: str) -> int:
+        return hash(name) & 0xFFFF
+
+    def string(self, text: str) -> int:
+        self.calls.append(("NSString", "stringWithUTF8String:", (text,)))
+        return 7
+
+    def msg(self, receiver: int, selector: str, *args: object) -> int:
+        self.calls.append((receiver, selector, args))
+        self.next_id += 1
+        return self.next_id
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeBridge:
+    bridge = FakeBridge()
+    monkeypatch.setattr(macos, "_bridge", bridge)
+    return bridge
+
+
+def selectors(fake: FakeBridge) -> list[str]:
+    return [c[1] for c in fake.calls]
+
+
+def test_bring_to_front_activates_the_shared_application(fake: FakeBridge) -> None:
+    macos.bring_to_front()
+    assert selectors(fake) == ["sharedApplication", "activateIgnoringOtherApps:"]
+    assert fake.calls[-1][2] == (1,)
+
+
+def test_dock_icon_hidden_with_the_accessory_policy(fake: FakeBridge) -> None:
+    macos.hide_dock_icon()
+    assert fake.calls[-1][1:] == ("setActivationPolicy:", (macos.ACTIVATION_POLICY_ACCESSORY,))
+
+
+def test_app_nap_activity_is_held_while_anything_is_pending_and_ended_after(fake: FakeBridge) -> None:
+    guard = macos.AppNapGuard()
+    guard.hold("box-a")
+    begun = [c for c in fake.calls if c[1] == "beginActivityWithOptions:reason:"]
+    assert len(begun) == 1 and begun[0][2][0] == macos.ACTIVITY_OPTIONS
+    assert not macos.ACTIVITY_OPTIONS & (1 << 20), "the Mac itself may still sleep"
+    guard.hold("box-b")
+    guard.release("box-a")
+    assert selectors(fake).count("beginActivityWithOptions:reason:") == 1
+    assert "endActivity:" not in selectors(fake)
+    guard.release("box-b")
+    assert selectors(fake).count("endActivity:") == 1 and guard.token is None
+    guard.release("box-b")
+    assert selectors(fake).count("endActivity:") == 1
+
+
+def test_everything_is_a_no_op_without_cocoa(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(macos, "_bridge", None)
+    monkeypatch.setattr(macos.sys, "platform", "linux")
+    macos.bring_to_front()
+    macos.hide_dock_icon()
+    guard = macos.AppNapGuard()
+    guard.hold("x")
+    assert guard.token is None
+
+
+def test_log_folder_on_macos_is_library_logs_workroom(tmp_path: Path) -> None:
+    assert logs.app_log_dir(tmp_path, workroom_home_set=False, system="Darwin") == \
+        Path("~/Library/Logs/Workroom").expanduser()
+    assert logs.app_log_dir(tmp_path, workroom_home_set=True, system="Darwin") == tmp_path
+    assert logs.app_log_dir(tmp_path, workroom_home_set=False, system="Linux") == tmp_path
+
+
+def test_secrets_never_reach_the_log_file(tmp_path: Path) -> None:
+    path = logs.setup_logging(tmp_path / "logs")
+    try:
+        logging.getLogger("workroom.test").info("unlock with passphrase=%s for %s", "hunter2", "box")
+        logging.getLogger("workroom.test").info("api_key: sk-123 token=abc")
+    finally:
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if getattr(h, "workroom_log", False)]:
+            root.removeHandler(handler)
+            handler.close()
+    text = path.read_text()
+    assert "hunter2" not in text and "sk-123" not in text and "abc" not in text
+    assert "passphrase=[redacted] for box" in text
+    assert (path.stat().st_mode & 0o777) == 0o600 and (path.parent.stat().st_mode & 0o777) == 0o700
+
+
+def test_prompt_notifications_do_not_time_out_on_macos() -> None:
+    pytest.importorskip("PySide6")
+    from workroom.ui.tray import notification_timeout_ms
+
+    assert notification_timeout_ms("darwin") == 0
+    assert notification_timeout_ms("linux") == 15000
