@@ -59,7 +59,7 @@ def test_datagrams_only_while_busy(boxed):
     assert st["keep_awake"]["enabled"] and not st["asserting"]
     assert counter.count_for(2.5) == 0
     job = ns.popen(["sleep", "600"])
-    st = agent.wait_status(lambda s: s["verdict"] == "BUSY" and s["keep_awake"]["last_sent"], 3, "busy+sent")
+    st = agent.wait_status(lambda s: s["verdict"] == "BUSY" and s["keep_awake"]["last_sent"], 7, "busy+sent")
     assert st["asserting"] and st["keep_awake"]["target"] == f"{box.host_addr}:9"
     assert st["keep_awake"]["error"] is None
     n = counter.count_for(3.0)
@@ -78,7 +78,7 @@ def test_unanswered_prompt_stops_the_heartbeat(boxed):
     job = ns.popen(["sleep", "600"])
     try:
         prompt = None
-        deadline = time.monotonic() + 8
+        deadline = time.monotonic() + 12  # a timer sleep counts once it has lasted 3 s (docs/agent.md)
         while prompt is None and time.monotonic() < deadline:
             ev = c.next_event(1.0)
             if ev and ev["event"] == "awake_ceiling_prompt":
@@ -105,7 +105,8 @@ def test_no_default_route_is_reported(tmp_path):
         wait_answering(sock, proc)
         agent = Agent(sock, proc)
         ns.popen(["sleep", "600"])
-        st = agent.wait_status(lambda s: s["keep_awake"]["error"], 4, "heartbeat error")
+        # a timer sleep counts once it has lasted 3 s (docs/agent.md)
+        st = agent.wait_status(lambda s: s["keep_awake"]["error"], 8, "heartbeat error")
         assert "no IPv4 default route" in st["keep_awake"]["error"] and not st["asserting"]
         assert st["verdict"] == "BUSY"
     finally:

@@ -305,7 +305,7 @@ def test_busy_job_on_host_reaches_the_app_as_an_event(sshd, app_home, agent_bund
             await engine.close()
 
     took, reasons = asyncio.run(go())
-    assert took < 3.0
+    assert took < 6.0  # a timer sleep counts once it has lasted 3 s (docs/agent.md), then a tick and the push
     assert any("sleep" in r for r in reasons), reasons
 
 
