@@ -25,7 +25,7 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "app"), str(ROOT / "agent_bundle")]
+sys.path[:0] = [str(ROOT / "app"), str(ROOT / "agent_bundle"), str(ROOT / "scripts")]
 
 
 def rss_mb() -> float:
@@ -98,13 +98,13 @@ def summary(lags: list[float]) -> dict[str, float]:
 
 
 async def bench_hosts(hosts: int, seconds: float, rate: float) -> dict[str, object]:
+    from demo_states import AGENT_MONOTONIC, busy, make_snapshot
     from workroom.agent_bundle import load_agent_bundle
     from workroom.core.connection import ConnectionState
     from workroom.core.hosts import Host
     from workroom.paths import app_paths
     from workroom.sessions.engine import Engine
     from workroom.ui.app import WorkroomApp
-    from workroom.ui.demo_states import AGENT_MONOTONIC, busy, make_snapshot
 
     os.environ["WORKROOM_HOME"] = tempfile.mkdtemp(prefix="wr-bench-hosts-")
     paths = app_paths()

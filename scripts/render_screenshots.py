@@ -1,22 +1,113 @@
-"""Render the app's main views and states to docs/screenshots/*.png, offscreen (no display needed).
+"""Screenshots for the README and docs/ui.md, of real states, on a real X server with a window manager and a
+tray host, in a light and a dark palette.
 
-The window is the real one, fed constructed snapshots (workroom.ui.demo_states) through the engine's
-listeners exactly as live sessions feed it, so every badge state shows without real boxes.
+What runs: Xvfb (its own display number), openbox (window manager) and trayer (system tray host); a simbox
+with two sleepable boxes (root, Linux: see docs/simbox.md); the app itself (engine, sessions, window, tray)
+with this computer plus both boxes as hosts, their agents pushed and live. A CPU job in box1 makes it busy;
+with a 30 s ceiling in ask mode it then asks "keep it awake?"; box2 stays idle until the simbox puts it to
+sleep. The screenshots show those real states. Two views the boxes cannot produce in a minute (every badge
+state side by side, a host being lost) are drawn from constructed snapshots (scripts/demo_states.py) and
+named `demo_*`.
 
-    QT_QPA_PLATFORM=offscreen .venv/bin/python scripts/render_screenshots.py [--out docs/screenshots]
+    sudo apt-get install xvfb openbox trayer
+    .venv/bin/python scripts/render_screenshots.py [--out docs/screenshots] [--theme light|dark|both]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
-os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "app"), str(ROOT / "agent_bundle")]
+sys.path[:0] = [str(ROOT / "app"), str(ROOT / "agent_bundle"), str(ROOT / "tools" / "simbox"), str(ROOT / "scripts")]
+SCREEN = (1440, 900)
+IDLE_WINDOW = 30.0
+CEILING = 30.0
+
+
+def log(text: str) -> None:
+    print(f"[shots] {text}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def desktop() -> Iterator[str]:
+    """Xvfb + openbox + trayer on a display of our own; every process stopped by PID afterwards."""
+    for tool in ("Xvfb", "openbox", "trayer"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"{tool} is missing: sudo apt-get install xvfb openbox trayer")
+    number = 300 + os.getpid() % 600
+    display = f":{number}"
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        procs.append(subprocess.Popen(["Xvfb", display, "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24",
+                                       "-nolisten", "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 15
+        while not Path(f"/tmp/.X11-unix/X{number}").exists():
+            if procs[0].poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("Xvfb did not start")
+            time.sleep(0.05)
+        env = {**os.environ, "DISPLAY": display}
+        procs.append(subprocess.Popen(["openbox"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(0.5)
+        procs.append(subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
+                                       "--height", "26", "--SetDockType", "true", "--transparent", "false",
+                                       "--tint", "0x2b2b2b", "--expand", "true"],
+                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(0.8)
+        yield display
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def dark_palette() -> Any:
+    from PySide6.QtGui import QColor, QPalette
+
+    pal = QPalette()
+    colours = {
+        QPalette.ColorRole.Window: QColor(45, 45, 48), QPalette.ColorRole.WindowText: QColor(230, 230, 230),
+        QPalette.ColorRole.Base: QColor(30, 30, 32), QPalette.ColorRole.AlternateBase: QColor(40, 40, 43),
+        QPalette.ColorRole.Text: QColor(230, 230, 230), QPalette.ColorRole.Button: QColor(55, 55, 58),
+        QPalette.ColorRole.ButtonText: QColor(230, 230, 230), QPalette.ColorRole.Highlight: QColor(38, 110, 200),
+        QPalette.ColorRole.HighlightedText: QColor(255, 255, 255), QPalette.ColorRole.ToolTipBase: QColor(55, 55, 58),
+        QPalette.ColorRole.ToolTipText: QColor(230, 230, 230),
+        QPalette.ColorRole.PlaceholderText: QColor(150, 150, 150),
+        QPalette.ColorRole.Mid: QColor(70, 70, 74), QPalette.ColorRole.Dark: QColor(25, 25, 27),
+        QPalette.ColorRole.Light: QColor(80, 80, 84), QPalette.ColorRole.Midlight: QColor(65, 65, 68),
+    }
+    for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
+        for role, colour in colours.items():
+            pal.setColor(group, role, colour)
+    for role, colour in colours.items():
+        pal.setColor(QPalette.ColorGroup.Disabled, role, colour)
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
+        pal.setColor(QPalette.ColorGroup.Disabled, role, QColor(130, 130, 130))
+    return pal
+
+
+async def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise SystemExit(f"timed out after {timeout:.0f} s waiting for {what}")
+        await asyncio.sleep(0.2)
 
 
 def demo_day() -> object:
@@ -42,107 +133,200 @@ def demo_day() -> object:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "screenshots")
+    parser.add_argument("--theme", choices=("light", "dark", "both"), default="both")
     args = parser.parse_args(argv)
-    os.environ["WORKROOM_HOME"] = tempfile.mkdtemp(prefix="wr-shots-")
-    from PySide6.QtCore import QSize
-    from PySide6.QtWidgets import QApplication, QWidget
+    if os.geteuid() != 0 or not sys.platform.startswith("linux"):
+        raise SystemExit("the simbox needs root on Linux (see docs/simbox.md)")
+    home = Path(tempfile.mkdtemp(prefix="wr-shots-"))
+    os.environ["WORKROOM_HOME"] = str(home)
+    os.environ.pop("QT_QPA_PLATFORM", None)
+    with desktop() as display:
+        os.environ["DISPLAY"] = display
+        import simbox
 
-    app = QApplication.instance() or QApplication(["render_screenshots"])
+        log("simbox up (2 boxes)")
+        state = simbox.up(2, IDLE_WINDOW, home=home)
+        job: subprocess.Popen[bytes] | None = None
+        try:
+            info = simbox.connection_info(state)
+            # A compiler-like job: a CPU-bound program named cc1plus, as a C++ build would run.
+            tools = Path(tempfile.mkdtemp(prefix="wr-shots-job-"))
+            tools.chmod(0o755)
+            shutil.copy("/usr/bin/yes", tools / "cc1plus")
+            job = subprocess.Popen(simbox.exec_argv("box1", ["sh", "-c", f"exec {tools}/cc1plus >/dev/null"],
+                                                    home=home),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            return run_app(args, info, home)
+        finally:
+            if job is not None:
+                job.kill()
+                job.wait(5)
+            log("simbox down")
+            simbox.down(home=home)
+
+
+def run_app(args: argparse.Namespace, info: dict[str, Any], home: Path) -> int:
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication(["workroom-app"])
+    app.setStyle("Fusion")
+    app.setQuitOnLastWindowClosed(False)
+    light = app.style().standardPalette()
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    with loop:
+        return loop.run_until_complete(shoot(app, light, args, info, home))
+
+
+async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, Any], home: Path) -> int:
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QWidget
     from workroom.agent_bundle import load_agent_bundle
     from workroom.core.ceiling import CeilingSettings
+    from workroom.core.connection import ConnectionState
+    from workroom.core.hosts import Host, IdentityRef
     from workroom.paths import app_paths
     from workroom.sessions.engine import Engine
     from workroom.ui.app import WorkroomApp
-    from workroom.ui.demo_states import AGENT_MONOTONIC, busy, every_state, make_snapshot
     from workroom.ui.host_dialog import AddHostDialog
-    from workroom.ui.host_key_dialog import HostKeyDialog
 
     paths = app_paths()
     engine = Engine(paths, load_agent_bundle(paths), hostname="laptop")
+    engine.settings = engine.settings.model_copy(update={"ceiling": CeilingSettings.model_construct(
+        ceiling_seconds=CEILING, prompt_timeout_seconds=600.0, ask_at_ceiling=True)})
+    with paths.known_hosts_file.open("a") as known:  # the simbox hands out its boxes' host keys
+        for box in info["boxes"]:
+            known.write(box["host_key_line"] + "\n")
+    for box in info["boxes"]:
+        engine.add_host(Host(name=box["name"], provider="simbox", address=box["ssh_host"], port=box["ssh_port"],
+                             user=box["user"], identity=IdentityRef.file(box["client_key"]),
+                             provider_ref=box["health_url"], idle_window_seconds=IDLE_WINDOW))
     wapp = WorkroomApp(engine)
     window = wapp.window
-    window.resize(1180, 640)
-    window.show()
+    wapp.start(connect=False, show_window=True)
+    window.resize(1240, 680)
+    window.move(40, 60)
+    for name in engine.hosts.names():
+        wapp.controller.connect_host(name, wake=True)
+    live = (ConnectionState.LIVE, ConnectionState.QUIET)
+
+    def snap(name: str) -> Any:
+        return window.model.snapshot(name)
+
+    log("waiting: every host live, box1 busy")
+    await wait_for(lambda: all(snap(n).connection.state in live and snap(n).status for n in engine.hosts.names()),
+                   120, "every host to go live")
+    await wait_for(lambda: snap("box1").status.busy, 60, "box1 to be busy")
+    log("waiting: box1 asks (30 s ceiling), box2 falls asleep (30 s idle window)")
+    await wait_for(lambda: "box1" in window.cards.cards, 120, "box1's prompt")
+    await wait_for(lambda: snap("box2").connection.state is ConnectionState.ASLEEP, 150, "box2 to fall asleep")
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    themes = ("light", "dark") if args.theme == "both" else (args.theme,)
 
-    def settle() -> None:
-        for _ in range(5):
-            app.processEvents()
+    async def settle() -> None:
+        await asyncio.sleep(0.4)  # the qasync loop paints meanwhile (processEvents here would re-enter it)
 
-    def grab(widget: QWidget, name: str) -> None:
-        settle()
+    def save(pixmap: Any, name: str) -> None:
         path = out / f"{name}.png"
-        if not widget.grab().save(str(path)):
+        if not pixmap.save(str(path)):
             raise SystemExit(f"could not write {path}")
         written.append(path)
 
-    def feed(snapshot: object) -> None:
-        for listener in list(engine.listeners):
-            listener(snapshot)
+    async def grab(widget: QWidget, name: str) -> None:
+        await settle()
+        save(widget.grab(), name)
+
+    async def grab_screen(name: str, area: tuple[int, int, int, int] | None = None) -> None:
+        await settle()
+        screen = app.primaryScreen()
+        save(screen.grabWindow(0, *(area or (0, 0, -1, -1))), name)
+
+    for theme in themes:
+        app.setPalette(dark_palette() if theme == "dark" else light)
+        await settle()
+        window.select_host("box1")
+        window.raise_()
+        await grab_screen(f"desktop_{theme}")
+        await grab(window, f"window_{theme}")
+        window.select_host("box2")
+        await grab(window.detail_scroll, f"detail_asleep_{theme}")
+        window.select_host("box1")
+        await grab(window.detail_scroll, f"detail_prompt_{theme}")
+        menu = wapp.tray.menu
+        menu.popup(QPoint(app.primaryScreen().geometry().width() - 20, 28))
+        await settle()
+        geo = menu.geometry()
+        await grab_screen(f"tray_menu_{theme}", (geo.x() - 330, 0, geo.width() + 350, geo.bottom() + 12))
+        submenu = wapp.tray.host_menus["box2"]
+        menu.setActiveAction(submenu.menuAction())
+        submenu.popup(QPoint(geo.x() - 220, geo.y() + 90))
+        await settle()
+        sub = submenu.geometry()
+        left = min(sub.x(), geo.x()) - 10
+        await grab_screen(f"tray_host_submenu_{theme}",
+                          (left, 0, max(sub.right(), geo.right()) - left + 12, max(sub.bottom(), geo.bottom()) + 12))
+        submenu.hide()
+        menu.hide()
+        dialog = AddHostDialog(engine.hosts, window, aliases=["devbox", "gpu-box"])
+        dialog.inputs["provider"].setCurrentText("simbox")  # type: ignore[union-attr]
+        dialog.inputs["name"].setText("gpu/box")  # type: ignore[union-attr]
+        dialog.inputs["port"].setText("70000")  # type: ignore[union-attr]
+        dialog.show()
+        dialog.try_accept()
+        await grab(dialog, f"add_host_dialog_{theme}")
+        dialog.close()
+        window.show_settings()
+        await grab(window, f"settings_{theme}")
+        window.tabs.setCurrentIndex(0)
+    await demo_views(app, engine, window, out, written, themes, light, settle)
+    for path in written:
+        print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
+    await wapp.close()
+    return 0
+
+
+async def demo_views(app: Any, engine: Any, window: Any, out: Path, written: list[Path], themes: tuple[str, ...],
+                     light: Any, settle: Callable[[], Any]) -> None:
+    """Every badge state side by side, from constructed snapshots (fed as sessions feed them), the host-key
+    question (a constructed one: the simbox's keys are trusted from its own record), and a day of the
+    why-awake timeline (a constructed record: a real one takes a day)."""
+    from demo_states import every_state
+    from workroom.core.questions import HostKeyQuestion
+    from workroom.ui.host_key_dialog import HostKeyDialog
 
     states = every_state()
     states.pop("busy_past_ceiling")
     for snap in states.values():
-        feed(snap)
-    window.select_host("ci-runner")
-    grab(window, "window_hosts")
-
-    window.select_host("ci-runner")
-    window.timeline.show_record(demo_day(), ("watch", "top"))
-    window.timeline.price.setValue(0.36)
-    window.timeline.hourly_price = 0.36
-    window.timeline.show_record(window.timeline.reply, ("watch", "top"))
-    window.detail.resize(560, window.detail.sizeHint().height())
-    grab(window.detail, "detail_why_awake_timeline")
-
-    window.select_host("build-box")
-    grab(window, "window_offline_host")
-
-    for name, deadline in (("render-farm", 420.0), ("train-job", 95.0), ("etl-nightly", 1500.0)):
-        feed(make_snapshot(name, "boxd", prompt=True, **busy(
-            awake_seconds=4 * 3600 + 300.0, awake_ceiling_exceeded=True, ask_at_ceiling=True, prompt_pending=True,
-            prompt_deadline=AGENT_MONOTONIC + deadline)))
-    window.select_host("render-farm")
-    grab(window, "window_prompt_cards")
-    window.cards.timer.stop()
-
-    window.settings.load(CeilingSettings())
-    window.show_settings()
-    grab(window, "settings_pane")
-    window.settings.timeout_minutes.setValue(0)
-    window.settings.timeout_seconds.setValue(10)
-    grab(window, "settings_pane_out_of_bounds")
-
-    dialog = AddHostDialog(engine.hosts, window)
-    dialog.inputs["name"].setText("gpu/box")  # type: ignore[union-attr]
-    dialog.inputs["port"].setText("70000")  # type: ignore[union-attr]
-    dialog.inputs["address"].setText("gpu box")  # type: ignore[union-attr]
-    dialog.show()
-    dialog.try_accept()
-    dialog.resize(dialog.sizeHint().expandedTo(QSize(520, 0)))
-    grab(dialog, "add_host_dialog_errors")
-    dialog.close()
-
-    class Question:
-        host, port, key_type = "10.1.2.3", 2222, "ssh-ed25519"
-        fingerprint = "SHA256:q8H0bQ0qK1m1m2oXkz4vU5y3d2C8rB3a4Qe7nYt9wXc"
-
-    key_dialog = HostKeyDialog("fresh-box", Question(), window)
-    key_dialog.resize(520, key_dialog.sizeHint().height())
-    key_dialog.show()
-    grab(key_dialog, "host_key_dialog")
-    key_dialog.close()
-
-    menu = wapp.tray.menu
-    menu.adjustSize()
-    menu.show()
-    grab(menu, "tray_menu")
-    menu.hide()
-    for path in written:
-        print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)
-    return 0
+        for listener in list(engine.listeners):
+            listener(snap)
+    for theme in themes:
+        app.setPalette(dark_palette() if theme == "dark" else light)
+        window.select_host("build-box")
+        await settle()
+        path = out / f"demo_every_state_{theme}.png"
+        window.grab().save(str(path))
+        written.append(path)
+        question = HostKeyQuestion(host="10.1.2.3", port=2222, key_type="ssh-ed25519",
+                                   fingerprint="SHA256:q8H0bQ0qK1m1m2oXkz4vU5y3d2C8rB3a4Qe7nYt9wXc")
+        dialog = HostKeyDialog("fresh-box", question, window)
+        dialog.show()
+        await settle()
+        path = out / f"host_key_dialog_{theme}.png"
+        dialog.grab().save(str(path))
+        written.append(path)
+        dialog.close()
+        window.select_host("ci-runner")
+        window.timeline.show_record(demo_day(), ("watch", "top"))
+        window.timeline.price.setValue(0.36)
+        window.timeline.hourly_price = 0.36
+        window.timeline.show_record(window.timeline.reply, ("watch", "top"))
+        await settle()
+        path = out / ("detail_why_awake_timeline.png" if theme == "light" else "detail_why_awake_timeline_dark.png")
+        window.detail_scroll.grab().save(str(path))
+        written.append(path)
 
 
 if __name__ == "__main__":

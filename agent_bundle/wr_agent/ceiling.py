@@ -1,4 +1,4 @@
-"""The awake ceiling state machine (DESIGN §4), driven by ticks on CLOCK_MONOTONIC.
+"""The awake ceiling state machine (docs/agent.md, Awake ceiling), driven by ticks on CLOCK_MONOTONIC.
 
 below -> exceeded (advisory: reported, still BUSY) or prompted(deadline) (ask mode) -> suppressed
 (nobody answered: the published verdict is IDLE). A classifier IDLE resets to below; `keep` restarts the

@@ -1,7 +1,7 @@
 """The health endpoint (`serve --health-listen HOST:PORT`): `GET /v1/health`, unauthenticated, telling an
 outside caller only whether the box is busy.
 
-Request-metered platforms count only inbound requests through their proxy as activity (seed 004), so
+Request-metered platforms count only inbound requests through their proxy as activity (docs/providers.md), so
 while the app runs it polls this endpoint from outside to keep a BUSY box awake. Anyone who can reach
 the port may ask, so the answer is exactly `{"busy", "verdict", "stalled"}`: no name, reasons, pids or
 version.

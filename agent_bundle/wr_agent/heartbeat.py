@@ -1,6 +1,6 @@
 """Keep a network-metered box awake: one 1-byte UDP datagram per interval while the published verdict is
-BUSY (DESIGN §5). The default target is the IPv4 default gateway, re-read from /proc/net/route at each
-send so a changed route is followed."""
+BUSY (docs/agent.md, Heartbeat). The default target is the IPv4 default gateway, re-read from
+/proc/net/route at each send so a changed route is followed."""
 
 import socket
 import struct

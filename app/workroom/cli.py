@@ -124,7 +124,19 @@ def _snapshot_json(snap: HostSnapshot) -> dict[str, Any]:
         out["install_action"] = snap.install.action
     if snap.status is not None:
         out["build"] = snap.status.agent.build
+    out["keep_awake"] = _keep_awake_json(snap.connection.heartbeat_proof, time.monotonic())
     return out
+
+
+def _keep_awake_json(proof: Any, now: float) -> dict[str, Any]:
+    """Is the keep-awake seen by the provider? `confirmed` is null when it cannot be known (docs/cli.md)."""
+    if proof is None:
+        return {"confirmed": None, "state": None, "why": None, "provider_last_seen_age_seconds": None,
+                "provider_idle_window_seconds": None}
+    age = proof.last_seen_age(now)
+    return {"confirmed": proof.confirmed, "state": proof.state.value, "why": proof.why,
+            "provider_last_seen_age_seconds": None if age is None else round(age, 1),
+            "provider_idle_window_seconds": proof.window_seconds}
 
 
 def _snapshot_line(snap: HostSnapshot) -> str:

@@ -129,9 +129,31 @@ def check_icons() -> CheckResult:
     return CheckResult("icons", True, f"{len(badge_kinds())} badge kinds x 2 sizes + app icon in {where}")
 
 
+def check_platform_libraries() -> CheckResult:
+    """Linux: every library Qt's X11 plugin needs is installed (a missing one aborts Qt at start-up)."""
+    from workroom.platform_libs import debian_package, missing_xcb_libraries, unreachable_x_display
+
+    unreachable = unreachable_x_display(os.environ.get("DISPLAY", ""))
+    if unreachable and not os.environ.get("QT_QPA_PLATFORM"):
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"  # Qt would abort on it; let the Qt check still run
+        return CheckResult("platform libraries", False, unreachable)
+    missing = missing_xcb_libraries()
+    if missing is None:
+        return CheckResult("platform libraries", True, "not applicable here")
+    if not missing:
+        return CheckResult("platform libraries", True, "everything Qt's X11 plugin needs is installed")
+    packages = " ".join(dict.fromkeys(debian_package(m) for m in missing))
+    what = f"Qt's X11 plugin cannot load {', '.join(missing)}; install: sudo apt-get install {packages}"
+    if _no_display():
+        return CheckResult("platform libraries", True, f"no display, so not needed now, but {what}")
+    os.environ["QT_QPA_PLATFORM"] = "offscreen"  # so the Qt check below can still run instead of aborting
+    return CheckResult("platform libraries", False, what)
+
+
 def run_self_test(cache_dir: Path | None = None) -> list[CheckResult]:
     """Every check, in order; one that raises unexpectedly becomes a failed result, never a crash."""
     checks: list[tuple[str, Callable[[], CheckResult]]] = [
+        ("platform libraries", check_platform_libraries),
         ("qt", check_qt),
         ("keyring", check_keyring),
         ("agent bundle", lambda: check_agent_bundle(cache_dir)),

@@ -1,4 +1,4 @@
-"""Request metering (seed 004) on the simulator's request meter: only requests through the provider's proxy
+"""Request metering (docs/providers.md) on the simulator's request meter: only requests through the provider's proxy
 count; the guest's own work does not. The app is the caller outside: while its host is BUSY, KeepAwake polls
 GET /v1/health (the agent's endpoint) through the proxy.
 

@@ -1,5 +1,5 @@
-"""The seed's live boxd run, automated on the local simulator (vmd rules: a box sleeps after a window of
-network silence; processes frozen). Three boxes at once, as upstream ran three machines:
+"""A live boxd run, automated on the local simulator (vmd rules: a box sleeps after a window of network
+silence; processes frozen). Three boxes at once, as the live run had three machines:
 
 1. control, no agent: sleeps mid-job;
 2. the agent, advisory mode: every heartbeat lands, the job finishes, then the box sleeps within window + 2 s

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from demo_states import AGENT_MONOTONIC, busy, make_snapshot
 from gui_helpers import feed
 from PySide6.QtCore import Qt
-from workroom.ui.demo_states import AGENT_MONOTONIC, busy, make_snapshot
 from workroom.ui.host_table_model import Column
 
 pytestmark = pytest.mark.gui

@@ -74,8 +74,8 @@ def test_opening_the_window_from_the_menu_bar_activates_the_app(engine: Any, qtb
 
 def test_app_nap_is_held_while_a_prompt_is_pending_and_released_after(engine: Any, qtbot: Any,
                                                                      bridge: RecordingBridge) -> None:
+    from demo_states import every_state, make_snapshot
     from gui_helpers import feed
-    from workroom.ui.demo_states import every_state, make_snapshot
 
     app = WorkroomApp(engine)
     qtbot.addWidget(app.window)

@@ -6,9 +6,9 @@ import time
 from typing import Any
 
 import pytest
+from demo_states import AGENT_MONOTONIC, busy, make_snapshot
 from gui_helpers import feed, wait_for
 from workroom.core.connection import ConnectionState
-from workroom.ui.demo_states import AGENT_MONOTONIC, busy, make_snapshot
 
 pytestmark = pytest.mark.gui
 

@@ -145,3 +145,30 @@ def _open_dialog() -> HostKeyDialog | None:
         if isinstance(widget, HostKeyDialog) and widget.isVisible():
             return widget
     return None
+
+
+def test_provider_reference_field_has_words_per_provider_and_is_required_where_needed(engine: Any,
+                                                                                      qtbot: Any) -> None:
+    from workroom.ui.host_dialog import REF_HELP, AddHostDialog, host_from_fields
+
+    dialog = AddHostDialog(engine.hosts)
+    qtbot.addWidget(dialog)
+    ref = dialog.inputs["provider_ref"]
+    seen = set()
+    for provider, (placeholder, description) in REF_HELP.items():
+        dialog.inputs["provider"].setCurrentText(provider)  # type: ignore[union-attr]
+        assert dialog.ref_help.text() == description
+        assert ref.placeholderText() == placeholder  # type: ignore[union-attr]
+        assert ref.isEnabled() is (placeholder != "not used")
+        seen.add(description)
+    assert len(seen) == len(REF_HELP)
+    base = {"name": "sim1", "address": "10.0.0.2"}
+    missing = host_from_fields({**base, "provider": "simbox"}, engine.hosts)
+    assert missing == {"provider_ref": "A simbox host needs its health page URL here."}
+    host = host_from_fields({**base, "provider": "simbox", "provider_ref": "http://127.0.0.1:8765/"}, engine.hosts)
+    assert not isinstance(host, dict) and host.provider_ref == "http://127.0.0.1:8765/"
+    dialog.inputs["name"].setText("sim1")  # type: ignore[union-attr]
+    dialog.inputs["provider"].setCurrentText("simbox")  # type: ignore[union-attr]
+    dialog.show()
+    dialog.try_accept()
+    assert dialog.errors["provider_ref"].isVisible()

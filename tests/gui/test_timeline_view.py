@@ -88,7 +88,7 @@ def test_strip_words_cost_and_never_work_with_a_real_agent(window: Any, engine: 
 ])
 def test_the_view_asks_unprompted_only_where_it_cannot_keep_a_box_up(provider: str, state: ConnectionState,
                                                                        busy_now: bool, asks: bool) -> None:
-    from workroom.ui.demo_states import busy, make_snapshot
+    from demo_states import busy, make_snapshot
     from workroom.ui.timeline_view import may_ask_unprompted
 
     snapshot = make_snapshot("box", provider, state, **(busy() if busy_now else {}))

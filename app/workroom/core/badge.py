@@ -1,5 +1,5 @@
 """The badge a host shows: one pure function from what the agent said, the provider's traits and
-the connection, to a kind, a label and a plain-words tooltip (DESIGN.md §8).
+the connection, to a kind, a label and a plain-words tooltip (docs/ui.md "Words for each state").
 
 "Busy but not kept awake" appears only on hosts that can sleep: on a host that never sleeps,
 nothing needs keeping awake, so nothing there is alarming.
@@ -12,8 +12,11 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from workroom.core.busy_words import plain_reasons
 from workroom.core.connection import UNREACHABLE_STATES, WAITING_STATES, ConnectionInfo, ConnectionState
 from workroom.core.durations import format_duration
+from workroom.core.heartbeat_proof import ProofState
+from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import PROTOCOL_VERSION, Status, Verdict
 from workroom.core.traits import ProviderTraits
 
@@ -65,6 +68,7 @@ class NotKeptAwakeReason(StrEnum):
     WINDOW_TOO_SHORT = "window_too_short"
     OUTSIDE_KEEPAWAKE_NOT_RUNNING = "outside_keepawake_not_running"
     OUTSIDE_KEEPAWAKE_FAILING = "outside_keepawake_failing"
+    PROVIDER_NOT_SEEING = "provider_not_seeing"
 
 
 class Badge(BaseModel):
@@ -170,7 +174,7 @@ def _offline(connection: ConnectionInfo) -> Badge:
     backing_off = connection.state is ConnectionState.BACKING_OFF
     hint = "The app will keep trying." if backing_off else "Reconnect to try again."
     if connection.error is not None:
-        sentences.append(f"{connection.error.title}: {connection.error.message}")
+        sentences.append(f"{connection.error.title}: {without_exception_names(connection.error.message)}")
         if connection.error.hint:
             hint = connection.error.hint
     return _make(BadgeKind.OFFLINE, sentences, hint=hint)
@@ -187,14 +191,15 @@ def _waiting(connection: ConnectionInfo) -> Badge:
     if connection.error is not None:
         # Retrying after a loss: still unreachable until this attempt succeeds.
         sentences = ["The app cannot reach this host; it is trying again now.",
-                     f"{connection.error.title}: {connection.error.message}"]
+                     f"{connection.error.title}: {without_exception_names(connection.error.message)}"]
         return _make(BadgeKind.OFFLINE, sentences, hint="The app will keep trying.")
     return _make(BadgeKind.UNKNOWN, ["Connecting."])
 
 
 def _busy_sentence(status: Status) -> str:
-    reasons = list(status.busy_reasons[:MAX_REASONS_SHOWN])
-    more = len(status.busy_reasons) - len(reasons)
+    plain = plain_reasons(status.busy_reasons)
+    reasons = plain[:MAX_REASONS_SHOWN]
+    more = len(plain) - len(reasons)
     if not reasons:
         return "Busy."
     text = "Busy: " + "; ".join(reasons)
@@ -283,7 +288,7 @@ def _not_kept_awake(
                 "The agent says it is busy but is not sending its heartbeat.",
                 "Reconnect; if this stays, restart the agent.",
             )
-        return None
+        return _not_seen(connection)
     if traits.needs_outside_keep_awake:
         if connection.keepawake_error:
             return (
@@ -299,7 +304,21 @@ def _not_kept_awake(
                 "and this computer is not sending them.",
                 "Keep the app running and connected while the work runs.",
             )
+        return _not_seen(connection)
     return None
+
+
+def _not_seen(connection: ConnectionInfo) -> tuple[NotKeptAwakeReason, str, str] | None:
+    """The keep-awake is sent, but the provider's idle clock shows it is not counted (heartbeat_proof)."""
+    proof = connection.heartbeat_proof
+    if proof is None or proof.state is not ProofState.NOT_SEEN:
+        return None
+    return (
+        NotKeptAwakeReason.PROVIDER_NOT_SEEING,
+        proof.why,
+        "Check that nothing on the box or its network drops the keep-awake; the provider will put it to sleep "
+        "when its idle window runs out.",
+    )
 
 
 def _keeper_sentence(traits: ProviderTraits, status: Status) -> str:

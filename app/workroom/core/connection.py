@@ -7,6 +7,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from workroom.core.errors import ErrorInfo, UserError
+from workroom.core.heartbeat_proof import HeartbeatProof
 
 
 class ConnectionState(StrEnum):
@@ -64,6 +65,8 @@ class ConnectionInfo(BaseModel):
     suspended_while_busy: bool = False
     """The provider suspended the box while its agent last said BUSY (e.g. the app was not running)."""
     pushed_bytes: int | None = None
+    heartbeat_proof: HeartbeatProof | None = None
+    """Whether the provider's idle clock shows the keep-awake (None: not being judged now)."""
 
     def with_state(
         self, state: ConnectionState, now_monotonic: float, *, error: UserError | ErrorInfo | None = None

@@ -2,7 +2,7 @@
 
 Some platforms count only inbound requests through their proxy as activity; work inside the box
 does not, and the box's own loopback requests never reach the meter. So while the host is busy,
-this computer polls the agent's health endpoint through the proxy (seed 004). This module decides
+this computer polls the agent's health endpoint through the proxy (docs/providers.md). This module decides
 *when* to poll and *when to stop*; the async runner (elsewhere) does the waiting and the polling,
 driving `KeepAwakeState` step by step, so every decision here is testable without a clock.
 

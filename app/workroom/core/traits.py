@@ -1,6 +1,6 @@
 """What a provider's boxes do when idle, and how the app reaches them.
 
-The app decides from these traits, never from a provider's name (DESIGN.md §7): ask mode, quiet
+The app decides from these traits, never from a provider's name (docs/providers.md): ask mode, quiet
 sessions, the badge's "not kept awake" warnings and the outside keep-awake all read them.
 """
 
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from workroom.core.errors import UserError
 
 DEFAULT_HEARTBEAT_INTERVAL_SECONDS = 60.0
-"""The agent's heartbeat cadence on network-metered boxes (DESIGN.md §5)."""
+"""The agent's heartbeat cadence on network-metered boxes (docs/agent.md, Heartbeat)."""
 
 
 class IdleMetering(StrEnum):

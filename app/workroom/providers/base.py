@@ -1,7 +1,7 @@
 """What every provider offers the session: its traits, how to reach the host, where the agent lives.
 
 A provider module declares its traits (core.traits) and implements the few verbs below; the session
-decides everything from the traits, never from the provider's name (DESIGN.md §7).
+decides everything from the traits, never from the provider's name (docs/providers.md).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workroom.agent_bundle import AgentBundle
+from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome
 from workroom.core.questions import SecretRequest
@@ -84,6 +85,16 @@ class Provider:
     async def box_state(self, host: Host) -> BoxState:
         """Whether the box sleeps now, read without waking it. UNKNOWN when the provider cannot say."""
         return BoxState.UNKNOWN
+
+    async def read_idle_clock(self, host: Host) -> IdleClockReading | None:
+        """The provider's idle clock for this box, or None when this provider cannot tell.
+
+        The hook behind "is the keep-awake seen?" (docs/providers.md). An override must read the clock
+        without waking the box and without the read itself counting as activity (a provider API or a
+        status page, never a request through the box's metered path), and must not raise for an
+        unreachable provider: return None. `read_at` is `time.monotonic()` when the answer arrived.
+        """
+        return None
 
     def forget_secret(self, request: SecretRequest) -> None:
         """Blocking: forget a stored secret the host refused (the app's keyring, through the context)."""

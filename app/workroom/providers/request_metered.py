@@ -1,18 +1,21 @@
-"""Platforms that meter idleness by inbound requests through their endpoint proxy (seed 004).
+"""Platforms that meter idleness by inbound requests through their endpoint proxy (docs/providers.md).
 
 Work inside the box does not count, nor do its own loopback requests; only a caller outside keeps it up.
 While the app runs and the host is BUSY, the session's KeepAwake polls `GET /v1/health` (the agent's
 health endpoint, unauthenticated, telling only busy/verdict/stalled) through the provider's proxy. The
-host's `provider_ref` is that proxy's base URL. The simulator's `--metering requests` is such a platform.
+host's `provider_ref` is that proxy's base URL, optionally with `#idle-clock=URL` where the platform
+reports its idle timer. The simulator's `--metering requests` is such a platform.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.error
 import urllib.request
 
+from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome
 from workroom.providers.base import BoxState
@@ -32,7 +35,31 @@ class RequestMeteredProvider(SshProvider):
                             extra=("--health-listen", f"0.0.0.0:{HEALTH_PORT}"))
 
     def health_url(self, host: Host) -> str | None:
-        return host.provider_ref.rstrip("/") + "/v1/health" if host.provider_ref else None
+        base = _refs(host)[0]
+        return base.rstrip("/") + "/v1/health" if base else None
+
+    async def read_idle_clock(self, host: Host) -> IdleClockReading | None:
+        """The platform's idle timer, where it reports one (`#idle-clock=URL` in provider_ref): a successful
+        poll that does not move it is not a confirmation (docs/providers.md). The URL must be the
+        platform's API or status page, never the box's metered endpoint (that read would count)."""
+        url = _refs(host)[1]
+        if url is None:
+            return None
+
+        def fetch() -> IdleClockReading | None:
+            try:
+                with urllib.request.urlopen(url, timeout=POLL_TIMEOUT_SECONDS) as reply:
+                    data = json.loads(reply.read())
+                read_at = time.monotonic()
+                if not isinstance(data, dict) or data.get("state", "awake") != "awake":
+                    return None
+                idle = data.get("idle_seconds", data.get("idle_for_s"))
+                window = data.get("idle_window_seconds", data.get("idle_window_s"))
+                return IdleClockReading(idle_seconds=idle, window_seconds=window, read_at=read_at)
+            except (OSError, ValueError):
+                return None
+
+        return await asyncio.get_running_loop().run_in_executor(None, fetch)
 
     async def poll_health(self, host: Host) -> PollOutcome:
         """One request through the provider's proxy: it counts as activity and says whether still busy."""
@@ -58,3 +85,10 @@ class RequestMeteredProvider(SshProvider):
 
     async def box_state(self, host: Host) -> BoxState:
         return BoxState.UNKNOWN  # a platform's suspended state is read by its own API; none here
+
+
+def _refs(host: Host) -> tuple[str | None, str | None]:
+    """provider_ref = "PROXY_BASE_URL[#idle-clock=URL]": where to poll, and where the platform reports its
+    idle timer (optional; a fragment, so the ref stays one word and is never sent with a poll)."""
+    base, _, idle = (host.provider_ref or "").partition("#idle-clock=")
+    return base or None, idle or None

@@ -10,7 +10,9 @@ import asyncio
 import json
 import shlex
 import shutil
+import time
 
+from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_client import EventHandler
@@ -106,9 +108,19 @@ class BoxdProvider(SshProvider):
     cli = "boxd"
 
     async def box_state(self, host: Host) -> BoxState:
+        out = await self._machine_status(host)
+        return BoxState.UNKNOWN if out is None else parse_boxd_state(out)
+
+    async def read_idle_clock(self, host: Host) -> IdleClockReading | None:
+        """The idle time `boxd machine status` reports (a call to boxd's API, never to the box)."""
+        out = await self._machine_status(host)
+        return None if out is None else parse_boxd_idle(out, time.monotonic())
+
+    async def _machine_status(self, host: Host) -> bytes | None:
+        """`boxd machine status NAME --json`'s output, or None (no CLI, or no answer within 10 s)."""
         exe = shutil.which(self.cli)
         if exe is None:
-            return BoxState.UNKNOWN
+            return None
         proc = await asyncio.create_subprocess_exec(
             exe, "machine", "status", host.provider_ref or host.connect_address, "--json",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
@@ -117,8 +129,23 @@ class BoxdProvider(SshProvider):
             out, _ = await asyncio.wait_for(proc.communicate(), 10)
         except TimeoutError:
             proc.kill()
-            return BoxState.UNKNOWN
-        return parse_boxd_state(out)
+            return None
+        return out
+
+
+def parse_boxd_idle(output: bytes, read_at: float) -> IdleClockReading | None:
+    """`idle_seconds` (and `idle_window_seconds`, when given) of an awake machine; None otherwise."""
+    try:
+        data = json.loads(output)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or parse_boxd_state(output) is not BoxState.AWAKE:
+        return None
+    try:
+        return IdleClockReading(idle_seconds=data["idle_seconds"], window_seconds=data.get("idle_window_seconds"),
+                                read_at=read_at)
+    except (KeyError, ValueError):
+        return None
 
 
 def parse_boxd_state(output: bytes) -> BoxState:

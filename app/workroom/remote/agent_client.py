@@ -3,8 +3,8 @@
 The transport is whatever carries bytes to the agent: the local Unix socket, or a `relay` running over
 an SSH channel. It hands us complete lines (`feed_line`) and its end (`feed_eof`) on the event loop, and
 gives us one coroutine to send bytes. Replies are matched to requests by id; events go to a callback.
-When the stream ends every pending request fails at once with `AgentGone` (lesson 3: a broken stream
-fails visibly, it never leaves a caller waiting).
+When the stream ends every pending request fails at once with `AgentGone` (a broken stream fails
+visibly, it never leaves a caller waiting: docs/architecture.md, a dead box must be noticed).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Agent push by hash (DESIGN.md §6): probe once, push only what differs, never run a partial upload.
+"""Agent push by hash (docs/agent.md, hand-off): probe once, push only what differs, never run a partial upload.
 
 Steps, each one command on the host (blocking; run on the host's worker thread):
 1. probe: python3 present? the installed bundle's sha256 and version, whether an agent runs (its lock).

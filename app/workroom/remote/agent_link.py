@@ -2,7 +2,7 @@
 
 Either way the result is an `AgentLink`: an `AgentClient` fed from the stream, a `closed` future that
 completes (with the reason) exactly once when the stream ends, and `close()` that destroys the stream
-(lesson 3: both ends, nothing left half-open).
+(both ends, nothing left half-open: docs/architecture.md, a dead box must be noticed).
 """
 
 from __future__ import annotations

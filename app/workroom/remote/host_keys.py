@@ -400,13 +400,15 @@ class KnownHosts:
         try:
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             try:
-                old = self.app_file.read_text(encoding="utf-8")
+                # Byte for byte: bytes that are not UTF-8 (a hand edit) and any line endings are kept as they were.
+                with self.app_file.open(encoding="utf-8", errors="surrogateescape", newline="") as current:
+                    old = current.read()
             except FileNotFoundError:
                 old = ""
             new = change(old)
             fd, tmp = tempfile.mkstemp(prefix=".known_hosts.", dir=directory)
             try:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
                     handle.write(new)
                     handle.flush()
                     os.fsync(handle.fileno())

@@ -4,10 +4,12 @@ States (core.connection.ConnectionState): disconnected -> connecting -> (host_ke
 -> live | quiet -> lost -> backing_off -> connecting ... ; asleep when the provider says the box sleeps.
 Every transition is published to listeners as a `HostSnapshot`.
 
-The app's own traffic must never keep a sleepable box awake (DESIGN.md §5): status is pushed by the
+The app's own traffic must never keep a sleepable box awake (docs/providers.md): status is pushed by the
 agent, we never poll it, and on sleepable providers we are silent on the wire while the verdict is IDLE
 (no pings, no SSH keepalives). While BUSY (or always, on hosts that never sleep) a ping that expects a
-reply notices a dead or frozen peer within `LIVENESS_DEADLINE_SECONDS`.
+reply notices a dead or frozen peer within `LIVENESS_DEADLINE_SECONDS` — except while the keep-awake is
+being checked against a network-metered provider's idle clock, when the provider's readings stand in for
+the pings (docs/providers.md, "Is the heartbeat seen?").
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
+from workroom.core.heartbeat_proof import HeartbeatProof
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.protocol import PromptEvent, Status, StatusEvent, TimelineReply, UserExclusions, Verdict
@@ -37,6 +40,7 @@ from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
 from workroom.remote.host_shell import HostShell
 from workroom.remote.ssh_errors import AuthFailed
 from workroom.sessions.blocking_runner import BlockingRunner
+from workroom.sessions.heartbeat_watch import HeartbeatWatch, keep_awake_interval
 from workroom.sessions.keepawake_task import OutsideKeepAwake
 
 log = logging.getLogger(__name__)
@@ -48,7 +52,16 @@ LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
 """Worst case from a peer freezing to the session calling it lost (the issue asks for <= 10 s)."""
 BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 ASLEEP_RECHECK_SECONDS = 60.0
-"""How often an asleep box's state is read again (the provider answers without waking it)."""
+"""The longest wait between reads of an asleep box's state (the provider answers without waking it)."""
+ASLEEP_RECHECK_MIN_SECONDS = 2.0
+
+
+def asleep_recheck_seconds(idle_window_seconds: float | None) -> float:
+    """A quarter of the idle window (2-60 s): a box woken outside the app (the user's own ssh) shows
+    awake, and its job's badge, well before that window could send it back to sleep."""
+    if idle_window_seconds is None:
+        return ASLEEP_RECHECK_SECONDS
+    return max(ASLEEP_RECHECK_MIN_SECONDS, min(ASLEEP_RECHECK_SECONDS, idle_window_seconds / 4))
 
 
 @dataclass(frozen=True)
@@ -118,6 +131,9 @@ class HostSession:
         self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
                                            lambda: self._wanted, self._keep_awake_changed)
         self._asleep_watch: asyncio.Task[None] | None = None
+        self._heartbeat_watch: HeartbeatWatch | None = None
+        self._own_traffic_at: float | None = None
+        """When the app last put bytes on the box's wire (link set-up, a status, a ping)."""
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -234,12 +250,14 @@ class HostSession:
         """The outside keep-awake (request-metered hosts) started, was refused, or ended."""
         self.connection = self.connection.model_copy(update={"keepawake_running": running, "keepawake_error": error})
         if ended:
+            self._watch_heartbeat(self.status)  # no polls, nothing to prove
             self._publish()
 
     def _on_status(self, status: Status) -> None:
         self._keepawake.on_status(status)
         self.status = status
-        self.status_received_at = self._clock()
+        self.status_received_at = self._own_traffic_at = self._clock()
+        self._watch_heartbeat(status)
         if not status.prompt_pending:
             self.prompt = None
         if self.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET):
@@ -249,6 +267,41 @@ class HostSession:
                 update={"state": state, "status_received_monotonic": self.status_received_at}
             )
         self._publish()
+
+    # -- is the keep-awake seen? (docs/providers.md) ----------------------------------------------------
+
+    def _watch_heartbeat(self, status: Status | None) -> None:
+        interval = None if status is None else keep_awake_interval(
+            self.traits, status, outside_running=self.connection.keepawake_running)
+        watch = self._heartbeat_watch
+        if watch is not None and (interval is None or watch.interval_seconds != interval):
+            watch.stop()
+            self._heartbeat_watch = watch = None
+            self.connection = self.connection.model_copy(update={"heartbeat_proof": None})
+        if watch is None and interval is not None:
+            self._heartbeat_watch = HeartbeatWatch(
+                lambda: self.provider.read_idle_clock(self.host), interval_seconds=interval,
+                window_seconds=self.traits.idle_window_seconds, own_traffic_at=self._own_traffic_counted,
+                on_proof=self._on_proof, clock=self._clock, name=f"heartbeat-watch-{self.host.name}")
+
+    def _own_traffic_counted(self) -> float | None:
+        """Our own traffic as the provider's meter sees it: bytes on a network-metered box's wire; nothing on
+        a request-metered one (its meter counts only requests, and our polls are the keep-awake itself)."""
+        return self._own_traffic_at if self.traits.agent_keeps_awake else None
+
+    def _on_proof(self, proof: HeartbeatProof) -> None:
+        if proof != self.connection.heartbeat_proof:
+            self.connection = self.connection.model_copy(update={"heartbeat_proof": proof})
+            self._publish()
+
+    def _ping_due(self) -> bool:
+        """No liveness pings while the keep-awake is being proven on a network-metered host: our own bytes
+        reset that clock too and would hide a missing heartbeat. The provider's readings stand in for them."""
+        watch = self._heartbeat_watch
+        if watch is None or watch.task.done() or not self.traits.agent_keeps_awake:
+            return True
+        proof = self.connection.heartbeat_proof
+        return proof is not None and proof.read_at is None  # the provider could not be read: ping as usual
 
     def _on_event(self, event: StatusEvent | PromptEvent) -> None:
         if isinstance(event, PromptEvent):
@@ -260,6 +313,7 @@ class HostSession:
     def _teardown(self, why: str) -> None:
         for task in self._rt.tasks:
             task.cancel()
+        self._watch_heartbeat(None)
         if self._rt.link is not None:
             self._rt.link.close(why)
         shell = self._rt.shell
@@ -326,7 +380,7 @@ class HostSession:
 
         async def watch() -> None:
             while self.connection.state is ConnectionState.ASLEEP and not self._wanted:
-                await asyncio.sleep(ASLEEP_RECHECK_SECONDS)
+                await asyncio.sleep(asleep_recheck_seconds(self.traits.idle_window_seconds))
                 if self.connection.state is ConnectionState.ASLEEP and not self._wanted \
                         and await self._box_state() is BoxState.AWAKE:
                     self.start(wake=False)
@@ -464,7 +518,10 @@ class HostSession:
             await asyncio.sleep(PING_INTERVAL_SECONDS)
             if self.traits.sleeps_when_idle and (self.status is None or self.status.verdict is Verdict.IDLE):
                 continue
+            if not self._ping_due():
+                continue
             try:
+                self._own_traffic_at = self._clock()
                 await link.client.ping(timeout=PING_TIMEOUT_SECONDS)
             except TimeoutError:
                 link.close(f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")
@@ -505,8 +562,8 @@ class _EndOfRun(Exception):
 
 
 def _slept_while_busy(previous: dict[str, Any] | None, status: Status, *, sleeps: bool) -> bool:
-    """The box slept (a tick gap the agent saw) while busy, after the app last saw it (DESIGN §5, seed 004:
-    "the next start says if the box was suspended while busy")."""
+    """The box slept (a tick gap the agent saw) while busy, after the app last saw it: the next start says
+    so, because on a request-metered box nothing keeps it awake once the app quits (docs/providers.md)."""
     if not sleeps or not previous or previous.get("verdict") != "BUSY":
         return False
     seen_at = previous.get("agent_monotonic")

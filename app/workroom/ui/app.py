@@ -10,20 +10,23 @@ import asyncio
 import logging
 import signal
 import socket
+import time
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSocketNotifier
 from PySide6.QtWidgets import QApplication
 
+from workroom.core import heartbeat_proof
 from workroom.core.protocol import Verdict
 from workroom.core.traits import IdleMetering
 from workroom.platform.macos import AppNapGuard, bring_to_front, hide_dock_icon
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSnapshot
+from workroom.ui import row_text
 from workroom.ui.app_controller import AppController
 from workroom.ui.main_window import MainWindow
-from workroom.ui.tray import TrayController
+from workroom.ui.tray import TrayController, copy_to_clipboard
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +44,7 @@ class WorkroomApp:
         self._signal_notifier: QSocketNotifier | None = None
         self._previous_wakeup_fd = -1
         self._previous_sigterm: Any = signal.SIG_DFL
+        self._proofs: dict[str, heartbeat_proof.HeartbeatProof | None] = {}
         self._wire()
         for snapshot in self.window.model.snapshots():
             self.tray.update(snapshot)
@@ -56,10 +60,27 @@ class WorkroomApp:
         t.open_requested.connect(w.bring_up)
         t.settings_requested.connect(bring_to_front)
         t.settings_requested.connect(w.show_settings)
-        t.connect_all_requested.connect(lambda: c.connect_all())
+        t.connect_all_requested.connect(w.connect_all)
         t.quit_requested.connect(self.request_quit)
+        w.quit_requested.connect(self.request_quit)
         t.host_requested.connect(self._show_host)
+        t.connect_requested.connect(c.connect_host)
+        t.keep_requested.connect(self._keep)
+        t.let_sleep_requested.connect(w.cards.dismiss)
+        t.copy_requested.connect(self._copy_ssh)
         w.cards.card_raised.connect(self._notify_card)
+        c.snapshot_changed.connect(self._notify_not_seen)
+        w.cards.prompt_answered.connect(t.answered)
+
+    def _keep(self, name: str) -> None:
+        if not self.window.cards.keep_host(name):
+            self.window.keep_host(name)
+
+    def _copy_ssh(self, name: str) -> None:
+        snapshot = self.window.model.snapshot(name)
+        command = row_text.ssh_command(snapshot) if snapshot is not None else None
+        if command is not None:
+            copy_to_clipboard(command)
 
     def _track_pending(self, snapshot: HostSnapshot) -> None:
         state = snapshot.connection.state.value
@@ -79,7 +100,17 @@ class WorkroomApp:
     def _notify_card(self, name: str, workroom: str) -> None:
         snapshot = self.window.model.snapshot(name)
         detail = snapshot.badge().tooltip if isinstance(snapshot, HostSnapshot) else ""
-        self.tray.notify(f"{workroom}: keep it awake?", detail or f"{workroom} has been busy past its ceiling.")
+        self.tray.notify(f"{workroom}: keep it awake?", detail or f"{workroom} has been busy past its ceiling.",
+                         host=name)
+
+    def _notify_not_seen(self, snapshot: HostSnapshot) -> None:
+        """The provider stopped seeing a host's keep-awake: say so before its idle window runs out."""
+        proof = snapshot.connection.heartbeat_proof
+        previous = self._proofs.get(snapshot.host.name)
+        self._proofs[snapshot.host.name] = proof
+        note = heartbeat_proof.notification(snapshot.host.name, proof, previous, time.monotonic())
+        if note is not None:
+            self.tray.notify(*note)
 
     def start(self, *, connect: bool = True, show_window: bool = False) -> None:
         """Show the tray (or, without one, the window) and connect every host in the background."""
@@ -89,7 +120,7 @@ class WorkroomApp:
             self.window.bring_up()
         hide_dock_icon()  # a no-op off macOS
         if connect:
-            self.controller.connect_all(wake=False)  # never wake a sleeping box just to look
+            self.controller.connect_all()  # never wakes a sleeping box just to look
 
     def request_quit(self) -> None:
         self.quit_event.set()

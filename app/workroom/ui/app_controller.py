@@ -2,11 +2,12 @@
 every action (connect, keep, add, remove, settings) as a task on the qasync loop.
 
 Views render what the controller hands them and call its methods; they never reach a session or the
-network themselves (STYLE.md: the UI only renders state the core computed).
+network themselves (the UI only renders state the core computed: docs/architecture.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -16,6 +17,7 @@ from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
+from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import Status, TimelineReply, UserExclusions
 from workroom.core.questions import HostKeyQuestion, SecretRequest
 from workroom.sessions.engine import Engine
@@ -99,8 +101,11 @@ class AppController(QObject):
             self.failed.emit(error)
             return
         log.error("action %s failed", name, exc_info=error)
-        self.failed.emit(UserError("Something went wrong", f"{name}: {type(error).__name__}: {error}",
-                                   "Try again; if it repeats, report it with the app's log."))
+        action = name.split(":", 1)[0]
+        subject = name.split(":", 1)[1] if ":" in name else ""
+        about = f" for {subject}" if subject else ""
+        self.failed.emit(UserError("Something went wrong", f"The {action} action{about} failed unexpectedly.",
+                                   f"Try again; if it repeats, report it with the app's log (details: {error})."))
 
     # -- actions ----------------------------------------------------------------------------------
 
@@ -114,9 +119,29 @@ class AppController(QObject):
         except UserError as error:
             self.failed.emit(error)
 
-    def connect_all(self, *, wake: bool = True) -> None:
-        for name in self.host_names():
-            self.connect_host(name, wake=wake)
+    def connect_all(self) -> list[str]:
+        """Connect every host that is not asleep, waking none; returns the names of those left asleep.
+
+        Waking a box costs money and is the user's call for that one box ("Wake and connect"); a
+        sleepable box whose state is unknown is not woken either (its session says so).
+        """
+        asleep: list[str] = []
+        for snapshot in self.snapshots():
+            if snapshot.connection.state is ConnectionState.ASLEEP:
+                asleep.append(snapshot.host.name)
+                continue
+            self.connect_host(snapshot.host.name, wake=False)
+        return asleep
+
+    def retry_now(self, name: str) -> None:
+        """Skip the back-off wait: end the waiting session and connect again (never waking a sleeping box)."""
+        session = self._session(name)
+
+        async def retry() -> None:
+            await session.disconnect()
+            session.start(wake=False)
+
+        self.tasks.run(f"retry:{name}", retry())
 
     def disconnect_host(self, name: str) -> None:
         self.tasks.run(f"disconnect:{name}", self._session(name).disconnect())
@@ -148,6 +173,44 @@ class AppController(QObject):
             return self._session(host.name).snapshot()
         except UserError as error:
             return _unreachable(host, error)
+
+    async def test_connection(self, host: Host) -> tuple[bool, str]:
+        """Reach `host` once through its provider and close again (nothing saved, no agent pushed).
+
+        Off the GUI thread (paramiko blocks). A key the computer has not seen yet still counts as reached:
+        the app asks to trust it when the host is added.
+        """
+        from workroom.remote.host_keys import HostKeyUnknown
+
+        provider = self.engine.provider_for(host)
+
+        def attempt() -> None:
+            provider.open_shell(host).close()
+
+        try:
+            await asyncio.get_running_loop().run_in_executor(None, attempt)
+        except HostKeyUnknown as unknown:
+            return True, (f"Reached {host.connect_address}. Its host key is new to this computer "
+                          f"({unknown.question.fingerprint}); you will be asked to trust it when you add it.")
+        except UserError as error:
+            return False, f"{error.title}: {without_exception_names(error.message)} {error.hint}".strip()
+        except (OSError, TimeoutError, EOFError) as error:
+            log.info("test connection to %s failed", host.name, exc_info=error)
+            return False, f"Could not reach {host.connect_address}: {without_exception_names(str(error))}"
+        except Exception as error:
+            log.error("test connection to %s failed unexpectedly", host.name, exc_info=error)
+            return False, f"Could not reach {host.connect_address}; the app's log has the details."
+        return True, f"Reached {host.connect_address} and logged in."
+
+    def edit_host(self, host: Host) -> None:
+        """Save changed settings of an existing host and connect with them (its old session ends)."""
+        async def edit() -> None:
+            await self.engine.remove_host(host.name)
+            self.engine.add_host(host)
+            self.host_added.emit(self._snapshot_of(host))
+            self.connect_host(host.name, wake=False)
+
+        self.tasks.run(f"edit:{host.name}", edit())
 
     def remove_host(self, name: str) -> None:
         async def remove() -> None:

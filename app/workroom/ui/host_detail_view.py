@@ -1,4 +1,10 @@
-"""The detail panel for the selected host: its badge in full words, every field, and its actions."""
+"""The detail panel for the selected host: its badge in full words, every field, and one primary action.
+
+The panel is at least `MIN_WIDTH` wide and wraps every text (it never scrolls sideways). One button is
+the prominent one for the host's state (Keep awake, Retry now, Wake and connect or Connect); Disconnect
+sits beside it when the session is active. An error shows in plain words; its full text (which may name
+what failed inside the app) is behind "Details…", and in the log.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +13,33 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal, SignalInstance
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from workroom.core.connection import ConnectionState
+from workroom.core.plain_errors import without_exception_names
 from workroom.sessions.host_session import HostSnapshot
-from workroom.ui import row_text
+from workroom.ui import row_text, styles
 from workroom.ui.badge_icons import icon_for
 
+MIN_WIDTH = 360
 ACTIVE_STATES = frozenset({ConnectionState.CONNECTING, ConnectionState.HOST_KEY_QUESTION, ConnectionState.PUSHING,
                            ConnectionState.LIVE, ConnectionState.QUIET, ConnectionState.LOST,
                            ConnectionState.BACKING_OFF})
-"""States in which the session is trying or connected: Disconnect applies, Connect does not."""
+"""States in which the session is trying or connected: Disconnect applies."""
+RETRYING_STATES = frozenset({ConnectionState.LOST, ConnectionState.BACKING_OFF})
+
+
+def _wrapping(name: str) -> QLabel:
+    label = QLabel()
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+    return label
 
 
 class HostDetailView(QWidget):
     connect_requested = Signal(str)
+    retry_requested = Signal(str)
     disconnect_requested = Signal(str)
     keep_requested = Signal(str)
 
@@ -29,46 +47,59 @@ class HostDetailView(QWidget):
         super().__init__()
         self._clock = clock
         self.snapshot: HostSnapshot | None = None
+        self.setMinimumWidth(MIN_WIDTH)
         self.icon = QLabel()
-        self.title = QLabel("Select a host")
-        self.title.setObjectName("detail_title")
+        self.title = _wrapping("detail_title")
+        self.title.setText("Select a host")
         font = self.title.font()
         font.setPointSize(font.pointSize() + 3)
         font.setBold(True)
         self.title.setFont(font)
-        self.badge_label = QLabel()
-        self.badge_label.setObjectName("detail_badge")
-        self.tooltip = QLabel()
-        self.tooltip.setObjectName("detail_explanation")
-        self.tooltip.setWordWrap(True)
+        self.badge_label = _wrapping("detail_badge")
+        self.tooltip = _wrapping("detail_explanation")
         self.tooltip.setTextFormat(Qt.TextFormat.PlainText)  # carries busy reasons: host-supplied text
-        self.fields = QLabel()
-        self.fields.setObjectName("detail_fields")
-        self.fields.setWordWrap(True)
+        self.fields = _wrapping("detail_fields")
         self.fields.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.error = _wrapping("detail_error")
+        self.error.setTextFormat(Qt.TextFormat.PlainText)  # error text may quote what a host sent
+        styles.set_role(self.error, styles.ERROR)
+        self.details_button = QToolButton()
+        self.details_button.setObjectName("detail_error_details")
+        self.details_button.setText("Details…")
+        self.details_button.setCheckable(True)
+        self.error_details = _wrapping("detail_error_text")
+        self.error_details.setTextFormat(Qt.TextFormat.PlainText)
+        self.error_details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        styles.set_role(self.error_details, styles.MUTED)
+        self.details_button.toggled.connect(self.error_details.setVisible)
         self.connect_button = QPushButton("Connect")
         self.connect_button.setObjectName("detail_connect")
         self.disconnect_button = QPushButton("Disconnect")
         self.disconnect_button.setObjectName("detail_disconnect")
         self.keep_button = QPushButton("Keep awake")
         self.keep_button.setObjectName("detail_keep")
-        self.connect_button.clicked.connect(lambda: self._emit(self.connect_requested))
+        self.connect_button.clicked.connect(self._connect_clicked)
         self.disconnect_button.clicked.connect(lambda: self._emit(self.disconnect_requested))
         self.keep_button.clicked.connect(lambda: self._emit(self.keep_requested))
         head = QHBoxLayout()
         head.addWidget(self.icon)
         head.addWidget(self.title, 1)
+        error_row = QHBoxLayout()
+        error_row.addWidget(self.error, 1)
+        error_row.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
         buttons = QHBoxLayout()
+        buttons.addWidget(self.keep_button)
         buttons.addWidget(self.connect_button)
         buttons.addWidget(self.disconnect_button)
-        buttons.addWidget(self.keep_button)
         buttons.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addLayout(head)
         layout.addWidget(self.badge_label)
         layout.addWidget(self.tooltip)
-        layout.addWidget(self.fields)
         layout.addLayout(buttons)
+        layout.addLayout(error_row)
+        layout.addWidget(self.error_details)
+        layout.addWidget(self.fields)
         self.sections: list[QWidget] = []
         """Further sections (the why-awake timeline), shown below the buttons and given every snapshot."""
         layout.addStretch(1)
@@ -86,6 +117,26 @@ class HostDetailView(QWidget):
         if self.snapshot is not None:
             signal.emit(self.snapshot.host.name)
 
+    def _connect_clicked(self) -> None:
+        if self.snapshot is not None and self.snapshot.connection.state in RETRYING_STATES:
+            self._emit(self.retry_requested)
+        else:
+            self._emit(self.connect_requested)
+
+    def primary_button(self) -> QPushButton | None:
+        """The one prominent action now showing (None when there is nothing to do)."""
+        for button in (self.keep_button, self.connect_button):
+            if button.property(styles.ROLE_PROPERTY) == styles.PRIMARY and not button.isHidden():
+                return button
+        return None
+
+    def _set_primary(self, primary: QPushButton | None) -> None:
+        for button in (self.keep_button, self.connect_button, self.disconnect_button):
+            role = styles.PRIMARY if button is primary else ""
+            if button.property(styles.ROLE_PROPERTY) != role:
+                styles.set_role(button, role)
+            button.setDefault(button is primary)
+
     def show_snapshot(self, snapshot: HostSnapshot | None) -> None:
         self.snapshot = snapshot
         for section in getattr(self, "sections", ()):
@@ -95,23 +146,52 @@ class HostDetailView(QWidget):
             for widget in (self.badge_label, self.tooltip, self.fields):
                 widget.setText("")
             self.icon.clear()
+            self._show_error(None)
             for button in (self.connect_button, self.disconnect_button, self.keep_button):
-                button.setEnabled(False)
-            self.keep_button.hide()
+                button.hide()
+            self._set_primary(None)
             return
         now = self._clock()
         badge = snapshot.badge(now)
         self.title.setText(snapshot.host.name)
-        self.icon.setPixmap(icon_for(badge.kind).pixmap(24, 24))
-        self.badge_label.setText(f"<b>{html.escape(badge.label)}</b>")
+        self.icon.setPixmap(icon_for(badge.kind, self.palette()).pixmap(24, 24))
+        self.badge_label.setText(f"<b>{html.escape(row_text.badge_text(snapshot, now))}</b>")
         self.tooltip.setText(badge.tooltip)
+        muted = styles.muted_text(self.palette()).name()
         rows = "".join(
-            f"<tr><td style='color:#666;padding-right:10px'>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
-            for k, v in row_text.detail_lines(snapshot, now)
+            f"<tr><td style='color:{muted};padding-right:10px'>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
+            for k, v in row_text.detail_lines(snapshot, now) if k != "Last error"
         )
         self.fields.setText(f"<table>{rows}</table>")
-        active = snapshot.connection.state in ACTIVE_STATES
-        self.connect_button.setEnabled(not active)
+        self._show_error(snapshot)
+        state = snapshot.connection.state
+        active = state in ACTIVE_STATES
+        retrying = state in RETRYING_STATES
+        self.connect_button.setText("Retry now" if retrying else
+                                    "Wake and connect" if state is ConnectionState.ASLEEP else "Connect")
+        self.connect_button.setVisible(retrying or not active)
+        self.connect_button.setEnabled(True)
+        self.disconnect_button.setVisible(active)
         self.disconnect_button.setEnabled(active)
         self.keep_button.setVisible(badge.offers_keep)
         self.keep_button.setEnabled(badge.offers_keep)
+        if badge.offers_keep:
+            self._set_primary(self.keep_button)
+        elif retrying or not active:
+            self._set_primary(self.connect_button)
+        else:
+            self._set_primary(None)
+
+    def _show_error(self, snapshot: HostSnapshot | None) -> None:
+        info = snapshot.connection.error if snapshot is not None else None
+        if info is None:
+            self.error.hide()
+            self.details_button.hide()
+            self.details_button.setChecked(False)
+            self.error_details.hide()
+            return
+        self.error.setText(f"{info.title}: {without_exception_names(info.message)}")
+        self.error.show()
+        self.error_details.setText(info.text())
+        self.details_button.show()
+        self.error_details.setVisible(self.details_button.isChecked())

@@ -5,24 +5,55 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+
 from pydantic import ValidationError
+from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
+    QFileDialog,
     QFormLayout,
+    QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPushButton,
     QVBoxLayout,
     QWidget,
 )
 
 from workroom.core.hosts import LOCAL_PROVIDER, Host, HostsFile, IdentityRef
 from workroom.core.traits import PROVIDER_KINDS
+from workroom.ui import styles
+from workroom.ui.ssh_aliases import config_aliases
 
-FIELDS = ("name", "provider", "address", "port", "user", "identity", "idle_window_seconds", "agent_candidates")
+Tester = Callable[[Host], Awaitable[tuple[bool, str]]]
+"""Try to reach a host once: (reached?, what happened in words)."""
+
+FIELDS = ("name", "provider", "address", "port", "user", "identity", "provider_ref", "idle_window_seconds",
+          "agent_candidates")
 GENERAL = "general"
+DIALOG_MIN_WIDTH = 560
+"""Wide enough that every placeholder and a one-line error show whole."""
 CANDIDATE_CHOICES = {"Provider default": "", "Only my processes": "user", "Every process": "all"}
+REF_HELP: dict[str, tuple[str, str]] = {
+    "ssh": ("not used", "A plain SSH host needs no provider reference."),
+    "exe.dev": ("machine name", "The exe.dev machine name; empty means the address."),
+    "container": ("not used", "A container needs no provider reference."),
+    "boxd": ("machine name", "The boxd machine name (as `boxd machine list` shows it), used to read whether it "
+             "sleeps without waking it; empty means the address."),
+    "simbox": ("health page URL", "The simulated box's health page, e.g. http://127.0.0.1:8765/ (printed when the "
+               "box is created); without it the app cannot tell asleep from offline."),
+    "request-metered": ("proxy base URL", "The platform proxy's base URL, e.g. https://app.example.dev; the app "
+                        "keeps the box awake through its /v1/health."),
+    LOCAL_PROVIDER: ("not used", "This computer needs no provider reference."),
+}
+"""Per provider: (placeholder, description) of the provider reference field."""
+REF_REQUIRED = frozenset({"simbox", "request-metered"})
+"""Providers that cannot tell a sleeping box from a dead one, or keep it awake, without a reference."""
 
 
 def _clean(text: str) -> str | None:
@@ -34,7 +65,7 @@ def host_from_fields(fields: dict[str, str], existing: HostsFile) -> Host | dict
     """A valid new Host from the dialog's text fields, or {field: what is wrong} (GENERAL for the whole)."""
     errors: dict[str, str] = {}
     values: dict[str, object] = {"name": fields.get("name", ""), "provider": fields.get("provider", "")}
-    for key in ("address", "user", "agent_candidates"):
+    for key in ("address", "user", "agent_candidates", "provider_ref"):
         value = _clean(fields.get(key, ""))
         if value is not None:
             values[key] = value
@@ -56,6 +87,10 @@ def host_from_fields(fields: dict[str, str], existing: HostsFile) -> Host | dict
             values["identity"] = IdentityRef.file(identity_text)
         except ValidationError as error:
             errors["identity"] = _message(error.errors()[0])
+    provider = fields.get("provider", "")
+    if provider in REF_REQUIRED and _clean(fields.get("provider_ref", "")) is None:
+        placeholder, _ = REF_HELP[provider]
+        errors["provider_ref"] = f"A {provider} host needs its {placeholder} here."
     if errors:
         return errors
     try:
@@ -71,6 +106,21 @@ def host_from_fields(fields: dict[str, str], existing: HostsFile) -> Host | dict
     return host
 
 
+def fields_of(host: Host) -> dict[str, str]:
+    """The dialog's text fields for an existing host (the inverse of `host_from_fields`)."""
+    def text(value: object) -> str:
+        return "" if value is None else str(value)
+
+    window = host.idle_window_seconds
+    return {
+        "name": host.name, "provider": host.provider, "address": text(host.address), "port": text(host.port),
+        "user": text(host.user), "identity": host.identity.value if host.identity is not None else "",
+        "provider_ref": text(host.provider_ref),
+        "idle_window_seconds": "" if window is None else (f"{window:g}"),
+        "agent_candidates": text(host.agent_candidates),
+    }
+
+
 def _message(item: object) -> str:
     """One pydantic error as a sentence a person can act on."""
     loc = item.get("loc", ()) if isinstance(item, dict) else ()
@@ -83,17 +133,34 @@ def _message(item: object) -> str:
 
 
 class AddHostDialog(QDialog):
-    """Add a host. `host` holds the checked Host once the dialog is accepted."""
+    """Add a host (or edit one: `editing`). `host` holds the checked Host once the dialog is accepted.
 
-    def __init__(self, existing: HostsFile, parent: QWidget | None = None) -> None:
+    "Test connection" asks `tester` (async Host -> (ok, words)) and shows the answer under the fields;
+    the host is saved only by "Add host" / "Save".
+    """
+
+    def __init__(self, existing: HostsFile, parent: QWidget | None = None, *, editing: Host | None = None,
+                 aliases: list[str] | None = None, tester: Tester | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Add a host")
+        self.editing = editing
+        self.setWindowTitle("Edit host" if editing else "Add a host")
         self.setObjectName("add_host_dialog")
-        self.existing = existing
+        self.existing = existing.remove(editing.name) if editing and existing.get(editing.name) else existing
         self.host: Host | None = None
+        self.tester = tester
         self.inputs: dict[str, QLineEdit | QComboBox] = {}
         self.errors: dict[str, QLabel] = {}
+        self.key_browser: QFileDialog | None = None
         form = QFormLayout()
+        self.alias_picker = QComboBox()
+        self.alias_picker.setObjectName("ssh_alias")
+        self.alias_picker.addItem("Choose a host from ~/.ssh/config…")
+        self.alias_picker.addItems(config_aliases() if aliases is None else aliases)
+        self.alias_picker.activated.connect(self._alias_chosen)
+        if self.alias_picker.count() > 1 and editing is None:
+            form.addRow("SSH config", self.alias_picker)
+        else:
+            self.alias_picker.hide()
         self._line("name", "Workroom name", form, "e.g. gpu-box")
         provider = QComboBox()
         provider.addItems([k for k in PROVIDER_KINDS if k != LOCAL_PROVIDER] + [LOCAL_PROVIDER])
@@ -101,7 +168,17 @@ class AddHostDialog(QDialog):
         self._line("address", "Address", form, "host name or IP; empty = the name (an ~/.ssh/config alias)")
         self._line("port", "Port", form, "22 or ~/.ssh/config's")
         self._line("user", "User", form, "~/.ssh/config's or yours")
-        self._line("identity", "Key file", form, "path to a private key file (never the key itself)")
+        self.browse_button = QPushButton("Browse…")
+        self.browse_button.setObjectName("browse_key")
+        self.browse_button.clicked.connect(self.browse_key)
+        self._line("identity", "Key file", form, "path to a private key file (never the key itself)",
+                   extra=self.browse_button)
+        self._line("provider_ref", "Provider reference", form, "")
+        self.ref_help = QLabel()
+        self.ref_help.setObjectName("provider_ref_help")
+        self.ref_help.setWordWrap(True)
+        styles.set_role(self.ref_help, styles.MUTED)
+        form.addRow("", self.ref_help)
         self._line("idle_window_seconds", "Idle window (s)", form, "the provider's, when empty")
         candidates = QComboBox()
         candidates.addItems(list(CANDIDATE_CHOICES))
@@ -109,34 +186,141 @@ class AddHostDialog(QDialog):
         self.general = QLabel()
         self.general.setObjectName("error_general")
         self.general.setWordWrap(True)
-        self.general.setStyleSheet("color: #a40000;")
+        styles.set_role(self.general, styles.ERROR)
         self.general.hide()
         self.errors[GENERAL] = self.general
+        self.test_result = QLabel()
+        self.test_result.setObjectName("test_result")
+        self.test_result.setWordWrap(True)
+        self.test_result.hide()
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.ok_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        self.ok_button.setText("Add host")
+        self.ok_button.setText("Save" if editing else "Add host")
+        self.test_button = self.buttons.addButton("Test connection", QDialogButtonBox.ButtonRole.ActionRole)
+        self.test_button.setObjectName("test_connection")
+        self.test_button.clicked.connect(self.test_connection)
+        self.test_button.setVisible(tester is not None)
         self.buttons.accepted.connect(self.try_accept)
         self.buttons.rejected.connect(self.reject)
+        provider.currentTextChanged.connect(self._provider_changed)
+        self._provider_changed(provider.currentText())
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.setMinimumWidth(DIALOG_MIN_WIDTH)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.general)
+        layout.addWidget(self.test_result)
         layout.addWidget(self.buttons)
+        if editing is not None:
+            self._fill(editing)
 
-    def _line(self, key: str, label: str, form: QFormLayout, placeholder: str) -> None:
+    def _fill(self, host: Host) -> None:
+        for key, value in fields_of(host).items():
+            widget = self.inputs[key]
+            if isinstance(widget, QLineEdit):
+                widget.setText(value)
+            elif key == "agent_candidates":
+                widget.setCurrentText(next(k for k, v in CANDIDATE_CHOICES.items() if v == value))
+            else:
+                widget.setCurrentText(value)
+        name = self.inputs["name"]
+        assert isinstance(name, QLineEdit)
+        name.setReadOnly(True)  # the name keys its session, keyring entries and remembered verdict
+
+    def _alias_chosen(self, index: int) -> None:
+        if index <= 0:
+            return
+        alias = self.alias_picker.itemText(index)
+        name, address, provider = self.inputs["name"], self.inputs["address"], self.inputs["provider"]
+        assert isinstance(name, QLineEdit) and isinstance(address, QLineEdit) and isinstance(provider, QComboBox)
+        if not name.text().strip() or name.text() == self._last_alias:
+            name.setText(alias)
+            address.setText("")
+        else:
+            address.setText(alias)
+        self._last_alias = alias
+        if provider.currentText() == LOCAL_PROVIDER:
+            provider.setCurrentText("ssh")
+
+    _last_alias = ""
+
+    def browse_key(self) -> QFileDialog:
+        """Pick a private key file (the path is stored, never the key); opens in ~/.ssh."""
+        browser = QFileDialog(self, "Choose a private key file", os.path.expanduser("~/.ssh"))
+        browser.setObjectName("key_browser")
+        browser.setFileMode(QFileDialog.FileMode.ExistingFile)
+        browser.setOption(QFileDialog.Option.DontUseNativeDialog, True)
+        browser.fileSelected.connect(self._key_chosen)
+        browser.finished.connect(browser.deleteLater)
+        self.key_browser = browser
+        browser.open()
+        return browser
+
+    def _key_chosen(self, path: str) -> None:
+        edit = self.inputs["identity"]
+        assert isinstance(edit, QLineEdit)
+        edit.setText(path)
+
+    def test_connection(self) -> None:
+        """Check the fields, then try to reach the host once (nothing is saved)."""
+        if self.tester is None:
+            return
+        host = self._checked()
+        if host is None:
+            return
+        tester = self.tester
+        self.test_button.setEnabled(False)
+        self.test_result.setText(f"Connecting to {host.connect_address}…")
+        styles.set_role(self.test_result, "")
+        self.test_result.show()
+
+        async def run() -> None:
+            try:
+                ok, words = await tester(host)
+            finally:
+                self.test_button.setEnabled(True)
+            self.test_result.setText(words)
+            styles.set_role(self.test_result, "" if ok else styles.ERROR)
+            self.fit_height()
+
+        self._test_task = asyncio.ensure_future(run())
+
+    def _provider_changed(self, provider: str) -> None:
+        placeholder, description = REF_HELP.get(provider, ("", ""))
+        ref = self.inputs["provider_ref"]
+        assert isinstance(ref, QLineEdit)
+        ref.setPlaceholderText(placeholder)
+        ref.setEnabled(placeholder != "not used")
+        self.ref_help.setText(description)
+        if self.isVisible():
+            self.fit_height()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.fit_height()
+
+    def _line(self, key: str, label: str, form: QFormLayout, placeholder: str, extra: QWidget | None = None) -> None:
         edit = QLineEdit()
         edit.setPlaceholderText(placeholder)
-        self._row(key, label, edit, form)
+        self._row(key, label, edit, form, extra)
 
-    def _row(self, key: str, label: str, widget: QLineEdit | QComboBox, form: QFormLayout) -> None:
+    def _row(self, key: str, label: str, widget: QLineEdit | QComboBox, form: QFormLayout,
+             extra: QWidget | None = None) -> None:
         widget.setObjectName(f"field_{key}")
         error = QLabel()
         error.setObjectName(f"error_{key}")
         error.setWordWrap(True)
-        error.setStyleSheet("color: #a40000;")
+        styles.set_role(error, styles.ERROR)
         error.hide()
         box = QVBoxLayout()
         box.setSpacing(2)
-        box.addWidget(widget)
+        if extra is None:
+            box.addWidget(widget)
+        else:
+            line = QHBoxLayout()
+            line.addWidget(widget, 1)
+            line.addWidget(extra)
+            box.addLayout(line)
         box.addWidget(error)
         form.addRow(label, box)
         self.inputs[key] = widget
@@ -154,15 +338,33 @@ class AddHostDialog(QDialog):
         return out
 
     def try_accept(self) -> None:
+        host = self._checked()
+        if host is not None:
+            self.host = host
+            self.accept()
+
+    def _checked(self) -> Host | None:
+        """The Host the fields describe, or None after showing each problem under its field."""
         result = host_from_fields(self.fields(), self.existing)
         for label in self.errors.values():
             label.hide()
             label.setText("")
         if isinstance(result, Host):
-            self.host = result
-            self.accept()
-            return
+            self.fit_height()
+            return result
         for key, message in result.items():
             label = self.errors.get(key, self.general)
             label.setText(message)
             label.show()
+        self.fit_height()
+        return None
+
+    def fit_height(self) -> None:
+        """Grow to show every wrapped line (dialogs do not follow height-for-width on their own)."""
+        layout = self.layout()
+        if layout is None:
+            return
+        layout.activate()
+        need = layout.totalHeightForWidth(self.width()) if layout.hasHeightForWidth() else layout.sizeHint().height()
+        if need > self.height():
+            self.resize(self.width(), need)

@@ -28,17 +28,15 @@ class Column(IntEnum):
     NAME = 0
     PROVIDER = 1
     BADGE = 2
-    VERDICT = 3
-    BUSY = 4
-    AWAKE = 5
-    CONNECTION = 6
+    BUSY = 3
+    AWAKE = 4
+    CONNECTION = 5
 
 
 HEADERS = {
     Column.NAME: "Workroom",
     Column.PROVIDER: "Provider",
     Column.BADGE: "State",
-    Column.VERDICT: "Verdict",
     Column.BUSY: "Busy because",
     Column.AWAKE: "Awake",
     Column.CONNECTION: "Connection",
@@ -83,9 +81,9 @@ class HostTableModel(QAbstractTableModel):
         self.endRemoveRows()
 
     def refresh_times(self) -> None:
-        """Re-render the time-dependent columns (awake time, badge countdown)."""
+        """Re-render the time-dependent columns (state ages, awake time, retry countdown)."""
         if self._snapshots:
-            self.dataChanged.emit(self.index(0, Column.BADGE), self.index(len(self._snapshots) - 1, Column.AWAKE))
+            self.dataChanged.emit(self.index(0, Column.BADGE), self.index(len(self._snapshots) - 1, Column.CONNECTION))
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -136,7 +134,7 @@ class HostTableModel(QAbstractTableModel):
                 return snap.badge(now).kind
         if role == Qt.ItemDataRole.ToolTipRole:
             if column is Column.BUSY:
-                return QtGui.Qt.convertFromPlainText(row_text.busy_text(snap))
+                return QtGui.Qt.convertFromPlainText(row_text.raw_signal_text(snap))
             if column is Column.CONNECTION and snap.connection.error is not None:
                 return snap.connection.error.text()
         return None
@@ -148,9 +146,7 @@ class HostTableModel(QAbstractTableModel):
         if column is Column.PROVIDER:
             return snap.host.provider
         if column is Column.BADGE:
-            return snap.badge(now).label
-        if column is Column.VERDICT:
-            return row_text.verdict_text(snap)
+            return row_text.badge_text(snap, now)
         if column is Column.BUSY:
             return row_text.busy_text(snap)
         if column is Column.AWAKE:

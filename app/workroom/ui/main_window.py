@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtCore import QItemSelectionModel, Qt
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtCore import QByteArray, QItemSelectionModel, QModelIndex, QPoint, QSettings, Qt, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QHideEvent, QKeySequence, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QPushButton,
     QScrollArea,
@@ -25,9 +26,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
-from workroom.core.hosts import Host
+from workroom.core.hosts import LOCAL_PROVIDER, Host
+from workroom.core.plain_errors import without_exception_names
 from workroom.sessions.host_session import HostSnapshot
+from workroom.ui import row_text, styles
 from workroom.ui.app_controller import AppController
 from workroom.ui.host_detail_view import HostDetailView
 from workroom.ui.host_dialog import AddHostDialog
@@ -37,18 +41,24 @@ from workroom.ui.prompt_cards_view import PromptCardsView
 from workroom.ui.secret_dialog import ask_secret
 from workroom.ui.settings_view import SettingsView
 from workroom.ui.timeline_view import TimelineView
+from workroom.ui.tray import copy_to_clipboard as copy_text
 
 HOSTS_TAB, SETTINGS_TAB = 0, 1
 
 
 class MainWindow(QMainWindow):
+    quit_requested = Signal()
+    """⌘/Ctrl+Q: the app quits (not only this window)."""
+
     def __init__(self, controller: AppController) -> None:
         super().__init__()
+        styles.install()
         self.controller = controller
         self.hide_on_close = False
         self.setWindowTitle("Workroom")
         self.setObjectName("main_window")
         self.resize(1100, 620)
+        self.geometry_restored = False
         self.model = HostTableModel()
         self.table = QTableView()
         self.table.setObjectName("host_table")
@@ -62,11 +72,10 @@ class MainWindow(QMainWindow):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)
         header.setSectionResizeMode(Column.BUSY, QHeaderView.ResizeMode.Stretch)
-        for column, width in ((Column.NAME, 130), (Column.PROVIDER, 80), (Column.BADGE, 190),
-                              (Column.VERDICT, 60), (Column.AWAKE, 80), (Column.CONNECTION, 150)):
+        for column, width in ((Column.NAME, 130), (Column.PROVIDER, 80), (Column.BADGE, 260),
+                              (Column.AWAKE, 80), (Column.CONNECTION, 150)):
             self.table.setColumnWidth(column, width)
         self.detail = HostDetailView()
-        self.detail.setMinimumWidth(300)
         self.timeline = TimelineView(controller)
         self.detail.add_section(self.timeline)
         self.cards = PromptCardsView(controller.keep, controller.tasks)
@@ -76,22 +85,28 @@ class MainWindow(QMainWindow):
         self.problems = QLabel()
         self.problems.setObjectName("problems_banner")
         self.problems.setWordWrap(True)
-        self.problems.setStyleSheet("background: #fde2e1; padding: 6px; border-radius: 4px;")
+        styles.set_role(self.problems, styles.BANNER)
         self._show_problems(controller.problems)
         self.action_error = QLabel()
         self.action_error.setObjectName("action_error")
         self.action_error.setWordWrap(True)
-        self.action_error.setStyleSheet("color: #a40000;")
+        styles.set_role(self.action_error, styles.ERROR)
         self.action_error.hide()
+        self.notice = QLabel()
+        self.notice.setObjectName("notice")
+        self.notice.setWordWrap(True)
+        self.notice.hide()
 
         self.add_button = QPushButton("Add host…")
         self.add_button.setObjectName("add_host")
         self.remove_button = QPushButton("Remove host")
         self.remove_button.setObjectName("remove_host")
+        self.edit_button = QPushButton("Edit host…")
+        self.edit_button.setObjectName("edit_host")
         self.connect_all_button = QPushButton("Connect all")
         self.connect_all_button.setObjectName("connect_all")
         toolbar = QHBoxLayout()
-        for button in (self.add_button, self.remove_button, self.connect_all_button):
+        for button in (self.add_button, self.edit_button, self.remove_button, self.connect_all_button):
             toolbar.addWidget(button)
         toolbar.addStretch(1)
 
@@ -99,6 +114,10 @@ class MainWindow(QMainWindow):
         splitter.addWidget(self.table)
         detail_scroll = QScrollArea()
         detail_scroll.setWidgetResizable(True)
+        detail_scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        detail_scroll.setMinimumWidth(self.detail.minimumWidth() + detail_scroll.verticalScrollBar().sizeHint().width()
+                                      + 2 * detail_scroll.frameWidth())
+        self.detail_scroll = detail_scroll
         detail_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         detail_scroll.setWidget(self.detail)
         splitter.addWidget(detail_scroll)
@@ -110,6 +129,7 @@ class MainWindow(QMainWindow):
         hosts_layout.addWidget(self.cards)
         hosts_layout.addLayout(toolbar)
         hosts_layout.addWidget(self.action_error)
+        hosts_layout.addWidget(self.notice)
         hosts_layout.addWidget(splitter, 1)
         self.tabs = QTabWidget()
         self.tabs.addTab(hosts_page, "Hosts")
@@ -117,7 +137,19 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(self.tabs)
         self.add_dialog: AddHostDialog | None = None
 
+        self.ages = QTimer(self)
+        """Ticks once a second while the window shows, so ages and countdowns move between events
+        (it re-renders; it never asks the network)."""
+        self.ages.setInterval(1000)
+        self.ages.timeout.connect(self._tick)
+
+        self.host_dialog_tester = controller.test_connection
+        self._shortcuts()
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._row_menu)
+        self.table.doubleClicked.connect(self._row_double_clicked)
         self._wire()
+        self.geometry_restored = self.restore_geometry()
         self.model.set_snapshots(controller.snapshots())
         for snapshot in self.model.snapshots():
             self.cards.sync(snapshot)
@@ -139,14 +171,16 @@ class MainWindow(QMainWindow):
         c.secret_prompter = lambda request: ask_secret(request, self)
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.detail.connect_requested.connect(self._connect)
+        self.detail.retry_requested.connect(self.controller.retry_now)
         self.detail.disconnect_requested.connect(self._disconnect)
         self.detail.keep_requested.connect(self._keep)
         self.cards.card_clicked.connect(self.select_host)
         self.cards.ticked.connect(self._tick)
         self.settings.apply_requested.connect(self._apply_settings)
         self.add_button.clicked.connect(self.open_add_dialog)
+        self.edit_button.clicked.connect(self.open_edit_dialog)
         self.remove_button.clicked.connect(self.confirm_remove)
-        self.connect_all_button.clicked.connect(lambda: c.connect_all())
+        self.connect_all_button.clicked.connect(self.connect_all)
 
     def on_snapshot(self, snapshot: HostSnapshot) -> None:
         self.model.update(snapshot)
@@ -182,17 +216,101 @@ class MainWindow(QMainWindow):
         self._update_buttons()
 
     def _update_buttons(self) -> None:
-        self.remove_button.setEnabled(self.detail.snapshot is not None)
+        selected = self.detail.snapshot is not None
+        self.remove_button.setEnabled(selected)
+        self.edit_button.setEnabled(selected and self.detail.snapshot is not None
+                                    and self.detail.snapshot.host.provider != LOCAL_PROVIDER)
+
+    # -- keyboard, context menu, double-click --------------------------------------------------------
+
+    def _shortcuts(self) -> None:
+        """⌘/Ctrl+N add, Delete remove, ⌘/Ctrl+W close, ⌘/Ctrl+Q quit, ⌘/Ctrl+, settings."""
+        self.quit_action = QAction("Quit", self)
+        self.actions_by_name: dict[str, QAction] = {}
+        for name, keys, slot in (
+            ("add", QKeySequence.StandardKey.New, self.open_add_dialog),
+            ("remove", QKeySequence.StandardKey.Delete, self.confirm_remove),
+            ("close", QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_W), self.close),
+            ("quit", QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_Q), self.quit_requested.emit),
+            ("settings", QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_Comma), self.show_settings),
+        ):
+            # Spelled out where the platform's standard keys may be empty (Qt's Ctrl is ⌘ on macOS).
+            action = QAction(name, self)
+            action.setShortcut(QKeySequence(keys))
+            action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(lambda _checked=False, run=slot: run())
+            self.addAction(action)
+            self.actions_by_name[name] = action
+
+    def row_menu(self, name: str) -> QMenu:
+        """The right-click menu of one host's row."""
+        snapshot = self.model.snapshot(name)
+        menu = QMenu(self)
+        menu.setObjectName("row_menu")
+        if snapshot is not None:
+            state = snapshot.connection.state
+            if state is ConnectionState.ASLEEP:
+                menu.addAction("Wake and connect", lambda: self._connect(name))
+            elif state in (ConnectionState.LOST, ConnectionState.BACKING_OFF):
+                menu.addAction("Retry now", lambda: self.controller.retry_now(name))
+            elif state in (ConnectionState.DISCONNECTED, ConnectionState.ERROR):
+                menu.addAction("Connect", lambda: self._connect(name))
+            else:
+                menu.addAction("Disconnect", lambda: self._disconnect(name))
+            if snapshot.badge().offers_keep:
+                menu.addAction("Keep awake", lambda: self._keep(name))
+            command = row_text.ssh_command(snapshot)
+            if command is not None:
+                menu.addAction("Copy ssh command", lambda: copy_text(command))
+            menu.addSeparator()
+            if snapshot.host.provider != LOCAL_PROVIDER:
+                menu.addAction("Edit host…", self.open_edit_dialog)
+            menu.addAction("Remove host…", self.confirm_remove)
+        return menu
+
+    def _row_menu(self, pos: QPoint) -> None:
+        index = self.table.indexAt(pos)
+        snapshot = self.model.snapshot(index.row()) if index.isValid() else None
+        if snapshot is None:
+            return
+        self.select_host(snapshot.host.name)
+        self.row_menu(snapshot.host.name).popup(self.table.viewport().mapToGlobal(pos))
+
+    def _row_double_clicked(self, index: QModelIndex) -> None:
+        """Double-click: the host's details, with its primary action focused."""
+        snapshot = self.model.snapshot(index.row())
+        if snapshot is None:
+            return
+        self.select_host(snapshot.host.name)
+        self.detail_scroll.ensureWidgetVisible(self.detail.title)
+        primary = self.detail.primary_button()
+        (primary or self.detail).setFocus()
 
     # -- actions ----------------------------------------------------------------------------------
 
     def _connect(self, name: str) -> None:
         self.action_error.hide()
+        self.notice.hide()
         self.controller.connect_host(name)
+
+    def connect_all(self) -> list[str]:
+        """Connect every host that is awake; name the ones left asleep and how to wake one."""
+        self.action_error.hide()
+        asleep = self.controller.connect_all()
+        if asleep:
+            self.notice.setText(f"Left asleep: {', '.join(asleep)}. Connect all never wakes a box; select one "
+                                "and click Wake and connect to wake it.")
+            self.notice.show()
+        else:
+            self.notice.hide()
+        return asleep
 
     def _disconnect(self, name: str) -> None:
         self.action_error.hide()
         self.controller.disconnect_host(name)
+
+    def keep_host(self, name: str) -> None:
+        self._keep(name)
 
     def _keep(self, name: str) -> None:
         self.action_error.hide()
@@ -206,12 +324,28 @@ class MainWindow(QMainWindow):
         self.controller.apply_settings(settings)  # type: ignore[arg-type]
 
     def open_add_dialog(self) -> AddHostDialog:
-        dialog = AddHostDialog(self.controller.engine.hosts, self)
+        dialog = AddHostDialog(self.controller.engine.hosts, self, tester=self.host_dialog_tester)
         dialog.accepted.connect(lambda: self._add_from(dialog))
         dialog.finished.connect(dialog.deleteLater)
         self.add_dialog = dialog
         dialog.open()
         return dialog
+
+    def open_edit_dialog(self) -> AddHostDialog | None:
+        snapshot = self.detail.snapshot
+        if snapshot is None or snapshot.host.provider == LOCAL_PROVIDER:
+            return None
+        dialog = AddHostDialog(self.controller.engine.hosts, self, editing=snapshot.host,
+                               tester=self.host_dialog_tester)
+        dialog.accepted.connect(lambda: self._edit_from(dialog))
+        dialog.finished.connect(dialog.deleteLater)
+        self.add_dialog = dialog
+        dialog.open()
+        return dialog
+
+    def _edit_from(self, dialog: AddHostDialog) -> None:
+        if isinstance(dialog.host, Host):
+            self.controller.edit_host(dialog.host)
 
     def _add_from(self, dialog: AddHostDialog) -> None:
         host = dialog.host
@@ -250,8 +384,8 @@ class MainWindow(QMainWindow):
         self._update_buttons()
 
     def show_error(self, error: UserError) -> None:
-        self.action_error.setText(f"<b>{html.escape(error.title)}</b>: {html.escape(error.message)} "
-                                  f"{html.escape(error.hint)}")
+        self.action_error.setText(f"<b>{html.escape(error.title)}</b>: "
+                                  f"{html.escape(without_exception_names(error.message))} {html.escape(error.hint)}")
         self.action_error.show()
 
     def _show_problems(self, problems: list[UserError]) -> None:
@@ -270,6 +404,28 @@ class MainWindow(QMainWindow):
         self.show()
         self.raise_()
         self.activateWindow()
+
+    def showEvent(self, event: QShowEvent) -> None:
+        super().showEvent(event)
+        self.ages.start()
+
+    def _geometry_file(self) -> str:
+        return str(self.controller.engine.paths.state_dir / "window.ini")
+
+    def restore_geometry(self) -> bool:
+        """Put the window where and as big as the user left it (False: nothing remembered)."""
+        saved = QSettings(self._geometry_file(), QSettings.Format.IniFormat).value("geometry")
+        return isinstance(saved, QByteArray) and self.restoreGeometry(saved)
+
+    def save_geometry(self) -> None:
+        settings = QSettings(self._geometry_file(), QSettings.Format.IniFormat)
+        settings.setValue("geometry", self.saveGeometry())
+        settings.sync()
+
+    def hideEvent(self, event: QHideEvent) -> None:
+        self.save_geometry()
+        super().hideEvent(event)
+        self.ages.stop()
 
     def closeEvent(self, event: QCloseEvent) -> None:
         if self.hide_on_close:

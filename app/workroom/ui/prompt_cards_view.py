@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollA
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
 from workroom.sessions.host_session import HostSnapshot
-from workroom.ui import row_text
+from workroom.ui import row_text, styles
 from workroom.ui.tasks import TaskKeeper
 
 CardKey = tuple[str, float]
@@ -35,7 +35,7 @@ class PromptCard(QFrame):
         super().__init__()
         self.setObjectName("prompt_card")
         self.setFrameShape(QFrame.Shape.StyledPanel)
-        self.setStyleSheet("#prompt_card { background: #fff4d6; border: 1px solid #d9a400; border-radius: 6px; }")
+        styles.set_role(self, styles.CARD)
         self.host_name = snapshot.host.name
         self.key = key
         self.snapshot = snapshot
@@ -54,12 +54,12 @@ class PromptCard(QFrame):
         self.error = QLabel()
         self.error.setObjectName("card_error")
         self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #a40000;")
+        styles.set_role(self.error, styles.ERROR)
         self.error.hide()
         self.keep_button = QPushButton("Keep awake")
         self.keep_button.setObjectName("card_keep")
         self.keep_button.setDefault(True)
-        self.dismiss_button = QPushButton("Dismiss")
+        self.dismiss_button = QPushButton("Let it sleep")
         self.dismiss_button.setObjectName("card_dismiss")
         buttons = QHBoxLayout()
         buttons.addWidget(self.countdown, 1)
@@ -105,6 +105,8 @@ class PromptCardsView(QScrollArea):
     card_raised = Signal(str, str)
     """(host name, workroom) when a new card appears: the app turns it into a system notification."""
     card_clicked = Signal(str)
+    prompt_answered = Signal(str)
+    """A host's prompt was answered here (Keep awake succeeded, or Let it sleep / Dismiss)."""
     ticked = Signal()
     """Every second while cards are showing (views refresh their own countdowns with it)."""
 
@@ -193,6 +195,21 @@ class PromptCardsView(QScrollArea):
         self.answered.add(card.key)
         if self.cards.get(card.host_name) is card:
             self._drop(card.host_name)
+        self.prompt_answered.emit(card.host_name)
+
+    def keep_host(self, name: str) -> bool:
+        """Answer `name`'s card with Keep awake (as its button does); False when it has no card."""
+        card = self.cards.get(name)
+        if card is None:
+            return False
+        self._keep(card)
+        return True
+
+    def dismiss(self, name: str) -> None:
+        """Answer `name`'s card with "let it sleep" (its agent's timeout then stops keeping it awake)."""
+        card = self.cards.get(name)
+        if card is not None:
+            self._answer(card)
 
     def _keep(self, card: PromptCard) -> None:
         async def keep() -> None:

@@ -1,13 +1,19 @@
 """Words for one host's row and detail panel, from its snapshot (no Qt: the rules are testable alone).
 
-The badge itself comes from core.badge; these are the other columns: verdict, what keeps it busy,
-awake time, connection state, and the seconds left on a pending prompt.
+The badge itself comes from core.badge; these are the other columns: what keeps it busy, awake time,
+connection state, and the seconds left on a pending prompt. Only a live row shows what the agent says
+now; a row that is not live shows "last known … (N min ago)" or nothing, never a stale verdict as if
+it were current (docs/ui.md "Words for each state").
 """
 
 from __future__ import annotations
 
+import shlex
+
+from workroom.core.busy_words import plain_reasons
 from workroom.core.connection import ConnectionState
 from workroom.core.durations import format_duration
+from workroom.core.protocol import Verdict
 from workroom.sessions.host_session import HostSnapshot
 
 CONNECTION_WORDS: dict[ConnectionState, str] = {
@@ -25,16 +31,57 @@ CONNECTION_WORDS: dict[ConnectionState, str] = {
 NO_VALUE = "—"
 
 
-def verdict_text(snap: HostSnapshot) -> str:
-    if snap.status is None:
+LIVE_STATES = (ConnectionState.LIVE, ConnectionState.QUIET)
+
+
+def is_live(snap: HostSnapshot) -> bool:
+    return snap.connection.state in LIVE_STATES and snap.status is not None
+
+
+def last_known_text(snap: HostSnapshot, now_monotonic: float) -> str:
+    """For a row that is not live: what its agent last said and how long ago, or "" when nothing."""
+    if is_live(snap) or snap.status is None or snap.status_received_at is None:
+        return ""
+    age = max(0.0, now_monotonic - snap.status_received_at)
+    return f"last known {snap.status.classifier_verdict.value.lower()} ({format_duration(age)} ago)"
+
+
+def verdict_text(snap: HostSnapshot, now_monotonic: float | None = None) -> str:
+    """What the agent decides now (live), else the last known verdict with its age, else a dash.
+
+    When the agent tells the provider something else than it sees (an unanswered prompt: busy, but
+    reported idle so the box may sleep) both are said.
+    """
+    status = snap.status
+    if status is None:
         return NO_VALUE
-    return snap.status.verdict.value.capitalize()
+    if not is_live(snap):
+        return last_known_text(snap, now_monotonic) if now_monotonic is not None else NO_VALUE
+    seen = status.classifier_verdict.value.capitalize()
+    if status.classifier_verdict is not status.verdict:
+        return f"{seen} (reported to the provider as {status.verdict.value.lower()})"
+    return seen
 
 
 def busy_text(snap: HostSnapshot) -> str:
-    if snap.status is None or not snap.status.busy_reasons:
+    """What keeps a live host busy, in plain words; nothing for a row that is not live."""
+    if not is_live(snap) or snap.status is None or not snap.status.busy_reasons:
+        return NO_VALUE
+    return "; ".join(plain_reasons(snap.status.busy_reasons))
+
+
+def raw_signal_text(snap: HostSnapshot) -> str:
+    """The agent's own words for what voted busy (the detail panel keeps them for the curious)."""
+    if not is_live(snap) or snap.status is None or not snap.status.busy_reasons:
         return NO_VALUE
     return "; ".join(snap.status.busy_reasons)
+
+
+def badge_text(snap: HostSnapshot, now_monotonic: float) -> str:
+    """The one state column: the badge's word, plus the last known verdict on a row that is not live."""
+    label = snap.badge(now_monotonic).label
+    known = last_known_text(snap, now_monotonic)
+    return f"{label} · {known}" if known else label
 
 
 def agent_now(snap: HostSnapshot, now_monotonic: float) -> float | None:
@@ -49,10 +96,9 @@ def agent_now(snap: HostSnapshot, now_monotonic: float) -> float | None:
 def awake_seconds(snap: HostSnapshot, now_monotonic: float) -> float | None:
     """Time awake as of now: the agent's figure, advanced while it is busy and we are live."""
     status = snap.status
-    if status is None:
+    if status is None or not is_live(snap):
         return None
-    live = snap.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET)
-    if status.busy and live and snap.status_received_at is not None:
+    if status.busy and snap.status_received_at is not None:
         return status.awake_seconds + max(0.0, now_monotonic - snap.status_received_at)
     return status.awake_seconds
 
@@ -108,8 +154,9 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
         ("Address", snap.host.connect_address if snap.host.provider != "local" else "this computer"),
         ("Sleeps when idle", sleeps),
         ("Connection", connection_text(snap, now_monotonic)),
-        ("Verdict", verdict_text(snap)),
+        ("Agent sees", verdict_text(snap, now_monotonic)),
         ("Busy because", busy_text(snap)),
+        ("Raw signal", raw_signal_text(snap)),
         ("Awake for", awake_text(snap, now_monotonic)),
     ]
     status = snap.status
@@ -121,6 +168,61 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
             lines.append(("Settings problem", status.settings_error))
     if snap.install is not None and snap.install.supervisor:
         lines.append(("Kept running by", snap.install.supervisor))
+    seen = keep_awake_seen_text(snap, now_monotonic)
+    if seen:
+        lines.append(("Keep-awake seen", seen))
     if snap.connection.error is not None:
         lines.append(("Last error", snap.connection.error.text()))
     return lines
+
+
+def keep_awake_seen_text(snap: HostSnapshot, now_monotonic: float) -> str:
+    """Whether the provider's idle clock shows the keep-awake, and when it last saw activity (sleepable
+    hosts while busy). Never "confirmed" without a reading that proves it."""
+    if not snap.traits.sleeps_when_idle or snap.status is None or snap.status.verdict is not Verdict.BUSY:
+        return ""
+    proof = snap.connection.heartbeat_proof
+    if proof is None:
+        return "unconfirmed (not checked now)"
+    age = proof.last_seen_age(now_monotonic)
+    seen = f"; the provider last saw activity {format_duration(age)} ago" if age is not None else ""
+    if proof.confirmed is True:
+        return "confirmed" + seen
+    if proof.confirmed is False:
+        return "NOT seen" + seen + f". {proof.why}"
+    return proof.why[0].lower() + proof.why[1:] if proof.why else "unconfirmed"
+
+
+def ssh_command(snap: HostSnapshot) -> str | None:
+    """The ssh command a person would type to reach this host (None for this computer)."""
+    host = snap.host
+    if host.provider == "local":
+        return None
+    parts = ["ssh"]
+    if host.port is not None:
+        parts += ["-p", str(host.port)]
+    if host.identity is not None and host.identity.kind.value == "file":
+        parts += ["-i", shlex.quote(host.identity.value)]
+    target = host.connect_address
+    parts.append(shlex.quote(f"{host.user}@{target}" if host.user else target))
+    return " ".join(parts)
+
+
+def needs_answer(snap: HostSnapshot) -> bool:
+    return prompt_deadline(snap) is not None
+
+
+def summary_text(snaps: list[HostSnapshot], answered: dict[str, float] | None = None) -> str:
+    """The tray's first line: how many hosts are live, and who needs an answer ("3 of 4 live · box2 needs an
+    answer"). `answered` holds {host: prompt deadline} the user already answered here."""
+    if not snaps:
+        return "No hosts yet"
+    done = answered or {}
+    live = sum(1 for s in snaps if is_live(s))
+    text = f"{live} of {len(snaps)} live"
+    asking = [s.host.name for s in snaps if needs_answer(s) and done.get(s.host.name) != prompt_deadline(s)]
+    if len(asking) == 1:
+        text += f" · {asking[0]} needs an answer"
+    elif asking:
+        text += f" · {len(asking)} need an answer"
+    return text

@@ -27,6 +27,7 @@ from workroom.core.ceiling import (
 )
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
+from workroom.ui import styles
 
 FIELD_WORDS = {"ceiling_seconds": "The awake ceiling", "prompt_timeout_seconds": "The prompt timeout"}
 BOUNDS_TEXT = (
@@ -62,7 +63,10 @@ class SettingsView(QWidget):
         self.error = QLabel()
         self.error.setObjectName("settings_error")
         self.error.setWordWrap(True)
-        self.error.setStyleSheet("color: #a40000; font-weight: bold;")
+        styles.set_role(self.error, styles.ERROR)
+        bold = self.error.font()
+        bold.setBold(True)
+        self.error.setFont(bold)
         self.error.hide()
         self.result = QLabel()
         self.result.setObjectName("settings_result")

@@ -211,7 +211,8 @@ class TimelineView(QWidget):
         self.never_list.setMaximumHeight(80)
         self.never_input = QLineEdit()
         self.never_input.setObjectName("never_work_input")
-        self.never_input.setPlaceholderText("process name or command, e.g. watch")
+        self.never_input.setPlaceholderText("e.g. watch")  # fits the 360 px detail panel
+        self.never_input.setToolTip("A process name or command that never counts as work, e.g. watch")
         self.never_input.returnPressed.connect(self._add_never)
         self.never_add = QPushButton("Never work")
         self.never_add.setObjectName("never_work_add")

@@ -1,6 +1,10 @@
-"""The menu-bar item: the worst host's badge as its icon, each host in its menu, and the app's verbs.
+"""The menu-bar item, the app's main surface: the worst host's badge as its icon, and a menu that answers
+"is everything all right?" without opening the window.
 
-Where the platform has no tray the app opens its window instead (see ui/app.py).
+Menu, top to bottom: a summary line ("3 of 4 live · box2 needs an answer"); each pending prompt pinned
+with "Keep awake" and "Let it sleep"; one line per host (its state word and how long) opening a submenu
+(Connect or Wake and connect, Keep awake, Copy ssh command, Details…); then Open Workroom, Settings…,
+Connect all, Quit. Where the platform has no tray the app opens its window instead (see ui/app.py).
 """
 
 from __future__ import annotations
@@ -10,20 +14,61 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QObject, Signal, SignalInstance
-from PySide6.QtGui import QAction, Qt
+from PySide6.QtGui import QAction, QGuiApplication, Qt
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from workroom.core.badge import BadgeKind, worst_badge_kind
+from workroom.core.badge import LABELS, BadgeKind, worst_badge_kind
+from workroom.core.connection import ConnectionState
+from workroom.core.durations import format_duration
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
-from workroom.ui.badge_icons import icon_for
+from workroom.ui.badge_icons import icon_for, tray_icon_for
+
+BUSY_KINDS = (BadgeKind.BUSY, BadgeKind.BUSY_PAST_CEILING, BadgeKind.BUSY_NOT_KEPT_AWAKE)
 
 
 def host_menu_text(snapshot: HostSnapshot, now: float) -> str:
+    """One line per host: its one state word and how long it has been in it ("gpu-box — Busy 42 min")."""
     badge = snapshot.badge(now)
-    verdict = row_text.verdict_text(snapshot)
-    suffix = f" · {verdict}" if snapshot.status is not None else ""
-    return f"{snapshot.host.name} — {badge.label}{suffix}"
+    awake = row_text.awake_seconds(snapshot, now)
+    if badge.kind in BUSY_KINDS and awake is not None:
+        return f"{snapshot.host.name} — {LABELS[badge.kind]} {format_duration(awake)}"
+    if badge.kind is BadgeKind.IDLE:  # the agent does not say since when; connected-for would mislead
+        return f"{snapshot.host.name} — {badge.label}"
+    since = snapshot.connection.since_monotonic
+    age = f" {format_duration(max(0.0, now - since))}" if since is not None else ""
+    return f"{snapshot.host.name} — {LABELS[badge.kind]}{age}"
+
+
+class HostMenu(QMenu):
+    """One host's submenu; its actions emit the tray's signals with the host's name."""
+
+    def __init__(self, name: str, tray: TrayController) -> None:
+        super().__init__()
+        self.setObjectName(f"tray_host_{name}")
+        self.name = name
+        self.connect_action = self._action("Connect", tray.connect_requested)
+        self.keep_action = self._action("Keep awake", tray.keep_requested)
+        self.copy_action = self._action("Copy ssh command", tray.copy_requested)
+        self.addSeparator()
+        self.details_action = self._action("Details…", tray.host_requested)
+
+    def _action(self, text: str, signal: SignalInstance) -> QAction:
+        action = self.addAction(text)
+        action.triggered.connect(lambda _checked=False: signal.emit(self.name))
+        return action
+
+    def render_snapshot(self, snapshot: HostSnapshot, now: float) -> None:
+        badge = snapshot.badge(now)
+        self.setTitle(host_menu_text(snapshot, now))
+        self.setToolTip(Qt.convertFromPlainText(badge.tooltip))  # host-supplied text: never markup
+        state = snapshot.connection.state
+        asleep = state is ConnectionState.ASLEEP
+        self.connect_action.setText("Wake and connect" if asleep else "Connect")
+        self.connect_action.setVisible(asleep or state in (ConnectionState.DISCONNECTED, ConnectionState.ERROR,
+                                                           ConnectionState.LOST, ConnectionState.BACKING_OFF))
+        self.keep_action.setVisible(badge.offers_keep)
+        self.copy_action.setVisible(row_text.ssh_command(snapshot) is not None)
 
 
 class TrayController(QObject):
@@ -32,6 +77,11 @@ class TrayController(QObject):
     connect_all_requested = Signal()
     quit_requested = Signal()
     host_requested = Signal(str)
+    """Details…: open the window on that host."""
+    connect_requested = Signal(str)
+    keep_requested = Signal(str)
+    let_sleep_requested = Signal(str)
+    copy_requested = Signal(str)
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
@@ -39,23 +89,42 @@ class TrayController(QObject):
         self.icon = QSystemTrayIcon()
         self.icon.setObjectName("tray")
         self.menu = QMenu()
+        self.menu.setObjectName("tray_menu")
         self.icon.setContextMenu(self.menu)
-        self.host_actions: dict[str, QAction] = {}
-        self._kinds: dict[str, BadgeKind] = {}
-        self.worst_kind: BadgeKind | None = None
-        self.last_notification: tuple[str, str] | None = None
+        self.summary = self.menu.addAction("")
+        self.summary.triggered.connect(self.open_requested.emit)
+        _bold(self.summary)
+        self._prompts_end = self.menu.addSeparator()
         self._hosts_end = self.menu.addSeparator()
         self._add_action("Open Workroom", self.open_requested)
         self._add_action("Settings…", self.settings_requested)
         self._add_action("Connect all", self.connect_all_requested)
         self.menu.addSeparator()
         self._add_action("Quit", self.quit_requested)
+        self.host_menus: dict[str, HostMenu] = {}
+        self.prompt_actions: dict[str, list[QAction]] = {}
+        self._kinds: dict[str, BadgeKind] = {}
+        self._snapshots: dict[str, HostSnapshot] = {}
+        self.worst_kind: BadgeKind | None = None
+        self.last_notification: tuple[str, str] | None = None
+        self.notified: set[str] = set()
+        """Hosts whose prompt is on screen as a notification (withdrawn once answered)."""
+        self._last_notified: str | None = None
+        self.answered_prompts: dict[str, float] = {}
+        """{host: deadline} of prompts answered here: not pinned again, not counted as needing an answer."""
         self.icon.activated.connect(self._activated)
+        self.menu.aboutToShow.connect(self.refresh_texts)
         self._set_worst()
+        self._render_summary()
 
     @property
     def available(self) -> bool:
         return QSystemTrayIcon.isSystemTrayAvailable()
+
+    @property
+    def host_actions(self) -> dict[str, QAction]:
+        """Each host's line in the menu (the action that opens its submenu)."""
+        return {name: menu.menuAction() for name, menu in self.host_menus.items()}
 
     def _add_action(self, text: str, signal: SignalInstance) -> QAction:
         action = self.menu.addAction(text)
@@ -66,42 +135,118 @@ class TrayController(QObject):
         if reason is QSystemTrayIcon.ActivationReason.Trigger and not _menu_on_click():
             self.open_requested.emit()
 
+    # -- feeding ----------------------------------------------------------------------------------
+
+    def refresh_texts(self) -> None:
+        """Re-render every line (ages move while nothing is pushed); called as the menu opens."""
+        now = self._clock()
+        for name, menu in self.host_menus.items():
+            menu.render_snapshot(self._snapshots[name], now)
+        for name in self.prompt_actions:
+            self._render_prompt(self._snapshots[name], now)
+        self._render_summary()
+
     def update(self, snapshot: HostSnapshot) -> None:
         name = snapshot.host.name
-        badge = snapshot.badge(self._clock())
-        action = self.host_actions.get(name)
-        if action is None:
-            action = QAction(self.menu)
-            action.triggered.connect(lambda _checked=False, n=name: self.host_requested.emit(n))
-            self.menu.insertAction(self._hosts_end, action)
-            self.host_actions[name] = action
-        action.setText(host_menu_text(snapshot, self._clock()))
-        action.setToolTip(Qt.convertFromPlainText(badge.tooltip))  # host-supplied text: never markup
-        if self._kinds.get(name) is not badge.kind:
-            action.setIcon(icon_for(badge.kind))
-            self._kinds[name] = badge.kind
+        now = self._clock()
+        self._snapshots[name] = snapshot
+        menu = self.host_menus.get(name)
+        if menu is None:
+            menu = self.host_menus[name] = HostMenu(name, self)
+            self.menu.insertMenu(self._hosts_end, menu)
+        menu.render_snapshot(snapshot, now)
+        kind = snapshot.badge(now).kind
+        if self._kinds.get(name) is not kind:
+            menu.setIcon(icon_for(kind))
+            self._kinds[name] = kind
             self._set_worst()
+        deadline = row_text.prompt_deadline(snapshot)
+        if deadline is not None and self.answered_prompts.get(name) != deadline:
+            self._render_prompt(snapshot, now)
+        else:
+            self._drop_prompt(name)
+            self.withdraw_notification(name)  # answered anywhere (here, a card, another computer)
+        self._render_summary()
 
     def remove(self, name: str) -> None:
-        action = self.host_actions.pop(name, None)
-        if action is not None:
-            self.menu.removeAction(action)
+        menu = self.host_menus.pop(name, None)
+        if menu is not None:
+            self.menu.removeAction(menu.menuAction())
+        self._drop_prompt(name)
         self._kinds.pop(name, None)
+        self._snapshots.pop(name, None)
         self._set_worst()
+        self._render_summary()
+
+    def answered(self, name: str) -> None:
+        """The prompt of `name` was answered (here, in the window or on a card): unpin it, withdraw its
+        notification."""
+        snapshot = self._snapshots.get(name)
+        deadline = row_text.prompt_deadline(snapshot) if snapshot is not None else None
+        if deadline is not None:
+            self.answered_prompts[name] = deadline
+        self._drop_prompt(name)
+        self.withdraw_notification(name)
+        self._render_summary()
+
+    # -- prompts pinned at the top ------------------------------------------------------------------
+
+    def _render_prompt(self, snapshot: HostSnapshot, now: float) -> None:
+        name = snapshot.host.name
+        actions = self.prompt_actions.get(name)
+        if actions is None:
+            title = QAction(self.menu)
+            title.triggered.connect(lambda _checked=False, n=name: self.host_requested.emit(n))
+            _bold(title)
+            keep = QAction("    Keep awake", self.menu)
+            keep.triggered.connect(lambda _checked=False, n=name: self.keep_requested.emit(n))
+            sleep = QAction("    Let it sleep", self.menu)
+            sleep.triggered.connect(lambda _checked=False, n=name: self.let_sleep_requested.emit(n))
+            actions = self.prompt_actions[name] = [title, keep, sleep]
+            for action in actions:
+                self.menu.insertAction(self._prompts_end, action)
+        left = row_text.prompt_seconds_left(snapshot, now)
+        within = f" · answer within {format_duration(left)}" if left is not None else ""
+        actions[0].setText(f"{row_text.workroom_name(snapshot)}: keep it awake?{within}")
+
+    def _drop_prompt(self, name: str) -> None:
+        for action in self.prompt_actions.pop(name, []):
+            self.menu.removeAction(action)
+
+    def _render_summary(self) -> None:
+        self.summary.setText(row_text.summary_text(list(self._snapshots.values()), self.answered_prompts))
+        self._prompts_end.setVisible(bool(self.prompt_actions))
 
     def _set_worst(self) -> None:
         worst = worst_badge_kind(self._kinds.values())
         if worst is self.worst_kind:
             return
         self.worst_kind = worst
-        self.icon.setIcon(icon_for(worst))
+        self.icon.setIcon(tray_icon_for(worst))
         self.icon.setToolTip(f"Workroom: {_summary(self._kinds)}")
 
-    def notify(self, title: str, message: str) -> None:
+    # -- notifications ------------------------------------------------------------------------------
+
+    def notify(self, title: str, message: str, host: str | None = None) -> None:
         """A system notification (shown by the tray where the platform has one)."""
         self.last_notification = (title, message)
+        self._last_notified = host
+        if host is not None:
+            self.notified.add(host)
         if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
             self.icon.showMessage(title, message, self.icon.icon(), notification_timeout_ms())
+
+    def withdraw_notification(self, host: str) -> None:
+        """Take a prompt's notification away once answered. Qt has no call to close a notification, so the
+        last one is replaced by a blank that expires at once (on platforms that replace in place)."""
+        if host not in self.notified:
+            return
+        self.notified.discard(host)
+        if self._last_notified == host:
+            self._last_notified = None
+            self.last_notification = None
+            if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
+                self.icon.showMessage("", "", QSystemTrayIcon.MessageIcon.NoIcon, 1)
 
     def show(self) -> bool:
         if not self.available:
@@ -110,20 +255,30 @@ class TrayController(QObject):
         return True
 
 
+def _bold(action: QAction) -> None:
+    """A heading line: bold and readable (a disabled action would be greyed out); clicking it opens the
+    window."""
+    font = action.font()
+    font.setBold(True)
+    action.setFont(font)
+
+
 def _summary(kinds: dict[str, BadgeKind]) -> str:
     if not kinds:
         return "no hosts"
     worst = worst_badge_kind(kinds.values())
     count = sum(1 for k in kinds.values() if k is worst)
-    from workroom.core.badge import LABELS
-
     return f"{len(kinds)} host{'s' if len(kinds) != 1 else ''}; worst: {LABELS[worst]} ({count})"
 
 
 def _menu_on_click() -> bool:
-    import sys
-
     return sys.platform == "darwin"  # the macOS menu bar opens the menu on click; elsewhere a click opens the window
+
+
+def copy_to_clipboard(text: str) -> None:
+    clipboard = QGuiApplication.clipboard()
+    if clipboard is not None:
+        clipboard.setText(text)
 
 
 def notification_timeout_ms(platform: str = sys.platform) -> int:

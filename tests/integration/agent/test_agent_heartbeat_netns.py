@@ -78,7 +78,7 @@ def test_unanswered_prompt_stops_the_heartbeat(boxed):
     job = ns.popen(["sleep", "600"])
     try:
         prompt = None
-        deadline = time.monotonic() + 12  # a timer sleep counts once it has lasted 3 s (docs/agent.md)
+        deadline = time.monotonic() + 12  # a timer sleep counts after 3 s
         while prompt is None and time.monotonic() < deadline:
             ev = c.next_event(1.0)
             if ev and ev["event"] == "awake_ceiling_prompt":
@@ -105,8 +105,7 @@ def test_no_default_route_is_reported(tmp_path):
         wait_answering(sock, proc)
         agent = Agent(sock, proc)
         ns.popen(["sleep", "600"])
-        # a timer sleep counts once it has lasted 3 s (docs/agent.md)
-        st = agent.wait_status(lambda s: s["keep_awake"]["error"], 8, "heartbeat error")
+        st = agent.wait_status(lambda s: s["keep_awake"]["error"], 8, "heartbeat error")  # sleep: 3 s
         assert "no IPv4 default route" in st["keep_awake"]["error"] and not st["asserting"]
         assert st["verdict"] == "BUSY"
     finally:

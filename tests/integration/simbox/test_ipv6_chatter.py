@@ -1,6 +1,7 @@
-"""Seed 000 lesson 2 on a real box: with IPv6 left on, the box's own router solicitations (70-byte
-ICMPv6 type 133 frames nobody answers) move the tap's counters and reset the idle clock; with IPv6
-off (the default, see test_sleep_wake) no IPv6 frame appears and the box sleeps at the window."""
+"""Background chatter is not work (docs/simbox.md), on a real box: with IPv6 left on, the box's own router
+solicitations (70-byte ICMPv6 type 133 frames nobody answers) move the tap's counters and reset the idle
+clock; with IPv6 off (the default, see test_sleep_wake) no IPv6 frame appears and the box sleeps at the
+window."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def test_router_solicitations_move_the_counters_and_delay_sleep(make_simbox) -> 
     rs = [(t, f) for t, f, from_box in frames if from_box and is_router_solicitation(f)]
     assert rs, f"no router solicitation from the box within 12 s ({len(frames)} frames seen)"
     rs_at, frame = rs[0]
-    assert len(frame) == 70  # 14 Ethernet + 40 IPv6 + 16 ICMPv6, as in the seed
+    assert len(frame) == 70  # 14 Ethernet + 40 IPv6 + 16 ICMPv6
     # the next once-a-second counter read sees the RS's bytes and resets the clock
     data = wait_for(lambda: (d := box_json(state))["last_byte_at"] and d["last_byte_at"] >= rs_at and d, 1.5)
     assert data["last_activity_reason"] == "bytes"

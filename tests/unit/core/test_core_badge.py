@@ -1,4 +1,4 @@
-"""The badge function: every state of DESIGN.md §8, as a table, plus the tray's worst-state order."""
+"""The badge function: every state of docs/architecture.md's badge table, plus the tray's worst-state order."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from workroom.core.badge import (
 )
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import ErrorInfo
+from workroom.core.heartbeat_proof import IdleClockReading, judge
 from workroom.core.protocol import Status
 from workroom.core.traits import (
     BOXD_TRAITS,
@@ -49,6 +50,8 @@ class Case:
     label_words: tuple[str, ...] = field(default=())
 
 
+NOT_SEEN = judge(IdleClockReading(idle_seconds=41, window_seconds=60, read_at=500.0), interval_seconds=20,
+               own_traffic_at=None, previous=None)
 PENDING = {"awake_ceiling_exceeded": True, "prompt_pending": True, "prompt_deadline": 1300.0,
            "ask_at_ceiling": True, "awake_seconds": 14500}
 SUPPRESSED = {"verdict": "IDLE", "classifier_verdict": "BUSY", "awake_ceiling_exceeded": True,
@@ -58,7 +61,7 @@ CASES: dict[str, Case] = {
     "idle ssh": Case(status_dict(), SSH_TRAITS, LIVE, BadgeKind.IDLE, ("Idle",)),
     "idle boxd quiet": Case(status_dict(), BOXD_TRAITS, QUIET, BadgeKind.IDLE, ("silent on the wire",)),
     "idle short window warns": Case(status_dict(), SHORT_WINDOW_SIMBOX, LIVE, BadgeKind.IDLE, ("Note:",)),
-    "busy ssh shows reason": Case(busy_dict(), SSH_TRAITS, LIVE, BadgeKind.BUSY, ("cpu: cargo (pid 4121)",)),
+    "busy ssh shows reason": Case(busy_dict(), SSH_TRAITS, LIVE, BadgeKind.BUSY, ("building: cargo",)),
     "busy local": Case(busy_dict(keep_awake=None), LOCAL_TRAITS, LIVE, BadgeKind.BUSY),
     "busy boxd heartbeat": Case(busy_dict(), BOXD_TRAITS, LIVE, BadgeKind.BUSY, ("heartbeat (every 1 min)",)),
     "busy simbox ok window": Case(busy_dict(keep_awake={"interval_seconds": 3, "enabled": True}),
@@ -119,6 +122,14 @@ CASES: dict[str, Case] = {
         busy_dict(keep_awake=None), REQUEST_METERED_TRAITS,
         ConnectionInfo(state=ConnectionState.LIVE, keepawake_running=True, keepawake_error="HTTP 502"),
         BadgeKind.BUSY_NOT_KEPT_AWAKE, ("HTTP 502",), NotKeptAwakeReason.OUTSIDE_KEEPAWAKE_FAILING),
+    "provider not seeing the heartbeat": Case(
+        busy_dict(), BOXD_TRAITS, ConnectionInfo(state=ConnectionState.LIVE, heartbeat_proof=NOT_SEEN),
+        BadgeKind.BUSY_NOT_KEPT_AWAKE, ("not seeing the heartbeat (idle 41 s of a 60 s window)",),
+        NotKeptAwakeReason.PROVIDER_NOT_SEEING),
+    "provider not seeing this computer's polls": Case(
+        busy_dict(keep_awake=None), REQUEST_METERED_TRAITS,
+        ConnectionInfo(state=ConnectionState.LIVE, keepawake_running=True, heartbeat_proof=NOT_SEEN),
+        BadgeKind.BUSY_NOT_KEPT_AWAKE, ("idle 41 s",), NotKeptAwakeReason.PROVIDER_NOT_SEEING),
     "request-metered idle": Case(status_dict(keep_awake=None), REQUEST_METERED_TRAITS, LIVE, BadgeKind.IDLE),
     "asleep": Case(None, BOXD_TRAITS, ConnectionInfo(state=ConnectionState.ASLEEP, wake_seconds=0.8),
                    BadgeKind.ASLEEP, ("put this box to sleep", "0.8 s", "Connecting wakes it")),

@@ -1,4 +1,4 @@
-"""KeepAwake policy and its state machine (issue 7, seed 004), driven with a simulated clock."""
+"""KeepAwake policy and its state machine (docs/providers.md), driven with a simulated clock."""
 
 from __future__ import annotations
 

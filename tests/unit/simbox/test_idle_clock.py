@@ -37,7 +37,7 @@ def test_any_counter_movement_resets_the_clock(rx: int, tx: int) -> None:
 
 
 def test_proxy_events_count_at_start_and_end_not_while_open() -> None:
-    """An open but silent connection does not keep the box awake (seed 000, problem one)."""
+    """An open but silent connection does not keep the box awake (docs/simbox.md, "The rule")."""
     c = IdleClock(window=5.0, now=0.0)
     c.touch(1.0, "proxy connect")
     # the connection stays open and silent: nothing calls touch, the window runs out
@@ -76,7 +76,7 @@ def test_window_must_be_positive(window: float) -> None:
 
 
 def test_request_metering_ignores_bytes_but_counts_requests() -> None:
-    """Seed 004: the guest's own traffic does not count, only requests through the endpoint proxy."""
+    """Request metering: the guest's own traffic does not count, only requests through the endpoint proxy."""
     c = IdleClock(window=5.0, now=0.0, count_bytes=False)
     c.sample(10, 10, 0.0)
     assert c.sample(500, 900, 3.0) is True  # moved, and recorded for the page ...

@@ -1,6 +1,6 @@
-"""A sleepable box on this machine: the vmd idle rule of seed 000, simulated with network namespaces.
+"""A sleepable box on this machine: a vmd-style idle rule, simulated with network namespaces.
 
-Public API (the `workroom simbox` CLI and the `simbox` provider call these; see docs/simbox.md):
+Public API (the `workroom-simbox` command and the tests call these; see docs/simbox.md):
 `up`, `status`, `box_status`, `down`, `wake`, `sleep`, `load`, `connection_info`, `exec_argv`,
 `SimboxState`, `BoxRecord`, `SimboxError`. Linux and root only. No Qt here.
 """

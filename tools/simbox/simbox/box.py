@@ -62,6 +62,10 @@ class BoxRuntime:
     rx: int = 0
     tx: int = 0
     changing: bool = False
+    idle_reads: int = 0
+    """Reads of this box's idle clock on the health page (loopback: they never count as activity)."""
+    reads_as_activity: int = 0
+    """Reads of the idle clock that counted as activity (through the box's metered request proxy)."""
     _next_conn: int = 0
 
     @property
@@ -160,6 +164,7 @@ class BoxRuntime:
             "wakes": sum(1 for h in self.history if h["event"] == "wake"),
             "history": self.history[-50:],
             "metering": "network" if c.count_bytes else "requests",
+            "idle_reads": self.idle_reads, "reads_as_activity": self.reads_as_activity,
             "ssh": {"host": "127.0.0.1", "port": r.proxy_port, "user": r.user},
             "http": {"port": r.http_port, "guest_port": r.guest_port} if r.http_port else None,
             "netns": r.netns, "host_if": r.host_if, "host_addr": r.host_addr, "box_addr": r.box_addr,

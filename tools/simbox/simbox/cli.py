@@ -1,4 +1,4 @@
-"""`python -m simbox up|status|down|wake|sleep` (and, later, `workroom simbox ...`).
+"""`workroom-simbox up|status|down|wake|sleep` (also `python -m simbox ...`).
 
 `configure(parser)` adds the sub-commands to any argparse parser and `run(args)` executes them, so the
 main `workroom` CLI can mount the same commands without duplicating them.
@@ -26,11 +26,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--idle-window", type=float, required=True, metavar="S",
                    help="seconds of silence on a box's tap before it sleeps")
     p.add_argument("--ipv6-on", action="store_true",
-                   help="leave IPv6 on in the boxes (seed 000 lesson 2: router solicitations keep them up)")
+                   help="leave IPv6 on in the boxes (router solicitations then keep them up)")
     p.add_argument("--freezer", choices=["auto", "cgroup2", "cgroup1", "signal"], default="auto")
     p.add_argument("--metering", choices=["network", "requests"], default="network",
-                   help="network: tap bytes + proxied connections (seed 000); requests: only requests "
-                        "through the box's HTTP proxy count (seed 004)")
+                   help="network: tap bytes + proxied connections; requests: only requests "
+                        "through the box's HTTP proxy count")
     p.add_argument("--guest-port", type=int, default=8080, metavar="PORT",
                    help="with --metering requests: the HTTP port inside the box the proxy forwards to")
     p.add_argument("--json", action="store_true", help="print the connection details as JSON")

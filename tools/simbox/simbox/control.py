@@ -67,8 +67,8 @@ def up(boxes: int, idle_window: float, *, ipv6: bool = False, freezer: str = "au
        timeout: float = UP_TIMEOUT) -> SimboxState:
     """Start the daemon with `boxes` boxes; return the state once all of them answer on port 22.
 
-    metering="network" is seed 000's vmd (tap bytes + proxied connections); "requests" is seed 004's
-    (only requests through the per-box HTTP proxy to `guest_port` inside the box count).
+    metering="network" is the vmd rule (tap bytes + proxied connections); "requests" is the request meter
+    (only requests through the per-box HTTP proxy to `guest_port` inside the box count). See docs/simbox.md.
     """
     require_root()
     if metering not in ("network", "requests"):

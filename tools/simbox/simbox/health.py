@@ -56,10 +56,14 @@ class Health:
         if parts[:2] == ["v1", "boxes"]:
             if len(parts) == 2:
                 self._allow(method, "GET")
+                for box in self.boxes.values():
+                    box.idle_reads += 1
                 return self._json(self.all_json())
             if len(parts) == 3:
                 self._allow(method, "GET")
-                return self._json(self._box(parts[2]).to_json())
+                box = self._box(parts[2])
+                box.idle_reads += 1
+                return self._json(box.to_json())
             if len(parts) == 4 and parts[3] in ("wake", "sleep"):
                 self._allow(method, "POST")
                 box = self._box(parts[2])

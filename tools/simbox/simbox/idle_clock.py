@@ -1,12 +1,12 @@
 """The vmd idle rule as pure logic: byte counters and proxy events reset a clock; a silent window sleeps.
 
-With ``count_bytes=False`` it is the request meter of seed 004 instead: bytes are still recorded (for
-the page) but only proxied requests reset the clock.
+With ``count_bytes=False`` it is the request meter instead (docs/simbox.md, request metering): bytes are
+still recorded (for the page) but only proxied requests reset the clock.
 
 No I/O and no real time: the daemon passes ``now`` (a monotonic reading) in, so the rule is tested on a
-fake clock. Seed 000: "once a second read rx_bytes and tx_bytes; if the number moved the VM is busy; if
-nothing moved for the whole window, stop it" - and a proxied request counts when it starts and when it
-ends, never while it is open.
+fake clock. The rule (docs/simbox.md): once a second read rx_bytes and tx_bytes; if the number moved the
+box is busy; if nothing moved for the whole window, stop it — and a proxied request counts when it starts
+and when it ends, never while it is open.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ class IdleClock:
 
     window: float
     now: float
-    count_bytes: bool = True  # False: request-metered (seed 004): only proxied requests count
+    count_bytes: bool = True  # False: request-metered: only proxied requests count
     last_activity: float = field(init=False)
     last_activity_reason: str = field(init=False, default="start")
     last_byte_at: float | None = field(init=False, default=None)

@@ -79,7 +79,7 @@ def _sysctl_ipv6(key: str, disable: bool, netns: str | None = None) -> None:
 
 
 def create_network(box: BoxRecord, *, ipv6: bool) -> None:
-    """Namespace + veth; IPv6 off on both ends *before* the links come up (seed 000, lesson 2)."""
+    """Namespace + veth; IPv6 off on both ends *before* the links come up (docs/simbox.md, background chatter)."""
     disable = not ipv6
     peer_tmp = f"wsb{box.netns[4:]}"[:15]
     run("ip", "netns", "add", box.netns)
@@ -96,6 +96,22 @@ def create_network(box: BoxRecord, *, ipv6: bool) -> None:
     run("ip", "-n", box.netns, "link", "set", "lo", "up")
     run("ip", "-n", box.netns, "link", "set", box.box_if, "up")
     run("ip", "-n", box.netns, "route", "add", "default", "via", box.host_addr)
+    _static_neighbours(box)
+
+
+def _static_neighbours(box: BoxRecord) -> None:
+    """Both ends know each other's MAC for good: no ARP on the link (background chatter, docs/simbox.md).
+
+    Otherwise the box's kernel probes its gateway a few seconds after its last datagram to it (and every
+    half minute or so while it keeps sending), and a network meter counts those probes as activity: a box
+    would sleep up to ~5 s late after its heartbeat stops, and a box whose heartbeat is dropped would be
+    kept awake by the probes that heartbeat provokes.
+    """
+    host_mac = Path("/sys/class/net", box.host_if, "address").read_text().strip()
+    box_mac = run("ip", "netns", "exec", box.netns, "cat", f"/sys/class/net/{box.box_if}/address").stdout.strip()
+    run("ip", "-n", box.netns, "neigh", "replace", box.host_addr, "lladdr", host_mac, "dev", box.box_if,
+        "nud", "permanent")
+    run("ip", "neigh", "replace", box.box_addr, "lladdr", box_mac, "dev", box.host_if, "nud", "permanent")
 
 
 def create_user(box: BoxRecord, client_pubkey: str) -> int:

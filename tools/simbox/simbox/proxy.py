@@ -1,9 +1,10 @@
 """The loopback TCP proxy in front of each box's sshd: the provider sees, and owns, every connection.
 
-A connection counts as activity when it starts and when it ends, never while it is open (seed 000,
-problem one); bytes that move still count through the tap's counters. Connecting to a sleeping box
-wakes it first. Each connection is tracked from before the first await, so one that ends early cannot
-leave the count wrong, and the box tears all of them down when it sleeps (problem three).
+A connection counts as activity when it starts and when it ends, never while it is open (an open but
+silent connection must not keep a box awake); bytes that move still count through the tap's counters.
+Connecting to a sleeping box wakes it first. Each connection is tracked from before the first await, so
+one that ends early cannot leave the count wrong, and the box tears all of them down when it sleeps
+(nothing outlives the box: docs/simbox.md, "The rule").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The request meter's endpoint proxy (seed 004): 127.0.0.1:<port> -> an HTTP server inside the box.
+"""The request meter's endpoint proxy (docs/simbox.md): 127.0.0.1:<port> -> an HTTP server inside the box.
 
 On a request-metered box only requests through here reset the idle clock: each counts when it starts
 and when it ends. Work inside the guest and its own loopback requests never pass here, so they do not
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import time
 
@@ -78,6 +79,14 @@ def rewrite_head(head: bytes) -> tuple[bytes, int]:
     return ("\r\n".join(out) + "\r\n\r\n").encode("latin-1"), length
 
 
+IDLE_READ_PATH = b"/.simbox/idle"
+
+
+def _is_idle_read(head: bytes) -> bool:
+    parts = head.split(b"\r\n", 1)[0].split(b" ")
+    return len(parts) >= 2 and parts[1].split(b"?", 1)[0] == IDLE_READ_PATH
+
+
 async def handle(box: BoxRuntime, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     conn = track(box, writer)
     accepted = conn.opened
@@ -100,6 +109,15 @@ async def handle(box: BoxRuntime, reader: asyncio.StreamReader, writer: asyncio.
         started = True
         box.touch("request start")
         wake_entry = await box.wake("request") if box.asleep else None
+        if _is_idle_read(new_head):
+            # The platform's idle timer read through its own proxy: a request like any other, so it counts
+            # as activity (and keeps the box up). Counted so tests can show the app never reads it this way.
+            box.reads_as_activity += 1
+            body = json.dumps({"idle_for_s": 0.0, "idle_window_s": box.clock.window}).encode()
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n"
+                         + f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+            clean = True
+            return
         try:
             up_reader, up_writer = await asyncio.wait_for(
                 asyncio.open_connection(box.record.box_addr, box.record.guest_port), UPSTREAM_CONNECT_TIMEOUT)

@@ -69,7 +69,7 @@ class SimboxState:
     ready: bool = False
     health_port: int | None = None
     error: str | None = None
-    metering: str = "network"  # "network" (seed 000's vmd) or "requests" (seed 004)
+    metering: str = "network"  # "network" (tap bytes, vmd-style) or "requests" (request meter)
     version: int = STATE_VERSION
     boxes: list[BoxRecord] = field(default_factory=list)
 

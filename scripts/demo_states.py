@@ -1,7 +1,8 @@
 """Constructed host snapshots, one per badge state, for screenshots, the benchmark and GUI tests.
 
 They are what a `HostSession` would publish; building them by hand lets every state be shown and
-checked without waiting for a real box to fall asleep or a real ceiling to pass.
+checked without waiting for a real box to fall asleep or a real ceiling to pass. A development
+tool: it lives beside the screenshot script, outside the package the app ships.
 """
 
 from __future__ import annotations

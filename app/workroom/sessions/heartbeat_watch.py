@@ -1,0 +1,93 @@
+"""Reads the provider's idle clock while the host is busy and kept awake, and publishes the proof.
+
+The judging is pure (core.heartbeat_proof); this is its loop on the session's event loop. Reads are few:
+the next one is due just when the clock would pass one heartbeat interval plus the margin if nothing reset
+it, so a missed heartbeat is noticed in time and a healthy one costs one read per interval or so. The read
+goes to the provider (its API or status page), never over the box's wire, so it neither wakes the box nor
+counts as activity. See docs/providers.md, "Is the heartbeat seen?".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+
+from workroom.core.heartbeat_proof import (
+    CANNOT_READ,
+    HeartbeatProof,
+    IdleClockReading,
+    judge,
+    next_read_in,
+    window_too_short,
+)
+from workroom.core.keepawake import KeepAwakePolicy
+from workroom.core.protocol import Status, Verdict
+from workroom.core.traits import ProviderTraits
+
+UNREADABLE_RETRY_SECONDS = 30.0
+"""A provider that cannot be read now is asked again this much later (it may be a passing failure)."""
+
+
+def keep_awake_interval(traits: ProviderTraits, status: Status, *, outside_running: bool) -> float | None:
+    """The keep-awake's period to judge against, or None when nothing here keeps the host awake:
+    the agent's heartbeat (network metering) or this computer's polls while they run (request metering)."""
+    if not traits.sleeps_when_idle or status.verdict is not Verdict.BUSY or status.suppressed:
+        return None
+    if traits.agent_keeps_awake:
+        keep = status.keep_awake
+        if keep is None or not keep.enabled or keep.error or status.asserting is False:
+            return None  # the badge already says why it is not kept awake
+        return keep.interval_seconds
+    if traits.needs_outside_keep_awake and outside_running:
+        return KeepAwakePolicy.new(idle_window_seconds=traits.idle_window_seconds).interval_seconds
+    return None
+
+
+class HeartbeatWatch:
+    """One proof loop. `stop()` (or dropping it with the session's teardown) ends it."""
+
+    def __init__(self, read: Callable[[], Awaitable[IdleClockReading | None]], *, interval_seconds: float,
+                 window_seconds: float | None, own_traffic_at: Callable[[], float | None],
+                 on_proof: Callable[[HeartbeatProof], None], clock: Callable[[], float] = time.monotonic,
+                 name: str = "heartbeat-watch") -> None:
+        self.interval_seconds = interval_seconds
+        self.proof: HeartbeatProof | None = None
+        self._read = read
+        self._window = window_seconds
+        self._own_traffic_at = own_traffic_at
+        self._on_proof = on_proof
+        self._clock = clock
+        self.reads = 0
+        self._started = clock()
+        self.task = asyncio.get_running_loop().create_task(self._run(), name=name)
+
+    def stop(self) -> None:
+        self.task.cancel()
+
+    def _publish(self, proof: HeartbeatProof) -> None:
+        self.proof = proof
+        self._on_proof(proof)
+
+    async def _run(self) -> None:
+        if self._window is not None:
+            short = window_too_short(self._window, self.interval_seconds)
+            if short is not None:
+                self._publish(short)  # nothing to read: a miss could not be noticed before the box sleeps
+                return
+        while True:
+            reading = await self._read()
+            self.reads += 1
+            if reading is None:
+                self._publish(CANNOT_READ)
+                await asyncio.sleep(max(UNREADABLE_RETRY_SECONDS, self.interval_seconds))
+                continue
+            # A reset from before this watch began (a connect, the first keep-awake sent with the status that
+            # started it) proves nothing about the keep-awake: count the start as our own traffic.
+            own = max(self._own_traffic_at() or self._started, self._started)
+            proof = judge(reading, interval_seconds=self.interval_seconds, own_traffic_at=own, previous=self.proof)
+            self._publish(proof)
+            if proof.window_seconds is not None and window_too_short(proof.window_seconds,
+                                                                     self.interval_seconds) is not None:
+                return
+            await asyncio.sleep(next_read_in(proof, interval_seconds=self.interval_seconds, now=self._clock()))

@@ -1,0 +1,99 @@
+"""At its default size nothing in the detail panel or a dialog is cut off: every label shows all its
+(wrapped) text, every button its whole caption, every placeholder fits its field, and nothing runs past the
+panel's right edge (the panel never scrolls sideways)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from demo_states import every_state
+from gui_helpers import feed
+from PySide6.QtCore import QPoint, QRect
+from PySide6.QtWidgets import QAbstractButton, QLabel, QLineEdit, QScrollArea, QWidget
+from workroom.core.errors import ErrorInfo
+from workroom.core.traits import PROVIDER_KINDS
+from workroom.ui.host_detail_view import MIN_WIDTH
+from workroom.ui.host_dialog import AddHostDialog
+
+pytestmark = pytest.mark.gui
+
+
+def clipped(top: QWidget, area: QWidget | None = None, *, scrolls_down: bool = False) -> list[str]:
+    """Every visible label, button or field under `top` whose content does not fit (in words). With
+    `scrolls_down` the area may be taller than its view (it scrolls vertically), never wider."""
+    area = area or top
+    bounds = QRect(QPoint(0, 0), area.size())
+    if scrolls_down:
+        bounds.setHeight(10**6)
+    problems: list[str] = []
+    for widget in top.findChildren(QWidget):
+        if not widget.isVisibleTo(top) or widget.width() <= 0:
+            continue
+        name = widget.objectName() or type(widget).__name__
+        if isinstance(widget, (QLabel, QAbstractButton, QLineEdit)):
+            rect = QRect(widget.mapTo(area, QPoint(0, 0)), widget.size())
+            if not bounds.contains(rect):
+                problems.append(f"{name}: {rect} runs past {bounds}")
+        if isinstance(widget, QLabel) and widget.text():
+            if widget.wordWrap():
+                need = widget.heightForWidth(widget.width())
+                if need > widget.height() + 1:
+                    problems.append(f"{name}: needs {need} px high, has {widget.height()}")
+            elif widget.sizeHint().width() > widget.width() + 1:
+                problems.append(f"{name}: needs {widget.sizeHint().width()} px wide, has {widget.width()}")
+        elif isinstance(widget, QAbstractButton) and widget.text():
+            if widget.sizeHint().width() > widget.width() + 1:
+                problems.append(f"{name} {widget.text()!r}: needs {widget.sizeHint().width()} px, has {widget.width()}")
+        elif isinstance(widget, QLineEdit) and widget.placeholderText():
+            room = widget.width() - 12  # the frame and text margins of the common styles
+            need = widget.fontMetrics().horizontalAdvance(widget.placeholderText())
+            if need > room:
+                problems.append(f"{name} placeholder: needs {need} px, has {room}")
+    return problems
+
+
+def test_detail_panel_shows_every_state_whole_at_the_default_size(window: Any, engine: Any, qtbot: Any) -> None:
+    states = every_state()
+    long_error = ErrorInfo(title="Lost the host", message="ConnectionError: The stream `python3 -m wr_agent relay "
+                           "--socket /home/someone/.local/state/workroom/agent.sock` ended without exit status.",
+                           hint="The app reconnects on its own when the host is reachable again.")
+    states["offline"] = states["offline"].__class__(
+        states["offline"].host, states["offline"].traits,
+        states["offline"].connection.model_copy(update={"error": long_error}), None, None)
+    for snap in states.values():
+        feed(engine, snap)
+    qtbot.wait(20)
+    scroll: QScrollArea = window.detail_scroll
+    assert scroll.width() >= MIN_WIDTH
+    for key, snap in states.items():
+        window.select_host(snap.host.name)
+        qtbot.wait(10)
+        detail = window.detail
+        assert scroll.horizontalScrollBar().maximum() == 0 or not scroll.horizontalScrollBar().isVisible(), key
+        problems = clipped(detail, scroll.viewport(), scrolls_down=True)
+        assert not problems, f"{key}: {problems}"
+        assert "ConnectionError" not in detail.error.text()
+        primary = detail.primary_button()
+        if key in ("offline", "asleep", "unknown", "busy_not_kept_awake", "busy_past_ceiling"):
+            assert primary is not None, key
+    window.select_host("build-box")
+    window.detail.details_button.click()
+    qtbot.wait(10)
+    assert "ConnectionError" in window.detail.error_details.text()  # the whole text, on request
+    assert not clipped(window.detail, scroll.viewport(), scrolls_down=True)
+
+
+@pytest.mark.parametrize("provider", [k for k in PROVIDER_KINDS])
+def test_add_host_dialog_shows_placeholders_help_and_errors_whole(provider: str, engine: Any, qtbot: Any) -> None:
+    dialog = AddHostDialog(engine.hosts)
+    qtbot.addWidget(dialog)
+    dialog.inputs["provider"].setCurrentText(provider)  # type: ignore[union-attr]
+    dialog.inputs["name"].setText("gpu/box")  # type: ignore[union-attr]
+    dialog.inputs["port"].setText("70000")  # type: ignore[union-attr]
+    dialog.inputs["address"].setText("gpu box")  # type: ignore[union-attr]
+    dialog.show()
+    dialog.try_accept()
+    qtbot.wait(20)
+    assert any(label.isVisible() for label in dialog.errors.values())
+    assert not clipped(dialog), clipped(dialog)
