@@ -185,6 +185,7 @@ class Suite:
         self.tag = str(os.getpid() % 100000)
         self.root = Path(tempfile.mkdtemp(prefix=f"wr-truth-{self.tag}-"))
         self.root.chmod(0o755)
+        _reap_stale_users()
         self.user = f"wrtruth{self.tag}"
         # "*": no password but not locked (sshd refuses a locked account without PAM).
         subprocess.run(["useradd", "--password", "*", "--no-create-home", "--home-dir", str(self.root / "home"),
@@ -398,6 +399,14 @@ class Relay:
 
     def close(self) -> None:
         _stop(self.proc)
+
+
+def _reap_stale_users() -> None:
+    """Delete users left by a crashed earlier run (named for a harness pid that is gone)."""
+    for entry in pwd.getpwall():
+        tag = entry.pw_name[len("wrtruth"):]
+        if entry.pw_name.startswith("wrtruth") and tag.isdigit() and not Path(f"/proc/{tag}").exists():
+            subprocess.run(["userdel", "-f", entry.pw_name], capture_output=True, timeout=30)
 
 
 def _sh(*argv: str) -> None:
