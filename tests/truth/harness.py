@@ -182,7 +182,7 @@ class Suite:
             raise PermissionError("the truth suite needs root (namespaces and a test user)")
         self.timings = timings
         self.keep = keep
-        self.tag = str(os.getpid() % 100000)
+        self.tag = str(os.getpid())  # the whole pid: stale-user reaping checks /proc/<tag>
         self.root = Path(tempfile.mkdtemp(prefix=f"wr-truth-{self.tag}-"))
         self.root.chmod(0o755)
         _reap_stale_users()
