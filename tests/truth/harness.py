@@ -305,7 +305,9 @@ class Suite:
 
     def _sshd(self, d: Path, cfg: dict) -> tuple[list[str], dict[str, str]]:
         """sshd for the box (run by its init, as root) and the ssh command a developer outside types."""
-        sys.path.insert(0, str(HERE.parent))
+        for extra in (HERE.parent, HERE.parent.parent / "tools" / "simbox"):  # as pytest's pythonpath
+            if str(extra) not in sys.path:
+                sys.path.insert(0, str(extra))
         from fixtures import sshd as sshd_fixture
 
         sshd = sshd_fixture.find_sshd()
