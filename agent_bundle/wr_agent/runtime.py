@@ -54,6 +54,47 @@ def read_regular_file(path, limit):
         os.close(fd)
 
 
+def read_data_file(path, limit):
+    """The bytes of the small data file `path`, or None when there is none.
+
+    What no good data file can be (not a regular file, larger than `limit`) raises ValueError, for the
+    caller to treat like corrupt content; a file that cannot be read at all raises OSError."""
+    try:
+        raw = read_regular_file(path, limit)
+    except FileNotFoundError:
+        return None
+    except NotARegularFile:
+        raise ValueError("not a regular file") from None
+    if len(raw) > limit:
+        raise ValueError("larger than %d bytes" % limit)
+    return raw
+
+
+def write_atomically(path, data):
+    """Replace `path` with `data`, mode 0600: a reader sees the old file or the new one, never a mix.
+
+    Written to `<path>.tmp.<pid>` (the name remove_leftovers knows), fsynced, renamed over `path`. On any
+    failure (a full disk) the temp file is removed and the error raised (OSError)."""
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
 def remove_leftovers(directory, prefixes):
     """Delete `<prefix>.tmp.<pid>` files a failed or interrupted save left behind (call under the lock, so
     no save of ours is in progress). Returns the names removed."""
@@ -192,25 +233,7 @@ def boot_id():
 
 def write_state(path, state):
     """Write the hand-off state atomically; on any failure nothing is left behind (raises OSError)."""
-    data = json.dumps(dict(state, boot_id=boot_id(), written=time.monotonic())).encode("utf-8")
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomically(path, json.dumps(dict(state, boot_id=boot_id(), written=time.monotonic())).encode("utf-8"))
 
 
 def take_state(path):

@@ -2,9 +2,8 @@
 
 import json
 import math
-import os
 
-from wr_agent.runtime import NotARegularFile, read_regular_file
+from wr_agent.runtime import read_data_file, write_atomically
 
 MIN_DURATION = 30.0
 MAX_DURATION = 30 * 24 * 3600.0
@@ -80,15 +79,13 @@ def validate(obj, min_duration=MIN_DURATION):
 def load(path, min_duration=MIN_DURATION):
     """(settings or None, error or None). A missing file is no error; a bad one is explained."""
     try:
-        raw = read_regular_file(path, 65536)
-    except FileNotFoundError:
-        return None, None
-    except NotARegularFile:
-        return None, "settings file %s is corrupt (not a regular file)" % path
+        raw = read_data_file(path, 65536)
+    except ValueError as exc:  # not a regular file (a FIFO), or too large
+        return None, "settings file %s is corrupt (%s)" % (path, exc)
     except OSError as exc:
         return None, "settings file %s unreadable: %s" % (path, exc.strerror or exc)
-    if len(raw) > 65536:
-        return None, "settings file %s is too large" % path
+    if raw is None:
+        return None, None
     try:
         obj = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:
@@ -100,23 +97,5 @@ def load(path, min_duration=MIN_DURATION):
 
 
 def save(path, settings):
-    """Write atomically (temp file, fsync, rename) with mode 0600."""
-    tmp = "%s.tmp.%d" % (path, os.getpid())
-    data = json.dumps(settings.to_dict(), sort_keys=True).encode("utf-8") + b"\n"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)  # a failed save (a full disk) leaves nothing behind
-        except OSError:
-            pass
-        raise
+    """Write atomically (temp file, fsync, rename) with mode 0600; a failed save leaves nothing behind."""
+    write_atomically(path, json.dumps(settings.to_dict(), sort_keys=True).encode("utf-8") + b"\n")

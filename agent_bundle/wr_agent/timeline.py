@@ -13,6 +13,8 @@ import os
 import threading
 import time
 
+from wr_agent.runtime import read_data_file, write_atomically
+
 log = logging.getLogger("wr_agent")
 
 FORMAT = 1
@@ -191,19 +193,15 @@ class Timeline(object):
     # -- persistence (never on the tick's thread) ---------------------------------------------------------
     def _load(self):
         try:
-            with open(self.path, "rb") as f:
-                raw = f.read(MAX_FILE_BYTES + 1)
-        except FileNotFoundError:
-            return
+            raw = read_data_file(self.path, MAX_FILE_BYTES)
+            if raw is None:
+                return
+            spans, last_note = _parse(raw)
         except OSError as exc:
             self.problem = "the why-awake record %s could not be read (%s); starting a new one" % (
                 self.path, exc.strerror or exc)
             log.error("%s", self.problem)
             return
-        try:
-            if len(raw) > MAX_FILE_BYTES:
-                raise ValueError("larger than %d bytes" % MAX_FILE_BYTES)
-            spans, last_note = _parse(raw)
         except ValueError as exc:
             aside = "%s.corrupt" % self.path
             try:
@@ -235,24 +233,11 @@ class Timeline(object):
         """Write atomically (temp file, fsync, rename), mode 0600. Returns False (logged) on an error."""
         if self.path is None:
             return True
-        data = self.snapshot_bytes()
-        tmp = "%s.tmp.%d" % (self.path, os.getpid())
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            try:
-                os.fchmod(fd, 0o600)
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, self.path)
+            write_atomically(self.path, self.snapshot_bytes())
             return True
         except OSError as exc:
             log.warning("could not save the why-awake record to %s: %s", self.path, exc.strerror or exc)
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
             return False
 
     def _writer(self):

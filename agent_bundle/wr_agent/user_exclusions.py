@@ -2,9 +2,9 @@
 atomically), applied to the classifier's exclusions. Changed only by a request, never by the tick."""
 
 import json
-import os
 
 from wr_agent import exclusions
+from wr_agent.runtime import read_data_file, write_atomically
 from wr_agent.settings import SettingsError
 
 MAX_NAMES = 64
@@ -46,21 +46,16 @@ class UserExclusions(object):
 
     def _load(self):
         try:
-            with open(self.path, "rb") as f:
-                raw = f.read(MAX_FILE_BYTES + 1)
-        except FileNotFoundError:
-            return
-        except OSError as exc:
-            self.problem = "exclusions file %s unreadable: %s" % (self.path, exc.strerror or exc)
-            return
-        try:
-            if len(raw) > MAX_FILE_BYTES:
-                raise ValueError("too large")
+            raw = read_data_file(self.path, MAX_FILE_BYTES)
+            if raw is None:
+                return
             obj = json.loads(raw.decode("utf-8"))
             if not isinstance(obj, dict):
                 raise ValueError("not an object")
             self.names = validate(obj.get("names"))
-        except (ValueError, UnicodeDecodeError) as exc:
+        except OSError as exc:
+            self.problem = "exclusions file %s unreadable: %s" % (self.path, exc.strerror or exc)
+        except ValueError as exc:  # a UnicodeDecodeError and a SettingsError are ValueErrors too
             self.problem = "exclusions file %s is unreadable (%s); none applied until the list is set again" % (
                 self.path, getattr(exc, "message", exc))
 
@@ -68,22 +63,9 @@ class UserExclusions(object):
         """Validate, save, apply. Nothing changes on an error (SettingsError)."""
         names = validate(names)
         if self.path is not None and names != self.names:
-            tmp = "%s.tmp.%d" % (self.path, os.getpid())
-            data = json.dumps({"names": names}).encode("utf-8") + b"\n"
             try:
-                fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-                try:
-                    os.fchmod(fd, 0o600)
-                    os.write(fd, data)
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
-                os.replace(tmp, self.path)
+                write_atomically(self.path, json.dumps({"names": names}).encode("utf-8") + b"\n")
             except OSError as exc:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
                 raise SettingsError("failed", "could not save exclusions to %s: %s"
                                     % (self.path, exc.strerror or exc)) from None
         self.names = names

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import sys
 import time
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from workroom import __version__
@@ -203,16 +205,23 @@ async def _cmd_status(args: argparse.Namespace) -> int:
         await engine.close()
 
 
-async def _cmd_keep(args: argparse.Namespace) -> int:
+@contextlib.asynccontextmanager
+async def _connected(name: str) -> AsyncIterator[HostSession]:
+    """A session to host `name`, connected, for one command; the engine closes when the command is done."""
     engine = _engine()
     try:
-        session = engine.session(args.name)
+        session = engine.session(name)
         await session.connect(timeout=30)
+        yield session
+    finally:
+        await engine.close()
+
+
+async def _cmd_keep(args: argparse.Namespace) -> int:
+    async with _connected(args.name) as session:
         status = await session.keep()
         print(f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
         return ExitCode.OK
-    finally:
-        await engine.close()
 
 
 async def _cmd_why(args: argparse.Namespace) -> int:
@@ -223,10 +232,7 @@ async def _cmd_why(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"workroom: --since: {error}", file=sys.stderr)
         return ExitCode.USAGE
-    engine = _engine()
-    try:
-        session = engine.session(args.name)
-        await session.connect(timeout=30)
+    async with _connected(args.name) as session:
         # Asked from a little earlier than the window, in case the box's clock runs ahead of ours.
         reply = await session.timeline(time.time() - window - 3600)
         summary = tl.summarise(reply, window)
@@ -253,15 +259,10 @@ async def _cmd_why(args: argparse.Namespace) -> int:
         if summary.problem:
             print(f"  note: {summary.problem}")
         return ExitCode.OK
-    finally:
-        await engine.close()
 
 
 async def _cmd_exclusions(args: argparse.Namespace) -> int:
-    engine = _engine()
-    try:
-        session = engine.session(args.name)
-        await session.connect(timeout=30)
+    async with _connected(args.name) as session:
         current = await session.exclusions()
         if args.add or args.remove:
             names = [n for n in current.names if n not in set(args.remove)]
@@ -276,8 +277,6 @@ async def _cmd_exclusions(args: argparse.Namespace) -> int:
             if current.problem:
                 print(f"  note: {current.problem}")
         return ExitCode.OK
-    finally:
-        await engine.close()
 
 
 def _cmd_hosts(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import socket
 from typing import Any
 
 import pytest
+from agentrun import send_and_read_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -51,11 +52,7 @@ def exchange(path: str, data: bytes) -> list[dict[str, Any]]:
     s.settimeout(5)
     s.connect(path)
     try:
-        s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
-        out = b""
-        while chunk := s.recv(65536):
-            out += chunk
+        out = send_and_read_all(s, data)
     finally:
         s.close()
     return [json.loads(x) for x in out.split(b"\n") if x]

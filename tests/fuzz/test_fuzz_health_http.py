@@ -7,6 +7,7 @@ import socket
 from typing import Any
 
 import pytest
+from agentrun import send_and_read_all
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,12 +29,7 @@ headers = st.lists(st.binary(max_size=60) | st.builds(lambda n, v: n + b": " + v
 def get(address: str, data: bytes) -> bytes:
     host, port = address.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(data)
-        s.shutdown(socket.SHUT_WR)
-        out = b""
-        while chunk := s.recv(65536):
-            out += chunk
-    return out
+        return send_and_read_all(s, data)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))

@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from fixtures.fifo import within
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.hosts import Host, HostsFile
@@ -150,17 +151,7 @@ def test_atomic_write_replaces_not_rewrites(tmp_path: Path) -> None:
 
 def _load_in_time(paths: AppPaths) -> Loaded[HostsFile]:
     """load_hosts on a thread, failing (not hanging the suite) if it blocks."""
-    import threading
-
-    box: list[Loaded[HostsFile]] = []
-    t = threading.Thread(target=lambda: box.append(load_hosts(paths, hostname="me")), daemon=True)
-    t.start()
-    t.join(10)
-    if not box:
-        with open(paths.hosts_file, "wb"):  # a writer unblocks the reader so the thread ends
-            pass
-        pytest.fail("loading a FIFO as hosts.json blocked")
-    return box[0]
+    return within(lambda: load_hosts(paths, hostname="me"), [paths.hosts_file])
 
 
 def test_a_fifo_as_hosts_file_is_reported_like_a_damaged_file(paths: AppPaths) -> None:

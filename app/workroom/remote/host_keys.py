@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import fcntl
 import hashlib
 import hmac
 import os
 import re
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,8 +29,11 @@ import paramiko
 
 from workroom.core.errors import ExitCode, UserError
 from workroom.core.questions import HostKeyQuestion
+from workroom.storage import NotARegularFileError, atomic_write_bytes, read_regular_file
 
 HASHED_PREFIX = "|1|"
+MAX_KNOWN_HOSTS_BYTES = 64 * 1024 * 1024
+"""Far beyond any real known_hosts (a line is ~100 bytes); a larger file is not read, never rewritten."""
 USER_KNOWN_HOSTS = Path.home() / ".ssh" / "known_hosts"
 RSA_SIGNATURE_TYPES = ("rsa-sha2-512", "rsa-sha2-256")
 CERT_SUFFIX = "-cert-v01@openssh.com"
@@ -237,13 +240,15 @@ def _read_entries(path: Path | None) -> list[_Entry]:
     if path is None:
         return []
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return []
+        raw = read_regular_file(path, MAX_KNOWN_HOSTS_BYTES)
     except OSError:
-        return []  # an unreadable user file must not block the app; the key will simply be a question
+        # Missing, unreadable, or a FIFO/device in its place (read non-blocking, never waited on): like a
+        # file of garbage lines it holds no key, and the key will simply be a question.
+        return []
+    if len(raw) > MAX_KNOWN_HOSTS_BYTES:
+        return []
     entries = []
-    for line in text.splitlines():
+    for line in raw.decode("utf-8", errors="replace").splitlines():
         entry = _parse_line(line, path)
         if entry is not None:
             entries.append(entry)
@@ -395,33 +400,26 @@ class KnownHosts:
         return _FileLock(self.app_file.with_name(self.app_file.name + ".lock"))
 
     def _rewrite(self, change: Callable[[str], str]) -> None:
-        """Write change(old text) to the app file via a temp file + fsync + rename: never half-written."""
-        directory = self.app_file.parent
+        """Write change(old text) to the app file with storage.atomic_write_bytes: never half-written."""
         try:
-            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
             try:
-                # Byte for byte: bytes that are not UTF-8 (a hand edit) and any line endings are kept as they were.
-                with self.app_file.open(encoding="utf-8", errors="surrogateescape", newline="") as current:
-                    old = current.read()
+                raw = read_regular_file(self.app_file, MAX_KNOWN_HOSTS_BYTES)
             except FileNotFoundError:
-                old = ""
-            new = change(old)
-            fd, tmp = tempfile.mkstemp(prefix=".known_hosts.", dir=directory)
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as handle:
-                    handle.write(new)
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                os.chmod(tmp, 0o600)
-                os.replace(tmp, self.app_file)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+                raw = b""
+            if len(raw) > MAX_KNOWN_HOSTS_BYTES:  # rewriting only its start would lose the rest
+                raise OSError(errno.EFBIG, f"it is larger than {MAX_KNOWN_HOSTS_BYTES} bytes")
+            # Byte for byte: bytes that are not UTF-8 (a hand edit) and any line endings are kept as they were.
+            old = raw.decode("utf-8", errors="surrogateescape")
+            atomic_write_bytes(self.app_file, change(old).encode("utf-8", errors="surrogateescape"))
         except OSError as exc:
             raise _save_error(self.app_file, exc) from exc
 
 
 def _save_error(path: Path, exc: OSError) -> KnownHostsError:
+    if isinstance(exc, NotARegularFileError):
+        return KnownHostsError("Could not save the host key",
+                               f"{path} is not a regular file (a pipe or a device is in its place).",
+                               "Move it out of the way, then try again.")
     return KnownHostsError("Could not save the host key", f"Writing {path} failed: {exc.strerror or exc}.",
                            "Check that the folder exists and is writable, then try again.")
 

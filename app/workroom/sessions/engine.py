@@ -27,7 +27,15 @@ from workroom.providers import make_provider
 from workroom.providers.base import Provider, ProviderContext
 from workroom.remote.host_keys import KnownHosts
 from workroom.sessions.host_session import HostSession, HostSnapshot
-from workroom.storage import atomic_write_bytes, load_hosts, load_settings, save_hosts, save_settings
+from workroom.storage import (
+    MAX_FILE_BYTES,
+    atomic_write_bytes,
+    load_hosts,
+    load_settings,
+    read_regular_file,
+    save_hosts,
+    save_settings,
+)
 
 log = logging.getLogger(__name__)
 
@@ -125,10 +133,13 @@ class Engine:
 
     def _load_verdicts(self) -> dict[str, dict[str, object]]:
         try:
-            data = json.loads(self._verdicts_file.read_text())
+            raw = read_regular_file(self._verdicts_file)  # never waits on a FIFO in the file's place
+            if len(raw) > MAX_FILE_BYTES:
+                raise ValueError("too large")
+            data = json.loads(raw)
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             log.warning("ignoring an unreadable %s", self._verdicts_file)
             return {}
         if not isinstance(data, dict):

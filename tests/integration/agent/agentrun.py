@@ -49,6 +49,19 @@ def stop(proc, timeout=5.0):
             proc.wait(timeout=timeout)
 
 
+def send_and_read_all(s, data):
+    """Send `data` on connected socket `s`, close our side, and read the answer to its end (each read is
+    bounded by the socket's timeout)."""
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    out = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            return out
+        out += chunk
+
+
 class Client:
     """One connection: reads the hello, then requests and events as dicts."""
 

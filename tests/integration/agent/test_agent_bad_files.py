@@ -85,7 +85,7 @@ def test_a_bad_handoff_state_is_ignored_and_the_agent_runs(sock, state):
         a.stop()
 
 
-@pytest.mark.parametrize("which", [".settings", ".state"])
+@pytest.mark.parametrize("which", [".settings", ".state", ".timeline", ".exclusions"])
 def test_a_fifo_where_a_file_belongs_does_not_hang_the_start(sock, which):
     os.mkfifo(sock + which)
     a = quick_agent(sock)  # before: open() of the FIFO waited for a writer for ever
@@ -94,6 +94,14 @@ def test_a_fifo_where_a_file_belongs_does_not_hang_the_start(sock, which):
         if which == ".settings":
             assert "not a regular file" in st["settings_error"]
             assert stat.S_ISFIFO(os.lstat(sock + which).st_mode)  # reported, left alone like a corrupt file
+        elif which in (".timeline", ".exclusions"):
+            c = a.client()
+            problem = c.call(which[1:])["result"]["problem"]
+            c.close()
+            assert "not a regular file" in problem, problem
+            # reported like a corrupt file: the record is set aside, the exclusions file left alone
+            kept = sock + which + (".corrupt" if which == ".timeline" else "")
+            assert stat.S_ISFIFO(os.lstat(kept).st_mode)
     finally:
         a.stop()
 

@@ -6,6 +6,7 @@ import stat
 
 import pytest
 from agentfake import make_agent
+from fixtures.fifo import within
 from wr_agent import exclusions
 from wr_agent import timeline as tl
 from wr_agent.settings import Settings, SettingsError
@@ -161,6 +162,28 @@ def test_a_corrupt_file_is_kept_aside_and_reported(tmp_path, content):
     run(t, wall, CC1, 10)
     assert t.save()
     assert tl.Timeline(str(path), clock=wall).problem is None  # the new record is readable
+
+
+def test_a_fifo_as_the_record_is_set_aside_like_a_corrupt_file(tmp_path):
+    path = tmp_path / "agent.timeline"
+    os.mkfifo(str(path))
+    t = within(lambda: tl.Timeline(str(path), clock=Wall()), [path])
+    assert "unreadable (not a regular file)" in t.problem and "agent.timeline.corrupt" in t.problem
+    assert stat.S_ISFIFO(os.lstat(str(tmp_path / "agent.timeline.corrupt")).st_mode)
+    assert not os.path.lexists(str(path))
+
+
+def test_a_fifo_as_the_exclusions_file_is_reported_like_a_corrupt_file(tmp_path):
+    path = tmp_path / "agent.exclusions"
+    os.mkfifo(str(path))
+    try:
+        ex = within(lambda: UserExclusions(str(path)), [path])
+        assert "unreadable (not a regular file)" in ex.problem and ex.names == []
+        assert stat.S_ISFIFO(os.lstat(str(path)).st_mode)  # left alone, like a corrupt file
+        assert ex.set(["watch"]) == ["watch"] and ex.problem is None
+        assert UserExclusions(str(path)).names == ["watch"]  # setting the list again replaced it
+    finally:
+        exclusions.set_user_names([])
 
 
 def test_save_failure_is_logged_not_raised(tmp_path):

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
 import paramiko
 import pytest
+from fixtures.fifo import within
 from workroom.remote.host_keys import (
     ChangedHostKey,
     HostKeyChanged,
@@ -170,6 +172,24 @@ def test_unwritable_app_file_is_a_clear_error(tmp_path: Path, keys) -> None:
     with pytest.raises(KnownHostsError) as failed:
         KnownHosts(blocker / "kh", user_file=None).trust("a.example", 22, keys[0])
     assert failed.value.title == "Could not save the host key" and str(blocker) in failed.value.message
+
+
+def test_a_fifo_as_a_known_hosts_file_holds_no_key_and_never_blocks(tmp_path: Path, keys) -> None:
+    user_file, app_file = tmp_path / "user_known_hosts", tmp_path / "known_hosts"
+    os.mkfifo(user_file)
+    os.mkfifo(app_file)
+    known = KnownHosts(app_file, user_file=user_file)
+    verdict = within(lambda: known.verify("a.example", 22, keys[0]), [user_file, app_file])
+    assert isinstance(verdict, UnknownHostKey)  # like a file of garbage lines: no key on record, a question
+
+
+def test_trusting_with_a_fifo_as_the_app_file_is_a_clear_error_and_leaves_it(tmp_path: Path, keys) -> None:
+    app_file = tmp_path / "known_hosts"
+    os.mkfifo(app_file)
+    with pytest.raises(KnownHostsError) as failed:
+        within(lambda: KnownHosts(app_file, user_file=None).trust("a.example", 22, keys[0]), [app_file])
+    assert failed.value.title == "Could not save the host key" and "not a regular file" in failed.value.message
+    assert stat.S_ISFIFO(os.lstat(app_file).st_mode)  # left in place: nothing of the user's is replaced
 
 
 def test_policy_accepts_only_a_recorded_key(tmp_path: Path, keys) -> None:

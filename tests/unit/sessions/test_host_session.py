@@ -187,18 +187,23 @@ def test_a_sleepable_box_is_not_retried_when_its_state_cannot_be_read(tmp_path: 
     run(scenario())
 
 
-def test_quiet_mode_sends_no_pings_while_a_sleepable_box_is_idle(tmp_path: Path, agent: InProcessAgent,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def pings(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The loop times of the session's pings to its agent (real pings, counted; sent every 0.02 s)."""
     monkeypatch.setattr(host_session, "PING_INTERVAL_SECONDS", 0.02)
-    pings: list[float] = []
+    sent: list[float] = []
     real_ping = AgentClient.ping
 
     async def counted_ping(self: AgentClient, timeout: float) -> float:
-        pings.append(asyncio.get_running_loop().time())
+        sent.append(asyncio.get_running_loop().time())
         return await real_ping(self, timeout)
 
     monkeypatch.setattr(AgentClient, "ping", counted_ping)
+    return sent
 
+
+def test_quiet_mode_sends_no_pings_while_a_sleepable_box_is_idle(tmp_path: Path, agent: InProcessAgent,
+                                                                 pings: list[float]) -> None:
     async def scenario() -> None:
         provider = ScriptedProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.AWAKE, agent=agent)
         session = session_for(provider)
@@ -221,17 +226,7 @@ def test_quiet_mode_sends_no_pings_while_a_sleepable_box_is_idle(tmp_path: Path,
 
 
 def test_a_host_that_never_sleeps_is_watched_even_when_idle(tmp_path: Path, agent: InProcessAgent,
-                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(host_session, "PING_INTERVAL_SECONDS", 0.02)
-    pings: list[float] = []
-    real_ping = AgentClient.ping
-
-    async def counted_ping(self: AgentClient, timeout: float) -> float:
-        pings.append(0.0)
-        return await real_ping(self, timeout)
-
-    monkeypatch.setattr(AgentClient, "ping", counted_ping)
-
+                                                             pings: list[float]) -> None:
     async def scenario() -> None:
         provider = ScriptedProvider(stand_in_context(tmp_path), SSH_TRAITS, agent=agent)
         session = session_for(provider)
