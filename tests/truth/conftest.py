@@ -1,4 +1,5 @@
-"""The truth tier runs every workload once per session (in parallel) and checks each result."""
+"""The truth tier runs every workload once per session (in parallel) and checks each result; the table of
+figures is printed in the terminal summary."""
 
 from __future__ import annotations
 
@@ -12,18 +13,22 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 
+_TABLE: list[str] = []
+
 
 @pytest.fixture(scope="session")
-def truth_results(request: pytest.FixtureRequest) -> Iterator[dict[str, harness.Result]]:
+def truth_results() -> Iterator[dict[str, harness.Result]]:
     if os.geteuid() != 0:
         pytest.skip("needs root: namespaces and a test user (CI runs as root)")
     timings = harness.selected_timings()
     jobs = int(os.environ.get("WR_TRUTH_JOBS", "8"))
     results = harness.run_suite(harness.all_workloads(), timings, jobs)
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    text = harness.table(results, timings)
-    if reporter is not None:
-        reporter.write_line("")
-        for line in text.splitlines():
-            reporter.write_line(line)
+    _TABLE.append(harness.table(results, timings))
     yield {r.name: r for r in results}
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for text in _TABLE:
+        terminalreporter.section("sleep truth")
+        for line in text.splitlines():
+            terminalreporter.write_line(line)

@@ -78,6 +78,7 @@ class Workload:
     needs: tuple[str, ...] = ()
     grace: float | None = None  # a longer time-to-busy the workload's header explains
     work: float | None = None  # seconds of work in CI timings, when the header needs more than the default
+    side: str = "inside"  # "outside": sshd runs in the box, the script (an ssh client) in the outside world
 
     @classmethod
     def load(cls, path: Path) -> Workload:
@@ -92,7 +93,7 @@ class Workload:
         grace = meta.get("grace")
         return cls(path.stem, path, expect, meta["why"], meta.get("debatable", ""),
                    tuple(meta.get("needs", "").split()), float(grace.split()[0]) if grace else None,
-                   float(meta["work"].split()[0]) if meta.get("work") else None)
+                   float(meta["work"].split()[0]) if meta.get("work") else None, meta.get("side", "inside"))
 
     def missing(self) -> list[str]:
         return [n for n in self.needs if shutil.which(n) is None]
@@ -181,12 +182,15 @@ class Suite:
             raise PermissionError("the truth suite needs root (namespaces and a test user)")
         self.timings = timings
         self.keep = keep
-        self.tag = str(os.getpid() % 100000)
+        self.tag = str(os.getpid())  # the whole pid: stale-user reaping checks /proc/<tag>
         self.root = Path(tempfile.mkdtemp(prefix=f"wr-truth-{self.tag}-"))
         self.root.chmod(0o755)
+        _reap_stale_users()
         self.user = f"wrtruth{self.tag}"
-        subprocess.run(["useradd", "--no-create-home", "--home-dir", str(self.root / "home"), "--shell",
-                        "/bin/bash", "--user-group", self.user], check=True, capture_output=True, timeout=30)
+        # "*": no password but not locked (sshd refuses a locked account without PAM).
+        subprocess.run(["useradd", "--password", "*", "--no-create-home", "--home-dir", str(self.root / "home"),
+                        "--shell", "/bin/bash", "--user-group", self.user], check=True, capture_output=True,
+                       timeout=30)
         entry = pwd.getpwnam(self.user)
         self.uid, self.gid = entry.pw_uid, entry.pw_gid
         self.home = self.root / "home"
@@ -245,6 +249,9 @@ class Suite:
                "socket": str(sock), "script": str(self.root / "workloads" / w.path.name),
                "agent": [PY, str(self.bundle), "serve", "--socket", str(sock), "--workroom", w.name,
                          *self.timings.agent_args()]}
+        outside_env = None
+        if w.side == "outside":
+            cfg["sshd"], outside_env = self._sshd(d, cfg)
         (d / "inner.json").write_text(json.dumps(cfg))
         procs: list[subprocess.Popen[bytes]] = []
         made_ns: list[str] = []
@@ -278,6 +285,11 @@ class Suite:
                                           "--mount-proc", "--propagation", "private", "sh", "-c", init],
                                          stdout=subprocess.DEVNULL, stderr=err)
             procs.append(inner)
+            if outside_env is not None:
+                with open(d / "outside.log", "wb") as log:
+                    procs.append(subprocess.Popen(["ip", "netns", "exec", ns_out, "/bin/bash", cfg["script"]],
+                                                  env=outside_env, cwd=str(d), stdout=log, stderr=log,
+                                                  stdin=subprocess.DEVNULL))
             self._record(d, sock, res, inner)
         finally:
             for p in reversed(procs):
@@ -290,6 +302,36 @@ class Suite:
                     except (ProcessLookupError, ValueError):
                         pass
                 subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+
+    def _sshd(self, d: Path, cfg: dict) -> tuple[list[str], dict[str, str]]:
+        """sshd for the box (run by its init, as root) and the ssh command a developer outside types."""
+        for extra in (HERE.parent, HERE.parent.parent / "tools" / "simbox"):  # as pytest's pythonpath
+            if str(extra) not in sys.path:
+                sys.path.insert(0, str(extra))
+        from fixtures import sshd as sshd_fixture
+
+        sshd = sshd_fixture.find_sshd()
+        if sshd is None:
+            raise RuntimeError("OpenSSH server not installed")
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        keys = d / "ssh"
+        keys.mkdir(mode=0o755)
+        sshd_fixture.keygen(keys / "host", "truth-host")
+        sshd_fixture.keygen(keys / "client", "truth-client")
+        auth = keys / "authorized_keys"
+        auth.write_text((keys / "client.pub").read_text())
+        auth.chmod(0o644)
+        (keys / "known_hosts").write_text(f"{INSIDE_ADDR} {(keys / 'host.pub').read_text()}")
+        config = sshd_fixture.write_sshd_config(keys, listen=INSIDE_ADDR, port=22, user=self.user,
+                                                host_key=keys / "host", authorized_keys=str(auth))
+        ssh = (f"ssh -F /dev/null -tt -i {keys / 'client'} -o IdentitiesOnly=yes -o BatchMode=yes"
+               " -o ConnectionAttempts=10"  # sshd may not listen yet: one try a second
+               f" -o UserKnownHostsFile={keys / 'known_hosts'} -o StrictHostKeyChecking=yes"
+               f" {self.user}@{INSIDE_ADDR}")
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(keys), "TRUTH_DIR": str(d),
+               "TRUTH_WORK": str(cfg["work"]), "TRUTH_TOOLS": str(self.tools), "SSH_CMD": ssh,
+               "TERM": "xterm", "LANG": "C.UTF-8"}
+        return [sshd, "-D", "-e", "-f", str(config)], env
 
     def _record(self, d: Path, sock: Path, res: Result, inner: subprocess.Popen[bytes]) -> None:
         tm = self.timings
@@ -359,6 +401,14 @@ class Relay:
 
     def close(self) -> None:
         _stop(self.proc)
+
+
+def _reap_stale_users() -> None:
+    """Delete users left by a crashed earlier run (named for a harness pid that is gone)."""
+    for entry in pwd.getpwall():
+        tag = entry.pw_name[len("wrtruth"):]
+        if entry.pw_name.startswith("wrtruth") and tag.isdigit() and not Path(f"/proc/{tag}").exists():
+            subprocess.run(["userdel", "-f", entry.pw_name], capture_output=True, timeout=30)
 
 
 def _sh(*argv: str) -> None:

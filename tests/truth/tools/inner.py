@@ -27,9 +27,14 @@ def main():
     deadline = time.monotonic() + 20
     while not os.path.exists(cfg["socket"]) and time.monotonic() < deadline and not stop:
         time.sleep(0.1)
-    with open(os.path.join(cfg["dir"], "workload.log"), "ab") as log:
-        subprocess.Popen(["/bin/bash", cfg["script"]], env=env, stdout=log, stderr=log,
-                         stdin=subprocess.DEVNULL, cwd=cfg["dir"], **user)
+    if cfg.get("sshd"):
+        # The box's sshd (root, a system daemon); the workload is an ssh client outside the box.
+        with open(os.path.join(cfg["dir"], "sshd.log"), "ab") as log:
+            subprocess.Popen(cfg["sshd"], stdout=log, stderr=log, stdin=subprocess.DEVNULL)
+    else:
+        with open(os.path.join(cfg["dir"], "workload.log"), "ab") as log:
+            subprocess.Popen(["/bin/bash", cfg["script"]], env=env, stdout=log, stderr=log,
+                             stdin=subprocess.DEVNULL, cwd=cfg["dir"], **user)
     while not stop:
         try:
             while os.waitpid(-1, os.WNOHANG)[0] > 0:

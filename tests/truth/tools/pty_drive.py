@@ -28,6 +28,9 @@ def main():
     ap.add_argument("--started", default=None, help="file touched once the first key was typed")
     ap.add_argument("--then-exit", action="store_true")
     ap.add_argument("--marker", default=None, help="file touched when typing ends")
+    ap.add_argument("--log", default=None, help="append the terminal's output here")
+    ap.add_argument("--ready", default=None, metavar="TEXT",
+                    help="wait for TEXT in the output (a login's prompt) before typing; --started is touched then")
     ap.add_argument("cmd", nargs="+")
     a = ap.parse_args()
     pid, master = pty.fork()
@@ -36,6 +39,22 @@ def main():
         os.execvp(a.cmd[0], a.cmd)
     start = time.monotonic()
     next_key = start + 1.0 if a.type_every else None
+    if a.ready is not None:
+        seen = b""
+        deadline = start + 60
+        while a.ready.encode() not in seen and time.monotonic() < deadline:
+            if select.select([master], [], [], 1.0)[0]:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    return 1
+                seen = (seen + chunk)[-4096:]
+        if a.ready.encode() not in seen:
+            return 1
+        start = time.monotonic()
+        next_key = start + 1.0 if a.type_every else None
     if a.first_key is not None:
         end = start + a.first_key
         while time.monotonic() < end:
@@ -45,6 +64,7 @@ def main():
         start = time.monotonic()
     if a.started:
         open(a.started, "w").close()
+    log = open(a.log, "ab") if a.log else None  # noqa: SIM115 (lives as long as the driver)
     k = 0
     stopped = False
     while True:
@@ -61,10 +81,14 @@ def main():
         r, _, _ = select.select([master], [], [], timeout)
         if r:
             try:
-                if not os.read(master, 65536):
-                    break
+                out = os.read(master, 65536)
             except OSError:
                 break
+            if not out:
+                break
+            if log:
+                log.write(out)
+                log.flush()
         if next_key is not None and time.monotonic() >= next_key:
             os.write(master, a.keys[k % len(a.keys)].encode())
             k += 1
