@@ -17,12 +17,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gui_helpers import agent_pids_under, region_contrast
+from workroom.ui import styles
 from x_desktop import Desktop, DesktopUnavailable, desktop
 
 pytestmark = [pytest.mark.gui, pytest.mark.slow,
@@ -68,6 +70,14 @@ def screenshot(here: Desktop, path: Path) -> Any:
     return image
 
 
+def background(image: Any, x0: int, y0: int, x1: int, y1: int) -> Any:
+    """The commonest colour of a region (a text's background)."""
+    from PySide6.QtGui import QColor
+
+    counts = Counter(image.pixel(x, y) for y in range(y0, y1) for x in range(x0, x1))
+    return QColor.fromRgb(counts.most_common(1)[0][0])
+
+
 def tree(here: Desktop) -> str:
     return here.x("xwininfo", "-root", "-tree")
 
@@ -84,6 +94,14 @@ def parent_chain(here: Desktop, window: int) -> list[str]:
         current = match.group(1)
         names.append(match.group(2).strip())
     return names
+
+
+def window_area(here: Desktop, window: str) -> tuple[int, int, int, int]:
+    """A window's absolute x, y, width, height (xwininfo)."""
+    info = here.x("xwininfo", "-id", window)
+    fields = {key: int(value) for key, value in re.findall(
+        r"(Absolute upper-left X|Absolute upper-left Y|Width|Height):\s+(-?\d+)", info)}
+    return (fields["Absolute upper-left X"], fields["Absolute upper-left Y"], fields["Width"], fields["Height"])
 
 
 def stop(proc: subprocess.Popen[str], home: Path) -> None:
@@ -128,15 +146,17 @@ def test_app_on_a_real_desktop(palette: str, x_desktop: Desktop, tmp_path: Path)
         assert "_NET_FRAME_EXTENTS(CARDINAL) =" in props, props  # only a WM sets it
         assert parent_chain(x_desktop, window), "the window is not reparented into a WM frame"
 
-        # The tray icon: a tray is there, the icon is shown, and its X window sits inside trayer's panel.
+        # The tray icon: a tray is there, the icon is shown, and its X window (WM_CLASS "workroom-app") has
+        # been reparented into trayer's panel (XEmbed), where it sits inside the panel's area.
         assert facts["tray_available"] and facts["tray_visible"], facts
-        panel = next(line for line in tree(x_desktop).splitlines() if '"panel": ("panel" "trayer")' in line)
+        panel_line = next(line for line in tree(x_desktop).splitlines() if '"panel": ("panel" "trayer")' in line)
+        panel_id = panel_line.split()[0]
+        in_panel = x_desktop.x("xwininfo", "-tree", "-id", panel_id)
+        assert '("workroom-app" ' in in_panel, in_panel
         ix, iy, iw, ih = facts["tray_geometry"][0]
+        px, py, pw, ph = window_area(x_desktop, panel_id)
         assert iw > 0 and ih > 0
-        size, place = re.search(r"(\d+x\d+)\+-?\d+\+-?\d+\s+\+(-?\d+\+-?\d+)", panel).groups()  # type: ignore[union-attr]
-        pw, ph = (int(v) for v in size.split("x"))
-        px, py = (int(v) for v in place.split("+"))
-        assert px <= ix and ix + iw <= px + pw and py <= iy and iy + ih <= py + ph, (panel, facts["tray_geometry"])
+        assert px <= ix and ix + iw <= px + pw and py <= iy and iy + ih <= py + ph, (panel_line, facts)
 
         # What a user reads: the row's state and the detail panel's state line, in the X server's pixels.
         image = screenshot(x_desktop, tmp_path / f"screen_{palette}.png")
@@ -144,11 +164,16 @@ def test_app_on_a_real_desktop(palette: str, x_desktop: Desktop, tmp_path: Path)
         for what in ("state_cell", "detail_state"):
             x, y, w, h = facts[what]
             measured[what] = round(region_contrast(image, x, y, x + w, y + h), 2)
-        print(f"{palette}: contrast {measured}")
         assert all(ratio >= AA_TEXT for ratio in measured.values()), (palette, measured)
-        # The tray icon reads on the dark panel (3:1 for graphics).
+        # ... and the palette on screen is the one asked for (a dark window in dark mode).
+        x, y, w, h = facts["detail_state"]
+        dark_window = styles.relative_luminance(background(image, x, y, x + w, y + h)) < 0.2
+        assert dark_window is (palette == "dark"), palette
+        # The tray icon reads on trayer's dark panel (3:1 for graphics).
         x, y, w, h = facts["tray_geometry"][0]
-        assert region_contrast(image, x, y, x + w, y + h) >= 3.0
+        icon = round(region_contrast(image, x, y, x + w, y + h), 2)
+        print(f"{palette}: contrast {measured}, tray icon {icon}")
+        assert icon >= 3.0, icon
     finally:
         stop(proc, home)
         output = proc.stdout.read() if proc.stdout else ""
