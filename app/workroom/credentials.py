@@ -24,13 +24,13 @@ _REFUSED_BACKENDS = {
 
 
 class CredentialError(UserError):
-    """Reading or writing a secret failed."""
+    """Reading or writing a secret failed (the keyring is locked or failing): nothing was stored or read."""
+
+    exit_code = ExitCode.NO_KEYRING
 
 
 class KeyringUnavailableError(CredentialError):
     """No usable (non-plaintext) keyring on this computer."""
-
-    exit_code = ExitCode.NO_KEYRING
 
     def __init__(self, found: str) -> None:
         super().__init__(

@@ -10,6 +10,7 @@ from workroom import cli
 from workroom.core.ceiling import SettingsError
 from workroom.core.errors import ExitCode, UserError
 from workroom.core.hosts import DuplicateHostError, HostNotFoundError
+from workroom.credentials import CredentialError, KeyringUnavailableError
 from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
 
 pytestmark = pytest.mark.unit
@@ -28,6 +29,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (SettingsError, ExitCode.OUT_OF_RANGE),
     (HostKeyUnknown, ExitCode.HOST_KEY_UNKNOWN),
     (HostKeyChanged, ExitCode.HOST_KEY_CHANGED),
+    (KeyringUnavailableError, ExitCode.NO_KEYRING),
+    (CredentialError, ExitCode.NO_KEYRING),  # a locked or failing keyring: nothing stored, host not at fault
 ])
 def test_each_kind_of_error_carries_its_code(kind: type[UserError], code: ExitCode) -> None:
     assert kind.exit_code is code

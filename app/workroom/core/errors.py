@@ -27,7 +27,7 @@ class ExitCode(IntEnum):
     HOST_KEY_CHANGED = 6
     OUT_OF_RANGE = 7
     NO_KEYRING = 8
-    """No secure system keyring: no passphrase or password is stored (never in plain text)."""
+    """No usable secure system keyring (none, locked, or failing): nothing is stored (never in plain text)."""
 
 
 class ErrorInfo(BaseModel):
