@@ -23,13 +23,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "app"), str(ROOT / "agent_bundle"), str(ROOT / "tools" / "simbox"), str(ROOT / "scripts")]
+from x_desktop import DesktopUnavailable, desktop  # noqa: E402
+
 SCREEN = (1440, 900)
 IDLE_WINDOW = 30.0
 CEILING = 30.0
@@ -39,64 +40,10 @@ def log(text: str) -> None:
     print(f"[shots] {text}", file=sys.stderr, flush=True)
 
 
-@contextmanager
-def desktop() -> Iterator[str]:
-    """Xvfb + openbox + trayer on a display of our own; every process stopped by PID afterwards."""
-    for tool in ("Xvfb", "openbox", "trayer"):
-        if shutil.which(tool) is None:
-            raise SystemExit(f"{tool} is missing: sudo apt-get install xvfb openbox trayer")
-    number = 300 + os.getpid() % 600
-    display = f":{number}"
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        procs.append(subprocess.Popen(["Xvfb", display, "-screen", "0", f"{SCREEN[0]}x{SCREEN[1]}x24",
-                                       "-nolisten", "tcp"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        deadline = time.monotonic() + 15
-        while not Path(f"/tmp/.X11-unix/X{number}").exists():
-            if procs[0].poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("Xvfb did not start")
-            time.sleep(0.05)
-        env = {**os.environ, "DISPLAY": display}
-        procs.append(subprocess.Popen(["openbox"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        time.sleep(0.5)
-        procs.append(subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
-                                       "--height", "26", "--SetDockType", "true", "--transparent", "false",
-                                       "--tint", "0x2b2b2b", "--expand", "true"],
-                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        time.sleep(0.8)
-        yield display
-    finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
 def dark_palette() -> Any:
-    from PySide6.QtGui import QColor, QPalette
+    from workroom.ui.palette_override import dark_palette as dark
 
-    pal = QPalette()
-    colours = {
-        QPalette.ColorRole.Window: QColor(45, 45, 48), QPalette.ColorRole.WindowText: QColor(230, 230, 230),
-        QPalette.ColorRole.Base: QColor(30, 30, 32), QPalette.ColorRole.AlternateBase: QColor(40, 40, 43),
-        QPalette.ColorRole.Text: QColor(230, 230, 230), QPalette.ColorRole.Button: QColor(55, 55, 58),
-        QPalette.ColorRole.ButtonText: QColor(230, 230, 230), QPalette.ColorRole.Highlight: QColor(38, 110, 200),
-        QPalette.ColorRole.HighlightedText: QColor(255, 255, 255), QPalette.ColorRole.ToolTipBase: QColor(55, 55, 58),
-        QPalette.ColorRole.ToolTipText: QColor(230, 230, 230),
-        QPalette.ColorRole.PlaceholderText: QColor(150, 150, 150),
-        QPalette.ColorRole.Mid: QColor(70, 70, 74), QPalette.ColorRole.Dark: QColor(25, 25, 27),
-        QPalette.ColorRole.Light: QColor(80, 80, 84), QPalette.ColorRole.Midlight: QColor(65, 65, 68),
-    }
-    for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
-        for role, colour in colours.items():
-            pal.setColor(group, role, colour)
-    for role, colour in colours.items():
-        pal.setColor(QPalette.ColorGroup.Disabled, role, colour)
-    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
-        pal.setColor(QPalette.ColorGroup.Disabled, role, QColor(130, 130, 130))
-    return pal
+    return dark()
 
 
 async def wait_for(condition: Callable[[], Any], timeout: float, what: str) -> Any:
@@ -140,29 +87,36 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(tempfile.mkdtemp(prefix="wr-shots-"))
     os.environ["WORKROOM_HOME"] = str(home)
     os.environ.pop("QT_QPA_PLATFORM", None)
-    with desktop() as display:
-        os.environ["DISPLAY"] = display
-        import simbox
+    try:
+        with desktop(SCREEN) as here:
+            os.environ["DISPLAY"] = here.display
+            return with_simbox(args, home)
+    except DesktopUnavailable as error:
+        raise SystemExit(str(error)) from None
 
-        log("simbox up (2 boxes)")
-        state = simbox.up(2, IDLE_WINDOW, home=home)
-        job: subprocess.Popen[bytes] | None = None
-        try:
-            info = simbox.connection_info(state)
-            # A compiler-like job: a CPU-bound program named cc1plus, as a C++ build would run.
-            tools = Path(tempfile.mkdtemp(prefix="wr-shots-job-"))
-            tools.chmod(0o755)
-            shutil.copy("/usr/bin/yes", tools / "cc1plus")
-            job = subprocess.Popen(simbox.exec_argv("box1", ["sh", "-c", f"exec {tools}/cc1plus >/dev/null"],
-                                                    home=home),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            return run_app(args, info, home)
-        finally:
-            if job is not None:
-                job.kill()
-                job.wait(5)
-            log("simbox down")
-            simbox.down(home=home)
+
+def with_simbox(args: argparse.Namespace, home: Path) -> int:
+    import simbox
+
+    log("simbox up (2 boxes)")
+    state = simbox.up(2, IDLE_WINDOW, home=home)
+    job: subprocess.Popen[bytes] | None = None
+    try:
+        info = simbox.connection_info(state)
+        # A compiler-like job: a CPU-bound program named cc1plus, as a C++ build would run.
+        tools = Path(tempfile.mkdtemp(prefix="wr-shots-job-"))
+        tools.chmod(0o755)
+        shutil.copy("/usr/bin/yes", tools / "cc1plus")
+        job = subprocess.Popen(simbox.exec_argv("box1", ["sh", "-c", f"exec {tools}/cc1plus >/dev/null"],
+                                                home=home),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        return run_app(args, info, home)
+    finally:
+        if job is not None:
+            job.kill()
+            job.wait(5)
+        log("simbox down")
+        simbox.down(home=home)
 
 
 def run_app(args: argparse.Namespace, info: dict[str, Any], home: Path) -> int:

@@ -74,3 +74,20 @@ def open_dialog(kind: type) -> Any:
         if isinstance(widget, kind) and widget.isVisible():
             return widget
     return None
+
+
+def region_contrast(image: Any, x0: int, y0: int, x1: int, y1: int) -> float:
+    """Contrast of the text drawn in a region of `image` (a QImage): its commonest pixel (the background)
+    against the pixel that differs most from it (the ink of the glyphs). WCAG's ratio, 1..21."""
+    from collections import Counter
+
+    from PySide6.QtGui import QColor, QImage
+    from workroom.ui import styles
+
+    rgb = image.convertToFormat(QImage.Format.Format_RGB32)
+    xs = range(max(0, x0), min(rgb.width(), x1))
+    ys = range(max(0, y0), min(rgb.height(), y1))
+    pixels = Counter(rgb.pixel(x, y) for y in ys for x in xs)
+    assert len(pixels) > 1, f"nothing drawn in {x0},{y0}-{x1},{y1}"
+    background = QColor.fromRgb(pixels.most_common(1)[0][0])
+    return max(styles.contrast_ratio(QColor.fromRgb(p), background) for p in pixels)

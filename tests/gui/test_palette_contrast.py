@@ -3,13 +3,12 @@ field names and the badge icons, measured on the rendered pixels (WCAG AA: 4.5:1
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from demo_states import AGENT_MONOTONIC, busy, every_state, make_snapshot
-from gui_helpers import feed
+from gui_helpers import feed, region_contrast
 from PySide6.QtCore import QPoint
 from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
@@ -52,16 +51,12 @@ def palette_name(request: pytest.FixtureRequest, qapp: QApplication) -> Iterator
 def measured_contrast(widget: QWidget, top: QWidget) -> float:
     """Contrast of `widget`'s text as drawn inside `top`: its commonest pixel (background) against the
     pixel that differs most from it (the ink of the glyphs)."""
-    image = top.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+    image = top.grab().toImage()
     ratio = top.devicePixelRatioF()
     origin = widget.mapTo(top, QPoint(0, 0))
     x0, y0 = int(origin.x() * ratio), int(origin.y() * ratio)
-    x1 = min(image.width(), x0 + int(widget.width() * ratio))
-    y1 = min(image.height(), y0 + int(widget.height() * ratio))
-    pixels = Counter(image.pixel(x, y) for y in range(max(0, y0), y1) for x in range(max(0, x0), x1))
-    assert len(pixels) > 1, f"{widget.objectName()} drew nothing"
-    background = QColor.fromRgb(pixels.most_common(1)[0][0])
-    return max(styles.contrast_ratio(QColor.fromRgb(p), background) for p in pixels)
+    x1, y1 = x0 + int(widget.width() * ratio), y0 + int(widget.height() * ratio)
+    return region_contrast(image, x0, y0, x1, y1)
 
 
 def test_cards_errors_banner_and_fields_read_in_both_palettes(palette_name: str, engine: Any, qtbot: Any) -> None:

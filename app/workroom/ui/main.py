@@ -56,7 +56,12 @@ def run_app(*, show_window: bool = False) -> int:
     assert isinstance(app, QApplication)
     app.setApplicationName("Workroom")
     app.setQuitOnLastWindowClosed(False)
+    from workroom.ui.palette_override import apply_from_env
+
+    forced = apply_from_env(app)
     log_path = start_logging()
+    if forced:
+        log.info("palette: %s (WORKROOM_PALETTE)", forced)
     log.info("Workroom %s starting (Python %s, %s)", _version(), sys.version.split()[0], sys.platform)
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)

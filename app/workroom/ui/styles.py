@@ -126,6 +126,10 @@ def stylesheet(palette: QPalette) -> str:
         f" font-weight: bold; padding: 5px 14px; border: 1px solid {primary.darker(130).name()};"
         " border-radius: 4px; }",
         f"QPushButton{sel % PRIMARY}:disabled {{ background: {mix(primary, window(palette), 0.6).name()}; }}",
+        # A selected row (host table, lists) in the same highlight: some palettes' own highlighted text does
+        # not read on their highlight (Fusion's light palette: white on #308cc6, 3.6:1).
+        f"QAbstractItemView {{ selection-background-color: {primary.name()};"
+        f" selection-color: {primary_text.name()}; }}",
         # Qt's own notification balloon (used where no notification service runs) paints a fixed pale
         # yellow; with an application sheet its labels would take the palette's text colour (light in dark
         # mode), so its text is made readable on that yellow.
