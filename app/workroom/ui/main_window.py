@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workroom.core.badge import LABELS
+from workroom.core.badge import LABELS, BadgeKind
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import LOCAL_PROVIDER, Host
@@ -78,10 +78,12 @@ class MainWindow(QMainWindow):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)
         # Every column fits next to the detail panel at the default size: state and awake time get room for
-        # their longest words, the provider for the hosts listed, and "Busy because" takes what is left (its
-        # cells elide; the tooltip has the whole text). The user may still widen any column.
+        # their longest words (a state with a typical "last known" age), the provider for the hosts listed,
+        # and "Busy because" takes what is left (its cells elide; the tooltip has the whole text). The user
+        # may still widen any column.
         header.setSectionResizeMode(Column.BUSY, QHeaderView.ResizeMode.Stretch)
-        for column, width in ((Column.NAME, 110), (Column.BADGE, self._room_for(Column.BADGE, LABELS.values(), True)),
+        states = [*LABELS.values(), f"{LABELS[BadgeKind.ASLEEP]} · last known idle (59 min ago)"]
+        for column, width in ((Column.NAME, 110), (Column.BADGE, self._room_for(Column.BADGE, states, True)),
                               (Column.AWAKE, self._room_for(Column.AWAKE, ("23 h 59 min", "59 min 59 s"))),
                               (Column.CONNECTION, 150)):
             self.table.setColumnWidth(column, width)
