@@ -57,6 +57,7 @@ def test_every_state_renders_badge_icon_words_and_tooltip(qapp: object) -> None:
     assert "cc1plus (pid 4121)" in raw  # the raw signal, on hover
     assert _text(model, row, Column.AWAKE) == "42 min"
     assert _text(model, row, Column.CONNECTION) == "Live"
+    assert _text(model, row, Column.CONNECTION, Qt.ItemDataRole.ToolTipRole) == "Live"  # the cell may be elided
     offline = list(states).index("offline")
     assert str(_text(model, offline, Column.CONNECTION)).startswith("Lost, retrying in 8 s")
     assert "connection refused" in str(_text(model, offline, Column.CONNECTION, Qt.ItemDataRole.ToolTipRole))

@@ -97,3 +97,30 @@ def test_add_host_dialog_shows_placeholders_help_and_errors_whole(provider: str,
     qtbot.wait(20)
     assert any(label.isVisible() for label in dialog.errors.values())
     assert not clipped(dialog), clipped(dialog)
+
+
+def test_host_table_shows_every_column_whole_at_the_default_size(window: Any, engine: Any, qtbot: Any) -> None:
+    """Next to the detail panel, at the window's default size, the host table shows every column: no header
+    runs past the table's right edge or is narrower than its caption, and the table never scrolls sideways."""
+    from workroom.ui.host_table_model import HEADERS, Column
+
+    for snap in every_state().values():
+        feed(engine, snap)
+    window.select_host("ci-runner")
+    qtbot.wait(20)
+    assert not window.geometry_restored
+    header = window.table.horizontalHeader()
+    room = header.viewport().width()
+    problems = []
+    for column, caption in HEADERS.items():
+        left, width = header.sectionViewportPosition(column), header.sectionSize(column)
+        if left < 0 or left + width > room:
+            problems.append(f"{caption!r}: spans {left}..{left + width}, the table shows 0..{room}")
+        elif width < header.sectionSizeHint(column):
+            problems.append(f"{caption!r}: needs {header.sectionSizeHint(column)} px, has {width}")
+    assert not problems, problems
+    assert header.length() <= room
+    for column in (Column.PROVIDER, Column.BADGE, Column.AWAKE):  # short words: shown whole, never elided
+        assert window.table.sizeHintForColumn(column) <= header.sectionSize(column), HEADERS[column]
+    bar = window.table.horizontalScrollBar()
+    assert bar.maximum() == 0 or not bar.isVisible()

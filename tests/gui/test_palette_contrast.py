@@ -14,9 +14,11 @@ from PySide6.QtGui import QColor, QImage, QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 from workroom.core.badge import BadgeKind
 from workroom.core.errors import UserError
+from workroom.core.timeline import SegmentKind
 from workroom.ui import styles
 from workroom.ui.badge_icons import icon_for
 from workroom.ui.host_dialog import AddHostDialog
+from workroom.ui.timeline_view import colour_for
 
 pytestmark = pytest.mark.gui
 
@@ -156,3 +158,76 @@ def test_tray_icon_reads_on_dark_and_light_panels(panel: QColor, qapp: QApplicat
                if image.pixelColor(x, y).alpha() == 255]
         strong = [c for c in ink if styles.contrast_ratio(c, panel) >= AA_GRAPHICS]
         assert len(strong) >= len(ink) // 5, (kind, len(strong), len(ink))
+
+
+def strip_record(problem: str | None) -> Any:
+    """A day as the agent records it: no record for the first hours, then asleep, idle, busy, held."""
+    import time
+
+    from workroom.core.protocol import TimelineReply
+
+    now = time.time()
+    t, spans = now - 24 * 3600 + 6 * 3600, []
+    for minutes, state, cls in ((120, "asleep", ""), (60, "idle", ""), (240, "busy", "cpu"), (20, "held", "cpu"),
+                                (120, "busy", "tcp"), (30, "ceiling", "cpu"), (60, "idle", ""), (400, "asleep", "")):
+        spans.append({"start": t, "end": t + minutes * 60, "state": state, "class": cls, "subject": ""})
+        t += minutes * 60
+    return TimelineReply.model_validate({"now": now, "spans": spans, "more_since": None, "problem": problem})
+
+
+def test_why_awake_strip_and_its_problem_follow_the_palette(palette_name: str, engine: Any, qtbot: Any) -> None:
+    """The strip's empty stretches (no record, the first hours here) take the palette's base, so a dark
+    palette shows no bright bar; every stretch that means something stands out from that background; and
+    the record's problem reads in the error colour."""
+    from workroom.ui.app_controller import AppController
+    from workroom.ui.main_window import MainWindow
+
+    window = MainWindow(AppController(engine))
+    qtbot.addWidget(window)
+    window.show()
+    try:
+        for snap in every_state().values():
+            feed(engine, snap)
+        window.select_host("ci-runner")
+        view = window.timeline
+        view.show_record(strip_record("The agent's record file was unreadable; it started a new one."))
+        qtbot.wait(50)
+        assert view.summary is not None and view.summary.segments[0].kind is SegmentKind.OFFLINE
+        strip = view.strip.grab().toImage().convertToFormat(QImage.Format.Format_RGB32)
+        pixels = {strip.pixel(x, y) for y in range(strip.height()) for x in range(strip.width())}
+        lum = sorted(styles.relative_luminance(QColor.fromRgb(p)) for p in pixels)
+        back = styles.strip_background(view.palette())
+        if palette_name == "dark":
+            assert lum[-1] < 0.5, f"dark palette: the strip shows a near-white stretch (luminance {lum[-1]:.2f})"
+        first = QColor.fromRgb(strip.pixel(strip.width() // 20, strip.height() // 2))  # no record
+        assert styles.contrast_ratio(first, styles.window(view.palette())) < 1.6, (palette_name, first.name())
+        for seg in view.summary.segments:
+            drawn = colour_for(seg, view.palette())
+            if seg.kind in (SegmentKind.BUSY, SegmentKind.CEILING, SegmentKind.ASLEEP):
+                assert styles.contrast_ratio(drawn, back) >= AA_GRAPHICS, (palette_name, seg.kind, drawn.name())
+            elif seg.kind in (SegmentKind.HELD, SegmentKind.IDLE):
+                assert styles.contrast_ratio(drawn, back) >= 1.2, (palette_name, seg.kind, drawn.name())
+        assert view.problem.text()
+        ratio = measured_contrast(view.problem, view)  # the panel scrolls: the label may be out of view
+        assert ratio >= AA_TEXT, f"{palette_name}: the strip's problem at {ratio:.2f}:1"
+    finally:
+        window.cards.timer.stop()
+
+
+def test_no_view_names_a_colour_outside_styles() -> None:
+    """Every colour of the app's views comes from ui/styles.py: a hex colour anywhere else is a colour that
+    will not follow the palette (the why-awake strip once drew a white bar in dark mode)."""
+    import re
+    from pathlib import Path
+
+    import workroom.ui
+
+    hex_colour = re.compile(r"#(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{6}|[0-9a-fA-F]{3,4})\b")
+    found = []
+    for path in sorted(Path(workroom.ui.__file__).parent.glob("*.py")):
+        if path.name == "styles.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if hex_colour.search(line):
+                found.append(f"{path.name}:{number}: {line.strip()}")
+    assert not found, "\n".join(found)

@@ -135,8 +135,9 @@ class HostTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             if column is Column.BUSY:
                 return QtGui.Qt.convertFromPlainText(row_text.raw_signal_text(snap))
-            if column is Column.CONNECTION and snap.connection.error is not None:
-                return snap.connection.error.text()
+            if column is Column.CONNECTION:  # the cell may be elided
+                error = snap.connection.error
+                return error.text() if error is not None else self._text(snap, column, now)
         return None
 
     @staticmethod

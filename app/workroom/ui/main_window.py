@@ -6,6 +6,7 @@ Everything here renders what the controller hands over and calls the controller'
 from __future__ import annotations
 
 import html
+from collections.abc import Iterable
 
 from PySide6.QtCore import QByteArray, QItemSelectionModel, QModelIndex, QPoint, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QHideEvent, QKeySequence, QShowEvent
@@ -20,12 +21,14 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSplitter,
+    QStyle,
     QTableView,
     QTabWidget,
     QVBoxLayout,
     QWidget,
 )
 
+from workroom.core.badge import LABELS, BadgeKind
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import LOCAL_PROVIDER, Host
@@ -60,7 +63,7 @@ class MainWindow(QMainWindow):
         self.hide_on_close = False
         self.setWindowTitle("Workroom")
         self.setObjectName("main_window")
-        self.resize(1100, 620)
+        self.resize(1200, 640)  # the host table's columns fit beside the detail panel
         self.geometry_restored = False
         self.model = HostTableModel()
         self.table = QTableView()
@@ -74,10 +77,19 @@ class MainWindow(QMainWindow):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(False)
+        # Every column fits next to the detail panel at the default size: state and awake time get room for
+        # their longest words (a state with a typical "last known" age), the provider for the hosts listed,
+        # and "Busy because" takes what is left (its cells elide; the tooltip has the whole text). The user
+        # may still widen any column.
         header.setSectionResizeMode(Column.BUSY, QHeaderView.ResizeMode.Stretch)
-        for column, width in ((Column.NAME, 130), (Column.PROVIDER, 80), (Column.BADGE, 260),
-                              (Column.AWAKE, 80), (Column.CONNECTION, 150)):
+        states = [*LABELS.values(), f"{LABELS[BadgeKind.ASLEEP]} · last known idle (59 min ago)"]
+        for column, width in ((Column.NAME, 110), (Column.BADGE, self._room_for(Column.BADGE, states, True)),
+                              (Column.AWAKE, self._room_for(Column.AWAKE, ("23 h 59 min", "59 min 59 s"))),
+                              (Column.CONNECTION, 150)):
             self.table.setColumnWidth(column, width)
+        self._fit_provider()
+        for signal in (self.model.rowsInserted, self.model.rowsRemoved, self.model.modelReset):
+            signal.connect(self._fit_provider)
         self.detail = HostDetailView()
         self.timeline = TimelineView(controller)
         self.detail.add_section(self.timeline)
@@ -435,6 +447,15 @@ class MainWindow(QMainWindow):
     def showEvent(self, event: QShowEvent) -> None:
         super().showEvent(event)
         self.ages.start()
+
+    def _fit_provider(self) -> None:
+        self.table.resizeColumnToContents(Column.PROVIDER)
+
+    def _room_for(self, column: Column, words: Iterable[str], icon: bool = False) -> int:
+        """A column's width for the longest of `words` (and the state icon), or for its caption if wider."""
+        widest = max(self.table.fontMetrics().horizontalAdvance(w) for w in words)
+        icon_width = self.table.style().pixelMetric(QStyle.PixelMetric.PM_SmallIconSize) + 8 if icon else 0
+        return max(self.table.horizontalHeader().sectionSizeHint(column), widest + icon_width + 16)
 
     def _geometry_file(self) -> str:
         return str(self.controller.engine.paths.state_dir / "window.ini")

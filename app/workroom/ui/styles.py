@@ -108,6 +108,58 @@ def card_text(palette: QPalette) -> QColor:
     return readable_on(text(palette), card_background(palette))
 
 
+# -- the why-awake strip (painted, not styled) -------------------------------------------------------
+
+NON_TEXT = 3.0
+"""WCAG 2 non-text contrast: a stretch of the strip that carries meaning stands out this much from the
+strip's background."""
+_SERIES_HUES = {
+    "cpu": QColor(47, 111, 219), "disk": QColor(123, 75, 209), "sleep": QColor(11, 143, 143),
+    "fifo": QColor(11, 143, 143), "tcp": QColor(217, 119, 6), "tty_output": QColor(42, 157, 58),
+    "keystroke": QColor(42, 157, 58), "net": QColor(194, 65, 12), "operation": QColor(107, 114, 128),
+}
+_OTHER_BUSY_HUE = QColor(55, 65, 81)
+_CEILING_HUE = QColor(214, 40, 40)
+_ASLEEP_HUE = QColor(63, 66, 112)
+
+
+def strip_background(palette: QPalette) -> QColor:
+    """Behind the strip, and what a stretch with no record (offline, before the agent ran) shows: the
+    palette's base (the colour of an empty field)."""
+    return palette.color(QPalette.ColorRole.Base)
+
+
+def strip_frame(palette: QPalette) -> QColor:
+    """The strip's outline and the legend swatches' borders."""
+    return mix(strip_background(palette), palette.color(QPalette.ColorRole.Text), 0.45)
+
+
+def strip_idle(palette: QPalette) -> QColor:
+    """Idle: a step from no record toward the text colour, quiet but not empty."""
+    return mix(strip_background(palette), palette.color(QPalette.ColorRole.Text), 0.18)
+
+
+def strip_series(palette: QPalette, reason_class: str) -> QColor:
+    """A busy stretch: a fixed hue for what kept it busy, moved toward black or white until it stands out
+    from the strip's background (3:1) in this palette."""
+    return readable_on(_SERIES_HUES.get(reason_class, _OTHER_BUSY_HUE), strip_background(palette), NON_TEXT)
+
+
+def strip_ceiling(palette: QPalette) -> QColor:
+    """Kept awake past the ceiling: red, standing out from the background as a busy stretch does."""
+    return readable_on(_CEILING_HUE, strip_background(palette), NON_TEXT)
+
+
+def strip_asleep(palette: QPalette) -> QColor:
+    """Asleep: a deep indigo (lightened in a dark palette until it stands out)."""
+    return readable_on(_ASLEEP_HUE, strip_background(palette), NON_TEXT)
+
+
+def strip_held(palette: QPalette) -> QColor:
+    """Kept awake after work: a pale (in a dark palette, deep) tint of the CPU hue over the background."""
+    return mix(strip_series(palette, "cpu"), strip_background(palette), 0.55)
+
+
 def stylesheet(palette: QPalette) -> str:
     """The application style sheet for `palette`: one rule per role, nothing else."""
     card = card_background(palette)

@@ -16,8 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from PySide6.QtCore import QPoint, QRectF, QSize, Qt
-from PySide6.QtGui import QBrush, QColor, QMouseEvent, QPainter, QPaintEvent, QPen
+from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt
+from PySide6.QtGui import QBrush, QColor, QGuiApplication, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
     QHBoxLayout,
@@ -35,26 +35,46 @@ from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.protocol import TimelineReply, UserExclusions
 from workroom.sessions.host_session import HostSnapshot
+from workroom.ui import styles
 from workroom.ui.tasks import TaskKeeper
 
 AUTO_REFRESH_SECONDS = 60.0
 CONNECTED = frozenset({ConnectionState.LIVE, ConnectionState.QUIET})
 
-_CLASS_COLOURS = {"cpu": "#2f6fdb", "disk": "#7b4bd1", "sleep": "#0b8f8f", "fifo": "#0b8f8f", "tcp": "#d97706",
-                  "tty_output": "#2a9d3a", "keystroke": "#2a9d3a", "net": "#c2410c", "operation": "#6b7280"}
-_KIND_COLOURS = {tl.SegmentKind.HELD: "#9cc3f5", tl.SegmentKind.CEILING: "#d62828", tl.SegmentKind.IDLE: "#e5e7eb",
-                 tl.SegmentKind.ASLEEP: "#3f4270", tl.SegmentKind.OFFLINE: "#ffffff"}
-_K = tl.SegmentKind
-LEGEND = ((_CLASS_COLOURS["cpu"], "busy (CPU)"), (_CLASS_COLOURS["tcp"], "busy (network, ssh)"),
-          (_CLASS_COLOURS["keystroke"], "busy (terminal)"), (_KIND_COLOURS[_K.HELD], "kept awake after work"),
-          (_KIND_COLOURS[_K.CEILING], "past ceiling"), (_KIND_COLOURS[_K.IDLE], "idle"),
-          (_KIND_COLOURS[_K.ASLEEP], "asleep"), (_KIND_COLOURS[_K.OFFLINE], "offline / no record"))
+LEGEND = (("cpu", "busy (CPU)"), ("tcp", "busy (network, ssh)"), ("keystroke", "busy (terminal)"),
+          (tl.SegmentKind.HELD, "kept awake after work"), (tl.SegmentKind.CEILING, "past ceiling"),
+          (tl.SegmentKind.IDLE, "idle"), (tl.SegmentKind.ASLEEP, "asleep"),
+          (tl.SegmentKind.OFFLINE, "offline / no record"))
+"""The legend's swatches: a busy reason class or a kind of stretch, and its words."""
 
 
-def colour_for(segment: tl.Segment) -> str:
+def _kind_colour(kind: tl.SegmentKind | str, palette: QPalette) -> QColor:
+    if kind is tl.SegmentKind.HELD:
+        return styles.strip_held(palette)
+    if kind is tl.SegmentKind.CEILING:
+        return styles.strip_ceiling(palette)
+    if kind is tl.SegmentKind.IDLE:
+        return styles.strip_idle(palette)
+    if kind is tl.SegmentKind.ASLEEP:
+        return styles.strip_asleep(palette)
+    if kind is tl.SegmentKind.OFFLINE:
+        return styles.strip_background(palette)
+    return styles.strip_series(palette, str(kind))  # a busy reason class
+
+
+def colour_for(segment: tl.Segment, palette: QPalette | None = None) -> QColor:
+    """The colour a stretch is painted in, from `palette` (the application's by default)."""
+    pal = palette if palette is not None else QGuiApplication.palette()
     if segment.kind is tl.SegmentKind.BUSY:
-        return _CLASS_COLOURS.get(segment.reason_class, "#374151")
-    return _KIND_COLOURS[segment.kind]
+        return styles.strip_series(pal, segment.reason_class)
+    return _kind_colour(segment.kind, pal)
+
+
+def legend_html(palette: QPalette) -> str:
+    border = styles.strip_frame(palette).name()
+    return " ".join(
+        f"<span style='background:{_kind_colour(kind, palette).name()};border:1px solid {border}'>"
+        f"&nbsp;&nbsp;&nbsp;</span>&nbsp;{html.escape(words)}" for kind, words in LEGEND)
 
 
 class TimelineSource(Protocol):
@@ -104,13 +124,15 @@ class TimelineStrip(QWidget):
         painter = QPainter(self)
         painter.setPen(Qt.PenStyle.NoPen)
         h = self.height() - 1
+        palette = self.palette()
+        painter.fillRect(QRectF(0, 0, self.width() - 1, h), styles.strip_background(palette))
         if self.summary is not None:
             for seg in self.summary.segments:
                 x0, x1 = self._x(seg.start), self._x(seg.end)
-                painter.setBrush(QBrush(QColor(colour_for(seg))))
+                painter.setBrush(QBrush(colour_for(seg, palette)))
                 painter.drawRect(QRectF(x0, 0, max(x1 - x0, 1.0), h))
         painter.setBrush(Qt.BrushStyle.NoBrush)
-        painter.setPen(QPen(QColor("#9ca3af")))
+        painter.setPen(QPen(styles.strip_frame(palette)))
         painter.drawRect(QRectF(0, 0, self.width() - 1, h))
         painter.end()
 
@@ -186,12 +208,11 @@ class TimelineView(QWidget):
         self.problem = QLabel()
         self.problem.setObjectName("timeline_problem")
         self.problem.setWordWrap(True)
-        self.problem.setStyleSheet("color: #a40000;")
-        legend = QLabel(" ".join(
-            f"<span style='background:{c};border:1px solid #9ca3af'>&nbsp;&nbsp;&nbsp;</span>&nbsp;{html.escape(t)}"
-            for c, t in LEGEND))
+        styles.set_role(self.problem, styles.ERROR)
+        legend = QLabel(legend_html(self.palette()))
         legend.setWordWrap(True)
         legend.setObjectName("timeline_legend")
+        self.legend = legend
 
         self.price = QDoubleSpinBox()
         self.price.setObjectName("timeline_price")
@@ -247,6 +268,11 @@ class TimelineView(QWidget):
         layout.addLayout(never_row)
         layout.addWidget(self.never_status)
         self._render()
+
+    def changeEvent(self, event: QEvent) -> None:
+        if event.type() == QEvent.Type.PaletteChange:  # dark mode switched: the swatches follow
+            self.legend.setText(legend_html(self.palette()))
+        super().changeEvent(event)
 
     # -- following the selected host --------------------------------------------------------------
 
