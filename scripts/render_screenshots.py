@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -93,6 +94,22 @@ def main(argv: list[str] | None = None) -> int:
             return with_simbox(args, home)
     except DesktopUnavailable as error:
         raise SystemExit(str(error)) from None
+    finally:
+        _stop_processes_under(home)  # this computer's agent outlives the app by design; not this run's
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _stop_processes_under(home: Path) -> None:
+    """Stop, by PID, every process whose command line names this run's private home (its local agent)."""
+    marker = str(home).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if marker in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGKILL)
+        except (OSError, ValueError):
+            pass
 
 
 def with_simbox(args: argparse.Namespace, home: Path) -> int:
@@ -101,10 +118,10 @@ def with_simbox(args: argparse.Namespace, home: Path) -> int:
     log("simbox up (2 boxes)")
     state = simbox.up(2, IDLE_WINDOW, home=home)
     job: subprocess.Popen[bytes] | None = None
+    tools = Path(tempfile.mkdtemp(prefix="wr-shots-job-"))  # outside the 0700 home: the box's user runs from it
     try:
         info = simbox.connection_info(state)
         # A compiler-like job: a CPU-bound program named cc1plus, as a C++ build would run.
-        tools = Path(tempfile.mkdtemp(prefix="wr-shots-job-"))
         tools.chmod(0o755)
         shutil.copy("/usr/bin/yes", tools / "cc1plus")
         job = subprocess.Popen(simbox.exec_argv("box1", ["sh", "-c", f"exec {tools}/cc1plus >/dev/null"],
@@ -117,6 +134,7 @@ def with_simbox(args: argparse.Namespace, home: Path) -> int:
             job.wait(5)
         log("simbox down")
         simbox.down(home=home)
+        shutil.rmtree(tools, ignore_errors=True)
 
 
 def run_app(args: argparse.Namespace, info: dict[str, Any], home: Path) -> int:
