@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -91,3 +94,17 @@ def region_contrast(image: Any, x0: int, y0: int, x1: int, y1: int) -> float:
     assert len(pixels) > 1, f"nothing drawn in {x0},{y0}-{x1},{y1}"
     background = QColor.fromRgb(pixels.most_common(1)[0][0])
     return max(styles.contrast_ratio(QColor.fromRgb(p), background) for p in pixels)
+
+
+class OrphanJob:
+    """A CPU-bound job started the way a user's would be: not a child of the app (the local agent leaves the
+    app's own process tree out), so it is handed to init through a shell that exits at once."""
+
+    def __init__(self) -> None:
+        started = subprocess.run(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+                                 capture_output=True, text=True, check=True, timeout=10)
+        self.pid = int(started.stdout.strip())
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)

@@ -9,16 +9,14 @@ prompt timeout are accepted. The app under test (engine, sessions, window) is un
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
 import statistics
 import subprocess
-import sys
 import time
 from typing import Any
 
 import pytest
-from gui_helpers import wait_for
+from gui_helpers import OrphanJob, wait_for
 from workroom.core.badge import BadgeKind
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
@@ -41,23 +39,6 @@ def app(engine: Any, qtbot: Any) -> Any:
     qtbot.addWidget(workroom_app.window)
     yield workroom_app
     workroom_app.window.cards.timer.stop()
-
-
-class OrphanJob:
-    """A CPU-bound job started the way a user's would be: not a child of the app (the local agent leaves the
-    app's own process tree out), so it is handed to init through a shell that exits at once."""
-
-    def __init__(self) -> None:
-        started = subprocess.run(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
-                                 capture_output=True, text=True, check=True, timeout=10)
-        self.pid = int(started.stdout.strip())
-
-    def stop(self) -> None:
-        import os
-        import signal
-
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signal.SIGKILL)
 
 
 @pytest.fixture
@@ -245,7 +226,6 @@ def test_passphrase_dialog_asks_once_and_keeps_it_in_the_keyring(app: Any, engin
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A key with a passphrase the keyring does not know: the dialog asks, the login works, the keyring
     (the in-memory test backend: no desktop keyring runs here) holds it, and the next connect asks nothing."""
-    import subprocess
 
     from gui_helpers import open_dialog
     from workroom.credentials import CredentialKey

@@ -4,12 +4,10 @@ agent's record, the day is said in words, a price gives a cost, and a "never wor
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from typing import Any
 
 import pytest
-from gui_helpers import wait_for
+from gui_helpers import OrphanJob, wait_for
 from PySide6.QtCore import Qt
 from workroom.core.connection import ConnectionState
 from workroom.core.timeline import SegmentKind
@@ -21,10 +19,9 @@ pytestmark = [pytest.mark.gui]
 
 @pytest.fixture
 def cpu_job() -> Any:
-    job = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    job = OrphanJob()  # a user's job, not the app's child (the local agent leaves the app's tree out)
     yield job
-    job.kill()
-    job.wait(5)
+    job.stop()
 
 
 @pytest.mark.integration
