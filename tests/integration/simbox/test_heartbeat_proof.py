@@ -16,7 +16,7 @@ import asyncio
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,25 @@ class Recorder:
         raise AssertionError(f"{self.name}: not within {limit} s; last: {last and last.connection}")
 
 
+def _run_then_close(scenario: Coroutine[Any, Any, None], engines: list[Engine]) -> None:
+    """Run a scenario on a fresh loop; its engines are closed on that loop whatever happens."""
+
+    async def run() -> None:
+        try:
+            await scenario
+        finally:
+            for engine in engines:
+                await engine.close()
+
+    asyncio.run(run())
+
+
+def _kill(jobs: list[subprocess.Popen[bytes]]) -> None:
+    for job in jobs:
+        if job.poll() is None:
+            job.kill()
+
+
 def _asserting(snap: HostSnapshot) -> bool:
     s = snap.status
     return s is not None and s.verdict is Verdict.BUSY and bool(s.asserting)
@@ -196,21 +215,12 @@ def test_confirmed_then_not_seen_then_confirmed_again_and_a_box_left_dropping_sl
             assert box["idle_reads"] > 0  # the app did read the clock ...
             assert box["reads_as_activity"] == 0  # ... never in a way that counts as activity
 
-    async def run() -> None:
-        try:
-            await scenario()
-        finally:
-            for engine in engines:
-                await engine.close()
-
     try:
-        asyncio.run(run())
+        _run_then_close(scenario(), engines)
     finally:
         for block in blocks:
             block.remove()
-        for job in jobs:
-            if job.poll() is None:
-                job.kill()
+        _kill(jobs)
 
 
 def test_a_window_too_short_to_confirm_says_so(make_simbox: Any, bundle: AgentBundle, tmp_path: Path) -> None:
@@ -293,19 +303,10 @@ def test_request_metered_polls_that_do_not_move_the_platforms_timer_are_not_a_co
             box = simbox.box_status(name, home=home)
             assert box["idle_reads"] > 0 and box["reads_as_activity"] == 0
 
-    async def run() -> None:
-        try:
-            await scenario()
-        finally:
-            for engine in engines:
-                await engine.close()
-
     try:
-        asyncio.run(run())
+        _run_then_close(scenario(), engines)
     finally:
-        for job in jobs:
-            if job.poll() is None:
-                job.kill()
+        _kill(jobs)
 
 
 def test_reading_the_idle_clock_through_the_metered_proxy_would_count(make_simbox: Any) -> None:
