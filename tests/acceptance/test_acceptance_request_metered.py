@@ -73,9 +73,17 @@ def test_keep_awake_from_outside_on_the_request_meter(metered, tmp_path: Path) -
         for box in (kept, control_box):
             jobs.append(subprocess.Popen(control.exec_argv(box["name"], ["sleep", str(JOB)], home=home)))
         idle_at: list[float] = []
-        session.listeners.append(lambda s: idle_at.append(time.monotonic())
-                                 if s.status and s.status.verdict is Verdict.IDLE and not idle_at
-                                 and time.monotonic() - t0 > 2 else None)
+        trace: list[str] = []  # what the agent said, each change once: the failure message shows it
+
+        def heard(s) -> None:  # type: ignore[no-untyped-def]
+            if s.status is None:
+                return
+            said = f"{s.status.verdict.value} {', '.join(s.status.busy_reasons)}"
+            if not trace or not trace[-1].endswith(said):
+                trace.append(f"{time.monotonic() - t0:.1f}s {said}")
+            if s.status.verdict is Verdict.IDLE and not idle_at and time.monotonic() - t0 > 2:
+                idle_at.append(time.monotonic())
+        session.listeners.append(heard)
         control_suspended = None
         kept_suspended = None
         # Job, hold, window, and slack for a loaded CI machine; how soon it slept after IDLE is asserted below.
@@ -90,8 +98,8 @@ def test_keep_awake_from_outside_on_the_request_meter(metered, tmp_path: Path) -
                 kept_suspended = now
             await asyncio.sleep(0.25)
         assert control_suspended is not None and control_suspended < JOB, control_suspended
-        assert kept_suspended is not None, "the kept box never slept after its job"
-        assert idle_at, "the agent never said IDLE"
+        assert kept_suspended is not None, f"the kept box never slept after its job; the agent said: {trace}"
+        assert idle_at, f"the agent never said IDLE: {trace}"
         report = session.keepawake_report
         assert report is not None and report.ended is KeepAwakeEnd.NO_LONGER_BUSY, report
         figures.update(control_suspended_after_s=round(control_suspended, 2),
