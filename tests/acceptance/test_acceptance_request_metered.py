@@ -98,7 +98,11 @@ def test_keep_awake_from_outside_on_the_request_meter(metered, tmp_path: Path) -
                 kept_suspended = now
             await asyncio.sleep(0.25)
         assert control_suspended is not None and control_suspended < JOB, control_suspended
-        assert kept_suspended is not None, f"the kept box never slept after its job; the agent said: {trace}"
+        if kept_suspended is None:
+            box = _box(kept["health_url"])
+            seen = {k: box.get(k) for k in ("state", "idle_for_s", "last_activity_reason", "connections")}
+            raise AssertionError(f"the kept box never slept after its job; the agent said: {trace}; "
+                                 f"the box: {seen}; keep-awake: {session.keepawake_report}")
         assert idle_at, f"the agent never said IDLE: {trace}"
         report = session.keepawake_report
         assert report is not None and report.ended is KeepAwakeEnd.NO_LONGER_BUSY, report

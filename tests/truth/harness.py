@@ -21,6 +21,7 @@ import concurrent.futures
 import json
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import sys
@@ -36,6 +37,9 @@ TOOLS = HERE / "tools"
 AGENT_SRC = HERE.parent.parent / "agent_bundle"
 PY = "/usr/bin/python3"  # the test user cannot run an interpreter under root's home (often 0700)
 OUTSIDE_ADDR, INSIDE_ADDR = "10.200.0.1", "10.200.0.2"
+OWN_PTYS = ("mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts"
+            " && mount --bind /dev/pts/ptmx /dev/ptmx")
+"""Shell run first in a fresh mount namespace: terminals of its own, as a separate machine has."""
 
 
 @dataclass(frozen=True)
@@ -277,9 +281,7 @@ class Suite:
             assert outside.stdout is not None
             if outside.stdout.readline().strip() != b"ready":
                 raise RuntimeError("the outside-world server did not start")
-            init = ("mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts"
-                    " && mount --bind /dev/pts/ptmx /dev/ptmx"
-                    f" && exec {PY} {self.tools / 'inner.py'} {d / 'inner.json'}")
+            init = f"{OWN_PTYS} && exec {PY} {self.tools / 'inner.py'} {d / 'inner.json'}"
             with open(d / "inner.err", "wb") as err:
                 inner = subprocess.Popen(["ip", "netns", "exec", ns_in, "unshare", "--pid", "--mount", "--fork",
                                           "--mount-proc", "--propagation", "private", "sh", "-c", init],
@@ -287,7 +289,10 @@ class Suite:
             procs.append(inner)
             if outside_env is not None:
                 with open(d / "outside.log", "wb") as log:
-                    procs.append(subprocess.Popen(["ip", "netns", "exec", ns_out, "/bin/bash", cfg["script"]],
+                    # The developer's computer has its own terminals too: its typing is not this machine's.
+                    outside_init = f"{OWN_PTYS} && exec /bin/bash {shlex.quote(cfg['script'])}"
+                    procs.append(subprocess.Popen(["ip", "netns", "exec", ns_out, "unshare", "--mount",
+                                                   "--propagation", "private", "sh", "-c", outside_init],
                                                   env=outside_env, cwd=str(d), stdout=log, stderr=log,
                                                   stdin=subprocess.DEVNULL))
             self._record(d, sock, res, inner)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pwd
+import shlex
 import shutil
 import subprocess
 import time
@@ -148,12 +149,19 @@ def write_sshd_config(box: BoxRecord) -> Path:
 
 
 def start_sshd(box: BoxRecord, log_path: Path) -> subprocess.Popen[bytes]:
-    """sshd as PID 1 of a fresh PID namespace with a private /proc, inside the netns and the cgroup."""
+    """sshd as PID 1 of a fresh PID namespace with a private /proc and its own ptys, inside the netns and the cgroup.
+
+    Its own devpts instance, as any container or VM has: the box's agent sees the box's terminals only, not the
+    ones of the machine the simulator runs on (a keystroke in a terminal here is not work in the box).
+    """
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     keygen(Path(box.dir) / "ssh_host_ed25519_key", f"simbox-{box.name}-host")
     config = write_sshd_config(box)
-    argv = ["ip", "netns", "exec", box.netns, "unshare", "--pid", "--fork", "--mount-proc",
-            find_sshd(), "-D", "-e", "-f", str(config)]
+    init = ("mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts"
+            " && mount --bind /dev/pts/ptmx /dev/ptmx"
+            f" && exec {shlex.quote(find_sshd())} -D -e -f {shlex.quote(str(config))}")
+    argv = ["ip", "netns", "exec", box.netns, "unshare", "--pid", "--fork", "--mount-proc", "--propagation", "private",
+            "sh", "-c", init]
     log = open(log_path, "ab")  # noqa: SIM115 - handed to the child, closed below
     try:
         proc = subprocess.Popen(freezer.join_argv(box.cgroup, argv), stdin=subprocess.DEVNULL,
