@@ -14,7 +14,6 @@ each atomic), so neither side ever waits for the other and no client can touch t
 socket's clients.
 """
 
-import errno
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ import threading
 import time
 
 from wr_agent import runtime
+from wr_agent.accept_gate import AcceptGate
 from wr_agent.agent import STALL_SECONDS
 from wr_agent.waker import WAKE, Waker
 
@@ -281,7 +281,6 @@ class HealthServer(object):
     def __init__(self, listen_sock, answer, max_clients=MAX_CLIENTS, deadline=CLIENT_DEADLINE,
                  clock=time.monotonic, on_traffic=None):
         self.listen = listen_sock
-        self.listen.setblocking(False)
         self.answer = answer
         self.on_traffic = on_traffic
         self.max_clients = max_clients
@@ -291,8 +290,7 @@ class HealthServer(object):
         self.clients = {}  # insertion order = accept order: the first is the oldest
         self.sel = selectors.DefaultSelector()
         self._waker = Waker(self.sel)
-        self.sel.register(self.listen, selectors.EVENT_READ, "listen")
-        self._accept_paused_until = None
+        self._gate = AcceptGate(self.sel, listen_sock, "listen", clock, "health endpoint")
         self._stop = threading.Event()
         self._thread = None
         self.errors = 0
@@ -323,14 +321,12 @@ class HealthServer(object):
                 time.sleep(0.05)
 
     def _once(self):
-        now = self.clock()
-        if self._accept_paused_until is not None and now >= self._accept_paused_until:
-            self._accept_paused_until = None
-            self.sel.register(self.listen, selectors.EVENT_READ, "listen")
+        resume_at = self._gate.resume_if_due()
         # Nothing pending: sleep until a connection or stop() (no idle wake-ups to cost the agent CPU).
         wake_at = [c.deadline for c in self.clients]
-        if self._accept_paused_until is not None:
-            wake_at.append(self._accept_paused_until)
+        if resume_at is not None:
+            wake_at.append(resume_at)
+        now = self.clock()
         timeout = max(0.0, min(wake_at) - now) if wake_at else None
         for key, mask in self.sel.select(timeout):
             if key.data == "listen":
@@ -344,19 +340,7 @@ class HealthServer(object):
             self._drop(c)  # too slow to send a head, or lingering over: cut without an answer
 
     def _accept(self):
-        for _ in range(16):
-            try:
-                sock, _ = self.listen.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
-                    # The listener stays readable: pause accepting briefly instead of spinning.
-                    log.warning("health endpoint: cannot accept (%s); pausing 0.2 s", exc.strerror)
-                    self.sel.unregister(self.listen)
-                    self._accept_paused_until = self.clock() + 0.2
-                return  # ECONNABORTED and the like: that client is gone
-            sock.setblocking(False)
+        for sock in self._gate.accept():
             if len(self.clients) >= self.max_clients:
                 self._drop(next(iter(self.clients)))  # the oldest: most likely a slow client
             c = _Client(sock, self.clock() + self.deadline)

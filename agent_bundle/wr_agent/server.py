@@ -4,7 +4,6 @@ Single-threaded over selectors, non-blocking per client: one client's garbage, f
 that client its connection and nothing else; the tick runs on its own thread and is never waited on.
 """
 
-import errno
 import json
 import logging
 import os
@@ -13,9 +12,11 @@ import selectors
 import socket
 import struct
 import sys
+import time
 import zipfile
 
 from wr_agent import PROTOCOL, VERSION, bundle
+from wr_agent.accept_gate import AcceptGate
 from wr_agent.agent import visible
 from wr_agent.settings import SettingsError
 from wr_agent.waker import WAKE, Waker
@@ -91,10 +92,9 @@ class Server(object):
     def __init__(self, agent, listen_sock, handoff=None):
         self.agent = agent
         self.listen = listen_sock
-        self.listen.setblocking(False)
         self.handoff = handoff  # callable(bundle_path): re-executes; returns only on failure
         self.sel = selectors.DefaultSelector()
-        self.sel.register(self.listen, selectors.EVENT_READ, None)
+        self._gate = AcceptGate(self.sel, listen_sock, None, time.monotonic, "agent socket")
         self._waker = Waker(self.sel)
         self.clients = {}
         self.uid = os.getuid()
@@ -106,7 +106,9 @@ class Server(object):
 
     def run(self, stop):
         while not stop.is_set():
-            for key, mask in self.sel.select(timeout=1.0):
+            resume_at = self._gate.resume_if_due()
+            timeout = 1.0 if resume_at is None else min(1.0, max(0.0, resume_at - time.monotonic()))
+            for key, mask in self.sel.select(timeout=timeout):
                 if key.data is None:
                     self._accept()
                 elif key.data == WAKE:
@@ -128,16 +130,7 @@ class Server(object):
 
     # -- connections -----------------------------------------------------------------------------------------
     def _accept(self):
-        for _ in range(16):
-            try:
-                sock, _ = self.listen.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as exc:
-                if exc.errno in (errno.EMFILE, errno.ENFILE):
-                    log.warning("out of file descriptors accepting a client")
-                return
-            sock.setblocking(False)
+        for sock in self._gate.accept():
             try:
                 uid = peer_uid(sock)
             except OSError:
