@@ -234,56 +234,44 @@ _VERIFY_AND_PLACE = textwrap.dedent(
     """
 )
 
-_WAIT_FOR_BUILD = textwrap.dedent(
+_WAIT_FOR_AGENT = textwrap.dedent(
     r"""
     import json, os, socket, sys, time
-    sock, expected, timeout = os.path.expanduser(sys.argv[1]), sys.argv[2], float(sys.argv[3])
-    deadline, last = time.monotonic() + timeout, "no answer"
-    while time.monotonic() < deadline:
-        try:
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(2)
-            s.connect(sock)
-            hello = json.loads(s.makefile("rb").readline())
-            s.close()
-            if hello.get("build") == expected:
-                sys.exit(0)
-            last = "agent still runs build %s" % hello.get("build")
-        except (OSError, ValueError) as e:
-            last = str(e)
-        time.sleep(0.05)
-    sys.exit("the agent did not come up with the new build within %.0f s (%s)" % (timeout, last))
-    """
-)
+    sock, timeout, want = os.path.expanduser(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
+    build = want[len("build="):] if want.startswith("build=") else None
 
-_WAIT_NOT_STALLED = textwrap.dedent(
-    r"""
-    import json, os, socket, sys, time
-    sock, timeout = os.path.expanduser(sys.argv[1]), float(sys.argv[2])
+    def ready(f):
+        hello = json.loads(f.readline())
+        if build is not None:
+            return hello.get("build") == build, "agent still runs build %s" % hello.get("build")
+        f.write(b'{"id":"w","method":"status"}\n')
+        f.flush()
+        for _ in range(100):
+            reply = json.loads(f.readline())
+            if reply.get("id") == "w":
+                return (reply.get("result") or {}).get("stalled") is False, "still stalled"
+        return False, "no answer to status"
+
     deadline, last = time.monotonic() + timeout, "no answer"
     while time.monotonic() < deadline:
         try:
             s = socket.socket(socket.AF_UNIX)
             s.settimeout(2)
             s.connect(sock)
-            f = s.makefile("rwb")
-            f.readline()
-            f.write(b'{"id":"w","method":"status"}\n')
-            f.flush()
-            for _ in range(100):
-                reply = json.loads(f.readline())
-                if reply.get("id") == "w":
-                    break
-            s.close()
-            if (reply.get("result") or {}).get("stalled") is False:
+            try:
+                ok, last = ready(s.makefile("rwb"))
+            finally:
+                s.close()
+            if ok:
                 sys.exit(0)
-            last = "still stalled"
         except (OSError, ValueError, AttributeError) as e:
             last = str(e)
-        time.sleep(0.1)
-    sys.exit("the agent was still not checking after %.0f s (%s)" % (timeout, last))
+        time.sleep(0.05)
+    sys.exit("the agent did not come up %s within %.0f s (%s)"
+             % ("with the new build" if build else "checking", timeout, last))
     """
 )
+"""Run on the host: wait until the agent answers with build HASH (`build=HASH`) or is not stalled (`checking`)."""
 
 _SYSTEMD_UNIT = textwrap.dedent(
     """\
@@ -471,7 +459,7 @@ class AgentInstaller:
 
     def _wait_for_build(self, probe: Probe, expected: str | None = None) -> None:
         cmd, script = _python_cmd(
-            _WAIT_FOR_BUILD, probe.socket_path, expected or self.bundle.sha256, f"{START_TIMEOUT_SECONDS:g}",
+            _WAIT_FOR_AGENT, probe.socket_path, f"{START_TIMEOUT_SECONDS:g}", f"build={expected or self.bundle.sha256}",
             python=self.python,
         )
         waited = self.shell.run(cmd, input=script, timeout=START_TIMEOUT_SECONDS + 15)
@@ -502,7 +490,7 @@ class AgentInstaller:
         """An agent that stopped checking: hand it off into the same bundle. The exec restarts it in place
         (same PID, lock and socket) and, unlike a kill, keeps the awake clock and a pending prompt."""
         self._handoff(probe)
-        cmd, script = _python_cmd(_WAIT_NOT_STALLED, probe.socket_path, f"{START_TIMEOUT_SECONDS:g}",
+        cmd, script = _python_cmd(_WAIT_FOR_AGENT, probe.socket_path, f"{START_TIMEOUT_SECONDS:g}", "checking",
                                   python=self.python)
         waited = self.shell.run(cmd, input=script, timeout=START_TIMEOUT_SECONDS + 15)
         if not waited.ok:
