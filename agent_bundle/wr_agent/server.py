@@ -178,6 +178,8 @@ class Server(object):
             if not data:
                 self._drop(c)
                 return
+            if c.closing:
+                return  # answered "too_large" and closing: nothing it sends now is read (memory stays bounded)
             c.inbuf += data
             if c.relay:
                 self.agent.count_own_traffic(len(data), data.count(b"\n"))
@@ -225,10 +227,11 @@ class Server(object):
         except OSError:
             self._drop(c)
             return
-        want = selectors.EVENT_READ | (selectors.EVENT_WRITE if c.outbuf else 0)
         if c.closing and not c.outbuf:
             self._drop(c)
             return
+        # Closing: only the queued answers go out; what it still sends is left unread (bounded by the kernel).
+        want = (0 if c.closing else selectors.EVENT_READ) | (selectors.EVENT_WRITE if c.outbuf else 0)
         try:
             self.sel.modify(c.sock, want, c)
         except (KeyError, ValueError):

@@ -7,7 +7,7 @@ import socket
 import time
 
 import pytest
-from agentrun import Agent, Client, PidNamespace, agent_env, private_dir, serve_argv, wait_answering
+from agentrun import Agent, Client, PidNamespace, agent_env, private_dir, serve_argv, start_agent, stop, wait_answering
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -90,6 +90,49 @@ def test_oversize_line_is_refused_and_closed(agent):
     out = raw_exchange(agent.sock, b"x" * 70000)
     lines = [json.loads(x) for x in out.split(b"\n") if x]
     assert lines[-1] == {"id": None, "error": {"code": "too_large", "message": "line longer than 65536 bytes"}}
+
+
+def _rss_kib(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+def test_a_refused_client_that_keeps_sending_costs_no_memory(tmp_path):
+    """Answers queued (it never reads), then an oversize line, then a stream: once refused nothing more is read.
+    A plain agent process (its own PID, for its memory), not the namespace one."""
+    agent = start_agent(os.path.join(private_dir(tmp_path / "run"), "agent.sock"), "--no-heartbeat")
+    try:
+        _stream_after_refusal(agent)
+    finally:
+        stop(agent.proc)
+
+
+def _stream_after_refusal(agent):
+    probe = Client(agent.sock)
+    answer = len(json.dumps(probe.call("status"))) + 1
+    probe.close()
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(agent.sock)
+    before = _rss_kib(agent.proc.pid)
+    streamed = 0
+    try:
+        # About 600 KiB of answers: more than the kernel buffers hold, less than the agent's 1 MiB send limit.
+        s.sendall(b'{"id":1,"method":"status"}\n' * (260_000 // answer))  # it does not read them
+        s.sendall(b"x" * 70000)
+        chunk = b"y" * (1 << 20)
+        while streamed < 128 << 20:
+            s.sendall(chunk)
+            streamed += len(chunk)
+    except OSError:  # timed out (nobody reads any more) or the agent hung up: both fine
+        pass
+    finally:
+        s.close()
+    grown = _rss_kib(agent.proc.pid) - before
+    assert grown < 30 * 1024, f"the agent grew {grown} KiB while a refused client streamed {streamed >> 20} MiB"
+    fresh = Client(agent.sock)
+    assert fresh.call("ping")["result"]["monotonic"] > 0
+    fresh.close()
 
 
 def test_deep_nesting_is_invalid_not_fatal(agent):
