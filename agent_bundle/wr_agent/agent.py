@@ -111,7 +111,9 @@ class Agent(object):
             self.last_tick = now
             self.ticks += 1
             c = self.ceiling
-            key = key_for(self.published_busy, busy, c.exceeded, c.suppressed, self.classifier.reasons)
+            # Plain text before it is kept: any user names processes, and the record is shown in terminals.
+            key = key_for(self.published_busy, busy, c.exceeded, c.suppressed,
+                          [plain_text.clean(r) for r in self.classifier.reasons])
         self.timeline.note(key)
 
     def _loop(self):

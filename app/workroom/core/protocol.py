@@ -240,6 +240,11 @@ class TimelineSpan(_AgentModel):
     reason_class: str = Field(alias="class")
     subject: str
 
+    @field_validator("state", "reason_class", "subject")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        return plain(value)  # a process name any user on the box chose: never a terminal escape here
+
 
 class TimelineReply(_AgentModel):
     now: float = Field(strict=False)
@@ -250,6 +255,11 @@ class TimelineReply(_AgentModel):
     keep_seconds: float = Field(default=7 * 24 * 3600.0, strict=False)
     problem: str | None = None
     """Why an earlier record was set aside (a corrupt file), in words."""
+
+    @field_validator("problem")
+    @classmethod
+    def _plain(cls, value: str | None) -> str | None:
+        return None if value is None else plain(value)
 
 
 class UserExclusions(_AgentModel):

@@ -140,5 +140,14 @@ def test_a_hostile_process_name_leaves_the_agent_as_plain_text(tmp_path):
         reason = next(r for r in st["busy_reasons"] if "PWN" in r)
         assert "?]0;PWN??[2J<h1" in reason, reason
         assert not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in "".join(st["busy_reasons"]))
+        # The why-awake record keeps what it was busy with, and `workroom why` prints it in a terminal.
+        c = agent.client()
+        try:
+            spans = c.call("timeline")["result"]["spans"]
+        finally:
+            c.close()
+        subjects = "".join(span["subject"] for span in spans)
+        assert "PWN" in subjects, spans
+        assert not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in subjects), spans
     finally:
         ns.close()

@@ -214,3 +214,16 @@ def test_request_builders_refuse_bad_arguments() -> None:
         handoff_request(1, "/x", "AB" * 32)
     with pytest.raises(ValueError, match="bundle"):
         handoff_request(1, "", "ab" * 32)
+
+
+def test_a_timeline_from_the_box_reaches_the_app_as_plain_text() -> None:
+    """Subjects are process names any user on the box chose; `workroom why` prints them in a terminal."""
+    from workroom.core.protocol import TimelineReply
+
+    reply = TimelineReply.model_validate({
+        "now": 100.0, "problem": "set aside\x1b[2J",
+        "spans": [{"start": 0.0, "end": 60.0, "state": "busy\x07", "class": "cpu", "subject": "\x1b]0;PWN\x07<h1"}],
+    })
+    shown = reply.spans[0].subject + reply.spans[0].state + (reply.problem or "")
+    assert "PWN" in shown and "<h1" in shown
+    assert not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in shown), shown
