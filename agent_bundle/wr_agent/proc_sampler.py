@@ -103,7 +103,6 @@ class ProcSampler(object):
                  cpu_window=CPU_WINDOW, watch_window=WATCH_WINDOW, tick_seconds=1.0):
         self.root, self.sys_net, self.pts = root, sys_net, pts
         self.self_pid = str(os.getpid() if self_pid is None else self_pid)
-        self.exclude_pids = frozenset(str(p) for p in exclude_pids)  # excluded with their descendants
         self.only_uid = only_uid
         self.cpu_share = cpu_share
         self.cpu_window, self.watch_window, self.tick_seconds = cpu_window, watch_window, tick_seconds
@@ -114,6 +113,11 @@ class ProcSampler(object):
         self.procs = {}
         self.fd_budget = max(0, _raise_nofile() // 2 - FD_RESERVE)
         self.fds_held = 0
+        # Excluded with their descendants: {pid: its start time}, so a pid the kernel hands out again later
+        # (the app disconnected, a build got its number) is not left out with it.
+        self.exclude_pids = {}
+        for pid in exclude_pids:
+            self.exclude(pid)
         self.inode_owner = {}  # ESTABLISHED socket inode -> pid string or (None, time looked up)
         self.tcp_counters = None  # (ActiveOpens, PassiveOpens, CurrEstab) from /proc/net/snmp
         self.est_prev = None
@@ -176,11 +180,20 @@ class ProcSampler(object):
         """Leave out `pid` and its descendants from now on (called from the server thread when the app
         subscribes directly). Known processes are looked at afresh on the next tick; dead pids are pruned."""
         pid = str(pid)
-        if pid in self.exclude_pids:
-            return
-        alive = [p for p in self.exclude_pids if os.path.exists("%s/%s" % (self.root, p))]
-        self.exclude_pids = frozenset([*alive, pid])
+        start = self._start_time(pid)
+        if start is None or self.exclude_pids.get(pid) == start:
+            return  # already gone, or already left out
+        kept = {p: t for p, t in self.exclude_pids.items() if self._start_time(p) == t}
+        kept[pid] = start
+        self.exclude_pids = kept  # replaced whole: the tick thread reads it without a lock
         self._rescan = True
+
+    def _start_time(self, pid):
+        """The process's start time in clock ticks since boot (with the pid, its identity), or None if gone."""
+        try:
+            return _parse_stat(self._read_once(self._path(pid, "stat")))[1][STAT_STARTTIME]
+        except (OSError, ValueError, IndexError):
+            return None
 
     # -- process discovery --------------------------------------------------------------------------------
     def _uptime(self):
@@ -205,7 +218,7 @@ class ProcSampler(object):
             parent = self._new(ppid, now, depth + 1)
             if parent is not None:
                 self.procs[ppid] = parent
-        p.tree = (comm in exclusions.TREES or pid in self.exclude_pids
+        p.tree = (comm in exclusions.TREES or self.exclude_pids.get(pid) == f[STAT_STARTTIME]
                   or bool(parent is not None and parent.tree))
         if not p.tree and exclusions.USER_COMMANDS:  # the user's "never work" commands (read once per process)
             p.tree = exclusions.command_excluded(self._argv(pid))

@@ -270,6 +270,20 @@ def test_excluded_pid_and_its_descendants(fake):
     assert sampler(fake, exclude_pids=[90]).sample().dstate == [("make", "92")]
 
 
+def test_an_excluded_pid_handed_out_again_is_not_excluded(fake):
+    """The app's relay (excluded when it subscribed) exits; the kernel gives its pid to a build later."""
+    fake.proc(90, "wr-agent-relay", start_ticks=100)
+    s = sampler(fake)
+    s.exclude(90)
+    fake.proc(91, "make", ppid=90, state="D", start_ticks=120)
+    assert s.sample().dstate == []  # the relay's tree is left out
+    fake.remove(91)
+    fake.remove(90)
+    s.sample()
+    fake.proc(90, "make", state="D", start_ticks=900)  # same number, another process
+    assert s.sample().dstate == [("make", "90")]
+
+
 def test_candidates_user_only_counts_own_uid(fake):
     fake.proc(70, "make", state="D")
     fake.proc(71, "make", state="D")
