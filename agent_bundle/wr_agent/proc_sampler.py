@@ -121,7 +121,7 @@ class ProcSampler(object):
         self.inode_owner = {}  # ESTABLISHED socket inode -> pid string or (None, time looked up)
         self.tcp_counters = None  # (ActiveOpens, PassiveOpens, CurrEstab) from /proc/net/snmp
         self.est_prev = None
-        self.if_kind = {}
+        self.if_kind = {}  # interface name -> counts (box-crossing), for those in the last read
         self.net_prev = None
         self.has_schedstat = None
         self._pts_seen = set()
@@ -483,7 +483,6 @@ class ProcSampler(object):
             base = self.sys_net + "/" + name
             kind = not (name == "lo" or name.startswith("veth") or os.path.exists(base + "/bridge")
                         or os.path.exists(base + "/brport") or os.path.exists(base + "/tun_flags"))
-            self.if_kind[name] = kind
         return kind
 
     def _net_bytes(self):
@@ -492,16 +491,21 @@ class ProcSampler(object):
         except OSError:
             return 0
         total = 0
+        kinds = {}  # the cache keeps only the interfaces of this read: each container start adds a veth
         for line in raw.decode("ascii", "replace").split("\n")[2:]:
             name, _, rest = line.partition(":")
             name = name.strip()
-            if not name or not self._iface_counts(name):
+            if not name:
+                continue
+            counts = kinds[name] = self._iface_counts(name)
+            if not counts:
                 continue
             f = rest.split()
             try:
                 total += int(f[0]) + int(f[8])
             except (IndexError, ValueError):
                 continue
+        self.if_kind = kinds
         prev, self.net_prev = self.net_prev, total
         return 0 if prev is None or total < prev else total - prev
 

@@ -100,7 +100,8 @@ class Timeline(object):
             last = self.last_note
             self.last_note = now
             if last is None or now < last:
-                # First tick (or the wall clock stepped back): start counting from here.
+                # First tick, or the wall clock stepped back: start counting from here. Time the record
+                # already covers is not recorded again (`_after`), so the record stays in order.
                 self._close_bucket()
                 self._bucket_start = now
                 return
@@ -148,6 +149,10 @@ class Timeline(object):
             return
         if self.spans:
             last = self.spans[-1]
+            cut = _after(last[1], (start, end, state, cls, subject))
+            if cut is None:
+                return
+            start = cut[0]
             if last[2:] == (state, cls, subject) and 0 <= start - last[1] <= JOIN_SLACK:
                 self._bytes -= _span_bytes(last)
                 merged = (last[0], end, state, cls, subject)
@@ -196,7 +201,7 @@ class Timeline(object):
             raw = read_data_file(self.path, MAX_FILE_BYTES)
             if raw is None:
                 return
-            spans, last_note = _parse(raw)
+            spans, last_note, overlaps = _parse(raw)
         except OSError as exc:
             self.problem = "the why-awake record %s could not be read (%s); starting a new one" % (
                 self.path, exc.strerror or exc)
@@ -213,8 +218,11 @@ class Timeline(object):
                 self.path, exc, where)
             log.error("%s", self.problem)
             return
+        if overlaps:  # saved by an older agent after a backward clock step: repaired as a live step is
+            log.warning("the why-awake record %s had %d spans overlapping earlier ones (the wall clock had "
+                        "stepped back); the overlapping time was dropped", self.path, overlaps)
         for span in spans:
-            self._add(span)
+            self._add(span)  # drops what lies before the end of the span before it
         self._trim(self.clock())
         self.last_note = last_note  # a hand-off's second without ticks is not a gap
         self._restored = True
@@ -261,10 +269,25 @@ class Timeline(object):
         self.save()
 
 
+def _after(prev_end, span):
+    """`span` without what lies before `prev_end`, or None when nothing is left. After the wall clock
+    stepped back, the ticks until it passes the record's newest time again are not recorded: the record
+    already covers those times, and the past is not rewritten."""
+    if span[0] >= prev_end:
+        return span
+    if span[1] <= prev_end:
+        return None
+    return (prev_end, *span[1:])
+
+
 def _joined(spans, pieces):
     """The closed spans followed by the open minute's pieces, a piece continuing the last span merged in."""
     out = list(spans)
     for p in pieces:
+        if out:
+            p = _after(out[-1][1], p)
+            if p is None:
+                continue
         if out and out[-1][2:] == p[2:] and 0 <= p[0] - out[-1][1] <= JOIN_SLACK:
             out[-1] = (out[-1][0], p[1], *p[2:])
         else:
@@ -286,14 +309,14 @@ def _parse(raw):
     last_note = obj.get("last_note")
     if last_note is not None and not _number(last_note):
         raise ValueError("bad last_note")
-    spans, prev_end = [], None
+    spans, prev_end, overlaps = [], None, 0
     for item in obj["spans"]:
         if not (isinstance(item, list) and len(item) == 5 and _number(item[0]) and _number(item[1])
                 and item[0] <= item[1] and item[2] in STATES and isinstance(item[3], str)
                 and isinstance(item[4], str) and len(item[3]) <= 32 and len(item[4]) <= 64):
             raise ValueError("bad span %r" % (item,))
         if prev_end is not None and item[0] < prev_end - JOIN_SLACK:
-            raise ValueError("spans out of order")
-        prev_end = item[1]
+            overlaps += 1  # an older agent's record after a backward clock step: `_load` drops the overlap
+        prev_end = item[1] if prev_end is None else max(prev_end, item[1])
         spans.append(tuple(item))
-    return spans, last_note
+    return spans, last_note, overlaps

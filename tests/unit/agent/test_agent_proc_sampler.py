@@ -165,6 +165,25 @@ def test_net_bytes_count_box_crossing_interfaces_only(fake):
     assert s.sample().net_bytes == 1500
 
 
+def test_interface_kinds_are_kept_only_for_interfaces_present(fake):
+    """Each container start brings a new vethXXXX: the cache of interface kinds must not grow with them."""
+    fake.iface("eth0")
+    s = sampler(fake)
+    eth0 = 0
+    for i in range(200):
+        eth0 += 1000
+        veth = f"veth{i:04x}"
+        fake.iface(veth)
+        fake.dev({"lo": (7 * i, 7 * i), "eth0": (eth0, eth0 // 2), veth: (5 * i, 5 * i)})
+        net = s.sample().net_bytes
+        if i:
+            assert net == 1500  # eth0 only: lo and the veths never count
+        assert set(s.if_kind) == {"lo", "eth0", veth}
+    fake.dev({"lo": (0, 0)})
+    s.sample()
+    assert set(s.if_kind) == {"lo"}
+
+
 def test_keystroke_age_from_pty_atime(fake):
     fake.pty(0, WALL0 + 4000.0)
     fake.pty(3, WALL0 + 4995.0)

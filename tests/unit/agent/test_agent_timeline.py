@@ -1,5 +1,6 @@
 """The why-awake record: coalescing, the byte budget and 7-day limit, a corrupt file, restarts, the tick hook."""
 
+import itertools
 import json
 import os
 import stat
@@ -248,3 +249,40 @@ def test_commands_match_the_command_line_with_or_without_the_programs_path(tmp_p
     finally:
         exclusions.set_user_names([])
     assert not exclusions.command_excluded(["python3", "watcher.py"])
+
+
+def test_a_backward_clock_step_keeps_the_record_ordered_and_loadable(tmp_path):
+    path = str(tmp_path / "agent.timeline")
+    wall = Wall()
+    t = tl.Timeline(path, clock=wall)
+    t.note(CC1)
+    run(t, wall, CC1, 600)
+    run(t, wall, IDLE, 300)
+    before = [(s["start"], s["end"], s["state"], s["class"], s["subject"])
+              for s in t.query()["spans"]]  # the open minute included
+    wall.t -= 120  # an NTP step (or a VM restore) puts the wall clock two minutes back
+    t.note(IDLE)
+    run(t, wall, (tl.BUSY, "sleep", "sh"), 45)  # not yet back at the newest recorded time: in the open minute
+    spans = t.query()["spans"]
+    assert all(a["end"] <= b["start"] for a, b in itertools.pairwise(spans))
+    run(t, wall, (tl.BUSY, "sleep", "sh"), 600)
+    assert t.save()
+    t2 = tl.Timeline(path, clock=wall)
+    assert t2.problem is None and not os.path.exists(path + ".corrupt")
+    spans = t2.spans
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
+    assert spans[:len(before)] == before  # the earlier history is kept as it was
+    tail = [s for s in spans if s[2:] == (tl.BUSY, "sleep", "sh")]
+    assert tail and tail[0][0] >= before[-1][1]  # nothing added before the newest recorded time
+    assert tail[-1][1] == pytest.approx(wall.t, abs=61)
+
+
+def test_a_record_saved_out_of_order_by_an_older_agent_loads_without_the_overlap(tmp_path):
+    path = tmp_path / "agent.timeline"
+    path.write_text(json.dumps({"format": 1, "last_note": 1300.0, "spans": [
+        [1000.0, 1100.0, "busy", "cpu", "cc1"], [1100.0, 1200.0, "idle", "", ""],
+        [1080.0, 1150.0, "busy", "sleep", "sh"], [1150.0, 1300.0, "busy", "sleep", "sh"]]}))
+    t = tl.Timeline(str(path), clock=Wall(1400.0))
+    assert t.problem is None and not os.path.exists(str(path) + ".corrupt")
+    assert t.spans == [(1000.0, 1100.0, "busy", "cpu", "cc1"), (1100.0, 1200.0, "idle", "", ""),
+                       (1200.0, 1300.0, "busy", "sleep", "sh")]
