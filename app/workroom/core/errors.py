@@ -52,6 +52,10 @@ class UserError(Exception):
 
     exit_code: ClassVar[ExitCode] = ExitCode.UNREACHABLE
     """Most errors a person meets come from reaching a host or its agent; other kinds say their own."""
+    retryable: bool = True
+    """Whether trying again later, with nothing changed by a person, can help. A connection that broke can
+    heal; a host without Python, or a refused login, cannot: a session stops there (and never keeps
+    knocking on a box that could otherwise sleep)."""
 
     def __init__(self, title: str, message: str, hint: str = "") -> None:
         super().__init__(title, message, hint)

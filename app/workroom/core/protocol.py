@@ -72,6 +72,7 @@ class ProtocolError(UserError, ValueError):
             "Reconnect; if this repeats, the agent on that host may be from a different app version.",
         )
         self.code = code
+        self.retryable = code != "protocol"  # an agent of another protocol stays so until one side is updated
 
 
 class Verdict(StrEnum):

@@ -114,6 +114,12 @@ class AgentInstallError(UserError):
     pass
 
 
+class HostNotSuitable(AgentInstallError):
+    """The host cannot run the agent until a person changes it (no or too old Python, an unsafe folder)."""
+
+    retryable = False
+
+
 def _expand(path: str, home: str) -> str:
     return home + path[1:] if path.startswith("~") else path
 
@@ -346,13 +352,13 @@ class AgentInstaller:
                                   python=self.python)
         result = self.shell.run(cmd, input=script, timeout=30)
         if result.exit_status == 127 and "no python3" in result.error_text():
-            raise AgentInstallError(
+            raise HostNotSuitable(
                 "No Python on the host",
                 "The host has no python3 on its PATH, and the workroom agent needs Python 3.8 or newer.",
                 "Install python3 on the host (e.g. apt-get install python3), then connect again.",
             )
         if not result.ok and any(m.lower() in result.error_text().lower() for m in _STUB_MARKERS):
-            raise AgentInstallError(
+            raise HostNotSuitable(
                 "Python on the host is only Apple's placeholder",
                 "The host's python3 is the macOS stand-in that asks to install the Command Line Tools; "
                 "it cannot run the workroom agent.",
@@ -368,7 +374,7 @@ class AgentInstaller:
                 "Check that the host's shell works for this user.",
             ) from None
         if data.get("unsafe"):
-            raise AgentInstallError(
+            raise HostNotSuitable(
                 "The agent's folder on the host is not safe",
                 f"{data['unsafe']}, so another user could replace the agent that the app would then run.",
                 "Remove that folder on the host (or make it a folder of the login user's that only it can write "
@@ -376,7 +382,7 @@ class AgentInstaller:
             )
         python = data.get("python")
         if version_tuple(python or "") < MIN_PYTHON:
-            raise AgentInstallError(
+            raise HostNotSuitable(
                 "Python on the host is too old",
                 f"The host's python3 is {python}; the workroom agent needs Python 3.8 or newer.",
                 "Install a newer python3 on the host, then connect again.",

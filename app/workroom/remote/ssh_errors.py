@@ -40,11 +40,9 @@ __all__ = [
 class SshError(UserError):
     """Base of every SSH failure a user may see.
 
-    `retryable` is the one place that decides whether trying again later can help: a dead or slow
-    transport can heal (a box's sshd still starting after a wake); a refusal by the server cannot.
+    `retryable` (see UserError) says whether trying again later can help: a dead or slow transport can
+    heal (a box's sshd still starting after a wake); a refusal by the server cannot.
     """
-
-    retryable = True
 
 
 class HostUnreachable(SshError):

@@ -338,6 +338,9 @@ class HostSession:
                 self._end_run(end)
                 return
             except UserError as user_error:
+                if not user_error.retryable:  # the same again cannot work: say so and stop knocking
+                    self._end_run(_EndOfRun.fatal(user_error))
+                    return
                 error = user_error
             except (OSError, TimeoutError, EOFError) as other:
                 error = _lost_error(self.host, other)
@@ -409,6 +412,10 @@ class HostSession:
         link = await self._install_and_link(shell, start)
         status = await self._sync_settings(link, start)
         self._go_live(link, status, was_asleep=was_asleep, seconds=self._clock() - start)
+        # Connected: what follows (a reconnect after a loss) is the app's doing, not the user's Connect,
+        # so it may not wake the box, nor try a box whose state it cannot read.
+        self._may_wake = False
+        self._may_connect_unknown = False
 
     async def _may_we_connect(self) -> bool:
         """Decide from the provider's word (read without waking the box) whether this run may connect;
@@ -547,7 +554,8 @@ class _EndOfRun(Exception):
 
     The box is asleep and this start may not wake it; a background connect to a sleepable box whose state
     cannot be read (it would wake it); or a failure reconnecting will not fix (an untrusted or changed host
-    key, a refused login)."""
+    key, a refused login, any error that is not `retryable`: no Python on the host, an agent of another
+    protocol)."""
 
     def __init__(self, state: ConnectionState, error: UserError | None = None, *, why: str) -> None:
         super().__init__(why)

@@ -23,7 +23,7 @@ from workroom.core.traits import BOXD_TRAITS, REQUEST_METERED_TRAITS, SSH_TRAITS
 from workroom.providers.base import BoxState
 from workroom.remote.agent_client import AgentClient
 from workroom.remote.host_keys import ChangedHostKey, HostKeyChanged
-from workroom.remote.host_shell import HostShell
+from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_connection import AuthFailed, HostUnreachable
 from workroom.sessions import host_session
 from workroom.sessions.host_session import HostSession, HostSnapshot
@@ -182,6 +182,67 @@ def test_a_sleepable_box_is_not_retried_when_its_state_cannot_be_read(tmp_path: 
         await asyncio.sleep(0.2)
         assert session.connection.state is ConnectionState.LOST
         assert provider.shell_attempts == 1, "a reconnect could wake the box: the user's call"
+        await session.close()
+
+    run(scenario())
+
+
+class NoPythonShell:
+    """A host whose login shell has no python3: the installer's probe exits 127 saying so."""
+
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
+        return ExecResult(127, b"", b"wr: no python3\n")
+
+    def put_file(self, data: bytes, remote_path: str, *, mode: int = 0o600) -> int:
+        raise AssertionError("nothing is pushed to a host without Python")
+
+    def close(self) -> None:
+        pass
+
+
+class NoPythonProvider(ScriptedProvider):
+    def open_shell(self, host: Host) -> HostShell:
+        self.shell_attempts += 1
+        return NoPythonShell()
+
+
+def test_a_host_without_python_is_not_retried_even_while_its_box_reads_awake(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every try is a login on the box's network: knocking again and again would keep a sleepable box up."""
+    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.01,))
+
+    async def scenario() -> None:
+        provider = NoPythonProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.AWAKE)
+        session = session_for(provider)
+        session.start(wake=True)
+        await until(lambda: session.connection.state is ConnectionState.ERROR)
+        await asyncio.sleep(0.5)
+        assert provider.shell_attempts == 1, f"tried {provider.shell_attempts} times"
+        assert session.connection.state is ConnectionState.ERROR
+        assert session.failure is not None and session.failure.title == "No Python on the host"
+        await session.close()
+
+    run(scenario())
+
+
+def test_after_the_users_connect_a_reconnect_never_wakes_the_box(tmp_path: Path, agent: InProcessAgent,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The user's Connect may wake the box; a reconnect after a loss is the app's doing and may not."""
+    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.01,))
+
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.AWAKE, agent=agent)
+        session = session_for(provider)
+        await session.connect(timeout=10)
+        assert provider.shell_attempts == 1
+        reads = provider.box_reads
+        assert session._rt.link is not None
+        session._rt.link.close("cut")  # the link is lost while the box still reads awake ...
+        await until(lambda: provider.box_reads > reads)
+        provider.box = BoxState.ASLEEP  # ... and it falls asleep before the reconnect
+        await until(lambda: session.connection.state is ConnectionState.ASLEEP)
+        await asyncio.sleep(0.2)
+        assert provider.shell_attempts == 1, "the reconnect woke the sleeping box"
         await session.close()
 
     run(scenario())
