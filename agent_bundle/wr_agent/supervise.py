@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 
+from wr_agent.log_file import EXIT_BAD_LOG
 from wr_agent.runtime import EXIT_LOCKED, set_comm
 
 EXIT_STARTUP = 2  # serve's exit status for a start-up error (bad flags, health port in use)
@@ -60,9 +61,10 @@ def run(child_argv):
             sys.stderr.write("wr-agent supervisor: another agent holds the socket; not restarting\n")
             return code
         quick = time.monotonic() - started < 2.0
-        if code == EXIT_STARTUP and quick:
-            # Bad flags or a port it cannot bind: restarting would only pile up failures. Say so and stop.
-            sys.stderr.write("wr-agent supervisor: serve could not start (exit 2); not restarting\n")
+        if code in (EXIT_STARTUP, EXIT_BAD_LOG) and quick:
+            # Bad flags, a port it cannot bind, a log that is not a file: restarting would only pile up
+            # failures. Say so and stop.
+            sys.stderr.write("wr-agent supervisor: serve could not start (exit %d); not restarting\n" % code)
             return code
         fast_fails = fast_fails + 1 if quick else 0
         delay = _delay(fast_fails)
