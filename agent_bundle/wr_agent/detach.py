@@ -10,18 +10,21 @@ import os
 import subprocess
 import sys
 
+from wr_agent import log_file
+
 DETACH_FLAG = "--detach"
 
 
 def run(entry, argv, log_path):
     """Start `entry + argv` (without --detach) in a new session; stdout/stderr go to `log_path` or nowhere.
 
-    Returns 0 once the child exists: whether it serves is for the caller to check on the socket.
+    Returns 0 once the child exists: whether it serves is for the caller to check on the socket. A `log_path`
+    that is not a regular file raises runtime.StartupError (exit log_file.EXIT_BAD_LOG) before anything starts.
     """
     args = list(entry) + [a for a in argv if a != DETACH_FLAG]
     out = subprocess.DEVNULL
     if log_path:
-        out = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        out = log_file.open_log(log_path)  # raises StartupError for a FIFO, never waits on one
     try:
         child = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
                                  close_fds=True, start_new_session=True, cwd=os.path.expanduser("~"))

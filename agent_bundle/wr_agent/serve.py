@@ -13,7 +13,7 @@ import socket
 import sys
 import threading
 
-from wr_agent import bundle, health, runtime
+from wr_agent import bundle, health, log_file, runtime
 from wr_agent import settings as settings_mod
 from wr_agent.agent import Agent
 from wr_agent.heartbeat import Heartbeat, parse_target
@@ -88,10 +88,15 @@ def run(args, argv):
 
 # -- start-up steps --------------------------------------------------------------------------------------------
 def setup_logging(path):
-    try:
-        handler = logging.FileHandler(path) if path else logging.StreamHandler(sys.stderr)
-    except OSError as exc:
-        raise runtime.StartupError("cannot open the log file %s: %s" % (path, exc.strerror or exc)) from None
+    stream = sys.stderr
+    if path:  # never blocks, and only a regular file (a FIFO there would hang the start before the lock)
+        fd = log_file.open_log(path)
+        try:
+            stream = os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace")
+        except BaseException:
+            os.close(fd)
+            raise
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(asctime)s wr-agent[%(process)d] %(levelname)s %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -4,6 +4,7 @@ any corrupt input, and the agent starts and answers."""
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -165,3 +166,62 @@ def test_start_up_failures_are_said_plainly_never_as_a_traceback(tmp_path, case)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     expected = "cannot open the log file" if case == "log" else "is in the way (it is not a socket)"
     assert expected in r.stderr
+
+
+@pytest.mark.parametrize("case", ["serve", "reader", "supervise", "detach"])
+def test_a_fifo_as_the_log_file_refuses_the_start_instead_of_hanging(tmp_path, case):
+    """Before: opening the FIFO to append waited for a reader for ever, before the lock, saying nothing."""
+    sock = os.path.join(private_dir(tmp_path / "run"), "agent.sock")
+    log = sock + ".log"
+    os.mkfifo(log)
+    extra = {"supervise": ["--supervise"], "detach": ["--supervise", "--detach"]}.get(case, [])
+    reader = os.open(log, os.O_RDONLY | os.O_NONBLOCK) if case == "reader" else None  # the open would not block
+    proc = subprocess.Popen(serve_argv(sock, "--no-heartbeat", "--log", log, *extra), env=agent_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out, err = proc.communicate(timeout=10)
+    finally:
+        kill_tree(proc)  # a start hanging on the FIFO (the supervisor's child, too) is killed by its PID
+        if reader is not None:
+            os.close(reader)
+    assert proc.returncode == 4, (proc.returncode, err)
+    assert "Traceback" not in err and f"log file {log} is a FIFO, not a regular file" in err, err
+    assert out == ""  # --detach started nothing (it prints the PID of what it starts)
+    assert stat.S_ISFIFO(os.lstat(log).st_mode)  # left alone for its owner to look at
+    assert not os.path.exists(sock)
+    if case == "supervise":
+        assert "not restarting" in err  # the supervisor does not retry a log that is not a file
+
+
+def kill_tree(proc):
+    """SIGKILL `proc` and its descendants, each by PID (nothing when it has already exited), and reap it."""
+    pids, todo = [], [proc.pid]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/task/{pid}/children") as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            kids = []
+        pids.append(pid)
+        todo.extend(kids)
+    if proc.poll() is None:
+        for pid in reversed(pids):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    proc.wait(timeout=10)
+
+
+def test_a_symlink_to_a_regular_log_file_is_followed(tmp_path):
+    """The log follows a symbolic link like the agent's other files do; what it leads to is what is judged."""
+    sock = os.path.join(private_dir(tmp_path / "run"), "agent.sock")
+    real = tmp_path / "real.log"
+    real.write_text("")
+    os.symlink(str(real), sock + ".log")
+    a = quick_agent(sock, "--log", sock + ".log")
+    try:
+        assert "serving " + sock in real.read_text()
+    finally:
+        a.stop()
