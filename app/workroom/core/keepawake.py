@@ -302,8 +302,9 @@ class KeepAwakeState:
             return state._end(KeepAwakeEnd.NO_LONGER_BUSY)
         return state.next_action(started_monotonic)
 
-    def stop(self) -> KeepAwakeState:
-        """Stopped by the caller (cancelled, dropped, host turned idle, user suspended it)."""
+    def stop(self, why: KeepAwakeEnd = KeepAwakeEnd.STOPPED) -> KeepAwakeState:
+        """Stopped by the caller (cancelled, dropped, user suspended it), or `NO_LONGER_BUSY` when the caller
+        heard the host turn idle before the next poll would have said so."""
         if self.done:
             return self
-        return replace(self, ended=KeepAwakeEnd.STOPPED)
+        return replace(self, ended=why)

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from workroom.core.keepawake import (
     Finished,
     GaveUp,
+    KeepAwakeEnd,
     KeepAwakePolicy,
     KeepAwakePolicyError,
     KeepAwakeReport,
@@ -33,8 +34,10 @@ PollFn = Callable[[], Awaitable[PollOutcome]]
 
 async def run_keep_awake(policy: KeepAwakePolicy, poll: PollFn, *,
                          clock: Callable[[], float] = time.monotonic,
-                         on_state: Callable[[KeepAwakeState], None] | None = None) -> KeepAwakeReport:
-    """Run until the policy ends; cancelled -> returns a STOPPED report (not an exception)."""
+                         on_state: Callable[[KeepAwakeState], None] | None = None,
+                         stopped_because: Callable[[], KeepAwakeEnd] = lambda: KeepAwakeEnd.STOPPED,
+                         ) -> KeepAwakeReport:
+    """Run until the policy ends; cancelled -> returns a report ended `stopped_because()` (not an exception)."""
     state = KeepAwakeState.begin(policy, clock())
     try:
         while True:
@@ -55,7 +58,7 @@ async def run_keep_awake(policy: KeepAwakePolicy, poll: PollFn, *,
             if isinstance(action, Wait):
                 await asyncio.sleep(max(0.0, action.until_monotonic - clock()))
     except asyncio.CancelledError:
-        return state.stop().report()
+        return state.stop(stopped_because()).report()
 
 
 class KeepAwakeTask:
@@ -64,12 +67,14 @@ class KeepAwakeTask:
     def __init__(self, policy: KeepAwakePolicy, poll: PollFn, *, name: str = "keep-awake",
                  on_state: Callable[[KeepAwakeState], None] | None = None) -> None:
         policy.validate()
+        why = self._why = [KeepAwakeEnd.STOPPED]  # the task sees the list, not this handle (dropping it stops the task)
         self.task: asyncio.Task[KeepAwakeReport] = asyncio.get_running_loop().create_task(
-            run_keep_awake(policy, poll, on_state=on_state), name=name
+            run_keep_awake(policy, poll, on_state=on_state, stopped_because=lambda: why[0]), name=name
         )
         self._finalizer = weakref.finalize(self, self.task.cancel)
 
-    def stop(self) -> None:
+    def stop(self, why: KeepAwakeEnd = KeepAwakeEnd.STOPPED) -> None:
+        self._why[0] = why
         self.task.cancel()
 
     async def wait(self) -> KeepAwakeReport:
@@ -103,7 +108,12 @@ class OutsideKeepAwake:
         """The last run's report (None while running, or when it gave up or was cancelled)."""
 
     def on_status(self, status: Status) -> None:
-        if not self._traits.needs_outside_keep_awake or status.verdict is not Verdict.BUSY:
+        if not self._traits.needs_outside_keep_awake:
+            return
+        if status.verdict is not Verdict.BUSY:
+            if self._task is not None and self._task.running:
+                # Heard over the link first: no further request through the meter (each one is billed time).
+                self._task.stop(KeepAwakeEnd.NO_LONGER_BUSY)
             return
         if self._task is not None and self._task.running:
             return

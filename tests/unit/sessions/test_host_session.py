@@ -18,6 +18,7 @@ from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeEnd, PollOutcome
+from workroom.core.protocol import Verdict
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import BOXD_TRAITS, REQUEST_METERED_TRAITS, SSH_TRAITS
 from workroom.providers.base import BoxState
@@ -328,6 +329,28 @@ def test_a_request_metered_box_is_kept_awake_from_outside_while_busy(tmp_path: P
         polls = provider.polls
         await asyncio.sleep(0.5)
         assert provider.polls == polls, "a box the user let go of is never polled (that would resume it)"
+        await session.close()
+
+    run(scenario())
+
+
+def test_the_outside_keep_awake_stops_when_the_agent_says_idle(tmp_path: Path, agent: InProcessAgent) -> None:
+    """IDLE heard over the link ends the polling at once: one more request through the meter is billed time."""
+    async def scenario() -> None:
+        traits = REQUEST_METERED_TRAITS.with_idle_window(0.6)  # polls every 0.2 s
+        provider = MeteredProvider(stand_in_context(tmp_path), traits, box=BoxState.AWAKE, agent=agent)
+        session = session_for(provider)
+        await session.connect(timeout=10)
+        agent.tick(BUSY)
+        await until(lambda: provider.polls >= 2 and session.connection.keepawake_running)
+        agent.tick(Signals())  # the job ended (no hold in this agent)
+        await until(lambda: session.status is not None and session.status.verdict is Verdict.IDLE)
+        polls = provider.polls
+        await asyncio.sleep(0.6)
+        assert provider.polls == polls, f"{provider.polls - polls} request(s) through the meter after IDLE"
+        assert not session.connection.keepawake_running
+        report = session.keepawake_report
+        assert report is not None and report.ended is KeepAwakeEnd.NO_LONGER_BUSY, report
         await session.close()
 
     run(scenario())
