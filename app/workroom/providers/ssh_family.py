@@ -42,7 +42,8 @@ class SshShell:
 
 
 class _StreamAdapter:
-    """ExecStream shaped as the BlockingStream that agent_link reads."""
+    """ExecStream shaped as the BlockingStream that agent_link reads: a stream that ended badly raises its
+    own `UserError` (title, words and hint), never a bare exception built from its message."""
 
     def __init__(self, stream: ExecStream) -> None:
         self._stream = stream
@@ -52,7 +53,7 @@ class _StreamAdapter:
         if not data:
             error = self._stream.end_error()
             if error is not None:
-                raise ConnectionError(error.message)
+                raise error
         return data
 
     def sendall(self, data: bytes) -> None:

@@ -71,11 +71,13 @@ class AgentRefused(UserError):
 
 
 class RequestTimedOut(TimeoutError):
-    """No reply to a request in time; says which request and how long it waited (a bare TimeoutError
+    """No reply to a request (or no hello) in time; says which and how long it waited (a bare TimeoutError
     would reach the user as "ended: .")."""
 
     def __init__(self, what: str, seconds: float) -> None:
-        super().__init__(f"the agent did not answer a {what} request within {seconds:g} s")
+        words = (f"the agent did not say hello within {seconds:g} s" if what == "hello"
+                 else f"the agent did not answer a {what} request within {seconds:g} s")
+        super().__init__(words)
         self.what, self.seconds = what, seconds
 
 
@@ -154,8 +156,13 @@ class AgentClient:
 
     # -- requests ------------------------------------------------------------------------------
 
-    async def hello(self, timeout: float = HELLO_TIMEOUT_SECONDS) -> Hello:
-        hello = await asyncio.wait_for(asyncio.shield(self._hello), timeout)
+    async def hello(self, timeout: float | None = None) -> Hello:
+        """The agent's greeting; `RequestTimedOut` past `timeout` (default `HELLO_TIMEOUT_SECONDS`)."""
+        seconds = HELLO_TIMEOUT_SECONDS if timeout is None else timeout
+        try:
+            hello = await asyncio.wait_for(asyncio.shield(self._hello), seconds)
+        except TimeoutError:
+            raise RequestTimedOut("hello", seconds) from None
         if not hello.speaks_our_protocol:
             raise ProtocolError(
                 "protocol", f"The agent speaks protocol {hello.protocol}; this app speaks protocol 1."

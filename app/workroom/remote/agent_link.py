@@ -1,14 +1,17 @@
 """One live stream to an agent: the local Unix socket, or a relay running over an SSH channel.
 
 Either way the result is an `AgentLink`: an `AgentClient` fed from the stream, a `closed` future that
-completes (with the reason) exactly once when the stream ends, and `close()` that destroys the stream
-(both ends, nothing left half-open: docs/architecture.md, a dead box must be noticed).
+completes (with the reason, in plain words) exactly once when the stream ends, and `close()` that destroys
+the stream (both ends, nothing left half-open: docs/architecture.md, a dead box must be noticed). When the
+stream itself said how it ended (a `UserError`: the SSH connection was lost, the relay's command failed),
+that error is kept as `end_error`, title and hint included.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import struct
@@ -18,11 +21,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from workroom.core.errors import UserError
 from workroom.core.protocol import MAX_LINE_BYTES
 from workroom.paths import check_private_dir
 from workroom.remote.agent_client import AgentClient, EventHandler
 
 READ_CHUNK = 65536
+
+log = logging.getLogger(__name__)
 
 
 class AgentLink:
@@ -30,10 +36,13 @@ class AgentLink:
         self.client = client
         self._closer = closer
         self.closed: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self.end_error: UserError | None = None
+        """How the stream said it ended, when it said so as a `UserError` (set before `closed` completes)."""
 
-    def _ended(self, why: str) -> None:
+    def _ended(self, why: str, error: UserError | None = None) -> None:
         self.client.feed_eof(why)
         if not self.closed.done():
+            self.end_error = error
             self.closed.set_result(why)
 
     def close(self, why: str = "closed by the app") -> None:
@@ -73,6 +82,11 @@ def peer_uid(sock: socket.socket) -> int | None:
         raw = sock.getsockopt(0, 0x001, struct.calcsize("IIh16I") + 8)  # SOL_LOCAL, LOCAL_PEERCRED: xucred
         return int(struct.unpack_from("II", raw)[1])
     return None
+
+
+def plain_reason(words: str) -> str:
+    """`words` as the end of a sentence that goes on (no trailing full stop, no surrounding spaces)."""
+    return words.strip().rstrip(".").rstrip()
 
 
 class UntrustedAgentError(PermissionError):
@@ -134,7 +148,9 @@ async def open_unix_link(socket_path: str, on_event: EventHandler | None) -> Age
 class BlockingStream(Protocol):
     """A paramiko Channel (or anything shaped like one)."""
 
-    def recv(self, nbytes: int) -> bytes: ...
+    def recv(self, nbytes: int) -> bytes:
+        """Data, or b"" at a clean end; a stream that knows how it failed raises that as a `UserError`."""
+        ...
 
     def sendall(self, data: bytes) -> None: ...
 
@@ -171,6 +187,7 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
 
     def reader() -> None:
         why = "the host closed the connection"
+        end_error: UserError | None = None
         try:
             while True:
                 data = stream.recv(READ_CHUNK)
@@ -179,8 +196,13 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
                 lines = splitter.feed(data)
                 if lines and not loop.is_closed():
                     loop.call_soon_threadsafe(_deliver, lines)
-        except Exception as error:  # any failure of the stream ends it visibly
-            why = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        except UserError as error:  # the stream's own account of its end: kept whole, words and hint
+            why, end_error = plain_reason(error.message), error
+            log.info("the stream to %s ended: %s", name, error)
+        except Exception as error:  # any other failure of the stream ends it visibly
+            # The exception's type is for the log; the reason a person reads is its words alone.
+            log.warning("the stream to %s failed: %s: %s", name, type(error).__name__, error)
+            why = plain_reason(str(error)) or "the stream to the host failed"
         finally:
             with contextlib.suppress(Exception):
                 stream.close()
@@ -188,7 +210,7 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
             # reach objects already deleted.
             if not loop.is_closed():
                 with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(link._ended, why)
+                    loop.call_soon_threadsafe(link._ended, why, end_error)
 
     def _deliver(lines: list[bytes]) -> None:
         for line in lines:

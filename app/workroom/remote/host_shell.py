@@ -1,17 +1,22 @@
 """What the engine needs from a host, whatever carries it: run a command, put a file.
 
-`LocalShell` does it on this computer; `remote.ssh_shell.SshShell` does it over SSH. Both are blocking
-and run on the host's worker thread, never on the event loop.
+`LocalShell` does it on this computer; `providers.ssh_family.SshShell` does it over SSH. Both are blocking
+and run on the host's worker thread, never on the event loop, and both fail a command past its time limit
+the same way: `CommandTimedOut`, in plain words.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
+
+from workroom.remote.ssh_errors import CommandTimedOut, short_command
 
 
 @dataclass(frozen=True)
@@ -44,13 +49,34 @@ class HostShell(Protocol):
 
 
 class LocalShell:
-    """This computer as a host."""
+    """This computer as a host.
+
+    Each command runs in a session (and process group) of its own, so a command past its time limit is
+    stopped whole, with every process it started that is still in its group; a daemon that left the group
+    on purpose (the agent's `--detach`) is not touched. A command never reads the app's own stdin.
+    """
 
     def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
-        proc = subprocess.run(
-            ["/bin/sh", "-c", cmd], input=input, capture_output=True, timeout=timeout, check=False
-        )
-        return ExecResult(proc.returncode, proc.stdout, proc.stderr)
+        with subprocess.Popen(
+            ["/bin/sh", "-c", cmd],
+            stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        ) as proc:
+            try:
+                out, err = proc.communicate(input, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                _stop_group(proc)
+                raise CommandTimedOut(
+                    "Command timed out",
+                    f"`{short_command(cmd)}` did not finish within {timeout:g} s on this computer, and was stopped.",
+                    "This computer may be very busy; try again.",
+                ) from None
+            except BaseException:
+                _stop_group(proc)
+                raise
+        return ExecResult(proc.returncode, out, err)
 
     def put_file(self, data: bytes, remote_path: str, *, mode: int = 0o600) -> int:
         path = Path(os.path.expanduser(remote_path))
@@ -68,3 +94,11 @@ class LocalShell:
 
     def close(self) -> None:
         return None
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the command's process group (its shell and what the shell started) and reap the shell. The
+    output pipes are not read again: a process that left the group may still hold them open."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # the group's id is the shell's pid (start_new_session)
+    proc.wait()

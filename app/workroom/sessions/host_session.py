@@ -35,7 +35,7 @@ from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_client import AgentClient
 from workroom.remote.agent_install import AgentInstaller, InstallReport
-from workroom.remote.agent_link import AgentLink
+from workroom.remote.agent_link import AgentLink, plain_reason
 from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
 from workroom.remote.host_shell import HostShell
 from workroom.remote.ssh_errors import AuthFailed
@@ -330,8 +330,11 @@ class HostSession:
             error: UserError
             try:
                 await self._connect_once()
-                assert self._rt.link is not None
-                error = _lost_error(self.host, await self._rt.link.closed)
+                link = self._rt.link
+                assert link is not None
+                why = await link.closed
+                # The stream's own account (title, words, hint) when it gave one; else the link's words.
+                error = link.end_error or _lost_error(self.host, why)
             except asyncio.CancelledError:
                 raise
             except _EndOfRun as end:
@@ -592,9 +595,13 @@ def _close_link_quietly(future: asyncio.Future[AgentLink]) -> None:
 
 
 def _lost_error(host: Host, error: BaseException | str) -> UserError:
-    """Why a live connection ended (an exception, or the link's own words), as the user sees it."""
+    """Why a live connection ended (an exception, or the link's own words), as the user sees it: the words
+    only (an exception's type goes to the log), and no dangling ": ." when there are none."""
+    if isinstance(error, BaseException):
+        log.info("the connection to %s ended: %s: %s", host.name, type(error).__name__, error)
+    words = plain_reason(str(error))
     return UserError(
         "Lost the host",
-        f"The connection to {host.name} ended: {error}.",
+        f"The connection to {host.name} ended: {words}." if words else f"The connection to {host.name} ended.",
         "The app reconnects on its own when the host is reachable again.",
     )

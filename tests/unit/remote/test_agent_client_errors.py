@@ -1,5 +1,6 @@
-"""Clear failures from the agent client: a timeout says what timed out and after how long, and a reply the
-app cannot accept (NaN) fails its request at once instead of after the timeout."""
+"""Clear failures from the agent client: a timeout (of a request or of the hello) says what timed out and
+after how long, and a reply the app cannot accept (NaN) fails its request at once instead of after the
+timeout."""
 
 from __future__ import annotations
 
@@ -30,6 +31,20 @@ def test_a_request_that_times_out_says_which_and_after_how_long() -> None:
         return str(e.value)
 
     assert asyncio.run(main()) == "the agent did not answer a status request within 0.2 s"
+
+
+def test_no_hello_in_time_says_so_and_after_how_long() -> None:
+    async def main() -> str:
+        async def send(_data: bytes) -> None:
+            return None
+
+        client = AgentClient(send)  # an agent that never greets
+        with pytest.raises(RequestTimedOut) as e:
+            await client.hello(timeout=0.2)
+        assert isinstance(e.value, TimeoutError)
+        return str(e.value)
+
+    assert asyncio.run(main()) == "the agent did not say hello within 0.2 s"
 
 
 def test_a_reply_with_nan_fails_the_request_at_once() -> None:

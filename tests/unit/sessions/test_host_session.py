@@ -6,6 +6,9 @@ The provider is `stand_in.ScriptedProvider` (a scripted shell; the real agent co
 from __future__ import annotations
 
 import asyncio
+import shutil
+import socket
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,10 +21,12 @@ from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeEnd, PollOutcome
+from workroom.core.plain_errors import shows_exception_name
 from workroom.core.protocol import Verdict
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import BOXD_TRAITS, REQUEST_METERED_TRAITS, SSH_TRAITS
 from workroom.providers.base import BoxState
+from workroom.remote import agent_client
 from workroom.remote.agent_client import AgentClient
 from workroom.remote.host_keys import ChangedHostKey, HostKeyChanged
 from workroom.remote.host_shell import ExecResult, HostShell
@@ -389,3 +394,41 @@ def test_a_connect_that_waits_too_long_is_an_error_a_person_can_read(tmp_path: P
         await session.close()
 
     run(scenario())
+
+
+class SilentAgent:
+    """A socket of this user's that takes connections and never says a word (an agent hung before its hello)."""
+
+    def __init__(self) -> None:
+        self._dir = tempfile.mkdtemp(prefix="wr-silent-")
+        self.socket_path = str(Path(self._dir) / "agent.sock")
+        self._listen = socket.socket(socket.AF_UNIX)
+        self._listen.bind(self.socket_path)
+        self._listen.listen()  # connections wait in the backlog; none is answered
+
+    def close(self) -> None:
+        self._listen.close()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def test_an_agent_that_never_says_hello_is_named_with_the_wait(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(agent_client, "HELLO_TIMEOUT_SECONDS", 0.3)
+    silent = SilentAgent()
+
+    async def scenario() -> UserError:
+        provider = ScriptedProvider(stand_in_context(tmp_path), SSH_TRAITS, agent=silent)  # type: ignore[arg-type]
+        session = HostSession(HOST, provider, CeilingSettings(), auto_reconnect=False)
+        try:
+            with pytest.raises(UserError) as failed:
+                await session.connect(timeout=10)
+            return failed.value
+        finally:
+            await session.close()
+
+    try:
+        error = run(scenario())
+    finally:
+        silent.close()
+    assert error.message == "The connection to box ended: the agent did not say hello within 0.3 s.", error
+    assert not shows_exception_name(str(error))
