@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import logging
 import select
 import threading
 import time
@@ -48,6 +49,8 @@ from workroom.remote.ssh_errors import (
     short_command,
 )
 from workroom.remote.ssh_transport import WorkroomTransport
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "AuthFailed",
@@ -125,7 +128,7 @@ class ConnectionGuard:
         if self.lost_error is None:
             self.fail(ConnectionLost(
                 "Connection to the host lost",
-                f"The connection to {self.where} broke while {what} ({exc or type(exc).__name__}).",
+                f"The connection to {self.where} broke while {what} ({_plain_cause(exc)}).",
                 "Reconnect when the host is reachable again."))
         return self.lost_error or ConnectionLost(
             "Not connected", f"The connection to {self.where} is closed.", "Reconnect.")
@@ -554,3 +557,15 @@ class SshConnection:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _plain_cause(exc: BaseException) -> str:
+    """A low-level failure's own words, or plain ones for those that have none (never a type name)."""
+    if str(exc):
+        return str(exc)
+    log.debug("connection broke with %r", exc)
+    if isinstance(exc, EOFError):
+        return "the host closed it"
+    if isinstance(exc, TimeoutError):
+        return "no answer in time"
+    return "no further detail"

@@ -347,9 +347,10 @@ class HostSession:
                 error = user_error
             except (OSError, TimeoutError, EOFError) as other:
                 error = _lost_error(self.host, other)
-            except Exception as bug:  # a bug must not leave the row at "Pushing" with a leaked shell
+            except Exception:  # a bug must not leave the row at "Pushing" with a leaked shell
                 log.exception("session %s failed unexpectedly", self.host.name)
-                error = UserError("Something went wrong", f"{self.host.name}: {type(bug).__name__}: {bug}.",
+                error = UserError("Something went wrong",  # what it was goes to the log, not to the user
+                                  f"An unexpected error stopped the connection to {self.host.name}.",
                                   "The app will try again; if it repeats, report it with the app's log.")
             self._teardown(str(error))
             if not self._wanted:

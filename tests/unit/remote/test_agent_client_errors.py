@@ -65,3 +65,13 @@ def test_a_reply_with_nan_fails_the_request_at_once() -> None:
         return time.monotonic() - started
 
     assert asyncio.run(main()) < 1.0
+
+
+@pytest.mark.parametrize("exc", [EOFError(), TimeoutError(), OSError(), ConnectionResetError(104, "reset by peer")])
+def test_a_broken_connection_is_said_without_a_type_name(exc: BaseException) -> None:
+    """paramiko raises a bare EOFError when the host hangs up: the user reads words, not `EOFError`."""
+    from workroom.core.plain_errors import shows_exception_name
+    from workroom.remote.ssh_connection import _plain_cause
+
+    said = _plain_cause(exc)
+    assert said and type(exc).__name__ not in said and not shows_exception_name(said), said

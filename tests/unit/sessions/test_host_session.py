@@ -254,6 +254,26 @@ def test_after_the_users_connect_a_reconnect_never_wakes_the_box(tmp_path: Path,
     run(scenario())
 
 
+def test_a_bug_while_connecting_reaches_the_user_in_plain_words(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the bug was goes to the log; the row and the CLI say what happened and what to do."""
+    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.01,))
+
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), SSH_TRAITS,
+                                    shell_failures=[KeyError("slot"), KeyError("slot")])
+        session = session_for(provider)
+        session.start()
+        await until(lambda: session.failure is not None)
+        failure = session.failure
+        assert failure is not None and failure.title == "Something went wrong"
+        assert not shows_exception_name(str(failure)), str(failure)
+        assert "KeyError" not in str(failure) and HOST.name in failure.message
+        await session.close()
+
+    run(scenario())
+
+
 @pytest.fixture
 def pings(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The loop times of the session's pings to its agent (real pings, counted; sent every 0.02 s)."""
