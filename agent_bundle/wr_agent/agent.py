@@ -106,14 +106,16 @@ class Agent(object):
             sig.net_bytes = max(0, sig.net_bytes - own)
             busy, _ = self.classifier.step(now, sig)
             self.classifier_busy = busy
-            self.published_busy = self.ceiling.update(now, busy)
-            self.heartbeat.tick(now, self.published_busy)
+            self.published_busy = published = self.ceiling.update(now, busy)
             self.last_tick = now
             self.ticks += 1
             c = self.ceiling
             # Plain text before it is kept: any user names processes, and the record is shown in terminals.
             key = key_for(self.published_busy, busy, c.exceeded, c.suppressed,
                           [plain_text.clean(r) for r in self.classifier.reasons])
+        # Outside the lock: a heartbeat to a named target resolves it, and a dead DNS server must not stall
+        # every client and the health endpoint for as long as the lookup takes (only this thread sends).
+        self.heartbeat.tick(now, published)
         self.timeline.note(key)
 
     def _loop(self):

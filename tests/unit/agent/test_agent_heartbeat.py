@@ -73,3 +73,41 @@ def test_disabled_sends_nothing():
     hb = Heartbeat(enabled=False, target=("127.0.0.1", 9))
     hb.tick(0.0, True)
     assert hb.sent == 0 and hb.last_sent is None
+
+
+def test_a_slow_name_lookup_for_the_target_does_not_hold_up_the_agent(monkeypatch):
+    """A heartbeat target given by name is looked up at each send; a DNS server that never answers (here a
+    getaddrinfo that waits on an event: no DNS server may be asked from a test) must not hold the agent's lock,
+    or every client and the health endpoint wait as long as the lookup."""
+    import threading
+
+    from agentfake import FakeSampler
+    from wr_agent.agent import Agent
+    from wr_agent.settings import Settings
+    from wr_agent.signals import Signals
+
+    looking_up, answer = threading.Event(), threading.Event()
+
+    def slow_getaddrinfo(*args, **kw):
+        looking_up.set()
+        answer.wait(10)
+        raise socket.gaierror("no answer")
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_getaddrinfo)
+    sampler = FakeSampler()
+    sampler.sig = Signals(cpu=[("make", "5", 1.0)])
+    agent = Agent(sampler, Settings(14400, 600, False), Heartbeat(target=("gw.example", 9)), "w1", "b" * 64,
+                  hold_seconds=0, tick_seconds=1)
+    ticking = threading.Thread(target=agent.tick, daemon=True)
+    ticking.start()
+    try:
+        assert looking_up.wait(5), "the busy tick never sent a heartbeat"
+        answered = []
+        asking = threading.Thread(target=lambda: answered.append(agent.status()), daemon=True)
+        asking.start()
+        asking.join(2)
+        assert answered, "status waited on the heartbeat's name lookup"
+        assert answered[0]["verdict"] == "BUSY"
+    finally:
+        answer.set()
+        ticking.join(5)
