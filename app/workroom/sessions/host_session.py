@@ -26,7 +26,7 @@ from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
-from workroom.core.heartbeat_proof import HeartbeatProof
+from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.protocol import PromptEvent, Status, StatusEvent, TimelineReply, UserExclusions, Verdict
@@ -133,6 +133,7 @@ class HostSession:
                                            lambda: self._wanted, self._keep_awake_changed)
         self._asleep_watch: asyncio.Task[None] | None = None
         self._heartbeat_watch: HeartbeatWatch | None = None
+        self._proof_check: asyncio.Task[None] | None = None
         self._own_traffic_at: float | None = None
         """When the app last put bytes on the box's wire (link set-up, a status, a ping)."""
 
@@ -293,9 +294,34 @@ class HostSession:
         return self._own_traffic_at if self.traits.agent_keeps_awake else None
 
     def _on_proof(self, proof: HeartbeatProof) -> None:
-        if proof != self.connection.heartbeat_proof:
-            self.connection = self.connection.model_copy(update={"heartbeat_proof": proof})
-            self._publish()
+        if proof == self.connection.heartbeat_proof:
+            return
+        was = self.connection.heartbeat_proof
+        link = self._rt.link
+        if proof.state is ProofState.NOT_SEEN and (was is None or was.state is not ProofState.NOT_SEEN) \
+                and link is not None and not link.closed.done():
+            # No pings run while the proof is read, so a link that died silently (this computer slept) would
+            # still show the job's BUSY: ask once before saying "not kept awake". A dead link is a loss, not a
+            # missed heartbeat; the ping is our own traffic, which the judge discounts from here on.
+            self._proof_check = asyncio.get_running_loop().create_task(
+                self._confirm_link_then_show(link, proof), name=f"proof-link-{self.host.name}")
+            return
+        self._show_proof(proof)
+
+    async def _confirm_link_then_show(self, link: AgentLink, proof: HeartbeatProof) -> None:
+        try:
+            self._own_traffic_at = self._clock()
+            await link.client.ping(timeout=PING_TIMEOUT_SECONDS)
+        except Exception as error:  # any failure: the link cannot be trusted to carry the state
+            log.info("%s: no answer while checking the keep-awake (%r)", self.host.name, error)
+            link.close(f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")
+            return
+        if self._rt.link is link and not link.closed.done():
+            self._show_proof(proof)
+
+    def _show_proof(self, proof: HeartbeatProof) -> None:
+        self.connection = self.connection.model_copy(update={"heartbeat_proof": proof})
+        self._publish()
 
     def _ping_due(self) -> bool:
         """No liveness pings while the keep-awake is being proven on a network-metered host: our own bytes
@@ -316,6 +342,8 @@ class HostSession:
     def _teardown(self, why: str) -> None:
         for task in self._rt.tasks:
             task.cancel()
+        if self._proof_check is not None:
+            self._proof_check.cancel()
         self._watch_heartbeat(None)
         if self._rt.link is not None:
             self._rt.link.close(why)

@@ -19,6 +19,7 @@ from unit.sessions.stand_in import InProcessAgent, ScriptedProvider, stand_in_co
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
+from workroom.core.heartbeat_proof import IdleClockReading, ProofState
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeEnd, PollOutcome
 from workroom.core.plain_errors import shows_exception_name
@@ -33,6 +34,7 @@ from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_connection import AuthFailed, HostUnreachable
 from workroom.sessions import host_session
 from workroom.sessions.host_session import HostSession, HostSnapshot
+from wr_agent.heartbeat import Heartbeat
 from wr_agent.signals import Signals
 
 pytestmark = pytest.mark.unit
@@ -269,6 +271,58 @@ def test_a_bug_while_connecting_reaches_the_user_in_plain_words(tmp_path: Path,
         assert failure is not None and failure.title == "Something went wrong"
         assert not shows_exception_name(str(failure)), str(failure)
         assert "KeyError" not in str(failure) and HOST.name in failure.message
+        await session.close()
+
+    run(scenario())
+
+
+class IdleClockProvider(ScriptedProvider):
+    """A network-metered box whose provider lets its idle clock be read: `heartbeat_seen` decides whether the
+    reading shows the keep-awake (reset a moment ago) or a clock long past the limit."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.heartbeat_seen = True
+
+    async def read_idle_clock(self, host: Host) -> IdleClockReading | None:
+        return IdleClockReading(idle_seconds=0.2 if self.heartbeat_seen else 500.0, window_seconds=3600.0,
+                                read_at=time.monotonic())
+
+
+def _freeze(agent: InProcessAgent) -> None:
+    """The agent's service thread stops; its sockets stay open and unread (a link that died silently)."""
+    agent._stop.set()
+    agent.server.wake()
+    agent._thread.join(5)
+
+
+@pytest.mark.parametrize("link_alive", [True, False])
+def test_before_saying_not_kept_awake_the_link_is_checked(tmp_path: Path, agent: InProcessAgent,
+                                                          monkeypatch: pytest.MonkeyPatch, link_alive: bool) -> None:
+    """No pings run while the proof is read; a link that died silently would leave the job's BUSY showing and
+    the end of the job would read as a missed heartbeat. One ping decides: a live link shows "not seen", a
+    dead one is a loss (and no false "busy but not kept awake")."""
+    monkeypatch.setattr(host_session, "PING_TIMEOUT_SECONDS", 0.5)
+    agent.agent.heartbeat = Heartbeat(interval=4.0, target=("127.0.0.1", 9))  # loopback discard port
+
+    async def scenario() -> None:
+        provider = IdleClockProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.AWAKE, agent=agent)
+        session = HostSession(HOST, provider, CeilingSettings(), auto_reconnect=False)
+        seen = Recorder(session)
+        await session.connect(timeout=10)
+        agent.tick(BUSY)
+        await until(lambda: session.connection.heartbeat_proof is not None)
+        if not link_alive:
+            _freeze(agent)
+        provider.heartbeat_seen = False
+        if link_alive:
+            await until(lambda: session.connection.heartbeat_proof is not None
+                        and session.connection.heartbeat_proof.state is ProofState.NOT_SEEN, 8)
+            assert session.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET)
+        else:
+            await until(lambda: session.connection.state is ConnectionState.LOST, 8)
+            proofs = [s.connection.heartbeat_proof for s in seen.snaps if s.connection.heartbeat_proof]
+            assert all(p.state is not ProofState.NOT_SEEN for p in proofs), "a dead link read as a missed heartbeat"
         await session.close()
 
     run(scenario())
