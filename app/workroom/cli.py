@@ -193,12 +193,13 @@ async def _cmd_status(args: argparse.Namespace) -> int:
 
         snaps = await asyncio.gather(*(one(n) for n in engine.hosts.names()))
         if args.json:
-            print(json.dumps([_snapshot_json(s) for s in snaps]))
+            print(json.dumps([_snapshot_json(s) for s in snaps]), flush=True)
         else:
             for s in snaps:
-                print(_snapshot_line(s))
-        if args.watch:
-            engine.listeners.append(lambda s: print(_snapshot_line(s), flush=True))
+                print(_snapshot_line(s), flush=True)
+        if args.watch:  # then one line per change: with --json, each a JSON object (the stream is JSON Lines)
+            engine.listeners.append(lambda s: print(json.dumps(_snapshot_json(s)) if args.json else _snapshot_line(s),
+                                                    flush=True))
             await asyncio.get_running_loop().create_future()
         return code
     finally:

@@ -1,0 +1,71 @@
+"""`workroom status --json --watch` is a JSON Lines stream: the first line every host, then one object per change.
+
+The real CLI on the embedded default (this computer as a host, its real agent); a CPU job started the way a
+user's would be (not a child of the CLI, which the local agent leaves out) makes a change to print.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+
+def _kill_agents_under(home: Path) -> None:
+    out = subprocess.run(["pgrep", "-f", f"{home}/state/agent/wr-agent.pyz"], capture_output=True, text=True)
+    for pid in out.stdout.split():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def test_status_watch_with_json_prints_only_json(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKROOM_", "XDG_"))}
+    env.update(WORKROOM_HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
+    cli = subprocess.Popen([sys.executable, "-m", "workroom.cli", "status", "--json", "--watch"], env=env,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    burner = None
+    lines: list[str] = []
+    try:
+        assert cli.stdout is not None
+        sel = selectors.DefaultSelector()
+        sel.register(cli.stdout, selectors.EVENT_READ)
+        deadline = time.monotonic() + 90
+        while len(lines) < 3 and time.monotonic() < deadline:
+            if not sel.select(timeout=1.0):
+                continue
+            line = cli.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if len(lines) == 1:  # every host, connected: now make a change
+                started = subprocess.run(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null 2>&1 "
+                                          "& echo $!"], capture_output=True, text=True, check=True, timeout=10)
+                burner = int(started.stdout.strip())
+        assert len(lines) >= 2, f"no change printed: {lines!r}"
+        first = json.loads(lines[0])
+        assert isinstance(first, list) and any(s["provider"] == "local" for s in first), first
+        for line in lines[1:]:
+            change = json.loads(line)  # not a plain-text line
+            assert isinstance(change, dict) and change["name"], change
+    finally:
+        if burner is not None:
+            os.kill(burner, signal.SIGKILL)
+        cli.terminate()
+        try:
+            cli.wait(10)
+        except subprocess.TimeoutExpired:
+            cli.kill()
+            cli.wait(10)
+        _kill_agents_under(home)
