@@ -3,6 +3,7 @@ agent's record, the day is said in words, a price gives a cost, and a "never wor
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -72,6 +73,20 @@ def test_strip_words_cost_and_never_work_with_a_real_agent(window: Any, engine: 
     assert status is not None
     files = list(engine.paths.state_dir.rglob("*.exclusions"))
     assert files and json.loads(files[0].read_text())["names"] == ["watch"]
+
+    # Select it, let a second or two of the window's ticks re-render the panel, then Remove: it must go.
+    view.never_list.setCurrentRow(0)
+
+    async def removed() -> None:
+        for _ in range(3):
+            window._tick()
+            await asyncio.sleep(0.1)
+        assert view.never_list.currentItem() is not None, "a re-render dropped the selection"
+        qtbot.mouseClick(view.never_remove, Qt.MouseButton.LeftButton)
+        await wait_for(lambda: view.never_list.count() == 0, 15, "the never-work list to be empty")
+
+    run(removed(), timeout=20)
+    assert json.loads(files[0].read_text())["names"] == []
 
 
 @pytest.mark.parametrize(("provider", "state", "busy_now", "asks"), [

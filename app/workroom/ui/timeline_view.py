@@ -387,11 +387,23 @@ class TimelineView(QWidget):
 
     # -- rendering --------------------------------------------------------------------------------
 
+    def _show_never_work(self) -> None:
+        """The never-work list, rebuilt only when it changed: the view re-renders every second, and a rebuild
+        would drop the entry the user just selected to remove."""
+        shown = [self.never_list.item(i).text() for i in range(self.never_list.count())]
+        if shown == list(self.never_work):
+            return
+        current = self.never_list.currentItem()
+        selected = current.text() if current is not None else None
+        self.never_list.clear()
+        self.never_list.addItems(list(self.never_work))
+        if selected in self.never_work:
+            self.never_list.setCurrentRow(list(self.never_work).index(selected))
+
     def _render(self) -> None:
         self.summary = tl.summarise(self.reply, self.window_seconds) if self.reply is not None else None
         self.strip.set_summary(self.summary)
-        self.never_list.clear()
-        self.never_list.addItems(list(self.never_work))
+        self._show_never_work()
         if self.summary is None:
             self.axis.setText("")
             self.others.setText("")
