@@ -23,8 +23,8 @@ def app(engine: Any, qtbot: Any) -> Any:
     workroom_app.window.cards.timer.stop()
 
 
-def prompting(name: str) -> Any:
-    return make_snapshot(name, "boxd", prompt=True, **busy(
+def prompting(name: str, state: ConnectionState = ConnectionState.LIVE) -> Any:
+    return make_snapshot(name, "boxd", state, prompt=True, **busy(
         awake_seconds=4 * 3600 + 10.0, awake_ceiling_exceeded=True, ask_at_ceiling=True, prompt_pending=True,
         prompt_deadline=AGENT_MONOTONIC + 300))
 
@@ -91,3 +91,34 @@ def test_a_prompt_answered_elsewhere_unpins_and_withdraws_too(app: Any, engine: 
     assert "render-farm" in app.tray.notified
     feed(engine, make_snapshot("render-farm", "boxd", **busy()))  # the agent says: no prompt pending any more
     assert "render-farm" not in app.tray.prompt_actions and "render-farm" not in app.tray.notified
+
+
+@pytest.mark.parametrize("gone", [ConnectionState.DISCONNECTED, ConnectionState.LOST, ConnectionState.ASLEEP])
+def test_a_prompt_is_shown_only_while_the_link_can_carry_the_answer(app: Any, engine: Any,
+                                                                     gone: ConnectionState) -> None:
+    """The session keeps the last status (prompt pending) when the link goes; nothing may offer an answer then.
+    The agent still holds the prompt when the link comes back: it shows again (and is announced again)."""
+    tray, cards = app.tray, app.window.cards
+    feed(engine, prompting("render-farm"))
+    assert "render-farm" in cards.cards and "render-farm" in tray.prompt_actions
+    assert "render-farm needs an answer" in tray.summary.text()
+    assert "render-farm" in app.app_nap.pending and "render-farm" in tray.notified
+
+    feed(engine, prompting("render-farm", gone))  # the same status and prompt, on a link that is gone
+    assert "render-farm" not in cards.cards and cards.isHidden() and not cards.timer.isActive()
+    tray.refresh_texts()
+    lines = texts(tray.menu)
+    assert "render-farm" not in tray.prompt_actions
+    assert not any("keep it awake?" in x or x.strip() in ("Keep awake", "Let it sleep") for x in lines)
+    total = app.window.model.rowCount()
+    assert tray.summary.text() == f"0 of {total} live"  # nobody needs an answer
+    assert "render-farm" not in app.app_nap.pending
+    assert "render-farm" not in tray.notified and tray.last_notification is None
+
+    tray.last_notification = None
+    feed(engine, prompting("render-farm"))  # live again, the agent still asking with the same deadline
+    card = cards.cards["render-farm"]
+    assert card.isVisibleTo(app.window) and card.countdown.text().startswith("Answer within")
+    assert "render-farm" in tray.prompt_actions and "render-farm needs an answer" in tray.summary.text()
+    assert "render-farm" in app.app_nap.pending
+    assert tray.last_notification is not None and tray.last_notification[0] == "render-farm: keep it awake?"

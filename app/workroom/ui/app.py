@@ -185,8 +185,9 @@ class WorkroomApp:
 
 
 def needs_full_speed(snapshot: HostSnapshot) -> bool:
-    """A prompt deadline is pending, or an outside keep-awake poll runs (request-metered and busy)."""
-    if snapshot.prompt is not None:
+    """A prompt that can be answered is counting down (on a live link: row_text.prompt_deadline), or an outside
+    keep-awake poll runs (request-metered and busy)."""
+    if row_text.prompt_deadline(snapshot) is not None:
         return True
     status = snapshot.status
     return (snapshot.traits.idle_metering is IdleMetering.REQUESTS and status is not None
