@@ -9,8 +9,11 @@ import pytest
 from demo_states import AGENT_MONOTONIC, busy, every_state, make_snapshot
 from gui_helpers import feed
 from PySide6.QtGui import QGuiApplication
+from workroom.core.badge import BadgeKind
 from workroom.core.connection import ConnectionState
+from workroom.ui import tray as tray_module
 from workroom.ui.app import WorkroomApp
+from workroom.ui.tray import TrayController
 
 pytestmark = pytest.mark.gui
 
@@ -122,3 +125,31 @@ def test_a_prompt_is_shown_only_while_the_link_can_carry_the_answer(app: Any, en
     assert "render-farm" in tray.prompt_actions and "render-farm needs an answer" in tray.summary.text()
     assert "render-farm" in app.app_nap.pending
     assert tray.last_notification is not None and tray.last_notification[0] == "render-farm: keep it awake?"
+
+
+def test_the_tray_tooltip_counts_every_host_even_when_the_worst_kind_stays(qapp: Any,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn: list[BadgeKind] = []
+    real = tray_module.tray_icon_for
+    monkeypatch.setattr(tray_module, "tray_icon_for", lambda kind: drawn.append(kind) or real(kind))
+    tray = TrayController()
+    assert tray.icon.toolTip() == "Workroom: no hosts"
+    tray.update(make_snapshot("laptop", "local"))
+    tray.update(make_snapshot("build-box", "ssh", ConnectionState.LOST))
+    tray.update(make_snapshot("data-box", "ssh", ConnectionState.LOST))  # the worst kind stays Offline
+    assert tray.icon.toolTip() == "Workroom: 3 hosts; worst: Offline (2)"
+    tray.update(make_snapshot("data-box", "ssh", ConnectionState.LOST))  # nothing changed: nothing redrawn
+    assert drawn == [BadgeKind.UNKNOWN, BadgeKind.IDLE, BadgeKind.OFFLINE]  # drawn only as the worst kind changes
+    tray.remove("build-box")
+    assert tray.icon.toolTip() == "Workroom: 2 hosts; worst: Offline (1)"
+    tray.update(make_snapshot("build-box", "ssh", ConnectionState.BACKING_OFF))
+    assert tray.icon.toolTip() == "Workroom: 3 hosts; worst: Offline (2)"
+
+
+def test_the_tray_tooltip_at_start_up_counts_hosts_not_connected_yet(qapp: Any, app: Any) -> None:
+    tray = TrayController()
+    tray.update(make_snapshot("new-vm", "ssh", ConnectionState.DISCONNECTED))  # Unknown, as every host at start-up
+    assert tray.icon.toolTip() == "Workroom: 1 host; worst: Unknown (1)"
+    total = app.window.model.rowCount()  # the app as it starts: the engine's hosts, none connected yet
+    assert total >= 1 and "no hosts" not in app.tray.icon.toolTip()
+    assert app.tray.icon.toolTip() == f"Workroom: {total} host{'s' if total != 1 else ''}; worst: Unknown ({total})"
