@@ -153,3 +153,22 @@ def test_the_tray_tooltip_at_start_up_counts_hosts_not_connected_yet(qapp: Any, 
     total = app.window.model.rowCount()  # the app as it starts: the engine's hosts, none connected yet
     assert total >= 1 and "no hosts" not in app.tray.icon.toolTip()
     assert app.tray.icon.toolTip() == f"Workroom: {total} host{'s' if total != 1 else ''}; worst: Unknown ({total})"
+
+
+def test_the_app_nap_hold_for_an_outside_keep_awake_ends_with_the_poll(app: Any, engine: Any) -> None:
+    """A request-metered host is kept awake by this computer's polls; after Disconnect they stop while the last
+    status still says busy, so nothing is left to time."""
+    from dataclasses import replace
+
+    from workroom.core.traits import REQUEST_METERED_TRAITS
+
+    def metered(state: ConnectionState, polling: bool) -> Any:
+        snap = make_snapshot("api-box", "request-metered", state, traits=REQUEST_METERED_TRAITS, **busy())
+        return replace(snap, connection=snap.connection.model_copy(update={"keepawake_running": polling}))
+
+    feed(engine, metered(ConnectionState.LIVE, polling=True))
+    assert "api-box" in app.app_nap.pending
+    feed(engine, metered(ConnectionState.LOST, polling=True))  # the polls go on while the link is retried
+    assert "api-box" in app.app_nap.pending
+    feed(engine, metered(ConnectionState.DISCONNECTED, polling=False))
+    assert "api-box" not in app.app_nap.pending
