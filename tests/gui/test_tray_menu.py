@@ -9,8 +9,11 @@ import pytest
 from demo_states import AGENT_MONOTONIC, busy, every_state, make_snapshot
 from gui_helpers import feed
 from PySide6.QtGui import QGuiApplication
+from workroom.core.badge import BadgeKind
 from workroom.core.connection import ConnectionState
+from workroom.ui import tray as tray_module
 from workroom.ui.app import WorkroomApp
+from workroom.ui.tray import TrayController
 
 pytestmark = pytest.mark.gui
 
@@ -23,8 +26,8 @@ def app(engine: Any, qtbot: Any) -> Any:
     workroom_app.window.cards.timer.stop()
 
 
-def prompting(name: str) -> Any:
-    return make_snapshot(name, "boxd", prompt=True, **busy(
+def prompting(name: str, state: ConnectionState = ConnectionState.LIVE) -> Any:
+    return make_snapshot(name, "boxd", state, prompt=True, **busy(
         awake_seconds=4 * 3600 + 10.0, awake_ceiling_exceeded=True, ask_at_ceiling=True, prompt_pending=True,
         prompt_deadline=AGENT_MONOTONIC + 300))
 
@@ -91,3 +94,81 @@ def test_a_prompt_answered_elsewhere_unpins_and_withdraws_too(app: Any, engine: 
     assert "render-farm" in app.tray.notified
     feed(engine, make_snapshot("render-farm", "boxd", **busy()))  # the agent says: no prompt pending any more
     assert "render-farm" not in app.tray.prompt_actions and "render-farm" not in app.tray.notified
+
+
+@pytest.mark.parametrize("gone", [ConnectionState.DISCONNECTED, ConnectionState.LOST, ConnectionState.ASLEEP])
+def test_a_prompt_is_shown_only_while_the_link_can_carry_the_answer(app: Any, engine: Any,
+                                                                     gone: ConnectionState) -> None:
+    """The session keeps the last status (prompt pending) when the link goes; nothing may offer an answer then.
+    The agent still holds the prompt when the link comes back: it shows again (and is announced again)."""
+    tray, cards = app.tray, app.window.cards
+    feed(engine, prompting("render-farm"))
+    assert "render-farm" in cards.cards and "render-farm" in tray.prompt_actions
+    assert "render-farm needs an answer" in tray.summary.text()
+    assert "render-farm" in app.app_nap.pending and "render-farm" in tray.notified
+
+    feed(engine, prompting("render-farm", gone))  # the same status and prompt, on a link that is gone
+    assert "render-farm" not in cards.cards and cards.isHidden() and not cards.timer.isActive()
+    tray.refresh_texts()
+    lines = texts(tray.menu)
+    assert "render-farm" not in tray.prompt_actions
+    assert not any("keep it awake?" in x or x.strip() in ("Keep awake", "Let it sleep") for x in lines)
+    total = app.window.model.rowCount()
+    assert tray.summary.text() == f"0 of {total} live"  # nobody needs an answer
+    assert "render-farm" not in app.app_nap.pending
+    assert "render-farm" not in tray.notified and tray.last_notification is None
+
+    tray.last_notification = None
+    feed(engine, prompting("render-farm"))  # live again, the agent still asking with the same deadline
+    card = cards.cards["render-farm"]
+    assert card.isVisibleTo(app.window) and card.countdown.text().startswith("Answer within")
+    assert "render-farm" in tray.prompt_actions and "render-farm needs an answer" in tray.summary.text()
+    assert "render-farm" in app.app_nap.pending
+    assert tray.last_notification is not None and tray.last_notification[0] == "render-farm: keep it awake?"
+
+
+def test_the_tray_tooltip_counts_every_host_even_when_the_worst_kind_stays(qapp: Any,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    drawn: list[BadgeKind] = []
+    real = tray_module.tray_icon_for
+    monkeypatch.setattr(tray_module, "tray_icon_for", lambda kind: drawn.append(kind) or real(kind))
+    tray = TrayController()
+    assert tray.icon.toolTip() == "Workroom: no hosts"
+    tray.update(make_snapshot("laptop", "local"))
+    tray.update(make_snapshot("build-box", "ssh", ConnectionState.LOST))
+    tray.update(make_snapshot("data-box", "ssh", ConnectionState.LOST))  # the worst kind stays Offline
+    assert tray.icon.toolTip() == "Workroom: 3 hosts; worst: Offline (2)"
+    tray.update(make_snapshot("data-box", "ssh", ConnectionState.LOST))  # nothing changed: nothing redrawn
+    assert drawn == [BadgeKind.UNKNOWN, BadgeKind.IDLE, BadgeKind.OFFLINE]  # drawn only as the worst kind changes
+    tray.remove("build-box")
+    assert tray.icon.toolTip() == "Workroom: 2 hosts; worst: Offline (1)"
+    tray.update(make_snapshot("build-box", "ssh", ConnectionState.BACKING_OFF))
+    assert tray.icon.toolTip() == "Workroom: 3 hosts; worst: Offline (2)"
+
+
+def test_the_tray_tooltip_at_start_up_counts_hosts_not_connected_yet(qapp: Any, app: Any) -> None:
+    tray = TrayController()
+    tray.update(make_snapshot("new-vm", "ssh", ConnectionState.DISCONNECTED))  # Unknown, as every host at start-up
+    assert tray.icon.toolTip() == "Workroom: 1 host; worst: Unknown (1)"
+    total = app.window.model.rowCount()  # the app as it starts: the engine's hosts, none connected yet
+    assert total >= 1 and "no hosts" not in app.tray.icon.toolTip()
+    assert app.tray.icon.toolTip() == f"Workroom: {total} host{'s' if total != 1 else ''}; worst: Unknown ({total})"
+
+
+def test_the_app_nap_hold_for_an_outside_keep_awake_ends_with_the_poll(app: Any, engine: Any) -> None:
+    """A request-metered host is kept awake by this computer's polls; after Disconnect they stop while the last
+    status still says busy, so nothing is left to time."""
+    from dataclasses import replace
+
+    from workroom.core.traits import REQUEST_METERED_TRAITS
+
+    def metered(state: ConnectionState, polling: bool) -> Any:
+        snap = make_snapshot("api-box", "request-metered", state, traits=REQUEST_METERED_TRAITS, **busy())
+        return replace(snap, connection=snap.connection.model_copy(update={"keepawake_running": polling}))
+
+    feed(engine, metered(ConnectionState.LIVE, polling=True))
+    assert "api-box" in app.app_nap.pending
+    feed(engine, metered(ConnectionState.LOST, polling=True))  # the polls go on while the link is retried
+    assert "api-box" in app.app_nap.pending
+    feed(engine, metered(ConnectionState.DISCONNECTED, polling=False))
+    assert "api-box" not in app.app_nap.pending

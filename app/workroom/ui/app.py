@@ -18,8 +18,6 @@ from PySide6.QtCore import QEvent, QObject, QSocketNotifier
 from PySide6.QtWidgets import QApplication
 
 from workroom.core import heartbeat_proof
-from workroom.core.protocol import Verdict
-from workroom.core.traits import IdleMetering
 from workroom.platform.macos import AppNapGuard, bring_to_front, hide_dock_icon
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSnapshot
@@ -185,12 +183,10 @@ class WorkroomApp:
 
 
 def needs_full_speed(snapshot: HostSnapshot) -> bool:
-    """A prompt deadline is pending, or an outside keep-awake poll runs (request-metered and busy)."""
-    if snapshot.prompt is not None:
-        return True
-    status = snapshot.status
-    return (snapshot.traits.idle_metering is IdleMetering.REQUESTS and status is not None
-            and status.verdict is Verdict.BUSY)
+    """A prompt that can be answered is counting down (on a live link: row_text.prompt_deadline), or this
+    computer's outside keep-awake is polling a request-metered host (the session's own word: it stops with
+    Disconnect, while the last status may still say busy)."""
+    return row_text.prompt_deadline(snapshot) is not None or snapshot.connection.keepawake_running
 
 
 class _QuitFilter(QObject):

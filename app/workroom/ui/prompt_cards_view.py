@@ -1,4 +1,5 @@
-"""Ceiling prompt cards: one per host whose agent asks "keep it awake?", in a scroll area.
+"""Ceiling prompt cards: one per live host whose agent asks "keep it awake?", in a scroll area (a host that is
+not live cannot take the answer; its card goes, and comes back with the link while the prompt is pending).
 
 A card is keyed by (host, prompt deadline): once answered (Keep awake or Dismiss) the same prompt
 never comes back, while a new prompt from that host does. A Keep awake that cannot reach the host

@@ -118,7 +118,14 @@ def connection_text(snap: HostSnapshot, now_monotonic: float) -> str:
 
 
 def prompt_deadline(snap: HostSnapshot) -> float | None:
-    """The pending prompt's deadline on the agent's clock, or None when nothing is asked."""
+    """The pending prompt's deadline on the agent's clock, or None when nothing is asked or nothing can answer.
+
+    An answer travels over the link, so a prompt counts only while the host is live: after Disconnect, a lost
+    link or the box going asleep the last status still says "pending", yet Keep awake could only fail. The agent
+    keeps the prompt and its deadline across connections and says so in the first status of the next one, so
+    the prompt shows again as soon as the link is back (unless it was answered or ran out meanwhile)."""
+    if snap.connection.state not in LIVE_STATES:
+        return None
     if snap.status is not None and snap.status.prompt_pending and snap.status.prompt_deadline is not None:
         return snap.status.prompt_deadline
     if snap.prompt is not None and (snap.status is None or snap.status.prompt_pending):

@@ -218,12 +218,15 @@ class TrayController(QObject):
         self._prompts_end.setVisible(bool(self.prompt_actions))
 
     def _set_worst(self) -> None:
+        """The icon shows the worst kind (drawn again only when that kind changes); the tooltip also counts the
+        hosts and those of the worst kind, so it is set whenever its words change, even under the same icon."""
         worst = worst_badge_kind(self._kinds.values())
-        if worst is self.worst_kind:
-            return
-        self.worst_kind = worst
-        self.icon.setIcon(tray_icon_for(worst))
-        self.icon.setToolTip(f"Workroom: {_summary(self._kinds)}")
+        if worst is not self.worst_kind:
+            self.worst_kind = worst
+            self.icon.setIcon(tray_icon_for(worst))
+        tooltip = f"Workroom: {_summary(self._kinds)}"
+        if self.icon.toolTip() != tooltip:
+            self.icon.setToolTip(tooltip)
 
     # -- notifications ------------------------------------------------------------------------------
 
