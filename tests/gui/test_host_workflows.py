@@ -4,7 +4,9 @@ menu on rows, double-click for details, and a window that remembers its size and
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,119 @@ def test_edit_host_changes_it_and_keeps_its_name(window: Any, engine: Any, run: 
     local = engine.hosts.hosts[0].name
     window.select_host(local)
     assert not window.edit_button.isEnabled()  # this computer has nothing to edit
+
+
+def _save_edit(window: Any, engine: Any, run: Any, name: str, **fields: str) -> None:
+    """Edit `name` through the real dialog (Save), and wait until the edit is saved or refused."""
+    window.select_host(name)
+    dialog = window.open_edit_dialog()
+    assert dialog is not None and dialog.inputs["name"].isReadOnly()
+    for key, value in fields.items():
+        dialog.inputs[key].setText(value)
+    before = engine.hosts.get(name)
+
+    async def saved() -> None:
+        dialog.try_accept()
+        assert dialog.host is not None, {k: v.text() for k, v in dialog.errors.items() if v.text()}
+        await wait_for(lambda: engine.hosts.get(name) != before or window.action_error.isVisible(), 10,
+                       "the edit to be saved or refused")
+
+    run(saved())
+
+
+def test_editing_the_port_keeps_the_hourly_price_and_every_field_the_dialog_does_not_change(
+        window: Any, engine: Any, run: Any) -> None:
+    window.controller.add_host(Host(name="gpu", provider="ssh", address="10.9.9.9", user="me",
+                                    idle_window_seconds=1234567.0, provider_ref="gpu-1"), connect=False)
+    window.controller.set_hourly_price("gpu", 0.5)
+    _save_edit(window, engine, run, "gpu", port="2222")
+    assert not window.action_error.isVisible()
+    edited = engine.hosts.require("gpu")
+    assert edited == Host(name="gpu", provider="ssh", address="10.9.9.9", port=2222, user="me",
+                          idle_window_seconds=1234567.0, provider_ref="gpu-1", hourly_price=0.5)
+    on_disk = json.loads(engine.paths.hosts_file.read_text())
+    saved = next(h for h in on_disk["hosts"] if h["name"] == "gpu")
+    assert saved["port"] == 2222 and saved["hourly_price"] == 0.5 and saved["idle_window_seconds"] == 1234567.0
+    assert window.model.snapshot("gpu").host.hourly_price == 0.5
+
+
+@pytest.fixture
+def old_file_window(wr_home: Path, aloop: Any, qtbot: Any) -> Iterator[Any]:
+    """The window over a hosts.json from before names starting with '-' were refused: it holds '-old'."""
+    import asyncio
+
+    from workroom.agent_bundle import load_agent_bundle
+    from workroom.paths import app_paths
+    from workroom.sessions.engine import Engine
+    from workroom.ui.app_controller import AppController
+    from workroom.ui.main_window import MainWindow
+
+    paths = app_paths().ensure()
+    paths.hosts_file.write_text(json.dumps({"version": 1, "hosts": [
+        {"name": "-old", "provider": "ssh", "address": "10.9.9.9", "hourly_price": 1.25}]}))
+    engine = Engine(paths, load_agent_bundle(paths))
+    assert engine.hosts.names() == ["-old"] and not engine.problems
+    win = MainWindow(AppController(engine))
+    qtbot.addWidget(win)
+    win.show()
+    yield win
+    win.cards.timer.stop()
+    aloop.run_until_complete(asyncio.wait_for(engine.close(), 15))
+
+
+def test_editing_a_host_from_an_old_file_whose_name_starts_with_a_dash_keeps_it(
+        old_file_window: Any, run: Any) -> None:
+    window = old_file_window
+    engine = window.controller.engine
+    _save_edit(window, engine, run, "-old", port="2222")
+    assert not window.action_error.isVisible(), window.action_error.text()
+    assert engine.hosts.require("-old").port == 2222 and engine.hosts.require("-old").hourly_price == 1.25
+    on_disk = json.loads(engine.paths.hosts_file.read_text())
+    assert [(h["name"], h.get("port")) for h in on_disk["hosts"]] == [("-old", 2222)]
+    assert window.model.row_of("-old") is not None
+    # An address the edit brings in still meets the rules of a new host: said under the field, nothing saved.
+    window.select_host("-old")
+    dialog = window.open_edit_dialog()
+    dialog.inputs["address"].setText("-oProxyCommand=x")
+    dialog.try_accept()
+    assert dialog.host is None and dialog.errors["address"].isVisible()
+    assert "cannot start with '-'" in dialog.errors["address"].text()
+    dialog.reject()
+    assert engine.hosts.require("-old").address == "10.9.9.9"
+
+
+def test_an_edit_the_engine_refuses_is_shown_in_words_and_changes_nothing(
+        window: Any, engine: Any, run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workroom.sessions import engine as engine_module
+
+    controller = window.controller
+    controller.add_host(Host(name="gpu", provider="ssh", address="10.9.9.9"), connect=False)
+    controller.set_hourly_price("gpu", 0.5)
+    before, file_before = engine.hosts, engine.paths.hosts_file.read_text()
+    session = engine.sessions.get("gpu")
+
+    def refused(host: Host) -> str:
+        window.action_error.hide()
+
+        async def shown() -> None:
+            controller.edit_host("gpu", host)
+            await wait_for(window.action_error.isVisible, 10, "the refusal to be shown")
+
+        run(shown())
+        assert engine.hosts == before and engine.paths.hosts_file.read_text() == file_before
+        assert engine.sessions.get("gpu") is session and window.model.row_of("gpu") is not None
+        text: str = window.action_error.text()
+        assert "Error" not in text and "Traceback" not in text
+        return text
+
+    assert "address cannot start with" in refused(Host(name="gpu", provider="ssh", address="-oProxyCommand=x"))
+    assert "name cannot be changed" in refused(Host(name="gpu2", provider="ssh", address="10.9.9.9"))
+
+    def unwritable(*_: object) -> None:
+        raise PermissionError(13, "Permission denied", str(engine.paths.hosts_file))
+
+    monkeypatch.setattr(engine_module, "save_hosts", unwritable)
+    assert "Changes not saved" in refused(Host(name="gpu", provider="ssh", address="10.9.9.9", port=2222))
 
 
 def test_shortcuts_right_click_menu_and_double_click(window: Any, engine: Any, qtbot: Any) -> None:

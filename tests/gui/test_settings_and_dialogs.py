@@ -55,6 +55,51 @@ def test_settings_pane_applies_and_persists(window: Any, engine: Any, run: Any) 
     assert saved["ceiling"]["ceiling_seconds"] == 5400
 
 
+def test_a_ceiling_in_seconds_survives_applying_another_change_and_an_edit_applies(qtbot: Any) -> None:
+    from workroom.ui.settings_view import SettingsView
+
+    view = SettingsView()
+    qtbot.addWidget(view)
+    view.show()
+    applied: list[CeilingSettings] = []
+    view.apply_requested.connect(applied.append)
+    for seconds, words in ((90, "1 min 30 s"), (30, "30 s")):
+        view.load(CeilingSettings.checked(ceiling_seconds=seconds, prompt_timeout_seconds=90.5))
+        assert (view.ceiling_hours.value(), view.ceiling_minutes.value()) == (0, round(seconds / 60 + 0.01))
+        view.ask_mode.setChecked(not view.ask_mode.isChecked())
+        view.apply_button.click()
+        assert applied[-1].ceiling_seconds == seconds and applied[-1].prompt_timeout_seconds == 90.5
+        view.show_outcome({})
+        # The boxes show whole minutes; the exact value is said under them.
+        assert view.exact.isVisible() and f"The awake ceiling is {words}" in view.exact.text()
+        assert "The prompt timeout is 1 min 30.5 s" in view.exact.text()
+    view.ceiling_minutes.setValue(3)  # an edit is what the boxes say
+    assert "awake ceiling" not in view.exact.text() and "prompt timeout" in view.exact.text()
+    view.apply_button.click()
+    assert applied[-1].ceiling_seconds == 180 and applied[-1].prompt_timeout_seconds == 90.5
+    view.show_outcome({})
+    view.ceiling_minutes.setValue(1)  # back to what the boxes showed when loaded: the loaded value again
+    view.timeout_seconds.setValue(31)
+    assert "The awake ceiling is 30 s" in view.exact.text() and "prompt timeout" not in view.exact.text()
+    view.apply_button.click()
+    assert applied[-1].ceiling_seconds == 30 and applied[-1].prompt_timeout_seconds == 91
+
+
+def test_the_window_applies_an_untouched_ceiling_of_ninety_seconds_as_ninety(window: Any, engine: Any,
+                                                                              run: Any) -> None:
+    pane = window.settings
+    pane.load(CeilingSettings.checked(ceiling_seconds=90))
+    pane.ask_mode.setChecked(True)
+
+    async def apply() -> None:
+        pane.apply_button.click()
+        await wait_for(lambda: pane.result.text().startswith("Saved"), 10, "the settings to be applied")
+
+    run(apply())
+    assert engine.settings.ceiling == CeilingSettings(ceiling_seconds=90, ask_at_ceiling=True)
+    assert json.loads(engine.paths.settings_file.read_text())["ceiling"]["ceiling_seconds"] == 90
+
+
 def _fill(dialog: AddHostDialog, **values: str) -> None:
     for key, value in values.items():
         widget = dialog.inputs[key]

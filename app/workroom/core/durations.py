@@ -27,6 +27,24 @@ def format_duration(seconds: float) -> str:
     return f"{days} d" if hours == 0 else f"{days} d {hours} h"
 
 
+def exact_duration(seconds: float) -> str:
+    """A duration in words to the second, unrounded: "1 min 30 s", "1 h 30 s", "2 d 4 h", "90.5 s" -> "1 min 30.5 s".
+
+    For a value the settings pane's boxes cannot show whole (they count minutes, or whole seconds).
+    """
+    if not math.isfinite(seconds) or seconds < 0:
+        return "unknown"
+    whole = math.floor(seconds)
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    fraction = seconds - whole
+    parts = [f"{value} {unit}" for value, unit in ((days, "d"), (hours, "h"), (minutes, "min")) if value]
+    if secs or fraction or not parts:
+        parts.append(f"{secs + fraction:.10g} s" if fraction else f"{secs} s")
+    return " ".join(parts)
+
+
 def split_hours_minutes(seconds: float) -> tuple[int, int]:
     """Seconds as (hours, minutes) rounded to the nearest minute, for two spin boxes."""
     if not math.isfinite(seconds) or seconds < 0:

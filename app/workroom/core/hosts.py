@@ -187,9 +187,23 @@ class UnsafeHostNameError(UserError, ValueError):
             f"That host {what} cannot be used",
             f"A host {what} cannot start with '-' (got {value!r}): programs on the host would take it for "
             "an option.",
-            f"Pick a {what} that starts with a letter or a digit.",
+            f"Pick {'an' if what == 'address' else 'a'} {what} that starts with a letter or a digit.",
         )
+        self.what = what
         self.value = value
+
+
+class RenamedHostError(UserError, ValueError):
+    """An edit that would change a host's name (the name keys its session, keyring entries and verdict)."""
+
+    exit_code = ExitCode.ERROR
+
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__(
+            "A host's name cannot be changed",
+            f"{old!r} cannot become {new!r} by editing it.",
+            "Add a host with the new name, then remove the old one.",
+        )
 
 
 def check_new_host(host: Host) -> Host:
@@ -200,6 +214,18 @@ def check_new_host(host: Host) -> Host:
         if value is not None and value.startswith("-"):
             raise UnsafeHostNameError(what, value)
     return host
+
+
+def check_edited_host(old: Host, new: Host) -> Host:
+    """The rules for `old` changed into `new`: the name stays, and a name, address or user the edit brings
+    in meets the rules of a new host. One already in the file stays as it is (as it did when it loaded), so
+    an old host whose name starts with '-' can still have its port changed."""
+    if new.name != old.name:
+        raise RenamedHostError(old.name, new.name)
+    for what, before, after in (("address", old.address, new.address), ("user", old.user, new.user)):
+        if after is not None and after != before and after.startswith("-"):
+            raise UnsafeHostNameError(what, after)
+    return new
 
 
 def _same_name(a: str, b: str) -> bool:
@@ -245,6 +271,11 @@ class HostsFile(BaseModel):
     def remove(self, name: str) -> HostsFile:
         self.require(name)
         return HostsFile(hosts=tuple(h for h in self.hosts if not _same_name(h.name, name)))
+
+    def edit(self, name: str, host: Host) -> HostsFile:
+        """The same list with the host called `name` changed into `host` (same position), checked first by
+        `check_edited_host` (raises RenamedHostError, UnsafeHostNameError, HostNotFoundError)."""
+        return self.replace(check_edited_host(self.require(name), host))
 
     def replace(self, host: Host) -> HostsFile:
         """The same list with the host of that name swapped for `host` (same position)."""

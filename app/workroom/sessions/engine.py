@@ -180,6 +180,17 @@ class Engine:
         self.hosts = self.hosts.add(host)
         save_hosts(self.paths, self.hosts)
 
+    async def replace_host(self, name: str, host: Host) -> None:
+        """Change the host called `name` into `host` in one step: checked (`HostsFile.edit`: raises a
+        UserError) and saved (raises OSError) before anything changes, so a refused edit loses nothing.
+        Then the session made with the old settings ends; the next `session(name)` uses the new ones."""
+        hosts = self.hosts.edit(name, host)
+        save_hosts(self.paths, hosts)
+        self.hosts = hosts
+        session = self.sessions.pop(host.name, None)
+        if session is not None:
+            await session.close()
+
     async def remove_host(self, name: str) -> None:
         host = self.hosts.require(name)
         session = self.sessions.pop(host.name, None)

@@ -207,15 +207,27 @@ class AppController(QObject):
             return False, f"Could not reach {host.connect_address}; the app's log has the details."
         return True, f"Reached {host.connect_address} and logged in."
 
-    def edit_host(self, host: Host) -> None:
-        """Save changed settings of an existing host and connect with them (its old session ends)."""
+    def edit_host(self, name: str, host: Host) -> None:
+        """Save changed settings of the host called `name` (`host`: all of it, the fields the dialog does
+        not show included) and connect with them; its old session ends.
+
+        The engine checks and saves the change before anything else happens: one it refuses, or that
+        cannot be saved, is shown (`failed`) and the host stays as it was, on disk and in the window.
+        """
         async def edit() -> None:
-            await self.engine.remove_host(host.name)
-            self.engine.add_host(host)
+            try:
+                await self.engine.replace_host(name, host)
+            except UserError as error:
+                self.failed.emit(error)
+                return
+            except OSError as error:
+                self.failed.emit(UserError("Changes not saved", f"{name}: {error}",
+                                           "Check that the settings folder is writable; the host is unchanged."))
+                return
             self.host_added.emit(self._snapshot_of(host))
             self.connect_host(host.name, wake=False, unknown=True)
 
-        self.tasks.run(f"edit:{host.name}", edit())
+        self.tasks.run(f"edit:{name}", edit())
 
     def remove_host(self, name: str) -> None:
         async def remove() -> None:

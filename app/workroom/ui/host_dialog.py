@@ -25,7 +25,16 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workroom.core.hosts import LOCAL_PROVIDER, Host, HostsFile, IdentityRef
+from workroom.core.hosts import (
+    LOCAL_PROVIDER,
+    Host,
+    HostsFile,
+    IdentityRef,
+    RenamedHostError,
+    UnsafeHostNameError,
+    check_edited_host,
+    check_new_host,
+)
 from workroom.core.traits import PROVIDER_KINDS
 from workroom.ui import styles
 from workroom.ui.ssh_aliases import config_aliases
@@ -35,6 +44,7 @@ Tester = Callable[[Host], Awaitable[tuple[bool, str]]]
 
 FIELDS = ("name", "provider", "address", "port", "user", "identity", "provider_ref", "idle_window_seconds",
           "agent_candidates")
+"""The Host fields the dialog shows; an edit keeps every other one (the hourly price, set in the timeline)."""
 GENERAL = "general"
 DIALOG_MIN_WIDTH = 560
 """Wide enough that every placeholder and a one-line error show whole."""
@@ -61,8 +71,12 @@ def _clean(text: str) -> str | None:
     return text or None
 
 
-def host_from_fields(fields: dict[str, str], existing: HostsFile) -> Host | dict[str, str]:
-    """A valid new Host from the dialog's text fields, or {field: what is wrong} (GENERAL for the whole)."""
+def host_from_fields(fields: dict[str, str], existing: HostsFile,
+                     editing: Host | None = None) -> Host | dict[str, str]:
+    """A valid new Host from the dialog's text fields, or {field: what is wrong} (GENERAL for the whole).
+
+    `editing`: the host being edited; the result keeps its fields the dialog does not show (FIELDS).
+    """
     errors: dict[str, str] = {}
     values: dict[str, object] = {"name": fields.get("name", ""), "provider": fields.get("provider", "")}
     for key in ("address", "user", "agent_candidates", "provider_ref"):
@@ -103,7 +117,15 @@ def host_from_fields(fields: dict[str, str], existing: HostsFile) -> Host | dict
         return errors
     if existing.get(host.name) is not None:
         return {"name": f"There is already a host called {host.name!r}; pick another name."}
-    return host
+    if editing is not None:
+        kept = {key: value for key, value in editing if key not in FIELDS}
+        host = host.model_copy(update=kept)
+    try:
+        return check_new_host(host) if editing is None else check_edited_host(editing, host)
+    except UnsafeHostNameError as error:
+        return {error.what if error.what in FIELDS else GENERAL: f"{error.message} {error.hint}"}
+    except RenamedHostError as error:
+        return {"name": f"{error.message} {error.hint}"}
 
 
 def fields_of(host: Host) -> dict[str, str]:
@@ -116,9 +138,14 @@ def fields_of(host: Host) -> dict[str, str]:
         "name": host.name, "provider": host.provider, "address": text(host.address), "port": text(host.port),
         "user": text(host.user), "identity": host.identity.value if host.identity is not None else "",
         "provider_ref": text(host.provider_ref),
-        "idle_window_seconds": "" if window is None else (f"{window:g}"),
+        "idle_window_seconds": "" if window is None else _exact(window),
         "agent_candidates": text(host.agent_candidates),
     }
+
+
+def _exact(seconds: float) -> str:
+    """A number of seconds as text that reads back as the same number (not rounded to six digits)."""
+    return str(int(seconds)) if seconds.is_integer() else repr(seconds)
 
 
 def _message(item: object) -> str:
@@ -345,7 +372,7 @@ class AddHostDialog(QDialog):
 
     def _checked(self) -> Host | None:
         """The Host the fields describe, or None after showing each problem under its field."""
-        result = host_from_fields(self.fields(), self.existing)
+        result = host_from_fields(self.fields(), self.existing, self.editing)
         for label in self.errors.values():
             label.hide()
             label.setText("")

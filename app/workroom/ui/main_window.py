@@ -383,8 +383,8 @@ class MainWindow(QMainWindow):
         return dialog
 
     def _edit_from(self, dialog: AddHostDialog) -> None:
-        if isinstance(dialog.host, Host):
-            self.controller.edit_host(dialog.host)
+        if isinstance(dialog.host, Host) and dialog.editing is not None:
+            self.controller.edit_host(dialog.editing.name, dialog.host)
 
     def _add_from(self, dialog: AddHostDialog) -> None:
         host = dialog.host

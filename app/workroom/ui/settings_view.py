@@ -1,5 +1,9 @@
 """The settings pane: awake ceiling (hours + minutes), prompt timeout, ask mode.
 
+A value the boxes cannot show whole (the CLI takes seconds: a 90 s ceiling shows as 2 min) is kept exactly
+as loaded, and said in words under the boxes, until the user changes that value's boxes: applying
+something else (ask mode, say) never rounds it.
+
 Bounds come from core.ceiling and are checked by the same `CeilingSettings.checked` the CLI and the
 agent rely on. A value out of bounds says so under the fields and is not applied (Apply is disabled);
 the spin boxes themselves do not clamp, so a person sees why instead of a silently changed number.
@@ -20,12 +24,13 @@ from PySide6.QtWidgets import (
 )
 
 from workroom.core.ceiling import (
+    DURATION_FIELDS,
     MAX_DURATION_SECONDS,
     MIN_DURATION_SECONDS,
     CeilingSettings,
     SettingsError,
 )
-from workroom.core.durations import format_duration
+from workroom.core.durations import exact_duration, format_duration
 from workroom.core.errors import UserError
 from workroom.ui import styles
 
@@ -60,6 +65,13 @@ class SettingsView(QWidget):
         self.ask_mode.setToolTip("Only hosts that sleep when idle are asked; hosts that never sleep just report it.")
         self.bounds = QLabel(BOUNDS_TEXT)
         self.bounds.setObjectName("settings_bounds")
+        self.exact = QLabel()
+        self.exact.setObjectName("settings_exact")
+        self.exact.setWordWrap(True)
+        styles.set_role(self.exact, styles.MUTED)
+        self.exact.hide()
+        self._loaded: dict[str, tuple[tuple[int, int], float]] = {}
+        """Per duration field: (what its two boxes showed when loaded, the exact seconds loaded)."""
         self.error = QLabel()
         self.error.setObjectName("settings_error")
         self.error.setWordWrap(True)
@@ -88,6 +100,7 @@ class SettingsView(QWidget):
         form.addRow("Prompt timeout", timeout_row)
         form.addRow("", self.ask_mode)
         form.addRow("", self.bounds)
+        form.addRow("", self.exact)
         explain = QLabel(
             "A host busy longer than the awake ceiling is flagged. In ask mode, a sleepable host's agent asks "
             "here whether to keep it awake; unanswered within the prompt timeout, it stops keeping it awake."
@@ -110,6 +123,8 @@ class SettingsView(QWidget):
     def load(self, settings: CeilingSettings) -> None:
         hours, minutes = settings.ceiling_hours_minutes
         t_minutes, t_seconds = divmod(round(settings.prompt_timeout_seconds), 60)
+        self._loaded = {"ceiling_seconds": ((hours, minutes), settings.ceiling_seconds),
+                        "prompt_timeout_seconds": ((t_minutes, t_seconds), settings.prompt_timeout_seconds)}
         for box, value in ((self.ceiling_hours, hours), (self.ceiling_minutes, minutes),
                            (self.timeout_minutes, t_minutes), (self.timeout_seconds, t_seconds)):
             box.blockSignals(True)
@@ -118,17 +133,40 @@ class SettingsView(QWidget):
         self.ask_mode.setChecked(settings.ask_at_ceiling)
         self._validate()
 
+    def _shown(self) -> dict[str, tuple[int, int]]:
+        return {"ceiling_seconds": (self.ceiling_hours.value(), self.ceiling_minutes.value()),
+                "prompt_timeout_seconds": (self.timeout_minutes.value(), self.timeout_seconds.value())}
+
+    def _kept(self) -> dict[str, float]:
+        """The loaded seconds of each field whose boxes still show what they showed when loaded."""
+        shown = self._shown()
+        return {field: exact for field, (was_shown, exact) in self._loaded.items() if shown[field] == was_shown}
+
+    def _typed_seconds(self) -> dict[str, float]:
+        """What the boxes show, in seconds."""
+        (hours, minutes), (t_minutes, t_seconds) = (self._shown()[field] for field in DURATION_FIELDS)
+        return {"ceiling_seconds": float(hours * 3600 + minutes * 60),
+                "prompt_timeout_seconds": float(t_minutes * 60 + t_seconds)}
+
     def _entered_seconds(self) -> dict[str, float]:
-        return {
-            "ceiling_seconds": float(self.ceiling_hours.value() * 3600 + self.ceiling_minutes.value() * 60),
-            "prompt_timeout_seconds": float(self.timeout_minutes.value() * 60 + self.timeout_seconds.value()),
-        }
+        return {**self._typed_seconds(), **self._kept()}
+
+    def _show_exact(self) -> None:
+        """Say in words each kept value the boxes show rounded."""
+        typed = self._typed_seconds()
+        lines = [f"{FIELD_WORDS[field]} is {exact_duration(exact)} (set in seconds); the boxes above round it, "
+                 "and it stays as it is unless you change them."
+                 for field, exact in self._kept().items() if exact != typed[field]]
+        self.exact.setText("\n".join(lines))
+        self.exact.setVisible(bool(lines))
 
     def entered(self) -> CeilingSettings:
-        """The settings as typed, checked against the bounds (raises SettingsError)."""
+        """The settings as typed (a value whose boxes are untouched: exactly as loaded), checked against the
+        bounds (raises SettingsError)."""
         return CeilingSettings.checked(**self._entered_seconds(), ask_at_ceiling=self.ask_mode.isChecked())
 
     def _validate(self) -> CeilingSettings | None:
+        self._show_exact()
         try:
             settings = self.entered()
         except SettingsError as error:

@@ -140,3 +140,10 @@ def test_split_rounds_to_the_nearest_minute() -> None:
 )
 def test_format_duration(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+def test_exact_duration_says_what_the_boxes_round() -> None:
+    from workroom.core.durations import exact_duration
+
+    assert [exact_duration(s) for s in (30, 90, 90.5, 3630, 5400, 100800, 2592000)] == [
+        "30 s", "1 min 30 s", "1 min 30.5 s", "1 h 30 s", "1 h 30 min", "1 d 4 h", "30 d"]
