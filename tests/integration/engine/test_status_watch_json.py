@@ -16,17 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
+from fixtures.procs import kill_local_agents
 
 pytestmark = pytest.mark.integration
-
-
-def _kill_agents_under(home: Path) -> None:
-    out = subprocess.run(["pgrep", "-f", f"{home}/state/agent/wr-agent.pyz"], capture_output=True, text=True)
-    for pid in out.stdout.split():
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except ProcessLookupError:
-            pass
 
 
 def test_status_watch_with_json_prints_only_json(tmp_path: Path) -> None:
@@ -68,4 +60,4 @@ def test_status_watch_with_json_prints_only_json(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             cli.kill()
             cli.wait(10)
-        _kill_agents_under(home)
+        kill_local_agents(home / "state")

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from fixtures.procs import kill_local_agents
 
 pytestmark = pytest.mark.integration
 
@@ -36,15 +36,6 @@ def mac_like_path(folder: Path) -> str:
     return str(folder)
 
 
-def _kill_agents_under(home: Path) -> None:
-    out = subprocess.run(["pgrep", "-f", f"{home}/state/agent/wr-agent.pyz"], capture_output=True, text=True)
-    for pid in out.stdout.split():
-        try:
-            os.kill(int(pid), signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-
-
 def test_this_computer_comes_up_without_linux_only_tools(tmp_path: Path) -> None:
     path = mac_like_path(tmp_path / "bin")
     for name in LINUX_ONLY:
@@ -62,4 +53,4 @@ def test_this_computer_comes_up_without_linux_only_tools(tmp_path: Path) -> None
         assert local[0]["status"] is not None, local[0]
         assert local[0]["status"]["agent"]["build"], local[0]
     finally:
-        _kill_agents_under(home)
+        kill_local_agents(home / "state")
