@@ -31,22 +31,27 @@ def test_dead_child_is_restarted_within_a_second_or_so(tmp_path):
         t0 = time.monotonic()
         os.kill(first, signal.SIGKILL)
 
-        def restarted():
-            kid = child_of(sup.pid)
-            if kid in (None, first):
-                return None
-            try:
-                wait_answering(sock, sup, timeout=0.2)
-            except TimeoutError:
-                return None
-            return kid
-        second = wait_until(restarted, 5, 0.05, "restarted child")
+        second = wait_restarted(sup, sock, first, 5)
         assert time.monotonic() - t0 < 2.0
         assert second != first
     finally:
         stop(sup)
     assert sup.returncode == 0
     assert child_of_gone(second)
+
+
+def wait_restarted(sup, sock, previous, timeout):
+    """The supervisor's new child (not `previous`), once it answers on the socket."""
+    def restarted():
+        kid = child_of(sup.pid)
+        if kid in (None, previous):
+            return None
+        try:
+            wait_answering(sock, sup, timeout=0.2)
+        except TimeoutError:
+            return None
+        return kid
+    return wait_until(restarted, timeout, 0.05, "restarted child")
 
 
 def child_of_gone(pid):
@@ -84,16 +89,7 @@ def test_a_restart_that_cannot_start_the_child_is_retried_not_fatal(tmp_path):
         os.rename(away, py)
         t0 = time.monotonic()
 
-        def restarted():
-            kid = child_of(sup.pid)
-            if kid is None:
-                return None
-            try:
-                wait_answering(sock, sup, timeout=0.2)
-            except TimeoutError:
-                return None
-            return kid
-        second = wait_until(restarted, 10, 0.05, "restarted child")
+        second = wait_restarted(sup, sock, None, 10)
         assert time.monotonic() - t0 < 5.0
     finally:
         if os.path.lexists(away):
