@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fixtures.procs import kill_local_agents
+from fixtures.procs import kill_local_agents, stop_process
 
 pytestmark = pytest.mark.integration
 
@@ -54,10 +54,5 @@ def test_status_watch_with_json_prints_only_json(tmp_path: Path) -> None:
     finally:
         if burner is not None:
             os.kill(burner, signal.SIGKILL)
-        cli.terminate()
-        try:
-            cli.wait(10)
-        except subprocess.TimeoutExpired:
-            cli.kill()
-            cli.wait(10)
+        stop_process(cli, 10)
         kill_local_agents(home / "state")
