@@ -26,10 +26,10 @@ def app(engine: Any, qtbot: Any) -> Any:
     workroom_app.window.cards.timer.stop()
 
 
-def prompting(name: str, state: ConnectionState = ConnectionState.LIVE) -> Any:
+def prompting(name: str, state: ConnectionState = ConnectionState.LIVE, deadline_in: float = 300) -> Any:
     return make_snapshot(name, "boxd", state, prompt=True, **busy(
         awake_seconds=4 * 3600 + 10.0, awake_ceiling_exceeded=True, ask_at_ceiling=True, prompt_pending=True,
-        prompt_deadline=AGENT_MONOTONIC + 300))
+        prompt_deadline=AGENT_MONOTONIC + deadline_in))
 
 
 def texts(menu: Any) -> list[str]:
@@ -100,7 +100,8 @@ def test_a_prompt_answered_elsewhere_unpins_and_withdraws_too(app: Any, engine: 
 def test_a_prompt_is_shown_only_while_the_link_can_carry_the_answer(app: Any, engine: Any,
                                                                      gone: ConnectionState) -> None:
     """The session keeps the last status (prompt pending) when the link goes; nothing may offer an answer then.
-    The agent still holds the prompt when the link comes back: it shows again (and is announced again)."""
+    The agent still holds the prompt when the link comes back: it shows again, but is not announced again (a
+    link that keeps dropping must not notify over and over for one question); a new prompt is announced."""
     tray, cards = app.tray, app.window.cards
     feed(engine, prompting("render-farm"))
     assert "render-farm" in cards.cards and "render-farm" in tray.prompt_actions
@@ -124,6 +125,10 @@ def test_a_prompt_is_shown_only_while_the_link_can_carry_the_answer(app: Any, en
     assert card.isVisibleTo(app.window) and card.countdown.text().startswith("Answer within")
     assert "render-farm" in tray.prompt_actions and "render-farm needs an answer" in tray.summary.text()
     assert "render-farm" in app.app_nap.pending
+    assert tray.last_notification is None, "the same prompt was announced twice"
+
+    feed(engine, prompting("render-farm", gone))
+    feed(engine, prompting("render-farm", deadline_in=900))  # a later prompt: the agent asks anew
     assert tray.last_notification is not None and tray.last_notification[0] == "render-farm: keep it awake?"
 
 

@@ -43,6 +43,9 @@ class WorkroomApp:
         self._previous_wakeup_fd = -1
         self._previous_sigterm: Any = signal.SIG_DFL
         self._proofs: dict[str, heartbeat_proof.HeartbeatProof | None] = {}
+        self._announced: dict[str, float] = {}
+        """Per host, the deadline of the prompt last notified: the same prompt back after a reconnect is
+        shown again, not announced again."""
         self._wire()
         for snapshot in self.window.model.snapshots():
             self.tray.update(snapshot)
@@ -97,6 +100,11 @@ class WorkroomApp:
 
     def _notify_card(self, name: str, workroom: str) -> None:
         snapshot = self.window.model.snapshot(name)
+        deadline = row_text.prompt_deadline(snapshot) if isinstance(snapshot, HostSnapshot) else None
+        if deadline is not None:
+            if self._announced.get(name) == deadline:
+                return  # this prompt was announced before its link dropped; its card and menu entry are back
+            self._announced[name] = deadline
         detail = snapshot.badge().tooltip if isinstance(snapshot, HostSnapshot) else ""
         self.tray.notify(f"{workroom}: keep it awake?", detail or f"{workroom} has been busy past its ceiling.",
                          host=name)
