@@ -296,8 +296,8 @@ class ProcSampler(object):
                     self._first_look(p, sig, uptime, now, since)
                 else:
                     self._look(p, now, sig, tty_out)
-                    if p.excluded:
-                        continue
+                if p.excluded:
+                    continue
             except OSError as exc:
                 if exc.errno in (errno.ESRCH, errno.ENOENT):
                     self._drop(pid)
@@ -325,6 +325,17 @@ class ProcSampler(object):
     def _first_look(self, p, sig, uptime, now, since):
         runtime = self._runtime(p)
         p.runtime = runtime
+        # The state came from the stat read before the runtime. A process that ran its last instructions between
+        # the two (a fork that exec'd `cat` and blocked opening a FIFO) never runs again to refresh it, so a stale
+        # "R" (or the shell's name) would stand for ever: read the stat again, after the runtime.
+        try:
+            comm, f = _parse_stat(self._read_once(self._path(p.pid, "stat")))
+            p.comm, p.state = comm, f[STAT_STATE]
+        except (ValueError, IndexError):
+            comm = p.comm  # unreadable now: keep what the first read said
+        if exclusions.is_daemon(comm):
+            p.excluded = True
+            return
         p.ran_at = now
         if uptime is not None and p.start is not None:
             age = max(uptime - p.start, 0.0)

@@ -282,6 +282,27 @@ def test_reaped_children_count_as_the_parents_cpu(fake):
     assert [c[:2] for c in s.sample().cpu] == [("make", "86")]
 
 
+def test_a_process_that_blocks_between_the_first_two_reads_is_seen_blocked(fake):
+    """A shell's fork seen mid-exec: the stat says running `bash`; before its runtime is read it has exec'd
+    `cat` and blocked opening a FIFO for good (it never runs again, so only a fresh read can tell)."""
+    clock = Clock(100.0)
+    fake.proc(85, "bash", state="R", runtime_ns=1_000, wchan="0")
+
+    class Racing(ProcSampler):
+        def _runtime(self, p):
+            if p.pid == "85":  # it runs its last instructions now, between the agent's two reads
+                fake.proc(85, "cat", state="S", runtime_ns=2_000, wchan="wait_for_partner")
+            return super()._runtime(p)
+
+    s = Racing(root=fake.root, sys_net=fake.sys_net, pts=fake.pts, clock=clock, wall=lambda: WALL0 + 5000.0,
+               self_pid=99999)
+    waits = []
+    for t in range(3):
+        clock.t = 100.0 + t
+        waits.append(s.sample().fifo_wait)
+    assert waits[-1] == [("cat", "85")], waits
+
+
 def test_excluded_pid_and_its_descendants(fake):
     fake.proc(90, "workroom-app", state="D")
     fake.proc(91, "python3", ppid=90, state="D")
