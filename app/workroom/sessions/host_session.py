@@ -309,14 +309,7 @@ class HostSession:
         self._show_proof(proof)
 
     async def _confirm_link_then_show(self, link: AgentLink, proof: HeartbeatProof) -> None:
-        try:
-            self._own_traffic_at = self._clock()
-            await link.client.ping(timeout=PING_TIMEOUT_SECONDS)
-        except Exception as error:  # any failure: the link cannot be trusted to carry the state
-            log.info("%s: no answer while checking the keep-awake (%r)", self.host.name, error)
-            link.close(f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")
-            return
-        if self._rt.link is link and not link.closed.done():
+        if await self._ping_or_close(link) and self._rt.link is link:
             self._show_proof(proof)
 
     def _show_proof(self, proof: HeartbeatProof) -> None:
@@ -562,15 +555,21 @@ class HostSession:
                 continue
             if not self._ping_due():
                 continue
-            try:
-                self._own_traffic_at = self._clock()
-                await link.client.ping(timeout=PING_TIMEOUT_SECONDS)
-            except TimeoutError:
-                link.close(f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")
+            if not await self._ping_or_close(link):
                 return
-            except Exception as error:  # an unwatched connection is worse than a reconnect
-                link.close(f"the liveness check failed: {error}")
-                return
+
+    async def _ping_or_close(self, link: AgentLink) -> bool:
+        """One ping (our own traffic on the box's wire); no answer closes the link. True when it answered."""
+        try:
+            self._own_traffic_at = self._clock()
+            await link.client.ping(timeout=PING_TIMEOUT_SECONDS)
+        except TimeoutError:
+            link.close(f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")
+            return False
+        except Exception as error:  # an unwatched connection is worse than a reconnect
+            link.close(f"the liveness check failed: {error}")
+            return False
+        return not link.closed.done()
 
 
 class ConnectTimedOut(UserError, TimeoutError):
