@@ -10,11 +10,12 @@ import asyncio
 import logging
 import signal
 import socket
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QSocketNotifier
+from PySide6.QtCore import QEvent, QObject, QSocketNotifier, Qt
 from PySide6.QtWidgets import QApplication
 
 from workroom.core import heartbeat_proof
@@ -131,10 +132,26 @@ class WorkroomApp:
     def request_quit(self) -> None:
         self.quit_event.set()
 
+    def show_for_another_launch(self) -> None:
+        """Another launch of the app for this home (Finder, Spotlight, a login item, the binary again): it
+        ends, and this one shows its window instead (workroom.single_instance)."""
+        bring_to_front()
+        self.window.bring_up()
+
+    def on_application_state(self, state: Qt.ApplicationState) -> None:
+        """macOS reopen: opening the app again while it runs (its menu-bar icon may be hidden by a crowded
+        menu bar or the notch) reaches Qt as the app turning active; show the window then. Not when a
+        dialog of ours activated the app, and not elsewhere (activation means nothing there)."""
+        if sys.platform != "darwin" or state != Qt.ApplicationState.ApplicationActive:
+            return
+        if QApplication.activeModalWidget() is None and not self.window.isVisible():
+            self.window.bring_up()
+
     async def run_until_quit(self) -> None:
         app = QApplication.instance()
         if isinstance(app, QApplication):
             app.lastWindowClosed.connect(self._last_window_closed)
+            app.applicationStateChanged.connect(self.on_application_state)
             app.installEventFilter(self._quit_filter)
         self._catch_sigterm()
         try:
