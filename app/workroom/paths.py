@@ -80,6 +80,14 @@ def app_paths(env: Mapping[str, str] | None = None) -> AppPaths:
     )
 
 
+def profile_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What another process needs in its environment to be this app profile (a login item starting the app):
+    `WORKROOM_HOME` when set, as an absolute path; nothing for the default profile."""
+    environ = os.environ if env is None else env
+    home = environ.get(HOME_ENV, "").strip()
+    return {HOME_ENV: str(Path(home).expanduser().absolute())} if home else {}
+
+
 def _runtime_dir(dirs: platformdirs.PlatformDirs) -> Path:
     # Without XDG_RUNTIME_DIR platformdirs warns and falls back to a shared /tmp path; the cache
     # directory is private to the user, so sockets go there instead.

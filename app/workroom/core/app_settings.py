@@ -16,3 +16,7 @@ class AppSettings(BaseModel):
 
     version: Literal[1] = 1
     ceiling: CeilingSettings = Field(default_factory=CeilingSettings)
+    login_item_offered: bool = False
+    """The first-run offer to open the app at login was answered (either way): it is not made again."""
+    hold_idle_sleep: bool = False
+    """macOS: hold off this Mac's idle sleep while it keeps a busy request-metered box awake."""

@@ -19,11 +19,14 @@ from PySide6.QtCore import QEvent, QObject, QSocketNotifier, Qt
 from PySide6.QtWidgets import QApplication
 
 from workroom.core import heartbeat_proof
-from workroom.platform.macos import AppNapGuard, bring_to_front, hide_dock_icon
+from workroom.core.connection import ConnectionState
+from workroom.platform.login_item import LoginItem
+from workroom.platform.macos import AppNapGuard, IdleSleepGuard, bring_to_front, hide_dock_icon, power
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.app_controller import AppController
+from workroom.ui.computer_sleep import ComputerSleepWatch
 from workroom.ui.main_window import MainWindow
 from workroom.ui.tray import TrayController, copy_to_clipboard
 
@@ -31,12 +34,19 @@ log = logging.getLogger(__name__)
 
 
 class WorkroomApp:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, login_item: LoginItem | None = None) -> None:
         self.controller = AppController(engine)
-        self.window = MainWindow(self.controller)
+        self.idle_sleep = IdleSleepGuard()
+        self.idle_sleep.set_enabled(engine.settings.hold_idle_sleep)
+        self.window = MainWindow(self.controller, login_item=login_item, can_hold_idle_sleep=power() is not None)
         self.tray = TrayController()
         self.quit_event = asyncio.Event()
         self.app_nap = AppNapGuard()
+        self.sleep_watch = ComputerSleepWatch()
+        self._kept_by_this_computer: set[str] = set()
+        """Hosts whose keep-awake is this computer's own polls (request-metered, busy): they stop while it sleeps."""
+        self._slept_while_kept: set[str] = set()
+        """After this computer slept: the hosts it was keeping awake, to be told about if they are found asleep."""
         self._last_state: dict[str, str] = {}
         self._quit_filter = _QuitFilter(self.request_quit)
         self._signal_pipe: tuple[socket.socket, socket.socket] | None = None
@@ -56,6 +66,9 @@ class WorkroomApp:
         c.snapshot_changed.connect(t.update)
         c.snapshot_changed.connect(self._track_pending)
         c.host_removed.connect(lambda name: self.app_nap.release(name))
+        c.host_removed.connect(lambda name: self.idle_sleep.release(name))
+        w.computer.hold_idle_sleep_changed.connect(self.idle_sleep.set_enabled)
+        self.sleep_watch.woke.connect(self._computer_woke)
         c.host_added.connect(t.update)
         c.host_removed.connect(t.remove)
         t.open_requested.connect(bring_to_front)
@@ -93,6 +106,26 @@ class WorkroomApp:
             self.app_nap.hold(snapshot.host.name)
         else:
             self.app_nap.release(snapshot.host.name)
+        name = snapshot.host.name
+        if snapshot.connection.keepawake_running:
+            self._kept_by_this_computer.add(name)
+            self.idle_sleep.hold(name)
+        else:
+            self._kept_by_this_computer.discard(name)
+            self.idle_sleep.release(name)
+        if name in self._slept_while_kept and snapshot.connection.state is ConnectionState.ASLEEP:
+            self._slept_while_kept.discard(name)
+            self.tray.notify(f"{name} went to sleep while this computer slept",
+                             f"This computer was keeping {name} awake while it was busy, and its provider "
+                             "suspended it meanwhile: work on it may have been cut short. "
+                             + ("Settings can hold off this Mac's idle sleep while a box it keeps awake is busy."
+                                if power() is not None else "Keep this computer awake while such a job runs."),
+                             host=name)
+
+    def _computer_woke(self, slept_seconds: float) -> None:
+        """This computer was asleep: the boxes it was keeping awake by its own polls may have been suspended."""
+        log.info("this computer was asleep for about %.0f s", slept_seconds)
+        self._slept_while_kept = set(self._kept_by_this_computer)
 
     def _show_host(self, name: str) -> None:
         bring_to_front()
@@ -126,6 +159,7 @@ class WorkroomApp:
         if show_window or not has_tray:
             self.window.bring_up()
         hide_dock_icon()  # a no-op off macOS
+        self.sleep_watch.start()
         if connect:
             self.controller.connect_all()  # never wakes a sleeping box just to look
 
@@ -202,6 +236,8 @@ class WorkroomApp:
             self.request_quit()
 
     async def close(self) -> None:
+        self.sleep_watch.stop()
+        self.idle_sleep.set_enabled(False)
         self.tray.icon.hide()
         await self.controller.close()
         self.window.close()

@@ -155,7 +155,10 @@ async def _run(show_window: bool, lock: InstanceLock | None = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     QApplication.setWindowIcon(app_icon())
-    app = WorkroomApp(engine)
+    from workroom.paths import profile_env
+    from workroom.platform.login_item import login_item
+
+    app = WorkroomApp(engine, login_item=login_item(profile_env()))
     if lock is not None:
         await lock.serve(app.show_for_another_launch)
     app.start(show_window=show_window or first_run)
