@@ -80,6 +80,14 @@ def app_paths(env: Mapping[str, str] | None = None) -> AppPaths:
     )
 
 
+def app_log_folder(env: Mapping[str, str] | None = None) -> Path:
+    """Where the app's log is written (platform.logs: ~/Library/Logs/Workroom on macOS, unless a home is set)."""
+    from workroom.platform.logs import app_log_dir
+
+    environ = os.environ if env is None else env
+    return app_log_dir(app_paths(environ).log_dir, workroom_home_set=bool(environ.get(HOME_ENV, "").strip()))
+
+
 def profile_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """What another process needs in its environment to be this app profile (a login item starting the app):
     `WORKROOM_HOME` when set, as an absolute path; nothing for the default profile."""

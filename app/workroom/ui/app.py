@@ -20,11 +20,16 @@ from PySide6.QtWidgets import QApplication
 
 from workroom.core import heartbeat_proof
 from workroom.core.connection import ConnectionState
+from workroom.core.errors import UserError
+from workroom.paths import app_log_folder
+from workroom.platform.desktop_open import DesktopOpenError, open_terminal
 from workroom.platform.login_item import LoginItem
+from workroom.platform.logs import LOG_FILE_NAME
 from workroom.platform.macos import AppNapGuard, IdleSleepGuard, bring_to_front, hide_dock_icon, power
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
+from workroom.ui.about_dialog import AboutDialog, QuitDialog, show_help
 from workroom.ui.app_controller import AppController
 from workroom.ui.computer_sleep import ComputerSleepWatch
 from workroom.ui.main_window import MainWindow
@@ -45,6 +50,10 @@ class WorkroomApp:
         self.sleep_watch = ComputerSleepWatch()
         self._kept_by_this_computer: set[str] = set()
         """Hosts whose keep-awake is this computer's own polls (request-metered, busy): they stop while it sleeps."""
+        self.can_stop_local_agent = False
+        self.stop_local_agent_on_quit = False
+        self.about: AboutDialog | None = None
+        self.quit_dialog: QuitDialog | None = None
         self._slept_while_kept: set[str] = set()
         """After this computer slept: the hosts it was keeping awake, to be told about if they are found asleep."""
         self._last_state: dict[str, str] = {}
@@ -76,8 +85,12 @@ class WorkroomApp:
         t.settings_requested.connect(bring_to_front)
         t.settings_requested.connect(w.show_settings)
         t.connect_all_requested.connect(w.connect_all)
-        t.quit_requested.connect(self.request_quit)
-        w.quit_requested.connect(self.request_quit)
+        t.quit_requested.connect(self.confirm_quit)
+        w.quit_requested.connect(self.confirm_quit)
+        t.about_requested.connect(self.show_about)
+        t.help_requested.connect(lambda: show_help(self.window))
+        t.disconnect_requested.connect(c.disconnect_host)
+        t.terminal_requested.connect(self.open_terminal)
         t.host_requested.connect(self._show_host)
         t.connect_requested.connect(c.connect_host)
         t.keep_requested.connect(self._keep)
@@ -90,6 +103,34 @@ class WorkroomApp:
     def _keep(self, name: str) -> None:
         if not self.window.cards.keep_host(name):
             self.window.keep_host(name)
+
+    def open_terminal(self, name: str) -> None:
+        """Open in terminal: the user's terminal app running the host's ssh command."""
+        snapshot = self.window.model.snapshot(name)
+        command = row_text.ssh_command(snapshot) if snapshot is not None else None
+        if command is None:
+            return
+        try:
+            open_terminal(command, terminal=self.controller.engine.settings.terminal_app)
+        except DesktopOpenError as error:
+            self.window.show_error(UserError("No terminal opened", str(error), ""))
+
+    def show_about(self) -> None:
+        bring_to_front()
+        self.about = AboutDialog(self.controller.engine.context.bundle, app_log_folder() / LOG_FILE_NAME,
+                                 self.window)
+        self.about.open()
+
+    def confirm_quit(self) -> None:
+        """Quit from the menu or the keyboard says what keeps running first (a system quit does not ask)."""
+        bring_to_front()
+        self.quit_dialog = QuitDialog(self._quit_answered, can_stop_local_agent=self.can_stop_local_agent,
+                                      parent=self.window)
+        self.quit_dialog.open()
+
+    def _quit_answered(self, stop_local_agent: bool) -> None:
+        self.stop_local_agent_on_quit = stop_local_agent
+        self.request_quit()
 
     def _copy_ssh(self, name: str) -> None:
         snapshot = self.window.model.snapshot(name)

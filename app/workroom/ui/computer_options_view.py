@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from workroom.platform.login_item import LoginItem, LoginItemError, LoginItemState
 from workroom.ui import styles
@@ -18,13 +18,15 @@ from workroom.ui import styles
 OPEN_AT_LOGIN = "Open Workroom when I log in"
 HOLD_IDLE_SLEEP = ("While this Mac keeps a busy box awake, keep this Mac from going to sleep when idle "
                    "(closing the lid still sleeps it)")
+TERMINAL_PLACEHOLDER = "Terminal on macOS; $TERMINAL or x-terminal-emulator elsewhere"
 OFFER_TEXT = "Open Workroom when you log in, so your boxes are watched from the start of the day?"
 
 
 class ComputerOptionsView(QWidget):
     hold_idle_sleep_changed = Signal(bool)
+    terminal_changed = Signal(str)
 
-    def __init__(self, login_item: LoginItem | None, *, hold_idle_sleep: bool | None) -> None:
+    def __init__(self, login_item: LoginItem | None, *, hold_idle_sleep: bool | None, terminal: str = "") -> None:
         """`hold_idle_sleep` None: this computer cannot hold off its idle sleep (not a Mac): the row is not shown."""
         super().__init__()
         self.login_item = login_item
@@ -39,12 +41,20 @@ class ComputerOptionsView(QWidget):
         self.hold_idle_sleep.setObjectName("hold_idle_sleep")
         self.hold_idle_sleep.setToolTip("A box whose provider counts only requests from outside is kept awake by "
                                         "this Mac's polls; they stop while this Mac sleeps.")
+        self.terminal = QLineEdit(terminal)
+        self.terminal.setObjectName("terminal_app")
+        self.terminal.setPlaceholderText(TERMINAL_PLACEHOLDER)
+        self.terminal.editingFinished.connect(lambda: self.terminal_changed.emit(self.terminal.text().strip()))
+        terminal_row = QHBoxLayout()
+        terminal_row.addWidget(QLabel("Terminal for Open in terminal:"))
+        terminal_row.addWidget(self.terminal, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(title)
         layout.addWidget(self.open_at_login)
         layout.addWidget(self.login_note)
         layout.addWidget(self.hold_idle_sleep)
+        layout.addLayout(terminal_row)
         self.hold_idle_sleep.setVisible(hold_idle_sleep is not None)
         self.hold_idle_sleep.setChecked(bool(hold_idle_sleep))
         self.hold_idle_sleep.toggled.connect(self.hold_idle_sleep_changed.emit)

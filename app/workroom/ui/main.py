@@ -105,10 +105,10 @@ def _run_app(lock: InstanceLock | None, *, show_window: bool) -> int:
 
 def start_logging() -> Path | None:
     """The log file (platform.logs); None when it cannot be made (then only stderr, and the dialog says so)."""
-    from workroom.paths import HOME_ENV, app_paths
-    from workroom.platform.logs import app_log_dir, setup_logging
+    from workroom.paths import app_log_folder
+    from workroom.platform.logs import setup_logging
 
-    folder = app_log_dir(app_paths().log_dir, workroom_home_set=bool(os.environ.get(HOME_ENV, "").strip()))
+    folder = app_log_folder()
     try:
         return setup_logging(folder)
     except OSError as exc:

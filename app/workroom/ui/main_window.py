@@ -103,8 +103,10 @@ class MainWindow(QMainWindow):
         self.settings.load(controller.ceiling_settings)
         app_settings = controller.engine.settings
         self.computer = ComputerOptionsView(
-            login_item, hold_idle_sleep=app_settings.hold_idle_sleep if can_hold_idle_sleep else None)
+            login_item, hold_idle_sleep=app_settings.hold_idle_sleep if can_hold_idle_sleep else None,
+            terminal=app_settings.terminal_app)
         self.computer.hold_idle_sleep_changed.connect(lambda on: controller.save_app_settings(hold_idle_sleep=on))
+        self.computer.terminal_changed.connect(lambda name: controller.save_app_settings(terminal_app=name))
         self.login_offer: LoginItemOffer | None = None
         if (login_item is not None and not app_settings.login_item_offered
                 and login_item.state() is LoginItemState.OFF):
