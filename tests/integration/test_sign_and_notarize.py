@@ -83,13 +83,26 @@ def test_signs_inside_out_with_entitlements_only_on_the_executable(tmp_path: Pat
     assert not any(s.endswith(("wr-agent.pyz", "Info.plist")) for s in signed)
     with_entitlements = [c.rsplit(" ", 1)[1] for c in signs if "--entitlements" in c]
     assert with_entitlements == [str(app)]  # the bundle's signature covers its one executable
-    assert all("--options runtime" in c and "--timestamp" in c for c in signs)
+    assert all("--options runtime" in c and " --timestamp " in c for c in signs)
     assert f"codesign --verify --strict --deep --verbose=2 {app}" in calls
     submit = next(c for c in calls if c.startswith("xcrun notarytool submit"))
     assert "--wait" in submit and "--output-format json" in submit and "--keychain-profile wr-test" in submit
     assert calls[-3:] == [f"xcrun stapler staple {app}", f"xcrun stapler validate {app}",
                           f"spctl --assess --type execute --verbose=2 {app}"]
     assert "submission a1b2c3 Accepted" in out.stdout
+
+
+def test_an_ad_hoc_identity_signs_without_a_timestamp_and_never_notarises(tmp_path: Path) -> None:
+    """`-` is the Mac CI's ad-hoc signature (tests/mac/test_frozen_app.py verifies it with the real codesign)."""
+    app = _app(tmp_path)
+    out, calls = _run(tmp_path, app, "Accepted", WORKROOM_SIGN_IDENTITY="-")
+    assert out.returncode == 0, out.stdout + out.stderr
+    signs = [c for c in calls if c.startswith("codesign --force")]
+    assert signs and signs[-1].endswith(str(app))
+    assert all(c.startswith("codesign --force --timestamp=none --options runtime --sign - ") for c in signs), signs
+    assert f"codesign --verify --strict --deep --verbose=2 {app}" in calls
+    assert not any(c.startswith(("xcrun", "ditto", "spctl")) for c in calls), calls
+    assert "signed ad hoc and verified; not notarising" in out.stdout
 
 
 @pytest.mark.parametrize("status", ["Invalid", "Rejected", "In Progress"])
