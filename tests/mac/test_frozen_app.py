@@ -21,7 +21,7 @@ import pytest
 import workroom
 from fixtures import frozen
 
-pytestmark = [pytest.mark.mac, pytest.mark.slow, pytest.mark.timeout(1500)]
+pytestmark = [pytest.mark.mac, pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(1500)]
 ROOT = Path(__file__).resolve().parents[2]
 
 
