@@ -133,3 +133,27 @@ def test_target_arch_defaults_to_universal2_only_for_a_universal_python() -> Non
     assert build_app.default_target_arch({"arm64", "x86_64"}) == "universal2"
     assert build_app.default_target_arch({"arm64"}) is None
     assert build_app.default_target_arch(set()) is None
+
+
+def test_the_packaging_script_says_what_is_wrong(tmp_path: Path) -> None:
+    """build/package_mac.sh (zip + dmg, run for real by the mac tier): bad input gets a plain answer."""
+    script = str(ROOT / "build" / "package_mac.sh")
+    fakebin = tmp_path / "fakebin"
+    fakebin.mkdir()
+    (fakebin / "uname").write_text(FAKE)
+    (fakebin / "uname").chmod(0o755)
+    darwin = dict(os.environ, PATH=f"{fakebin}:/usr/bin:/bin", FAKE_RECORD=str(tmp_path / "calls.txt"))
+
+    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", script, *args], env=env, capture_output=True, text=True, timeout=30)
+
+    out = run("Workroom.app")
+    assert out.returncode == 2 and "usage:" in out.stdout
+    if sys.platform != "darwin":
+        out = run(str(_app(tmp_path)), str(tmp_path / "out"), "Workroom-1-arm64")
+        assert out.returncode == 1 and "not macOS" in out.stdout
+    out = run(str(tmp_path / "nowhere.app"), str(tmp_path / "out"), "Workroom-1-arm64", env=darwin)
+    assert out.returncode == 1 and "no app bundle at" in out.stdout
+    out = run(str(_app(tmp_path)), str(tmp_path / "out"), "../Workroom", env=darwin)
+    assert out.returncode == 2 and "NAME must be a plain file name" in out.stdout
+    assert not (tmp_path / "out").exists()
