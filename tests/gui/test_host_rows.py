@@ -119,7 +119,7 @@ def test_tray_icon_is_the_worst_state_and_menu_lists_hosts(qapp: object) -> None
     texts = [a.text() for a in tray.menu.actions()]
     assert host_menu_text(states["busy"], time.monotonic()) in texts
     assert "gpu-box — Busy 42 min" in texts
-    assert {"Open Workroom", "Settings…", "Connect all", "Quit"} <= set(texts)
+    assert {"Open Workroom", "Settings…", "Connect all", "About Workroom", "Help", "Quit…"} <= set(texts)
     tray.remove("ci-runner")
     assert tray.worst_kind is BadgeKind.OFFLINE
 

@@ -55,7 +55,7 @@ def test_summary_pinned_prompt_and_host_lines(app: Any, engine: Any) -> None:
     assert "laptop — Idle" in lines
     assert any(x.startswith("nightly — Asleep") for x in lines)
     assert not any("·" in x for x in lines if x.startswith("gpu-box"))  # one state word, not "Busy · Busy"
-    assert lines[-4:] == ["Open Workroom", "Settings…", "Connect all", "Quit"]
+    assert lines[-6:] == ["Open Workroom", "Settings…", "Connect all", "About Workroom", "Help", "Quit…"]
 
 
 def test_host_submenus_offer_what_applies(app: Any, engine: Any) -> None:

@@ -227,11 +227,51 @@ def test_an_app_nap_activity_is_begun_once_and_ended_when_nothing_is_pending(coc
     assert guard.token is None
 
 
+class _LoginItemStandIn:
+    """SMAppService's main app service as a stand-in (status, register, unregister)."""
+
+    def __init__(self) -> None:
+        self.status = 0
+
+    def cls(self, name: str) -> int:
+        return 10 if name == "SMAppService" else 0
+
+    def string(self, text: str) -> int:
+        return 2
+
+    def msg(self, receiver: int, selector: str, *args: object) -> int:
+        if selector == "mainAppService":
+            return 11
+        if selector == "status":
+            return self.status
+        if selector in ("registerAndReturnError:", "unregisterAndReturnError:"):
+            self.status = 1 if selector.startswith("register") else 0
+            return 1
+        raise AssertionError(f"SMAppService has no {selector}")
+
+
 def test_the_login_item_is_registered_and_removed(cocoa: Cocoa) -> None:
-    """To write once the call exists: register (SMAppService mainAppService), status enabled, unregister,
-    status not registered. On a runner: only from the built Workroom.app (an unbundled Python has no main app
-    service), and System Settings' approval for a login item is a person's."""
-    pending_seam(("SMAppService",), "the login item")
+    """Register (SMAppService mainAppService), status enabled, unregister, status not registered. On a runner
+    only the built Workroom.app has a main app service (an unbundled Python's is "not found": then this says so
+    and stops), and System Settings' approval for a login item is a person's (NEEDS_APPROVAL counts as on)."""
+    from workroom.platform.login_item import LoginItemState, MacLoginItem, login_item
+
+    if cocoa.real:
+        item = login_item({})
+        assert isinstance(item, MacLoginItem)
+        if item.state() is LoginItemState.UNAVAILABLE:
+            pytest.skip("this process is not a bundled app: SMAppService has no main app service for it")
+    else:
+        item = MacLoginItem(_LoginItemStandIn())
+    was_on = item.state() is LoginItemState.ON
+    try:
+        item.enable()
+        assert item.state() in (LoginItemState.ON, LoginItemState.NEEDS_APPROVAL)
+        item.disable()
+        assert item.state() is LoginItemState.OFF
+    finally:
+        if was_on:
+            item.enable()
 
 
 def test_a_notification_is_posted_and_withdrawn(cocoa: Cocoa) -> None:
@@ -242,7 +282,46 @@ def test_a_notification_is_posted_and_withdrawn(cocoa: Cocoa) -> None:
     pending_seam(("UNUserNotificationCenter", "desktop_notifier"), "a notification posted and withdrawn")
 
 
-def test_a_sleep_assertion_is_taken_and_released(cocoa: Cocoa) -> None:
-    """To write once the call exists: take the assertion, see it named in `pmset -g assertions`, release it,
-    gone. This one runs headless."""
-    pending_seam(("IOPMAssertion",), "keeping this Mac from idle sleep while a box is busy")
+class _PowerStandIn:
+    def __init__(self) -> None:
+        self.held: dict[int, tuple[str, str]] = {}
+
+    def create_assertion(self, kind: str, reason: str) -> int | None:
+        self.held[len(self.held) + 100] = (kind, reason)
+        return len(self.held) + 99
+
+    def release_assertion(self, assertion_id: int) -> None:
+        del self.held[assertion_id]
+
+
+def _assertions_listed() -> str:
+    import subprocess
+
+    return subprocess.run(["pmset", "-g", "assertions"], capture_output=True, text=True, timeout=30).stdout
+
+
+def test_a_sleep_assertion_is_taken_and_released(cocoa: Cocoa, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Take the assertion (IOPMAssertionCreateWithName, PreventUserIdleSystemSleep), see it named in
+    `pmset -g assertions`, release it, gone. This one runs headless."""
+    stand_in = None
+    if cocoa.real:
+        monkeypatch.setattr(macos, "_power", None)
+    else:
+        stand_in = _PowerStandIn()
+        monkeypatch.setattr(macos, "_power", stand_in)
+    guard = macos.IdleSleepGuard()
+    guard.hold("api-box")
+    assert not guard.holding  # the setting is off: nothing taken
+    guard.set_enabled(True)
+    assert guard.holding
+    if cocoa.real:
+        assert macos.ASSERTION_REASON in _assertions_listed()
+    else:
+        assert stand_in is not None and list(stand_in.held.values()) == [(macos.IDLE_SLEEP_ASSERTION,
+                                                                          macos.ASSERTION_REASON)]
+    guard.release("api-box")
+    assert not guard.holding
+    if cocoa.real:
+        assert macos.ASSERTION_REASON not in _assertions_listed()
+    else:
+        assert stand_in is not None and stand_in.held == {}

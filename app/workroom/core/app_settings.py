@@ -16,3 +16,9 @@ class AppSettings(BaseModel):
 
     version: Literal[1] = 1
     ceiling: CeilingSettings = Field(default_factory=CeilingSettings)
+    login_item_offered: bool = False
+    """The first-run offer to open the app at login was answered (either way): it is not made again."""
+    hold_idle_sleep: bool = False
+    """macOS: hold off this Mac's idle sleep while it keeps a busy request-metered box awake."""
+    terminal_app: str = ""
+    """Open in terminal uses this (an app name on macOS, a program elsewhere); empty: this computer's default."""

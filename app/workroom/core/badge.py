@@ -95,7 +95,7 @@ LABELS: dict[BadgeKind, str] = {
     BadgeKind.OFFLINE: "Offline",
     BadgeKind.UNKNOWN: "Unknown",
 }
-KEPT_AWAKE_BY_THIS_COMPUTER = "kept awake by this computer"
+KEPT_AWAKE_BY_THIS_COMPUTER = "kept awake by this computer — it stops if this computer sleeps"
 
 
 def _make(
@@ -324,8 +324,9 @@ def _not_seen(connection: ConnectionInfo) -> tuple[NotKeptAwakeReason, str, str]
 def _keeper_sentence(traits: ProviderTraits, status: Status) -> str:
     if traits.needs_outside_keep_awake:
         return (
-            "Kept awake by this computer while the app runs; if the app quits, nothing keeps it awake "
-            "and the provider suspends it after its idle window."
+            "Kept awake by this computer while the app runs: if the app quits or this computer sleeps, nothing "
+            "keeps it awake and the provider suspends it after its idle window (Settings can hold off this "
+            "computer's idle sleep meanwhile, on macOS)."
         )
     if traits.agent_keeps_awake:
         interval = _heartbeat_interval(status, traits)

@@ -276,6 +276,17 @@ class AppController(QObject):
         session.host = updated
         self.snapshot_changed.emit(session.snapshot())
 
+    def save_app_settings(self, **changes: object) -> None:
+        """Save app settings that stay on this computer (open-at-login offer, idle-sleep hold)."""
+        async def save() -> None:
+            try:
+                await self.engine.update_app_settings(**changes)
+            except OSError as error:
+                self.failed.emit(UserError("Setting not saved", str(error),
+                                           "Check that the settings folder is writable."))
+
+        self.tasks.run("app-settings", save())
+
     async def close(self) -> None:
         await self.tasks.cancel_all()
         if self._relay in self.engine.listeners:

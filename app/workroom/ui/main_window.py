@@ -33,9 +33,11 @@ from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import LOCAL_PROVIDER, Host
 from workroom.core.plain_errors import without_exception_names
+from workroom.platform.login_item import LoginItem, LoginItemState
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
 from workroom.ui.app_controller import AppController
+from workroom.ui.computer_options_view import ComputerOptionsView, LoginItemOffer
 from workroom.ui.host_detail_view import HostDetailView
 from workroom.ui.host_dialog import AddHostDialog
 from workroom.ui.host_key_dialog import ask_host_key
@@ -56,7 +58,10 @@ class MainWindow(QMainWindow):
     quit_requested = Signal()
     """⌘/Ctrl+Q: the app quits (not only this window)."""
 
-    def __init__(self, controller: AppController) -> None:
+    def __init__(self, controller: AppController, *, login_item: LoginItem | None = None,
+                 can_hold_idle_sleep: bool = False) -> None:
+        """`login_item`: how this computer opens the app at login (None: not offered); `can_hold_idle_sleep`:
+        this computer can hold off its idle sleep (a Mac): the setting is shown."""
         super().__init__()
         styles.install()
         self.controller = controller
@@ -96,6 +101,16 @@ class MainWindow(QMainWindow):
         self.cards = PromptCardsView(controller.keep, controller.tasks)
         self.settings = SettingsView()
         self.settings.load(controller.ceiling_settings)
+        app_settings = controller.engine.settings
+        self.computer = ComputerOptionsView(
+            login_item, hold_idle_sleep=app_settings.hold_idle_sleep if can_hold_idle_sleep else None,
+            terminal=app_settings.terminal_app)
+        self.computer.hold_idle_sleep_changed.connect(lambda on: controller.save_app_settings(hold_idle_sleep=on))
+        self.computer.terminal_changed.connect(lambda name: controller.save_app_settings(terminal_app=name))
+        self.login_offer: LoginItemOffer | None = None
+        if (login_item is not None and not app_settings.login_item_offered
+                and login_item.state() is LoginItemState.OFF):
+            self.login_offer = LoginItemOffer(login_item, self._login_offer_answered)
 
         self.problems = QLabel()
         self.problems.setObjectName("problems_banner")
@@ -141,6 +156,8 @@ class MainWindow(QMainWindow):
         hosts_page = QWidget()
         hosts_layout = QVBoxLayout(hosts_page)
         hosts_layout.addWidget(self.problems)
+        if self.login_offer is not None:
+            hosts_layout.addWidget(self.login_offer)
         hosts_layout.addWidget(self.cards)
         hosts_layout.addLayout(toolbar)
         hosts_layout.addWidget(self.action_error)
@@ -148,7 +165,12 @@ class MainWindow(QMainWindow):
         hosts_layout.addWidget(splitter, 1)
         self.tabs = QTabWidget()
         self.tabs.addTab(hosts_page, "Hosts")
-        self.tabs.addTab(self.settings, "Settings")
+        settings_page = QWidget()
+        settings_layout = QVBoxLayout(settings_page)
+        settings_layout.addWidget(self.settings)
+        settings_layout.addWidget(self.computer)
+        settings_layout.addStretch(1)
+        self.tabs.addTab(settings_page, "Settings")
         self.setCentralWidget(self.tabs)
         self.add_dialog: AddHostDialog | None = None
         self.left_asleep: list[str] = []
@@ -437,7 +459,12 @@ class MainWindow(QMainWindow):
 
     def show_settings(self) -> None:
         self.tabs.setCurrentIndex(SETTINGS_TAB)
+        self.computer.refresh()  # the login item may have been changed in the system's own settings
         self.bring_up()
+
+    def _login_offer_answered(self, accepted: bool) -> None:
+        self.controller.save_app_settings(login_item_offered=True)
+        self.computer.refresh()
 
     def bring_up(self) -> None:
         self.show()

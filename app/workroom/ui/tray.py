@@ -3,8 +3,9 @@
 
 Menu, top to bottom: a summary line ("3 of 4 live · box2 needs an answer"); each pending prompt pinned
 with "Keep awake" and "Let it sleep"; one line per host (its state word and how long) opening a submenu
-(Connect or Wake and connect, Keep awake, Copy ssh command, Details…); then Open Workroom, Settings…,
-Connect all, Quit. Where the platform has no tray the app opens its window instead (see ui/app.py).
+(Connect or Wake and connect, or Disconnect; Keep awake; Copy ssh command, Open in terminal; Details…); then
+Open Workroom, Settings…, Connect all, About Workroom, Help, Quit… (which says what keeps running). Where the
+platform has no tray the app opens its window instead (see ui/app.py).
 """
 
 from __future__ import annotations
@@ -48,8 +49,10 @@ class HostMenu(QMenu):
         self.setObjectName(f"tray_host_{name}")
         self.name = name
         self.connect_action = self._action("Connect", tray.connect_requested)
+        self.disconnect_action = self._action("Disconnect", tray.disconnect_requested)
         self.keep_action = self._action("Keep awake", tray.keep_requested)
         self.copy_action = self._action("Copy ssh command", tray.copy_requested)
+        self.terminal_action = self._action("Open in terminal", tray.terminal_requested)
         self.addSeparator()
         self.details_action = self._action("Details…", tray.host_requested)
 
@@ -67,8 +70,12 @@ class HostMenu(QMenu):
         self.connect_action.setText("Wake and connect" if asleep else "Connect")
         self.connect_action.setVisible(asleep or state in (ConnectionState.DISCONNECTED, ConnectionState.ERROR,
                                                            ConnectionState.LOST, ConnectionState.BACKING_OFF))
+        self.disconnect_action.setVisible(not self.connect_action.isVisible()
+                                          and state is not ConnectionState.HOST_KEY_QUESTION)
         self.keep_action.setVisible(badge.offers_keep)
-        self.copy_action.setVisible(row_text.ssh_command(snapshot) is not None)
+        has_ssh = row_text.ssh_command(snapshot) is not None
+        self.copy_action.setVisible(has_ssh)
+        self.terminal_action.setVisible(has_ssh)
 
 
 class TrayController(QObject):
@@ -79,6 +86,11 @@ class TrayController(QObject):
     host_requested = Signal(str)
     """Details…: open the window on that host."""
     connect_requested = Signal(str)
+    disconnect_requested = Signal(str)
+    terminal_requested = Signal(str)
+    """Open in terminal: the user's terminal running the host's ssh command."""
+    about_requested = Signal()
+    help_requested = Signal()
     keep_requested = Signal(str)
     let_sleep_requested = Signal(str)
     copy_requested = Signal(str)
@@ -100,7 +112,9 @@ class TrayController(QObject):
         self._add_action("Settings…", self.settings_requested)
         self._add_action("Connect all", self.connect_all_requested)
         self.menu.addSeparator()
-        self._add_action("Quit", self.quit_requested)
+        self._add_action("About Workroom", self.about_requested)
+        self._add_action("Help", self.help_requested)
+        self._add_action("Quit…", self.quit_requested)
         self.host_menus: dict[str, HostMenu] = {}
         self.prompt_actions: dict[str, list[QAction]] = {}
         self._kinds: dict[str, BadgeKind] = {}
