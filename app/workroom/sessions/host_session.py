@@ -405,9 +405,8 @@ class HostSession:
 
     def _watch_asleep(self) -> None:
         """While ASLEEP, look again now and then (without waking it): a box woken by someone else is
-        connected to again, so its prompts and badge are live."""
-        if not self.traits.reads_state_without_waking:
-            return
+        connected to again, so its prompts and badge are live. (Only a provider that can read the state
+        says ASLEEP, so every asleep box is watched.)"""
 
         async def watch() -> None:
             while self.connection.state is ConnectionState.ASLEEP and not self._wanted:
@@ -420,8 +419,7 @@ class HostSession:
         self._asleep_watch = asyncio.get_running_loop().create_task(watch(), name=f"asleep-{self.host.name}")
 
     async def _box_state(self) -> BoxState:
-        if not self.traits.reads_state_without_waking:
-            return BoxState.UNKNOWN
+        """The provider's word on the box, read without waking it (every provider answers: docs/providers.md)."""
         try:
             return await self.provider.box_state(self.host)
         except Exception:

@@ -20,7 +20,8 @@ from workroom.core.ceiling import (
     split_hours_minutes,
 )
 from workroom.core.durations import format_duration
-from workroom.core.traits import BOXD_TRAITS, PROVIDER_KINDS, SSH_TRAITS
+from workroom.core.provider_specs import PROVIDER_SPECS
+from workroom.core.traits import BOXD_TRAITS, SSH_TRAITS
 
 pytestmark = pytest.mark.unit
 
@@ -102,7 +103,7 @@ def test_ask_mode_only_reaches_providers_that_sleep() -> None:
     asking = CeilingSettings(ask_at_ceiling=True)
     assert asking.for_provider(BOXD_TRAITS).ask_at_ceiling is True
     assert asking.for_provider(SSH_TRAITS).ask_at_ceiling is False
-    for traits in PROVIDER_KINDS.values():
+    for traits in (spec.traits for spec in PROVIDER_SPECS.values()):
         shaped = asking.for_provider(traits)
         assert shaped.ask_at_ceiling is traits.sleeps_when_idle
         assert shaped.ceiling_seconds == asking.ceiling_seconds
