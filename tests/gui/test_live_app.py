@@ -21,8 +21,8 @@ from workroom.core.badge import BadgeKind
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host, IdentityRef
-from workroom.core.traits import BOXD_TRAITS, SSH_TRAITS, ProviderTraits
 from workroom.core.provider_specs import spec_for
+from workroom.core.traits import BOXD_TRAITS, SSH_TRAITS, ProviderTraits
 from workroom.paths import agent_socket_dir
 from workroom.providers.local import LocalProvider
 from workroom.remote.agent_install import AgentLayout, ServeOptions

@@ -16,10 +16,10 @@ import pytest
 from gui_helpers import wait_for
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host
-from workroom.core.traits import BOXD_TRAITS, ProviderTraits
-from workroom.providers.base import BoxState
 from workroom.core.provider_specs import spec_for
+from workroom.core.traits import BOXD_TRAITS, ProviderTraits
 from workroom.paths import agent_socket_dir
+from workroom.providers.base import BoxState
 from workroom.providers.local import LocalProvider
 from workroom.remote.agent_install import AgentLayout, ServeOptions
 from workroom.remote.host_shell import HostShell

@@ -18,8 +18,8 @@ from workroom.agent_bundle import AgentBundle
 from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
 from workroom.core.hosts import Host
 from workroom.paths import app_paths
-from workroom.providers.base import ProviderContext
 from workroom.providers import make_provider
+from workroom.providers.base import ProviderContext
 from workroom.sessions.heartbeat_watch import HeartbeatWatch
 
 pytestmark = pytest.mark.integration

@@ -18,9 +18,8 @@ from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host
 from workroom.paths import app_paths
-from workroom.providers.base import BoxState, ProviderContext
 from workroom.providers import make_provider
-from workroom.providers.base import Provider
+from workroom.providers.base import BoxState, Provider, ProviderContext
 from workroom.providers.ssh_family import parse_boxd_state
 from workroom.sessions.host_session import HostSession
 
