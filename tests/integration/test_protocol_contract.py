@@ -16,8 +16,11 @@ import pytest
 from integration.agent.agentrun import private_dir, start_agent
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.protocol import (
+    METHOD_RESULTS,
+    PROTOCOL_VERSION,
     ErrorReply,
     Hello,
+    Method,
     Reply,
     Status,
     StatusEvent,
@@ -26,6 +29,7 @@ from workroom.core.protocol import (
     keep_request,
     parse_line,
     ping_request,
+    request_line,
     settings_request,
     status_request,
     subscribe_request,
@@ -84,6 +88,36 @@ def test_every_message_parses_with_the_apps_models(agent) -> None:  # type: igno
     assert isinstance(ping, Reply) and ping.ping_monotonic() > 0
     changed = wire.ask(settings_request(8, CeilingSettings(ceiling_seconds=3600, prompt_timeout_seconds=120)))
     assert changed.status().ceiling_seconds == 3600 and changed.status().prompt_timeout_seconds == 120
+
+
+EXAMPLE_PARAMS: dict[Method, dict[str, object]] = {
+    Method.SETTINGS: CeilingSettings().as_request_params(),
+    Method.HANDOFF: {"bundle": "/nonexistent/wr-agent.pyz", "sha256": "0" * 64},
+    Method.TIMELINE: {"since": 0},
+    Method.EXCLUSIONS: {"names": ["watch"]},
+}
+"""Parameters that make a method do something (a method without a row here is sent bare)."""
+
+
+def test_every_method_the_app_knows_is_one_the_agent_answers(agent) -> None:  # type: ignore[no-untyped-def]
+    """Each `Method` against the real agent: never `unsupported`, and a reply the app's model for it reads."""
+    from wr_agent import PROTOCOL
+    from wr_agent.server import METHODS
+
+    assert set(METHOD_RESULTS) == set(Method), "a Method without a result model"
+    assert set(METHODS) == {m.value for m in Method}, "the app's and the agent's method registries differ"
+    assert PROTOCOL == PROTOCOL_VERSION
+    wire = Wire(agent.sock)
+    wire.line()
+    for number, method in enumerate(Method, start=1):
+        reply = wire.ask(request_line(number, method, **EXAMPLE_PARAMS.get(method, {})))
+        if isinstance(reply, ErrorReply):
+            assert reply.error.code != "unsupported", f"the agent does not know {method.value}"
+            assert method is Method.HANDOFF and reply.error.code == "failed"  # no such bundle: nothing handed off
+        else:
+            assert isinstance(reply, Reply) and reply.id == number
+            reply.read(method)
+        assert f"`{method.value}`" in DOC.read_text(), f"docs/protocol.md does not name {method.value}"
 
 
 def test_a_settings_change_is_pushed_as_an_event_the_app_reads(agent) -> None:  # type: ignore[no-untyped-def]

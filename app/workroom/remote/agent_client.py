@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.errors import UserError
 from workroom.core.protocol import (
+    PROTOCOL_VERSION,
     ErrorReply,
     Hello,
     PromptEvent,
@@ -44,10 +45,6 @@ EventHandler = Callable[[StatusEvent | PromptEvent], None]
 HELLO_TIMEOUT_SECONDS = 15.0
 REQUEST_TIMEOUT_SECONDS = 15.0
 MAX_LINES_BEFORE_HELLO = 20
-
-
-def _timeline_line(request_id: int, since: float | None) -> bytes:
-    return timeline_request(request_id, since)
 
 
 class AgentGone(UserError):
@@ -165,7 +162,7 @@ class AgentClient:
             raise RequestTimedOut("hello", seconds) from None
         if not hello.speaks_our_protocol:
             raise ProtocolError(
-                "protocol", f"The agent speaks protocol {hello.protocol}; this app speaks protocol 1."
+                "protocol", f"The agent speaks protocol {hello.protocol}; this app speaks protocol {PROTOCOL_VERSION}."
             )
         return hello
 
@@ -206,7 +203,7 @@ class AgentClient:
         spans: list[TimelineSpan] = []
         cursor = since
         for _ in range(max_pages):
-            build = functools.partial(_timeline_line, since=cursor)
+            build = functools.partial(timeline_request, since=cursor)
             page = (await self._request("timeline", build, timeout)).timeline()
             spans.extend(s for s in page.spans if not spans or s.start > spans[-1].start)
             if page.more_since is None or (cursor is not None and page.more_since <= cursor):
