@@ -345,10 +345,9 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
             _err(loaded.problem)
         c = loaded.value.ceiling
         if args.json:
-            print(json.dumps(c.model_dump()))
+            print(json.dumps(c.known()))
         else:
-            print(f"ceiling {c.ceiling_seconds:g} s, prompt timeout {c.prompt_timeout_seconds:g} s, "
-                  f"ask mode {'on' if c.ask_at_ceiling else 'off'}")
+            print(c.summary())
         return ExitCode.OK
     if args.settings_command == "set":
         loaded = load_settings(app_paths().ensure())
@@ -363,8 +362,7 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
         from workroom.storage import save_settings
 
         save_settings(app_paths(), loaded.value.model_copy(update={"ceiling": ceiling}))
-        print(f"ceiling {ceiling.ceiling_seconds:g} s, prompt timeout {ceiling.prompt_timeout_seconds:g} s, "
-              f"ask mode {'on' if ceiling.ask_at_ceiling else 'off'}")
+        print(ceiling.summary())
         return ExitCode.OK
     print("workroom settings: get or set", file=sys.stderr)
     return ExitCode.USAGE

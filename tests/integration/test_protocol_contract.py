@@ -120,6 +120,47 @@ def test_every_method_the_app_knows_is_one_the_agent_answers(agent) -> None:  # 
         assert f"`{method.value}`" in DOC.read_text(), f"docs/protocol.md does not name {method.value}"
 
 
+def _probes():  # type: ignore[no-untyped-def]
+    """(field, value, accepted?) just inside and just outside each bound of the app's table."""
+    from workroom.core.ceiling import SETTING_FIELDS
+
+    for field in SETTING_FIELDS:
+        if field.minimum is not None and field.maximum is not None:
+            for value, ok in ((field.minimum, True), (field.minimum - 0.5, False), (field.maximum, True),
+                              (field.maximum + 0.5, False)):
+                yield field.name, value, ok
+        else:
+            yield from ((field.name, True, True), (field.name, False, True), (field.name, 1, False),
+                        (field.name, "yes", False))
+
+
+def test_the_agent_holds_the_apps_settings_table(agent) -> None:  # type: ignore[no-untyped-def]
+    """Every setting of the app's table against the real agent: the same names and defaults, and each bound
+    the same (just inside accepted, just outside refused); the app's own check agrees with the agent's."""
+    from workroom.core.ceiling import SETTING_FIELDS, SettingsError, check_setting
+    from wr_agent.settings import FIELDS
+
+    assert [f.name for f in FIELDS] == [f.name for f in SETTING_FIELDS]
+    fresh = agent.status()
+    assert {f.name: fresh[f.name] for f in SETTING_FIELDS} == {f.name: f.default for f in SETTING_FIELDS}
+    wire = Wire(agent.sock)
+    wire.line()
+    base = CeilingSettings().as_request_params()
+    for number, (name, value, ok) in enumerate(_probes(), start=1):
+        reply = wire.ask(request_line(number, Method.SETTINGS, **{**base, name: value}))
+        try:
+            check_setting(name, value)
+            app_ok = True
+        except SettingsError:
+            app_ok = False
+        assert app_ok is ok, (name, value)
+        if ok:
+            assert isinstance(reply, Reply) and reply.status().settings_values[name] == value, (name, value)
+        else:
+            assert isinstance(reply, ErrorReply) and reply.error.code in ("out_of_range", "invalid"), (name, value)
+            assert name in reply.error.message
+
+
 def test_a_settings_change_is_pushed_as_an_event_the_app_reads(agent) -> None:  # type: ignore[no-untyped-def]
     sub, other = Wire(agent.sock), Wire(agent.sock)
     parse_line(sub.line()), parse_line(other.line())

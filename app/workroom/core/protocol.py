@@ -14,9 +14,18 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
-from workroom.core.ceiling import CeilingSettings
+from workroom.core.ceiling import SETTINGS_BY_NAME, CeilingSettings
 from workroom.core.display_text import plain
 from workroom.core.errors import UserError
 
@@ -188,6 +197,22 @@ class Status(_AgentModel):
     sampler: str = "proc"
     last_gap: GapInfo | None = None
     """None from an agent that never slept (or is too old to say)."""
+    _settings_values: dict[str, object] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_settings_values(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Status:
+        status: Status = handler(data)
+        if isinstance(data, dict):
+            status._settings_values = {k: data[k] for k in SETTINGS_BY_NAME if k in data}
+        elif isinstance(data, Status):
+            status._settings_values = dict(data._settings_values)
+        return status
+
+    @property
+    def settings_values(self) -> dict[str, object]:
+        """The ceiling settings this agent reports, by SETTING_FIELDS name (a field it predates is absent)."""
+        return dict(self._settings_values)
 
     @field_validator("busy_reasons")
     @classmethod
@@ -440,9 +465,11 @@ def ping_request(request_id: RequestId) -> bytes:
     return request_line(request_id, Method.PING)
 
 
-def settings_request(request_id: RequestId, settings: CeilingSettings) -> bytes:
-    """Hand the agent this computer's ceiling settings (already shaped for the host's provider)."""
-    return request_line(request_id, Method.SETTINGS, **settings.as_request_params())
+def settings_request(request_id: RequestId, settings: CeilingSettings,
+                     reported: dict[str, object] | None = None) -> bytes:
+    """Hand the agent this computer's ceiling settings (already shaped for the host's provider). `reported`:
+    what its status holds, so a field it predates is not sent (`CeilingSettings.as_request_params`)."""
+    return request_line(request_id, Method.SETTINGS, **settings.as_request_params(reported))
 
 
 def handoff_request(request_id: RequestId, bundle: str, sha256: str) -> bytes:

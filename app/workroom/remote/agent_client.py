@@ -190,8 +190,12 @@ class AgentClient:
     async def keep(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
         return (await self._request("keep", keep_request, timeout)).status()
 
-    async def settings(self, settings: CeilingSettings, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
-        return (await self._request("settings", lambda i: settings_request(i, settings), timeout)).status()
+    async def settings(self, settings: CeilingSettings, timeout: float = REQUEST_TIMEOUT_SECONDS,
+                       reported: dict[str, object] | None = None) -> Status:
+        """Hand the agent these settings; `reported` (its last status's `settings_values`) leaves out a field
+        it predates."""
+        return (await self._request("settings", lambda i: settings_request(i, settings, reported),
+                                    timeout)).status()
 
     async def ping(self, timeout: float) -> float:
         """Liveness: the agent's monotonic clock, or `TimeoutError` when the peer is frozen."""

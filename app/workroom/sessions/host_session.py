@@ -224,7 +224,8 @@ class HostSession:
         link = self._rt.link
         if link is None or link.client.closed:
             return None
-        status = await link.client.settings(settings.for_provider(self.traits))
+        reported = self.status.settings_values if self.status is not None else None
+        status = await link.client.settings(settings.for_provider(self.traits), reported=reported)
         self._on_status(status)
         return status
 
@@ -497,10 +498,8 @@ class HostSession:
         status = await link.client.subscribe()
         self.phase_seconds["subscribe"] = self._clock() - start
         wanted = self._settings.for_provider(self.traits)
-        if (status.ceiling_seconds, status.prompt_timeout_seconds, status.ask_at_ceiling) != (
-            wanted.ceiling_seconds, wanted.prompt_timeout_seconds, wanted.ask_at_ceiling
-        ) or status.settings_error is not None:
-            status = await link.client.settings(wanted)
+        if wanted.differs_from(status.settings_values) or status.settings_error is not None:
+            status = await link.client.settings(wanted, reported=status.settings_values)
         return status
 
     def _go_live(self, link: AgentLink, status: Status, *, was_asleep: bool, seconds: float) -> None:
