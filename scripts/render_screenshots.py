@@ -173,7 +173,7 @@ async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, 
     for box in info["boxes"]:
         engine.add_host(Host(name=box["name"], provider="simbox", address=box["ssh_host"], port=box["ssh_port"],
                              user=box["user"], identity=IdentityRef.file(box["client_key"]),
-                             provider_ref=box["health_url"], idle_window_seconds=IDLE_WINDOW))
+                             reference={"health_url": box["health_url"]}, idle_window_seconds=IDLE_WINDOW))
     wapp = WorkroomApp(engine)
     window = wapp.window
     wapp.start(connect=False, show_window=True)

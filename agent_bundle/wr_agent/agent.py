@@ -172,9 +172,7 @@ class Agent(object):
                 "stalled": stalled,
                 "monotonic": now,
                 "awake_seconds": c.awake_seconds(now) if self.classifier_busy else 0.0,
-                "ceiling_seconds": s.ceiling_seconds,
-                "prompt_timeout_seconds": s.prompt_timeout_seconds,
-                "ask_at_ceiling": s.ask_at_ceiling,
+                **s.to_dict(),  # every ceiling setting (settings.FIELDS)
                 "awake_ceiling_exceeded": c.exceeded,
                 "prompt_pending": c.prompt_pending,
                 "prompt_deadline": c.prompt_deadline if c.prompt_pending else None,
@@ -206,8 +204,10 @@ class Agent(object):
 
     def apply_settings(self, params):
         """Validate (raises SettingsError), save, then apply. Nothing changes on any error."""
-        new = settings_mod.validate(params, self.min_duration)
         with self.lock:
+            new = settings_mod.validate(params, self.min_duration, current=self.ceiling.settings)
+            if self.saved_settings is not None:
+                new.extra = dict(self.saved_settings.extra)  # a newer agent's fields in the file stay there
             if self.settings_path is not None and new != self.saved_settings:
                 try:
                     settings_mod.save(self.settings_path, new)
@@ -241,7 +241,7 @@ class Agent(object):
     def restore_state(self, d):
         """Apply a hand-off state (raises ValueError on a malformed one, leaving defaults)."""
         with self.lock:
-            settings = settings_mod.validate(d.get("settings"), self.min_duration)
+            settings = settings_mod.from_file(d.get("settings"), self.min_duration)
             ceiling = Ceiling(settings)
             ceiling.restore(d.get("ceiling") or {})
             classifier = Classifier(self.classifier.hold_seconds, self.classifier.tick_seconds)

@@ -5,7 +5,6 @@ Pure: it sees only Signals and the monotonic time, so it is unit-tested on a fak
 
 import collections
 
-CPU_SHARE = 0.05
 TTY_BYTES_PER_S, TTY_WINDOW = 200.0, 5.0
 KEYSTROKE_WINDOW = 10.0
 NET_BYTES_PER_S, NET_WINDOW = 500.0, 3.0

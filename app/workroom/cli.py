@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from workroom import __version__
 from workroom.core.errors import ExitCode, UserError
+from workroom.core.provider_specs import PROVIDER_SPECS
 
 if TYPE_CHECKING:  # the engine is imported only by the commands that need it (a fast `workroom --help`)
     from workroom.core.questions import HostKeyQuestion
@@ -32,15 +33,19 @@ def build_parser() -> argparse.ArgumentParser:
     hosts = sub.add_parser("hosts", help="add, list and remove hosts").add_subparsers(dest="hosts_command")
     add = hosts.add_parser("add", help="add a host (its name is its workroom)")
     add.add_argument("name")
-    add.add_argument("--provider", required=True)
+    add.add_argument("--provider", required=True, choices=list(PROVIDER_SPECS),
+                     help="; ".join(f"{kind}: {spec.summary}" for kind, spec in PROVIDER_SPECS.items()))
     add.add_argument("--host", dest="address")
     add.add_argument("--port", type=int)
     add.add_argument("--user")
     add.add_argument("--identity", help="private key file")
     add.add_argument("--idle-window", type=float, help="seconds the provider lets the box idle")
     add.add_argument("--candidates", choices=["all", "user"], help="which processes count as work")
-    add.add_argument("--ref", dest="provider_ref",
-                     help="the provider's name for the machine (boxd machine name, simbox health URL)")
+    add.add_argument("--ref", dest="reference", action="append", default=[], metavar="[FIELD=]VALUE",
+                     help="the provider's reference to the machine, field by field ("
+                          + "; ".join(f"{kind}: {', '.join(f.name for f in spec.reference)}"
+                                      for kind, spec in PROVIDER_SPECS.items() if spec.reference)
+                          + "); a bare VALUE is the provider's first field")
     hosts.add_parser("list", help="list hosts").add_argument("--json", action="store_true")
     rm = hosts.add_parser("remove", help="remove a host")
     rm.add_argument("name")
@@ -296,7 +301,7 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
                 name=args.name, provider=args.provider, address=args.address, port=args.port, user=args.user,
                 identity=IdentityRef.file(args.identity) if args.identity else None,
                 idle_window_seconds=args.idle_window, agent_candidates=args.candidates,
-                provider_ref=args.provider_ref,
+                reference=PROVIDER_SPECS[args.provider].reference_from_args(args.reference),
             )
         except ValueError as error:
             print(f"workroom: invalid host: {error}", file=sys.stderr)
@@ -340,10 +345,9 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
             _err(loaded.problem)
         c = loaded.value.ceiling
         if args.json:
-            print(json.dumps(c.model_dump()))
+            print(json.dumps(c.known()))
         else:
-            print(f"ceiling {c.ceiling_seconds:g} s, prompt timeout {c.prompt_timeout_seconds:g} s, "
-                  f"ask mode {'on' if c.ask_at_ceiling else 'off'}")
+            print(c.summary())
         return ExitCode.OK
     if args.settings_command == "set":
         loaded = load_settings(app_paths().ensure())
@@ -358,8 +362,7 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
         from workroom.storage import save_settings
 
         save_settings(app_paths(), loaded.value.model_copy(update={"ceiling": ceiling}))
-        print(f"ceiling {ceiling.ceiling_seconds:g} s, prompt timeout {ceiling.prompt_timeout_seconds:g} s, "
-              f"ask mode {'on' if ceiling.ask_at_ceiling else 'off'}")
+        print(ceiling.summary())
         return ExitCode.OK
     print("workroom settings: get or set", file=sys.stderr)
     return ExitCode.USAGE

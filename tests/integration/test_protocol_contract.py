@@ -16,8 +16,11 @@ import pytest
 from integration.agent.agentrun import private_dir, start_agent
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.protocol import (
+    METHOD_RESULTS,
+    PROTOCOL_VERSION,
     ErrorReply,
     Hello,
+    Method,
     Reply,
     Status,
     StatusEvent,
@@ -26,6 +29,7 @@ from workroom.core.protocol import (
     keep_request,
     parse_line,
     ping_request,
+    request_line,
     settings_request,
     status_request,
     subscribe_request,
@@ -84,6 +88,77 @@ def test_every_message_parses_with_the_apps_models(agent) -> None:  # type: igno
     assert isinstance(ping, Reply) and ping.ping_monotonic() > 0
     changed = wire.ask(settings_request(8, CeilingSettings(ceiling_seconds=3600, prompt_timeout_seconds=120)))
     assert changed.status().ceiling_seconds == 3600 and changed.status().prompt_timeout_seconds == 120
+
+
+EXAMPLE_PARAMS: dict[Method, dict[str, object]] = {
+    Method.SETTINGS: CeilingSettings().as_request_params(),
+    Method.HANDOFF: {"bundle": "/nonexistent/wr-agent.pyz", "sha256": "0" * 64},
+    Method.TIMELINE: {"since": 0},
+    Method.EXCLUSIONS: {"names": ["watch"]},
+}
+"""Parameters that make a method do something (a method without a row here is sent bare)."""
+
+
+def test_every_method_the_app_knows_is_one_the_agent_answers(agent) -> None:  # type: ignore[no-untyped-def]
+    """Each `Method` against the real agent: never `unsupported`, and a reply the app's model for it reads."""
+    from wr_agent import PROTOCOL
+    from wr_agent.server import METHODS
+
+    assert set(METHOD_RESULTS) == set(Method), "a Method without a result model"
+    assert set(METHODS) == {m.value for m in Method}, "the app's and the agent's method registries differ"
+    assert PROTOCOL == PROTOCOL_VERSION
+    wire = Wire(agent.sock)
+    wire.line()
+    for number, method in enumerate(Method, start=1):
+        reply = wire.ask(request_line(number, method, **EXAMPLE_PARAMS.get(method, {})))
+        if isinstance(reply, ErrorReply):
+            assert reply.error.code != "unsupported", f"the agent does not know {method.value}"
+            assert method is Method.HANDOFF and reply.error.code == "failed"  # no such bundle: nothing handed off
+        else:
+            assert isinstance(reply, Reply) and reply.id == number
+            reply.read(method)
+        assert f"`{method.value}`" in DOC.read_text(), f"docs/protocol.md does not name {method.value}"
+
+
+def _probes():  # type: ignore[no-untyped-def]
+    """(field, value, accepted?) just inside and just outside each bound of the app's table."""
+    from workroom.core.ceiling import SETTING_FIELDS
+
+    for field in SETTING_FIELDS:
+        if field.minimum is not None and field.maximum is not None:
+            for value, ok in ((field.minimum, True), (field.minimum - 0.5, False), (field.maximum, True),
+                              (field.maximum + 0.5, False)):
+                yield field.name, value, ok
+        else:
+            yield from ((field.name, True, True), (field.name, False, True), (field.name, 1, False),
+                        (field.name, "yes", False))
+
+
+def test_the_agent_holds_the_apps_settings_table(agent) -> None:  # type: ignore[no-untyped-def]
+    """Every setting of the app's table against the real agent: the same names and defaults, and each bound
+    the same (just inside accepted, just outside refused); the app's own check agrees with the agent's."""
+    from workroom.core.ceiling import SETTING_FIELDS, SettingsError, check_setting
+    from wr_agent.settings import FIELDS
+
+    assert [f.name for f in FIELDS] == [f.name for f in SETTING_FIELDS]
+    fresh = agent.status()
+    assert {f.name: fresh[f.name] for f in SETTING_FIELDS} == {f.name: f.default for f in SETTING_FIELDS}
+    wire = Wire(agent.sock)
+    wire.line()
+    base = CeilingSettings().as_request_params()
+    for number, (name, value, ok) in enumerate(_probes(), start=1):
+        reply = wire.ask(request_line(number, Method.SETTINGS, **{**base, name: value}))
+        try:
+            check_setting(name, value)
+            app_ok = True
+        except SettingsError:
+            app_ok = False
+        assert app_ok is ok, (name, value)
+        if ok:
+            assert isinstance(reply, Reply) and reply.status().settings_values[name] == value, (name, value)
+        else:
+            assert isinstance(reply, ErrorReply) and reply.error.code in ("out_of_range", "invalid"), (name, value)
+            assert name in reply.error.message
 
 
 def test_a_settings_change_is_pushed_as_an_event_the_app_reads(agent) -> None:  # type: ignore[no-untyped-def]

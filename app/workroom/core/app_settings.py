@@ -10,9 +10,10 @@ from workroom.core.ceiling import CeilingSettings
 
 
 class AppSettings(BaseModel):
-    """Everything in settings.json. New fields get defaults so older files still load."""
+    """Everything in settings.json. New fields get defaults so older files still load; fields a newer app
+    wrote are kept (and saved again), so going back a version never sets the file aside as damaged."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     version: Literal[1] = 1
     ceiling: CeilingSettings = Field(default_factory=CeilingSettings)

@@ -224,7 +224,8 @@ class HostSession:
         link = self._rt.link
         if link is None or link.client.closed:
             return None
-        status = await link.client.settings(settings.for_provider(self.traits))
+        reported = self.status.settings_values if self.status is not None else None
+        status = await link.client.settings(settings.for_provider(self.traits), reported=reported)
         self._on_status(status)
         return status
 
@@ -405,9 +406,8 @@ class HostSession:
 
     def _watch_asleep(self) -> None:
         """While ASLEEP, look again now and then (without waking it): a box woken by someone else is
-        connected to again, so its prompts and badge are live."""
-        if not self.traits.reads_state_without_waking:
-            return
+        connected to again, so its prompts and badge are live. (Only a provider that can read the state
+        says ASLEEP, so every asleep box is watched.)"""
 
         async def watch() -> None:
             while self.connection.state is ConnectionState.ASLEEP and not self._wanted:
@@ -420,8 +420,7 @@ class HostSession:
         self._asleep_watch = asyncio.get_running_loop().create_task(watch(), name=f"asleep-{self.host.name}")
 
     async def _box_state(self) -> BoxState:
-        if not self.traits.reads_state_without_waking:
-            return BoxState.UNKNOWN
+        """The provider's word on the box, read without waking it (every provider answers: docs/providers.md)."""
         try:
             return await self.provider.box_state(self.host)
         except Exception:
@@ -499,10 +498,8 @@ class HostSession:
         status = await link.client.subscribe()
         self.phase_seconds["subscribe"] = self._clock() - start
         wanted = self._settings.for_provider(self.traits)
-        if (status.ceiling_seconds, status.prompt_timeout_seconds, status.ask_at_ceiling) != (
-            wanted.ceiling_seconds, wanted.prompt_timeout_seconds, wanted.ask_at_ceiling
-        ) or status.settings_error is not None:
-            status = await link.client.settings(wanted)
+        if wanted.differs_from(status.settings_values) or status.settings_error is not None:
+            status = await link.client.settings(wanted, reported=status.settings_values)
         return status
 
     def _go_live(self, link: AgentLink, status: Status, *, was_asleep: bool, seconds: float) -> None:

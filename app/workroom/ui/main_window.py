@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 from workroom.core.badge import LABELS, BadgeKind
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
-from workroom.core.hosts import LOCAL_PROVIDER, Host
+from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
 from workroom.platform.login_item import LoginItem, LoginItemState
 from workroom.sessions.host_session import HostSnapshot
@@ -282,7 +282,7 @@ class MainWindow(QMainWindow):
         selected = self.detail.snapshot is not None
         self.remove_button.setEnabled(selected)
         self.edit_button.setEnabled(selected and self.detail.snapshot is not None
-                                    and self.detail.snapshot.host.provider != LOCAL_PROVIDER)
+                                    and not self.detail.snapshot.host.is_this_computer)
 
     # -- keyboard, context menu, double-click --------------------------------------------------------
 
@@ -326,7 +326,7 @@ class MainWindow(QMainWindow):
             if command is not None:
                 menu.addAction("Copy ssh command", lambda: copy_text(command))
             menu.addSeparator()
-            if snapshot.host.provider != LOCAL_PROVIDER:
+            if not snapshot.host.is_this_computer:
                 menu.addAction("Edit host…", self.open_edit_dialog)
             menu.addAction("Remove host…", self.confirm_remove)
         return menu
@@ -394,7 +394,7 @@ class MainWindow(QMainWindow):
 
     def open_edit_dialog(self) -> AddHostDialog | None:
         snapshot = self.detail.snapshot
-        if snapshot is None or snapshot.host.provider == LOCAL_PROVIDER:
+        if snapshot is None or snapshot.host.is_this_computer:
             return None
         dialog = AddHostDialog(self.controller.engine.hosts, self, editing=snapshot.host,
                                tester=self.host_dialog_tester)

@@ -158,7 +158,7 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
     lines = [
         ("Workroom", workroom_name(snap)),
         ("Provider", snap.host.provider),
-        ("Address", snap.host.connect_address if snap.host.provider != "local" else "this computer"),
+        ("Address", "this computer" if snap.host.is_this_computer else snap.host.connect_address),
         ("Sleeps when idle", sleeps),
         ("Connection", connection_text(snap, now_monotonic)),
         ("Agent sees", verdict_text(snap, now_monotonic)),
@@ -203,7 +203,7 @@ def keep_awake_seen_text(snap: HostSnapshot, now_monotonic: float) -> str:
 def ssh_command(snap: HostSnapshot) -> str | None:
     """The ssh command a person would type to reach this host (None for this computer)."""
     host = snap.host
-    if host.provider == "local":
+    if host.is_this_computer:
         return None
     parts = ["ssh"]
     if host.port is not None:

@@ -19,10 +19,10 @@ from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import ErrorInfo
 from workroom.core.heartbeat_proof import IdleClockReading, judge
 from workroom.core.protocol import Status
+from workroom.core.provider_specs import PROVIDER_SPECS
 from workroom.core.traits import (
     BOXD_TRAITS,
     LOCAL_TRAITS,
-    PROVIDER_KINDS,
     REQUEST_METERED_TRAITS,
     SIMBOX_TRAITS,
     SSH_TRAITS,
@@ -178,9 +178,9 @@ def test_every_badge_kind_and_reason_is_covered_by_the_table() -> None:
     assert reasons == set(NotKeptAwakeReason)
 
 
-@pytest.mark.parametrize("kind", [k for k, t in PROVIDER_KINDS.items() if not t.sleeps_when_idle])
+@pytest.mark.parametrize("kind", [k for k, s in PROVIDER_SPECS.items() if not s.traits.sleeps_when_idle])
 def test_never_not_kept_awake_on_hosts_that_never_sleep(kind: str) -> None:
-    traits = PROVIDER_KINDS[kind]
+    traits = PROVIDER_SPECS[kind].traits
     hostile = [
         busy_dict(**SUPPRESSED),
         busy_dict(stalled=True),
