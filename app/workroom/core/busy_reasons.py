@@ -56,15 +56,16 @@ class ColourRole(StrEnum):
 
 
 COLOUR_LEGEND: dict[ColourRole, str] = {
-    ColourRole.COMPUTE: "busy (CPU)",
-    ColourRole.DISK: "busy (disk)",
-    ColourRole.WAITING: "busy (a job waiting)",
-    ColourRole.NETWORK: "busy (network, ssh)",
-    ColourRole.TERMINAL: "busy (terminal)",
-    ColourRole.AGENT: "busy (the agent's task)",
-    ColourRole.OTHER: "busy (other)",
+    ColourRole.COMPUTE: "CPU",
+    ColourRole.DISK: "disk",
+    ColourRole.WAITING: "a job waiting",
+    ColourRole.NETWORK: "network",
+    ColourRole.TERMINAL: "terminal",
+    ColourRole.AGENT: "agent task",
+    ColourRole.OTHER: "other",
 }
-"""The legend of the strip, one entry per colour role, in this order."""
+"""The legend of the strip, one entry per colour role, in this order: what kept a busy stretch busy (the strip's
+legend says "busy:" once before them)."""
 
 
 @dataclass(frozen=True)

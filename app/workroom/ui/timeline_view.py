@@ -77,9 +77,14 @@ def colour_for(segment: tl.Segment, palette: QPalette | None = None) -> QColor:
 
 def legend_html(palette: QPalette) -> str:
     border = styles.strip_frame(palette).name()
-    return " ".join(
-        f"<span style='background:{_kind_colour(kind, palette).name()};border:1px solid {border}'>"
-        f"&nbsp;&nbsp;&nbsp;</span>&nbsp;{html.escape(words)}" for kind, words in LEGEND)
+
+    def swatch(kind: busy_reasons.ColourRole | tl.SegmentKind, words: str) -> str:
+        return (f"<span style='background:{_kind_colour(kind, palette).name()};border:1px solid {border}'>"
+                f"&nbsp;&nbsp;&nbsp;</span>&nbsp;{html.escape(words)}")
+
+    busy = [swatch(kind, words) for kind, words in LEGEND if isinstance(kind, busy_reasons.ColourRole)]
+    others = [swatch(kind, words) for kind, words in LEGEND if not isinstance(kind, busy_reasons.ColourRole)]
+    return "busy: " + " ".join(busy) + " · " + " ".join(others)
 
 
 class TimelineSource(Protocol):
