@@ -270,7 +270,7 @@ async def demo_views(app: Any, engine: Any, window: Any, out: Path, written: lis
     from workroom.ui.host_key_dialog import HostKeyDialog
 
     states = every_state()
-    states.pop("busy_past_ceiling")
+    states.pop("asking")
     for snap in states.values():
         for listener in list(engine.listeners):
             listener(snap)

@@ -9,7 +9,8 @@ import os
 import threading
 import time
 
-from wr_agent import PROTOCOL, VERSION, plain_text
+from wr_agent import PROTOCOL, VERSION
+from wr_agent import reasons as reasons_mod
 from wr_agent import settings as settings_mod
 from wr_agent.ceiling import Ceiling
 from wr_agent.classifier import Classifier
@@ -30,6 +31,7 @@ def visible(status):
         # is not shown as work, and pushing its churn would put bytes on the wire of a box that should
         # be falling asleep.
         v.pop("busy_reasons", None)
+        v.pop("structured_reasons", None)
         v.pop("classifier_verdict", None)
     ka = dict(v["keep_awake"])
     ka.pop("last_sent", None)
@@ -112,7 +114,7 @@ class Agent(object):
             c = self.ceiling
             # Plain text before it is kept: any user names processes, and the record is shown in terminals.
             key = key_for(self.published_busy, busy, c.exceeded, c.suppressed,
-                          [plain_text.clean(r) for r in self.classifier.reasons])
+                          [reasons_mod.clean(r) for r in self.classifier.reasons[:1]])
         # Outside the lock: a heartbeat to a named target resolves it, and a dead DNS server must not stall
         # every client and the health endpoint for as long as the lookup takes (only this thread sends).
         self.heartbeat.tick(now, published)
@@ -164,7 +166,9 @@ class Agent(object):
             return {
                 "verdict": "BUSY" if self.published_busy else "IDLE",
                 "classifier_verdict": "BUSY" if self.classifier_busy else "IDLE",
-                "busy_reasons": [plain_text.clean(r) for r in self.classifier.reasons],
+                # The same reasons twice, in the same order: as text, and as data the app reads (reasons.py).
+                "busy_reasons": [reasons_mod.clean_text(r) for r in self.classifier.reasons],
+                "structured_reasons": [reasons_mod.clean(r) for r in self.classifier.reasons],
                 "hold_until": self.classifier.hold_until(),
                 "last_gap": None if self.classifier.last_gap is None else {
                     "at": self.classifier.last_gap[0], "seconds": round(self.classifier.last_gap[1], 3),

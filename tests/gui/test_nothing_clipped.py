@@ -75,7 +75,7 @@ def test_detail_panel_shows_every_state_whole_at_the_default_size(window: Any, e
         assert not problems, f"{key}: {problems}"
         assert "ConnectionError" not in detail.error.text()
         primary = detail.primary_button()
-        if key in ("offline", "asleep", "unknown", "busy_not_kept_awake", "busy_past_ceiling"):
+        if key in ("offline", "login_refused", "asleep", "unknown", "busy_not_kept_awake", "asking"):
             assert primary is not None, key
     window.select_host("build-box")
     window.detail.details_button.click()

@@ -47,6 +47,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "AgentInfo",
     "AgentMessage",
+    "BusyReason",
     "ErrorBody",
     "ErrorCode",
     "ErrorReply",
@@ -169,6 +170,47 @@ class AgentInfo(_AgentModel):
 
 MAX_REASONS = 16
 """More busy reasons than any agent sends (it caps at 8 and a "+N more"); the rest are dropped."""
+MAX_DETAIL_DEPTH = 3
+"""How deep a reason's `detail` may nest (a hold names the reason it holds: two levels); deeper is refused."""
+
+
+def _plain_detail(value: Any, depth: int = 0) -> Any:
+    if depth > MAX_DETAIL_DEPTH:
+        raise ValueError("a busy reason's detail is nested too deeply")
+    if isinstance(value, str):
+        return plain(value)
+    if isinstance(value, dict):
+        return {plain(str(k)): _plain_detail(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_detail(v, depth + 1) for v in value]
+    return value
+
+
+class BusyReason(_AgentModel):
+    """One busy reason as data, beside its text in `Status.busy_reasons` (docs/protocol.md, "Busy reasons").
+
+    `detail` holds the class's own facts (a TCP wait's `peer`, `port`, `since`; a hold's `after`, itself a
+    reason); `core.busy_reasons` reads them. Strings anywhere in it are made plain, as the subject is.
+    """
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    reason_class: str = Field(alias="class")
+    subject: str = ""
+    pid: int | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("reason_class", "subject")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        return plain(value)
+
+    @field_validator("detail")
+    @classmethod
+    def _plain_detail(cls, value: dict[str, Any]) -> dict[str, Any]:
+        cleaned = _plain_detail(value)
+        assert isinstance(cleaned, dict)
+        return cleaned
 
 
 class Status(_AgentModel):
@@ -177,6 +219,8 @@ class Status(_AgentModel):
     verdict: Verdict = Field(strict=False)
     classifier_verdict: Verdict = Field(strict=False)
     busy_reasons: tuple[str, ...] = Field(strict=False)
+    structured_reasons: tuple[BusyReason, ...] = Field(default=(), strict=False)
+    """The same reasons as data, in the same order; empty from an agent that sends only the text."""
     stalled: bool
     monotonic: float
     awake_seconds: float = Field(ge=0)
@@ -218,6 +262,11 @@ class Status(_AgentModel):
     @classmethod
     def _plain_reasons(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(plain(r) for r in value[:MAX_REASONS])
+
+    @field_validator("structured_reasons", mode="before")
+    @classmethod
+    def _few_reasons(cls, value: Any) -> Any:
+        return value[:MAX_REASONS] if isinstance(value, list | tuple) else value
 
     @field_validator("settings_error", "workroom", "sampler")
     @classmethod

@@ -25,7 +25,7 @@ from typing import Any
 from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
-from workroom.core.errors import UserError
+from workroom.core.errors import Face, UserError
 from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
@@ -76,8 +76,8 @@ class HostSnapshot:
     status_received_at: float | None = None
     install: InstallReport | None = None
 
-    def badge(self, now_monotonic: float | None = None) -> Badge:
-        return badge(self.status, self.traits, self.connection, now_monotonic=now_monotonic)
+    def badge(self, now_monotonic: float | None = None, face: Face = Face.APP) -> Badge:
+        return badge(self.status, self.traits, self.connection, now_monotonic=now_monotonic, face=face)
 
 
 Listener = Callable[[HostSnapshot], None]

@@ -15,7 +15,7 @@ from PySide6.QtCore import QObject, Signal
 
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
-from workroom.core.errors import UserError
+from workroom.core.errors import Face, UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import Status, TimelineReply, UserExclusions
@@ -198,7 +198,7 @@ class AppController(QObject):
             return True, (f"Reached {host.connect_address}. Its host key is new to this computer "
                           f"({unknown.question.fingerprint}); you will be asked to trust it when you add it.")
         except UserError as error:
-            return False, f"{error.title}: {without_exception_names(error.message)} {error.hint}".strip()
+            return False, f"{error.title}: {without_exception_names(error.message)} {error.advice(Face.APP)}".strip()
         except (OSError, TimeoutError, EOFError) as error:
             log.info("test connection to %s failed", host.name, exc_info=error)
             return False, f"Could not reach {host.connect_address}: {without_exception_names(str(error))}"

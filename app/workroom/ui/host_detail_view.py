@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt, Signal, SignalInstance
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QToolButton, QVBoxLayout, QWidget
 
 from workroom.core.connection import ConnectionState
+from workroom.core.errors import Face
 from workroom.core.plain_errors import without_exception_names
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
@@ -192,6 +193,6 @@ class HostDetailView(QWidget):
             return
         self.error.setText(f"{info.title}: {without_exception_names(info.message)}")
         self.error.show()
-        self.error_details.setText(info.text())
+        self.error_details.setText(info.text(Face.APP))
         self.details_button.show()
         self.error_details.setVisible(self.details_button.isChecked())

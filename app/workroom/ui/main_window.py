@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from workroom.core.badge import LABELS, BadgeKind
 from workroom.core.connection import ConnectionState
-from workroom.core.errors import UserError
+from workroom.core.errors import Face, UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
 from workroom.platform.login_item import LoginItem, LoginItemState
@@ -446,7 +446,8 @@ class MainWindow(QMainWindow):
 
     def show_error(self, error: UserError) -> None:
         self.action_error.setText(f"<b>{html.escape(error.title)}</b>: "
-                                  f"{html.escape(without_exception_names(error.message))} {html.escape(error.hint)}")
+                                  f"{html.escape(without_exception_names(error.message))} "
+                                  f"{html.escape(error.advice(Face.APP))}")
         self.action_error.show()
 
     def _show_problems(self, problems: list[UserError]) -> None:

@@ -137,8 +137,9 @@ def test_split_rounds_to_the_nearest_minute() -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0, "0 s"), (45, "45 s"), (60, "1 min"), (100, "1 min 40 s"), (14400, "4 h"), (5400, "1 h 30 min"),
-     (2_592_000, "30 d"), (90000, "1 d 1 h"), (math.nan, "unknown")],
+    [(0, "0 s"), (45, "45 s"), (60, "1 min"), (90, "1 min 30 s"), (100, "1 min 40 s"), (14400, "4 h"),
+     (5400, "1 h 30 min"), (86400, "24 h"), (90000, "25 h"), (2 * 86400 + 3 * 3600, "2 d 3 h"),
+     (7 * 86400, "7 d"), (2_592_000, "30 d"), (math.nan, "unknown")],
 )
 def test_format_duration(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
