@@ -6,25 +6,31 @@ Exit codes (documented in docs/cli.md): `core.errors.ExitCode`; an error's code 
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import contextlib
-import json
 import sys
 import time
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
 
 from workroom import __version__
-from workroom.core.errors import ExitCode, UserError
+
+# `workroom --version` and `--help` import nothing more than this (argparse and the version): asyncio, pydantic
+# (core.errors), the engine and paramiko are imported by the commands that use them (docs/cli.md, start-up).
+# Not even `typing` (mypy reads a module's own TYPE_CHECKING constant as typing's).
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # the engine is imported only by the commands that need it (a fast `workroom --help`)
+    import argparse
+    from collections.abc import AsyncIterator
+    from contextlib import AbstractAsyncContextManager
+    from typing import Any
+
+    from workroom.core.errors import UserError
     from workroom.core.questions import HostKeyQuestion
     from workroom.sessions.engine import Engine
     from workroom.sessions.host_session import HostSession, HostSnapshot
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
     parser = argparse.ArgumentParser(prog="workroom", description="Workroom companion, headless.")
     parser.add_argument("--version", action="version", version=f"workroom {__version__}")
     sub = parser.add_subparsers(dest="command")
@@ -153,6 +159,11 @@ def _snapshot_line(snap: HostSnapshot) -> str:
 
 
 async def _cmd_connect(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from workroom.core.errors import ExitCode
+
     engine = _engine()
     session = engine.session(args.name)
 
@@ -181,6 +192,11 @@ async def _cmd_connect(args: argparse.Namespace) -> int:
 
 
 async def _cmd_status(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from workroom.core.errors import ExitCode, UserError
+
     engine = _engine(auto_reconnect=args.watch)
     code = ExitCode.OK
     try:
@@ -206,9 +222,7 @@ async def _cmd_status(args: argparse.Namespace) -> int:
         await engine.close()
 
 
-@contextlib.asynccontextmanager
-async def _connected(name: str) -> AsyncIterator[HostSession]:
-    """A session to host `name`, connected, for one command; the engine closes when the command is done."""
+async def _connected_session(name: str) -> AsyncIterator[HostSession]:
     engine = _engine()
     try:
         session = engine.session(name)
@@ -218,7 +232,16 @@ async def _connected(name: str) -> AsyncIterator[HostSession]:
         await engine.close()
 
 
+def _connected(name: str) -> AbstractAsyncContextManager[HostSession]:
+    """A session to host `name`, connected, for one command; the engine closes when the command is done."""
+    import contextlib  # here, not at the top: `workroom --version` imports nothing it does not use
+
+    return contextlib.asynccontextmanager(_connected_session)(name)
+
+
 async def _cmd_keep(args: argparse.Namespace) -> int:
+    from workroom.core.errors import ExitCode
+
     async with _connected(args.name) as session:
         status = await session.keep()
         print(f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
@@ -226,7 +249,10 @@ async def _cmd_keep(args: argparse.Namespace) -> int:
 
 
 async def _cmd_why(args: argparse.Namespace) -> int:
+    import json
+
     from workroom.core import timeline as tl
+    from workroom.core.errors import ExitCode
 
     try:
         window = tl.parse_since(args.since)
@@ -263,6 +289,10 @@ async def _cmd_why(args: argparse.Namespace) -> int:
 
 
 async def _cmd_exclusions(args: argparse.Namespace) -> int:
+    import json
+
+    from workroom.core.errors import ExitCode
+
     async with _connected(args.name) as session:
         current = await session.exclusions()
         if args.add or args.remove:
@@ -281,6 +311,9 @@ async def _cmd_exclusions(args: argparse.Namespace) -> int:
 
 
 def _cmd_hosts(args: argparse.Namespace) -> int:
+    import json
+
+    from workroom.core.errors import ExitCode
     from workroom.core.hosts import Host, IdentityRef
     from workroom.paths import app_paths
     from workroom.storage import load_hosts, save_hosts
@@ -331,6 +364,9 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
 
 
 async def _cmd_settings(args: argparse.Namespace) -> int:
+    import json
+
+    from workroom.core.errors import ExitCode
     from workroom.paths import app_paths
     from workroom.storage import load_settings
 
@@ -369,6 +405,7 @@ def _cmd_secret(args: argparse.Namespace) -> int:
     import getpass
     from pathlib import Path
 
+    from workroom.core.errors import ExitCode
     from workroom.credentials import CredentialKey, CredentialStore
 
     if args.passphrase:
@@ -401,23 +438,22 @@ def _cmd_secret(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv) == ["--version"]:  # the commonest probe of a CLI: no parser
+        print(f"workroom {__version__}")
+        return 0
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --version and --help end here, having imported nothing heavy
+    from workroom.core.errors import ExitCode, UserError
+
+    on_the_loop = {"settings": _cmd_settings, "connect": _cmd_connect, "status": _cmd_status, "keep": _cmd_keep,
+                   "why": _cmd_why, "exclusions": _cmd_exclusions}
     try:
         if args.command == "hosts":
             return _cmd_hosts(args)
-        if args.command == "settings":
-            return asyncio.run(_cmd_settings(args))
-        if args.command == "connect":
-            return asyncio.run(_cmd_connect(args))
-        if args.command == "status":
-            return asyncio.run(_cmd_status(args))
-        if args.command == "keep":
-            return asyncio.run(_cmd_keep(args))
-        if args.command == "why":
-            return asyncio.run(_cmd_why(args))
-        if args.command == "exclusions":
-            return asyncio.run(_cmd_exclusions(args))
+        if args.command in on_the_loop:
+            import asyncio
+
+            return asyncio.run(on_the_loop[args.command](args))
         if args.command == "secret" and args.secret_command:
             return _cmd_secret(args)
     except UserError as error:
