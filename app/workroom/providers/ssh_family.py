@@ -16,6 +16,7 @@ from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_client import EventHandler
+from workroom.remote.agent_install import PROBE_ANSWER_LIMIT
 from workroom.remote.agent_link import AgentLink, open_stream_link
 from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_config import SshTarget, resolve_target
@@ -80,13 +81,25 @@ class SshProvider(Provider):
         )
         return SshShell(connection)
 
-    async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
-        assert isinstance(shell, SshShell)
+    def relay_argv(self, host: Host, socket_path: str) -> list[str]:
+        # The same Python as every install step (`python_command`), from the home the SSH command starts in.
         bundle = _home_relative(self.layout(host).bundle_path)
-        cmd = " ".join(shlex.quote(a) for a in ("python3", bundle, "relay", "--socket", _home_relative(socket_path)))
+        return [*self.python_command(host), bundle, "relay", "--socket", _home_relative(socket_path)]
+
+    async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
+        cmd = " ".join(shlex.quote(a) for a in self.relay_argv(host, socket_path))
+        return await self._stream_link(host, shell, cmd, on_event, None)
+
+    async def open_probed_link(self, host: Host, shell: HostShell, command: str,
+                               on_event: EventHandler) -> AgentLink:
+        return await self._stream_link(host, shell, command, on_event, PROBE_ANSWER_LIMIT)
+
+    async def _stream_link(self, host: Host, shell: HostShell, cmd: str, on_event: EventHandler,
+                           preamble: int | None) -> AgentLink:
+        assert isinstance(shell, SshShell)
         loop = asyncio.get_running_loop()
         stream = await loop.run_in_executor(None, shell.connection.open_exec_channel, cmd)
-        return open_stream_link(_StreamAdapter(stream), on_event, name=host.name)
+        return open_stream_link(_StreamAdapter(stream), on_event, name=host.name, preamble=preamble)
 
 
 def _home_relative(path: str) -> str:

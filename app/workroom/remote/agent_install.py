@@ -227,6 +227,23 @@ _PROBE = textwrap.dedent(
     """
 )
 
+_RELAY_AFTER_PROBE = textwrap.dedent(
+    r"""
+    # Run after the probe above has printed its answer (the stream's first line): when nothing needs to
+    # change -- the bundle's sha256, checked above, is the app's and an agent of that build runs, checking --
+    # this process becomes the relay (argv[4:]) and the protocol follows on the same stream. Otherwise it ends
+    # here and the app pushes, hands off or restarts first (`relay_follows` is the same rule, app side).
+    sys.stdout.flush()
+    if (len(sys.argv) > 4 and out["sha256"] is not None and out["sha256"] == expected and out["running"]
+            and out.get("running_build") == expected and not out.get("running_stalled")):
+        os.execvp(sys.argv[4], sys.argv[4:])
+    """
+)
+
+PROBE_ANSWER_LIMIT = 64 * 1024
+"""The most the host may print before the probe's answer (a login script's chatter included)."""
+
+
 _VERIFY_AND_PLACE = textwrap.dedent(
     r"""
     import hashlib, os, sys
@@ -304,15 +321,24 @@ _LAUNCHD_BOOTSTRAP = (
 _STUB_MARKERS = ("xcode-select", "developer tools", "xcrun: error", "CommandLineTools")
 
 
-def _python_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> tuple[str, bytes]:
-    """A command that runs `script` (sent on stdin) with `python`, or says there is no such Python."""
-    quoted = " ".join(shlex.quote(a) for a in args)
-    script = _NAME_SELF + script
+def _python_exec(python: tuple[str, ...]) -> str:
+    """`exec PYTHON`, or says there is no such Python (exit 127, "wr: no python3") when the host has none."""
     exe = shlex.quote(python[-1])
     check = f"[ -x {exe} ]" if python[-1].startswith("/") else f"command -v {exe} >/dev/null 2>&1"
     run = " ".join(shlex.quote(a) for a in python)
-    cmd = f"{check} || {{ echo 'wr: no python3' >&2; exit 127; }}; exec {run} - {quoted}"
-    return cmd, script.encode()
+    return f"{check} || {{ echo 'wr: no python3' >&2; exit 127; }}; exec {run}"
+
+
+def _python_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> tuple[str, bytes]:
+    """A command that runs `script` (sent on stdin) with `python`, or says there is no such Python."""
+    quoted = " ".join(shlex.quote(a) for a in args)
+    return f"{_python_exec(python)} - {quoted}", (_NAME_SELF + script).encode()
+
+
+def _python_inline_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> str:
+    """`script` on the command line (`-c`), leaving stdin to whatever the script becomes (the relay)."""
+    quoted = " ".join(shlex.quote(a) for a in (_NAME_SELF + script, *args))
+    return f"{_python_exec(python)} -c {quoted}"
 
 
 def launchd_label(socket_path: str) -> str:
@@ -350,7 +376,22 @@ class AgentInstaller:
     def probe(self) -> Probe:
         cmd, script = _python_cmd(_PROBE, self.layout.bundle_path, self.layout.socket_path, self.bundle.sha256,
                                   python=self.python)
-        result = self.shell.run(cmd, input=script, timeout=30)
+        return self.read_probe(self.shell.run(cmd, input=script, timeout=30))
+
+    def probe_then_relay_command(self, relay_argv: list[str]) -> str:
+        """One remote command for a reconnect: the probe (the same script as `probe`), whose answer is the
+        stream's first line, then -- only when `relay_follows` and the bundle's hash was checked -- the relay
+        `relay_argv` in the same process, speaking the protocol on the same stream."""
+        return _python_inline_cmd(_PROBE + _RELAY_AFTER_PROBE, self.layout.bundle_path, self.layout.socket_path,
+                                  self.bundle.sha256, *relay_argv, python=self.python)
+
+    def relay_follows(self, probe: Probe) -> bool:
+        """Whether the probe-then-relay command went on as the relay: nothing to push, hand off or restart."""
+        sha = self.bundle.sha256
+        return probe.sha256 == sha and probe.running and probe.running_build == sha and not probe.running_stalled
+
+    def read_probe(self, result: ExecResult) -> Probe:
+        """The probe's answer (the last line of its output), or the host's refusal in words."""
         if result.exit_status == 127 and "no python3" in result.error_text():
             raise HostNotSuitable(
                 "No Python on the host",
@@ -395,10 +436,10 @@ class AgentInstaller:
             launchd=bool(data.get("launchd")), supervisor=data.get("supervisor"),
         )
 
-    def ensure(self) -> InstallReport:
-        """Probe, push if needed, hand off or start. Blocking."""
+    def ensure(self, probe: Probe | None = None) -> InstallReport:
+        """Probe (unless the answer is given), push if needed, hand off or start. Blocking."""
         t0 = time.monotonic()
-        probe = self.probe()
+        probe = self.probe() if probe is None else probe
         report = InstallReport(socket_path=probe.socket_path, bundle_path=probe.bundle_path,
                                supervisor=probe.supervisor)
         report.seconds["probe"] = time.monotonic() - t0
