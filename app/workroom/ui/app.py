@@ -11,7 +11,7 @@ import logging
 import signal
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSocketNotifier
@@ -43,6 +43,7 @@ class WorkroomApp:
         self._previous_wakeup_fd = -1
         self._previous_sigterm: Any = signal.SIG_DFL
         self._proofs: dict[str, heartbeat_proof.HeartbeatProof | None] = {}
+        self._connect_after: asyncio.Task[None] | None = None
         self._announced: dict[str, float] = {}
         """Per host, the deadline of the prompt last notified: the same prompt back after a reconnect is
         shown again, not announced again."""
@@ -128,6 +129,21 @@ class WorkroomApp:
         if connect:
             self.controller.connect_all()  # never wakes a sleeping box just to look
 
+    def connect_when(self, ready: Awaitable[object]) -> asyncio.Task[None]:
+        """Connect every host once `ready` is done (the login shell's environment read), unless quitting by
+        then; a `ready` that failed is logged and the hosts connect all the same."""
+
+        async def connect() -> None:
+            try:
+                await ready
+            except Exception:
+                log.exception("reading the login shell's environment failed; connecting with this one")
+            if not self.quit_event.is_set():
+                self.controller.connect_all()  # never wakes a sleeping box just to look
+
+        self._connect_after = asyncio.get_running_loop().create_task(connect(), name="connect-after-login-env")
+        return self._connect_after
+
     def request_quit(self) -> None:
         self.quit_event.set()
 
@@ -185,6 +201,8 @@ class WorkroomApp:
             self.request_quit()
 
     async def close(self) -> None:
+        if self._connect_after is not None:
+            self._connect_after.cancel()
         self.tray.icon.hide()
         await self.controller.close()
         self.window.close()
