@@ -135,7 +135,7 @@ _NAME_SELF = textwrap.dedent(
 
 _PROBE = textwrap.dedent(
     r"""
-    import fcntl, hashlib, json, os, re, shutil, stat, subprocess, sys, zipfile
+    import fcntl, hashlib, json, os, re, shutil, stat, sys  # zipfile, subprocess: only where needed (start-up)
     bundle, sock, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
     out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
            "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
@@ -172,6 +172,7 @@ _PROBE = textwrap.dedent(
     if out["sha256"] and out["sha256"] != expected:
         # A bundle whose hash is not ours is never run to ask its version: it is read from the archive.
         try:
+            import zipfile
             with zipfile.ZipFile(bundle) as z:
                 m = re.search(r'__version__ = "([0-9.]+)"', z.read("wr_agent/__init__.py").decode("utf-8"))
             out["version"] = "wr-agent %s" % m.group(1) if m else "unreadable: no version in the bundle"
@@ -207,6 +208,7 @@ _PROBE = textwrap.dedent(
         except (OSError, ValueError, AttributeError):
             pass
     if os.environ.get("XDG_RUNTIME_DIR") and shutil.which("systemctl") and shutil.which("loginctl"):
+        import subprocess
         p = subprocess.run(["systemctl", "--user", "is-system-running"], capture_output=True, timeout=10)
         # A user manager without linger stops (with the agent) soon after the last session ends: then the
         # agent's own supervisor is the one that outlives the app's SSH connection.
