@@ -475,16 +475,17 @@ class HostSession:
             probed = await self._probe_then_relay(shell, installer, relay, start)
             if isinstance(probed, tuple):
                 return probed
-            if probed is not None:  # the probe said what to change: change it, then a relay of its own
-                install = self.install = await self._runner.run(installer.ensure, probed)
-                self.phase_seconds["install"] = self._clock() - start
-                after = self._rt.link = await self.provider.open_link(self.host, shell, install.socket_path,
-                                                                      self._on_event)
-                await after.client.hello()
-                self.phase_seconds["hello"] = self._clock() - start
-                return after, None
-        # Without one command for both (this computer's socket, or a probe that said nothing usable), open
-        # the link while the probe runs, and keep it only if the probe finds nothing to change.
+            # The probe said what to change (or said nothing usable: then it runs again on its own, and says
+            # why in its own words): change it, then a relay of its own -- never one before the probe.
+            install = self.install = await self._runner.run(installer.ensure, probed)
+            self.phase_seconds["install"] = self._clock() - start
+            after = self._rt.link = await self.provider.open_link(self.host, shell, install.socket_path,
+                                                                  self._on_event)
+            await after.client.hello()
+            self.phase_seconds["hello"] = self._clock() - start
+            return after, None
+        # Without one command for both (this computer: its socket), open the link while the probe runs, and
+        # keep it only if the probe finds nothing to change.
         early = asyncio.ensure_future(self.provider.open_link(self.host, shell, layout.socket_path, self._on_event))
         try:
             install = self.install = await self._runner.run(installer.ensure)
