@@ -233,12 +233,15 @@ _RELAY_AFTER_PROBE = textwrap.dedent(
     r"""
     # Run after the probe above has printed its answer (the stream's first line): when nothing needs to
     # change -- the bundle's sha256, checked above, is the app's and an agent of that build runs, checking --
-    # this process becomes the relay (argv[4:]) and the protocol follows on the same stream. Otherwise it ends
-    # here and the app pushes, hands off or restarts first (`relay_follows` is the same rule, app side).
+    # this process goes on as the relay from that bundle, and the protocol follows on the same stream (in
+    # this process: a second interpreter would cost its start-up). Otherwise it ends here and the app
+    # pushes, hands off or restarts first (`relay_follows` is the same rule, app side).
     sys.stdout.flush()
-    if (len(sys.argv) > 4 and out["sha256"] is not None and out["sha256"] == expected and out["running"]
+    if (sys.argv[4:] == ["relay"] and out["sha256"] is not None and out["sha256"] == expected and out["running"]
             and out.get("running_build") == expected and not out.get("running_stalled")):
-        os.execvp(sys.argv[4], sys.argv[4:])
+        sys.path.insert(0, bundle)
+        from wr_agent import relay
+        sys.exit(relay.main(["relay", "--socket", sock]))
     """
 )
 
@@ -380,12 +383,12 @@ class AgentInstaller:
                                   python=self.python)
         return self.read_probe(self.shell.run(cmd, input=script, timeout=30))
 
-    def probe_then_relay_command(self, relay_argv: list[str]) -> str:
-        """One remote command for a reconnect: the probe (the same script as `probe`), whose answer is the
-        stream's first line, then -- only when `relay_follows` and the bundle's hash was checked -- the relay
-        `relay_argv` in the same process, speaking the protocol on the same stream."""
+    def probe_then_relay_command(self) -> str:
+        """One remote command for a reconnect: the probe (the same script as `probe`, the same Python), whose
+        answer is the stream's first line, then -- only when `relay_follows`, the bundle's hash checked -- the
+        relay of that bundle in the same process, speaking the protocol on the same stream."""
         return _python_inline_cmd(_PROBE + _RELAY_AFTER_PROBE, self.layout.bundle_path, self.layout.socket_path,
-                                  self.bundle.sha256, *relay_argv, python=self.python)
+                                  self.bundle.sha256, "relay", python=self.python)
 
     def relay_follows(self, probe: Probe) -> bool:
         """Whether the probe-then-relay command went on as the relay: nothing to push, hand off or restart."""

@@ -470,9 +470,8 @@ class HostSession:
         layout = self.provider.layout(self.host)
         installer = AgentInstaller(shell, self.provider.context.bundle, layout,
                                    self.provider.serve_options(self.host), self.provider.python_command(self.host))
-        relay = self.provider.relay_argv(self.host, layout.socket_path)
-        if relay is not None:
-            probed = await self._probe_then_relay(shell, installer, relay, start)
+        if self.provider.relay_argv(self.host, layout.socket_path) is not None:  # a relay over a command
+            probed = await self._probe_then_relay(shell, installer, start)
             if isinstance(probed, tuple):
                 return probed
             # The probe said what to change (or said nothing usable: then it runs again on its own, and says
@@ -512,7 +511,7 @@ class HostSession:
         self.phase_seconds["hello"] = self._clock() - start
         return link, None
 
-    async def _probe_then_relay(self, shell: HostShell, installer: AgentInstaller, relay: list[str],
+    async def _probe_then_relay(self, shell: HostShell, installer: AgentInstaller,
                                 start: float) -> tuple[AgentLink, asyncio.Future[Status]] | Probe | None:
         """A reconnect in one round trip after login: one command probes (the installed bundle's sha256 is
         checked first) and, when nothing needs to change, becomes the relay on the same stream. `subscribe`
@@ -521,7 +520,7 @@ class HostSession:
         needed first); else None when the command said nothing usable (the probe on its own then says why,
         in the same words as ever)."""
         link = self._rt.link = await self.provider.open_probed_link(
-            self.host, shell, installer.probe_then_relay_command(relay), self._on_event)
+            self.host, shell, installer.probe_then_relay_command(), self._on_event)
         assert link.preamble is not None
         subscribed = asyncio.ensure_future(link.client.subscribe())
         subscribed.add_done_callback(lambda f: f.cancelled() or f.exception())  # unused when no relay follows
