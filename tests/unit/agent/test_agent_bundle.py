@@ -90,7 +90,7 @@ def test_the_relay_starts_without_the_parser_and_the_rest_of_the_agent(tmp_path)
     assert "wr_agent.relay" in imported
     assert not imported & {"argparse", "wr_agent.cli", "wr_agent.runtime", "wr_agent.client", "logging"}
     assert relay.returncode == 1
-    assert "wr-agent: no wr-agent answers on %s" % missing in relay.stderr
+    assert f"wr-agent: no wr-agent answers on {missing}" in relay.stderr
     other = subprocess.run([sys.executable, str(out), "relay", "--socket"], capture_output=True, text=True,
                            timeout=60)
     assert other.returncode == 2 and "usage" in other.stderr  # anything else: the full command line, as ever
