@@ -285,6 +285,8 @@ class Server(object):
             return st
         if method == "keep":
             return agent.keep()
+        if method == "let_sleep":
+            return agent.let_sleep()
         if method == "settings":
             return agent.apply_settings(req)
         if method == "handoff":

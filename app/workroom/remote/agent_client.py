@@ -30,6 +30,7 @@ from workroom.core.protocol import (
     UserExclusions,
     exclusions_request,
     keep_request,
+    let_sleep_request,
     parse_line,
     ping_request,
     settings_request,
@@ -192,6 +193,9 @@ class AgentClient:
 
     async def keep(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
         return (await self._request("keep", keep_request, timeout)).status()
+
+    async def let_sleep(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
+        return (await self._request("let_sleep", let_sleep_request, timeout)).status()
 
     async def settings(self, settings: CeilingSettings, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
         return (await self._request("settings", lambda i: settings_request(i, settings), timeout)).status()

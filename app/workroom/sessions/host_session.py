@@ -203,6 +203,15 @@ class HostSession:
         self._on_status(status)
         return status
 
+    async def let_sleep(self) -> Status:
+        """Answer a ceiling prompt with "let it sleep": the agent publishes IDLE now (the heartbeat and any
+        outside keep-awake stop), so the box sleeps within its idle window, not at the prompt's deadline.
+        Raises a UserError when the host cannot be reached."""
+        status = await self._live_client("let it sleep").let_sleep()
+        self.prompt = None
+        self._on_status(status)
+        return status
+
     def _live_client(self, doing: str) -> AgentClient:
         link = self._rt.link
         if link is None or link.client.closed:
