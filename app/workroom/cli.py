@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from workroom import __version__
+from workroom.core.connection import ConnectionState
 from workroom.core.errors import ExitCode, UserError
 
 if TYPE_CHECKING:  # the engine is imported only by the commands that need it (a fast `workroom --help`)
@@ -44,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     hosts.add_parser("list", help="list hosts").add_argument("--json", action="store_true")
     rm = hosts.add_parser("remove", help="remove a host")
     rm.add_argument("name")
+    rm.add_argument("--uninstall", action="store_true",
+                    help="first stop the agent on the host and remove it (wakes an asleep box: you asked)")
 
     connect = sub.add_parser("connect", help="connect to a host: push the agent if needed, subscribe, print status")
     connect.add_argument("name")
@@ -52,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     connect.add_argument("--watch", action="store_true", help="keep printing status changes until interrupted")
     connect.add_argument("--json", action="store_true")
     connect.add_argument("--timeout", type=float, default=60.0)
+    _wake_flag(connect)
 
     status = sub.add_parser("status", help="status of every host (sleeping boxes are not woken)")
     status.add_argument("--json", action="store_true")
@@ -76,23 +80,71 @@ def build_parser() -> argparse.ArgumentParser:
 
     keep = sub.add_parser("keep", help="answer a ceiling prompt: keep the box awake")
     keep.add_argument("name")
+    _wake_flag(keep)
+    let_sleep = sub.add_parser("let-sleep", help="answer a ceiling prompt: let the box sleep now")
+    let_sleep.add_argument("name")
 
     why = sub.add_parser("why", help="what kept a host awake: its agent's record, in words")
     why.add_argument("name")
     why.add_argument("--since", default="24h", help="how far back: 24h (default), 90m, 2d ... (at most 7d)")
     why.add_argument("--json", action="store_true")
+    _wake_flag(why)
     never = sub.add_parser("exclusions", help="process names that never count as work on a host")
     never.add_argument("name")
     never.add_argument("--add", action="append", default=[], metavar="PROCESS", help="e.g. watch (repeatable)")
     never.add_argument("--remove", action="append", default=[], metavar="PROCESS")
     never.add_argument("--json", action="store_true")
+    _wake_flag(never)
     price = hosts.add_parser("price", help="the provider's hourly price, for the estimated cost in `why`")
     price.add_argument("name")
     price.add_argument("price", help="a number per hour, or 'none'")
     return parser
 
 
+def _wake_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--wake", action="store_true",
+                         help="wake the box if its provider says it is asleep (otherwise it is left asleep and "
+                              "the command answers from what is known, exit 9)")
+
+
+WAKE_DOING = {"connect": "connect", "keep": "keep it awake", "why": "read its record",
+              "exclusions": "read or change what never counts as work"}
+"""Per command that takes --wake: what it does once the box is awake (the asleep answer's last words)."""
+
+
+class BoxAsleep(UserError):
+    """The box is asleep and the command may not wake it: an answer from what is known, not a failure."""
+
+    exit_code = ExitCode.ASLEEP
+
+
+def _clock(unix: float | None) -> str:
+    import datetime
+
+    return "" if unix is None else datetime.datetime.fromtimestamp(unix).strftime("%H:%M")
+
+
+def asleep_words(engine: Engine, name: str) -> str:
+    """"box2 is asleep (since 14:02); last known idle (since 13:40)", from the record the app keeps."""
+    known = engine.last_known(name)
+    since = f" (since {_clock(known.asleep_since)})" if known.asleep_since is not None else ""
+    words = f"{name} is asleep{since}"
+    if known.verdict is not None:
+        words += f"; last known {known.verdict}" + (f" (since {_clock(known.since)})" if known.since else "")
+    else:
+        words += "; nothing known of it yet"
+    return words
+
+
+def _asleep(engine: Engine, name: str, command: str) -> BoxAsleep:
+    return BoxAsleep("Asleep", asleep_words(engine, name),
+                     f"`workroom {command} {name} --wake` to wake it and {WAKE_DOING[command]}.")
+
+
 def _err(error: UserError) -> None:
+    if isinstance(error, BoxAsleep):  # an answer, not an error: one line, as the issue's example reads
+        print(f"{error.message}; {error.hint}", flush=True)
+        return
     print(f"workroom: {error.title}: {error.message}", file=sys.stderr)
     if error.hint:
         print(f"  {error.hint}", file=sys.stderr)
@@ -164,7 +216,9 @@ async def _cmd_connect(args: argparse.Namespace) -> int:
 
     session.host_key_answerer = answer
     try:
-        snap = await session.connect(timeout=args.timeout)
+        snap = await session.connect(timeout=args.timeout, wake=args.wake)
+        if snap.connection.state is ConnectionState.ASLEEP:
+            raise _asleep(engine, args.name, "connect")
         print(json.dumps(_snapshot_json(snap)) if args.json else _snapshot_line(snap), flush=True)
         if args.watch:
             done = asyncio.get_running_loop().create_future()
@@ -187,42 +241,83 @@ async def _cmd_status(args: argparse.Namespace) -> int:
         async def one(name: str) -> HostSnapshot:
             session = engine.session(name)
             try:
-                return await session.connect(timeout=30)
+                return await session.connect(timeout=30)  # never wakes an asleep box: its row says so
             except UserError:
                 return session.snapshot()
 
         snaps = await asyncio.gather(*(one(n) for n in engine.hosts.names()))
         if args.json:
-            print(json.dumps([_snapshot_json(s) for s in snaps]), flush=True)
+            print(json.dumps([_with_last_known(engine, s) for s in snaps]), flush=True)
         else:
             for s in snaps:
-                print(_snapshot_line(s), flush=True)
+                print(_status_line(engine, s), flush=True)
         if args.watch:  # then one line per change: with --json, each a JSON object (the stream is JSON Lines)
-            engine.listeners.append(lambda s: print(json.dumps(_snapshot_json(s)) if args.json else _snapshot_line(s),
-                                                    flush=True))
+            engine.listeners.append(lambda s: print(json.dumps(_with_last_known(engine, s)) if args.json
+                                                    else _status_line(engine, s), flush=True))
             await asyncio.get_running_loop().create_future()
         return code
     finally:
         await engine.close()
 
 
+def _status_line(engine: Engine, snap: HostSnapshot) -> str:
+    line = _snapshot_line(snap)
+    if snap.connection.state is ConnectionState.ASLEEP:
+        line += f"  ({asleep_words(engine, snap.host.name)}; not woken)"
+    return line
+
+
+def _with_last_known(engine: Engine, snap: HostSnapshot) -> dict[str, Any]:
+    known = engine.last_known(snap.host.name)
+    return {**_snapshot_json(snap), "last_known": {"verdict": known.verdict, "since": known.since,
+                                                   "asleep_since": known.asleep_since}}
+
+
 @contextlib.asynccontextmanager
-async def _connected(name: str) -> AsyncIterator[HostSession]:
-    """A session to host `name`, connected, for one command; the engine closes when the command is done."""
+async def _connected(name: str, command: str, wake: bool = False) -> AsyncIterator[HostSession]:
+    """A session to host `name`, connected, for one command; the engine closes when the command is done.
+
+    A box its provider says is asleep is left asleep unless `wake`: then `BoxAsleep` (exit 9) answers from
+    what the app last knew. Where the provider cannot tell, it connects."""
     engine = _engine()
     try:
         session = engine.session(name)
-        await session.connect(timeout=30)
+        snap = await session.connect(timeout=30, wake=wake)
+        if snap.connection.state is ConnectionState.ASLEEP:
+            raise _asleep(engine, name, command)
         yield session
     finally:
         await engine.close()
 
 
 async def _cmd_keep(args: argparse.Namespace) -> int:
-    async with _connected(args.name) as session:
+    async with _connected(args.name, "keep", args.wake) as session:
         status = await session.keep()
         print(f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
         return ExitCode.OK
+
+
+async def _cmd_let_sleep(args: argparse.Namespace) -> int:
+    """Never wakes: an asleep box is already what the user asked for."""
+    engine = _engine()
+    try:
+        session = engine.session(args.name)
+        if not session.traits.sleeps_when_idle:
+            print(f"workroom: {args.name} never sleeps, so there is nothing to let sleep.", file=sys.stderr)
+            return ExitCode.ERROR
+        snap = await session.connect(timeout=30)
+        if snap.connection.state is ConnectionState.ASLEEP:
+            print(f"{asleep_words(engine, args.name)}: already what you asked for; nothing sent.")
+            return ExitCode.OK
+        status = await session.let_sleep()
+        if status.suppressed:
+            print(f"{args.name}: let sleep; its agent no longer keeps it awake, so it sleeps within its idle "
+                  "window")
+        else:
+            print(f"{args.name}: idle already; nothing keeps it awake")
+        return ExitCode.OK
+    finally:
+        await engine.close()
 
 
 async def _cmd_why(args: argparse.Namespace) -> int:
@@ -233,7 +328,7 @@ async def _cmd_why(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"workroom: --since: {error}", file=sys.stderr)
         return ExitCode.USAGE
-    async with _connected(args.name) as session:
+    async with _connected(args.name, "why", args.wake) as session:
         # Asked from a little earlier than the window, in case the box's clock runs ahead of ours.
         reply = await session.timeline(time.time() - window - 3600)
         summary = tl.summarise(reply, window)
@@ -263,7 +358,7 @@ async def _cmd_why(args: argparse.Namespace) -> int:
 
 
 async def _cmd_exclusions(args: argparse.Namespace) -> int:
-    async with _connected(args.name) as session:
+    async with _connected(args.name, "exclusions", args.wake) as session:
         current = await session.exclusions()
         if args.add or args.remove:
             names = [n for n in current.names if n not in set(args.remove)]
@@ -278,6 +373,26 @@ async def _cmd_exclusions(args: argparse.Namespace) -> int:
             if current.problem:
                 print(f"  note: {current.problem}")
         return ExitCode.OK
+
+
+async def _remove_uninstalling(name: str) -> int:
+    engine = _engine()
+    try:
+        engine.hosts.require(name)
+        try:
+            report = await engine.remove_host(name, uninstall=True)
+        except UserError as error:
+            _err(error)
+            print(f"workroom: {name} was not removed (its agent may still run there); "
+                  f"`workroom hosts remove {name}` removes it anyway", file=sys.stderr)
+            return int(error.exit_code)
+        assert report is not None
+        print(f"removed {name}; on the host: {report.words()}")
+        for problem in report.problems:
+            print(f"  note: {problem}")
+        return ExitCode.OK
+    finally:
+        await engine.close()
 
 
 def _cmd_hosts(args: argparse.Namespace) -> int:
@@ -304,6 +419,8 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
         save_hosts(paths, hosts.add(host))
         print(f"added {host.name} ({host.provider})")
     elif args.hosts_command == "remove":
+        if args.uninstall:
+            return asyncio.run(_remove_uninstalling(args.name))
         save_hosts(paths, hosts.remove(args.name))
         print(f"removed {args.name}")
     elif args.hosts_command == "price":
@@ -414,6 +531,8 @@ def main(argv: list[str] | None = None) -> int:
             return asyncio.run(_cmd_status(args))
         if args.command == "keep":
             return asyncio.run(_cmd_keep(args))
+        if args.command == "let-sleep":
+            return asyncio.run(_cmd_let_sleep(args))
         if args.command == "why":
             return asyncio.run(_cmd_why(args))
         if args.command == "exclusions":

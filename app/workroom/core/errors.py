@@ -28,6 +28,8 @@ class ExitCode(IntEnum):
     OUT_OF_RANGE = 7
     NO_KEYRING = 8
     """No usable secure system keyring (none, locked, or failing): nothing is stored (never in plain text)."""
+    ASLEEP = 9
+    """The box is asleep and the command did not wake it: answered from what is known (`--wake` wakes it)."""
 
 
 class ErrorInfo(BaseModel):

@@ -156,11 +156,15 @@ class HostSession:
         if self._main is None or self._main.done():
             self._main = asyncio.get_running_loop().create_task(self._run(), name=f"session-{self.host.name}")
 
-    async def connect(self, timeout: float = 60.0) -> HostSnapshot:
-        """Start and wait for the first status (or the first failure)."""
+    async def connect(self, timeout: float = 60.0, *, wake: bool = False) -> HostSnapshot:
+        """Start and wait for the first status (or the first failure).
+
+        A box its provider says is asleep is woken only with `wake` (the user's explicit "Wake and connect",
+        `--wake`); otherwise the session settles in ASLEEP and that snapshot is returned, the box untouched.
+        Where the provider cannot tell without waking (state unknown), it connects."""
         self._first_status.clear()
         self.failure = None
-        self.start(wake=True)
+        self.start(wake=wake, unknown=True)
         waiter = asyncio.ensure_future(self._first_status.wait())
         assert self._main is not None
         done, _ = await asyncio.wait({waiter, self._main}, timeout=timeout,
