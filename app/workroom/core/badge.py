@@ -221,7 +221,7 @@ def _ceiling_sentence(status: Status, connection: ConnectionInfo, now_monotonic:
     )
     if status.prompt_pending and status.prompt_deadline is not None:
         left = status.prompt_deadline - _agent_now(status, connection, now_monotonic)
-        return text + f"; answer Keep awake within {format_duration(max(0.0, left))} or it will be let sleep."
+        return text + f"; answer Keep awake within {format_duration(max(0.0, left))} or it will be allowed to sleep."
     if status.prompt_pending:
         return text + "; the agent is asking whether to keep it awake."
     return text + "."
@@ -361,7 +361,8 @@ def _from_status(
     if status.suppressed:
         ceiling = (
             f"It has been busy for {format_duration(status.awake_seconds)}, past the "
-            f"{format_duration(status.ceiling_seconds)} awake ceiling, and nobody answered the prompt"
+            f"{format_duration(status.ceiling_seconds)} awake ceiling, and "
+            + ("you chose Let it sleep" if status.let_sleep else "nobody answered the prompt")
         )
         if sleeps:
             return _make(

@@ -65,7 +65,7 @@ class WorkroomApp:
         t.quit_requested.connect(self.request_quit)
         w.quit_requested.connect(self.request_quit)
         t.host_requested.connect(self._show_host)
-        t.connect_requested.connect(c.connect_host)
+        t.connect_requested.connect(c.connect_clicked)
         t.keep_requested.connect(self._keep)
         t.let_sleep_requested.connect(w.cards.dismiss)
         t.copy_requested.connect(self._copy_ssh)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from typing import Protocol
 
 from pydantic import ValidationError
 from PySide6.QtGui import QShowEvent
@@ -39,8 +40,16 @@ from workroom.core.traits import PROVIDER_KINDS
 from workroom.ui import styles
 from workroom.ui.ssh_aliases import config_aliases
 
-Tester = Callable[[Host], Awaitable[tuple[bool, str]]]
-"""Try to reach a host once: (reached?, what happened in words)."""
+
+class Tester(Protocol):
+    """Log in to a host once: (logged in?, what happened in words); an asleep box only with `wake`."""
+
+    def __call__(self, host: Host, *, wake: bool = False) -> Awaitable[tuple[bool, str]]: ...
+
+
+TEST = "Test connection"
+WAKE_AND_TEST = "Wake and test"
+"""The test button once the provider said the box is asleep: the one click that may wake it."""
 
 FIELDS = ("name", "provider", "address", "port", "user", "identity", "provider_ref", "idle_window_seconds",
           "agent_candidates")
@@ -223,7 +232,7 @@ class AddHostDialog(QDialog):
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.ok_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.ok_button.setText("Save" if editing else "Add host")
-        self.test_button = self.buttons.addButton("Test connection", QDialogButtonBox.ButtonRole.ActionRole)
+        self.test_button = self.buttons.addButton(TEST, QDialogButtonBox.ButtonRole.ActionRole)
         self.test_button.setObjectName("test_connection")
         self.test_button.clicked.connect(self.test_connection)
         self.test_button.setVisible(tester is not None)
@@ -296,16 +305,19 @@ class AddHostDialog(QDialog):
         if host is None:
             return
         tester = self.tester
+        wake = self.test_button.text() == WAKE_AND_TEST
         self.test_button.setEnabled(False)
-        self.test_result.setText(f"Connecting to {host.connect_address}…")
+        self.test_result.setText(f"{'Waking and logging in to' if wake else 'Logging in to'} {host.connect_address}…")
         styles.set_role(self.test_result, "")
         self.test_result.show()
 
         async def run() -> None:
             try:
-                ok, words = await tester(host)
+                ok, words = await tester(host, wake=wake)
             finally:
                 self.test_button.setEnabled(True)
+            asleep = not ok and not wake and "is asleep" in words
+            self.test_button.setText(WAKE_AND_TEST if asleep else TEST)
             self.test_result.setText(words)
             styles.set_role(self.test_result, "" if ok else styles.ERROR)
             self.fit_height()

@@ -93,7 +93,7 @@ class MainWindow(QMainWindow):
         self.detail = HostDetailView()
         self.timeline = TimelineView(controller)
         self.detail.add_section(self.timeline)
-        self.cards = PromptCardsView(controller.keep, controller.tasks)
+        self.cards = PromptCardsView(controller.keep, controller.tasks, sleeper=controller.let_sleep)
         self.settings = SettingsView()
         self.settings.load(controller.ceiling_settings)
 
@@ -183,6 +183,7 @@ class MainWindow(QMainWindow):
         c.snapshot_changed.connect(self.on_snapshot)
         c.host_added.connect(self._host_added)
         c.host_removed.connect(self._host_removed)
+        c.host_uninstalled.connect(self._host_uninstalled)
         c.failed.connect(self.show_error)
         c.settings_applied.connect(self.settings.show_outcome)
         c.settings_failed.connect(self.settings.show_failure)
@@ -333,7 +334,7 @@ class MainWindow(QMainWindow):
         self.action_error.hide()
         self.notice.hide()
         self.left_asleep, self._connect_all_pending = [], set()
-        self.controller.connect_host(name)
+        self.controller.connect_clicked(name)  # wakes only where the button said "Wake and connect"
 
     def connect_all(self) -> list[str]:
         """Connect every host that is awake; name the ones left asleep and how to wake one."""
@@ -396,20 +397,40 @@ class MainWindow(QMainWindow):
             self.show_error(error)
 
     def confirm_remove(self) -> QMessageBox | None:
+        """Remove asks whether to uninstall the agent too (stopped the way it was started, then its files
+        removed); on an asleep box that button says it wakes it, and only that button does."""
         name = self.selected_name()
         if name is None:
             return None
+        snapshot = self.model.snapshot(name)
+        asleep = snapshot is not None and snapshot.connection.state is ConnectionState.ASLEEP
         box = QMessageBox(QMessageBox.Icon.Question, "Remove host",
-                          f"Remove {name} from this computer's hosts? Its agent keeps running there.",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
+                          f"Remove {name} from this computer's hosts?", QMessageBox.StandardButton.NoButton, self)
+        box.setInformativeText(
+            "Uninstall stops its agent on the host and removes it. Without it the agent keeps running there, "
+            "and keeps a busy box awake with nobody left to ask."
+            + (f" {name} is asleep: uninstalling wakes it." if asleep else ""))
         box.setObjectName("remove_confirm")
-        box.finished.connect(lambda result: self._remove_answered(name, result))
+        uninstall = box.addButton("Wake, uninstall and remove" if asleep else "Uninstall and remove",
+                                  QMessageBox.ButtonRole.AcceptRole)
+        uninstall.setObjectName("remove_uninstall")
+        only = box.addButton("Remove only", QMessageBox.ButtonRole.DestructiveRole)
+        only.setObjectName("remove_only")
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel)
+        box.buttonClicked.connect(lambda button: self._remove_answered(
+            name, "uninstall" if button is uninstall else "only" if button is only else ""))
         box.open()
         return box
 
-    def _remove_answered(self, name: str, result: int) -> None:
-        if result == QMessageBox.StandardButton.Yes:
-            self.controller.remove_host(name)
+    def _remove_answered(self, name: str, choice: str) -> None:
+        if choice:
+            self.action_error.hide()
+            self.controller.remove_host(name, uninstall=choice == "uninstall")
+
+    def _host_uninstalled(self, name: str, words: str) -> None:
+        self.notice.setText(f"Removed {name}; on the host: {words}.")
+        self.notice.show()
 
     def _host_added(self, snapshot: HostSnapshot) -> None:
         self.model.update(snapshot)
