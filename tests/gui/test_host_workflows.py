@@ -51,7 +51,7 @@ def test_picking_an_alias_fills_the_name_and_a_key_from_the_browser(engine: Any,
     dialog.alias_picker.setCurrentIndex(1)
     dialog.alias_picker.activated.emit(1)
     assert dialog.inputs["name"].text() == "devbox" and dialog.inputs["address"].text() == ""  # type: ignore[union-attr]
-    assert dialog.inputs["provider"].currentText() == "ssh"  # type: ignore[union-attr]
+    assert dialog.inputs["provider"].currentData() == "ssh"  # type: ignore[union-attr]
     key = tmp_path / "id_test"
     key.write_text("not really a key\n")
     browser = dialog.browse_key()
@@ -73,7 +73,7 @@ def test_test_connection_reaches_the_real_sshd_and_says_why_not(window: Any, eng
               "identity": str(sshd.key_path)}
     for key, value in fields.items():
         dialog.inputs[key].setText(value)
-    dialog.inputs["provider"].setCurrentText("ssh")
+    dialog.select_provider("ssh")
 
     from workroom.ui.host_key_dialog import HostKeyDialog
 

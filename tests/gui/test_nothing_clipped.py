@@ -88,7 +88,7 @@ def test_detail_panel_shows_every_state_whole_at_the_default_size(window: Any, e
 def test_add_host_dialog_shows_placeholders_help_and_errors_whole(provider: str, engine: Any, qtbot: Any) -> None:
     dialog = AddHostDialog(engine.hosts)
     qtbot.addWidget(dialog)
-    dialog.inputs["provider"].setCurrentText(provider)  # type: ignore[union-attr]
+    dialog.select_provider(provider)  # type: ignore[union-attr]
     dialog.inputs["name"].setText("gpu/box")  # type: ignore[union-attr]
     dialog.inputs["port"].setText("70000")  # type: ignore[union-attr]
     dialog.inputs["address"].setText("gpu box")  # type: ignore[union-attr]

@@ -105,6 +105,8 @@ def _fill(dialog: AddHostDialog, **values: str) -> None:
         widget = dialog.inputs[key]
         if hasattr(widget, "setText"):
             widget.setText(value)
+        elif key == "provider":
+            dialog.select_provider(value)
         else:
             widget.setCurrentText(value)
 
@@ -128,7 +130,10 @@ def _errors(dialog: AddHostDialog) -> dict[str, str]:
 )
 def test_add_host_dialog_rejects_bad_fields(engine: Any, qtbot: Any, values: dict[str, str], field: str,
                                             words: str) -> None:
-    dialog = AddHostDialog(engine.hosts)
+    hosts = engine.hosts
+    if values.get("provider") == "local":  # offered only while this computer is not a host yet
+        hosts = hosts.remove(next(h.name for h in hosts.hosts if h.provider == "local"))
+    dialog = AddHostDialog(hosts)
     qtbot.addWidget(dialog)
     dialog.show()
     _fill(dialog, **values)
@@ -200,20 +205,44 @@ def test_provider_reference_field_has_words_per_provider_and_is_required_where_n
     qtbot.addWidget(dialog)
     ref = dialog.inputs["provider_ref"]
     seen = set()
-    for provider, (placeholder, description) in REF_HELP.items():
-        dialog.inputs["provider"].setCurrentText(provider)  # type: ignore[union-attr]
+    combo = dialog.inputs["provider"]
+    offered = [combo.itemData(i) for i in range(combo.count())]  # type: ignore[union-attr]
+    for provider in offered:
+        placeholder, description = REF_HELP[provider]
+        dialog.select_provider(provider)  # type: ignore[union-attr]
         assert dialog.ref_help.text() == description
         assert ref.placeholderText() == placeholder  # type: ignore[union-attr]
         assert ref.isEnabled() is (placeholder != "not used")
         seen.add(description)
-    assert len(seen) == len(REF_HELP)
+    assert len(seen) == len(offered)
     base = {"name": "sim1", "address": "10.0.0.2"}
     missing = host_from_fields({**base, "provider": "simbox"}, engine.hosts)
     assert missing == {"provider_ref": "A simbox host needs its health page URL here."}
     host = host_from_fields({**base, "provider": "simbox", "provider_ref": "http://127.0.0.1:8765/"}, engine.hosts)
     assert not isinstance(host, dict) and host.provider_ref == "http://127.0.0.1:8765/"
     dialog.inputs["name"].setText("sim1")  # type: ignore[union-attr]
-    dialog.inputs["provider"].setCurrentText("simbox")  # type: ignore[union-attr]
+    dialog.select_provider("simbox")  # type: ignore[union-attr]
     dialog.show()
     dialog.try_accept()
     assert dialog.errors["provider_ref"].isVisible()
+
+
+def test_the_provider_list_offers_no_second_local_and_marks_the_simulator(engine: Any, qtbot: Any) -> None:
+    """This computer is a host already, so "local" is not offered again; the developers' simulator appears only
+    where it is installed (here: the dev extra; never in the shipped app, which lacks it), marked as such."""
+    from workroom.core.hosts import LOCAL_PROVIDER
+    from workroom.ui.host_dialog import AddHostDialog, provider_choices
+
+    assert any(h.provider == LOCAL_PROVIDER for h in engine.hosts.hosts)
+    dialog = AddHostDialog(engine.hosts)
+    qtbot.addWidget(dialog)
+    combo = dialog.inputs["provider"]
+    labels = {combo.itemData(i): combo.itemText(i) for i in range(combo.count())}  # type: ignore[union-attr]
+    assert LOCAL_PROVIDER not in labels
+    assert "simulator" in labels["simbox"] and labels["ssh"] == "ssh"
+    assert "simbox" not in provider_choices(has_local=True, simulator_installed=False)
+    assert provider_choices(has_local=False, simulator_installed=False)[-1] == LOCAL_PROVIDER
+    assert dialog.fields()["provider"] == combo.itemData(0)  # type: ignore[union-attr]
+    only_mine = next(t for t in ("Only the login user's processes",) if dialog.inputs["agent_candidates"]
+                     .findText(t) >= 0)  # type: ignore[union-attr]
+    assert only_mine

@@ -57,7 +57,8 @@ FIELDS = ("name", "provider", "address", "port", "user", "identity", "provider_r
 GENERAL = "general"
 DIALOG_MIN_WIDTH = 560
 """Wide enough that every placeholder and a one-line error show whole."""
-CANDIDATE_CHOICES = {"Provider default": "", "Only my processes": "user", "Every process": "all"}
+CANDIDATE_CHOICES = {"Provider default": "", "Only the login user's processes": "user", "Every process": "all"}
+"""`user`: processes of the user the app logs in as on the host (this computer: you), not other accounts'."""
 REF_HELP: dict[str, tuple[str, str]] = {
     "ssh": ("not used", "A plain SSH host needs no provider reference."),
     "exe.dev": ("machine name", "The exe.dev machine name; empty means the address."),
@@ -72,6 +73,27 @@ REF_HELP: dict[str, tuple[str, str]] = {
 }
 """Per provider: (placeholder, description) of the provider reference field."""
 REF_REQUIRED = frozenset({"simbox", "request-metered"})
+DEVELOPER_PROVIDERS = frozenset({"simbox"})
+"""Development tools, not places a user's work runs: offered only where the tool itself is installed (the dev
+extra; never in the shipped app, which does not contain it), and marked as such in the list."""
+PROVIDER_LABELS = {"simbox": "simbox (developer's simulator)", LOCAL_PROVIDER: "local (this computer)"}
+
+
+def provider_choices(*, has_local: bool, editing: Host | None = None,
+                     simulator_installed: bool | None = None) -> list[str]:
+    """The Provider list: every kind a user's work can run on; this computer only while it is not a host yet
+    (a second "local" would be the same machine twice); the simulator only where it is installed."""
+    if simulator_installed is None:
+        import importlib.util
+
+        simulator_installed = importlib.util.find_spec("simbox") is not None
+    kinds = [k for k in PROVIDER_KINDS if k != LOCAL_PROVIDER
+             and (k not in DEVELOPER_PROVIDERS or simulator_installed)]
+    if not has_local:
+        kinds.append(LOCAL_PROVIDER)
+    if editing is not None and editing.provider not in kinds:
+        kinds.append(editing.provider)  # an existing host keeps its provider, whatever it is
+    return kinds
 """Providers that cannot tell a sleeping box from a dead one, or keep it awake, without a reference."""
 
 
@@ -199,7 +221,9 @@ class AddHostDialog(QDialog):
             self.alias_picker.hide()
         self._line("name", "Workroom name", form, "e.g. gpu-box")
         provider = QComboBox()
-        provider.addItems([k for k in PROVIDER_KINDS if k != LOCAL_PROVIDER] + [LOCAL_PROVIDER])
+        has_local = any(h.provider == LOCAL_PROVIDER for h in existing.hosts)
+        for kind in provider_choices(has_local=has_local, editing=editing):
+            provider.addItem(PROVIDER_LABELS.get(kind, kind), kind)
         self._row("provider", "Provider", provider, form)
         self._line("address", "Address", form, "host name or IP; empty = the name (an ~/.ssh/config alias)")
         self._line("port", "Port", form, "22 or ~/.ssh/config's")
@@ -238,8 +262,8 @@ class AddHostDialog(QDialog):
         self.test_button.setVisible(tester is not None)
         self.buttons.accepted.connect(self.try_accept)
         self.buttons.rejected.connect(self.reject)
-        provider.currentTextChanged.connect(self._provider_changed)
-        self._provider_changed(provider.currentText())
+        provider.currentIndexChanged.connect(lambda _i: self._provider_changed(str(provider.currentData())))
+        self._provider_changed(str(provider.currentData()))
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.setMinimumWidth(DIALOG_MIN_WIDTH)
         layout = QVBoxLayout(self)
@@ -258,10 +282,18 @@ class AddHostDialog(QDialog):
             elif key == "agent_candidates":
                 widget.setCurrentText(next(k for k, v in CANDIDATE_CHOICES.items() if v == value))
             else:
-                widget.setCurrentText(value)
+                self.select_provider(value)
         name = self.inputs["name"]
         assert isinstance(name, QLineEdit)
         name.setReadOnly(True)  # the name keys its session, keyring entries and remembered verdict
+
+    def select_provider(self, kind: str) -> None:
+        """Choose the Provider list's entry for `kind` (its label may say more than the kind)."""
+        combo = self.inputs["provider"]
+        assert isinstance(combo, QComboBox)
+        index = combo.findData(kind)
+        if index >= 0:
+            combo.setCurrentIndex(index)
 
     def _alias_chosen(self, index: int) -> None:
         if index <= 0:
@@ -275,8 +307,8 @@ class AddHostDialog(QDialog):
         else:
             address.setText(alias)
         self._last_alias = alias
-        if provider.currentText() == LOCAL_PROVIDER:
-            provider.setCurrentText("ssh")
+        if provider.currentData() == LOCAL_PROVIDER:
+            self.select_provider("ssh")
 
     _last_alias = ""
 
@@ -373,7 +405,7 @@ class AddHostDialog(QDialog):
             elif key == "agent_candidates":
                 out[key] = CANDIDATE_CHOICES[widget.currentText()]
             else:
-                out[key] = widget.currentText()
+                out[key] = str(widget.currentData() or "")
         return out
 
     def try_accept(self) -> None:
