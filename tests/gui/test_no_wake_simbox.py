@@ -237,7 +237,8 @@ def test_no_app_action_wakes_an_asleep_box_but_the_explicit_wakes(sim: Sim, engi
         edit.try_accept()
         await wait_for(lambda: state("box2") is ConnectionState.ASLEEP, 20, "the edited box2 to show Asleep")
         # Remove only (no uninstall): nothing reaches the box.
-        app.controller.add_host(simbox_host(b2, "spare"), connect=False)
+        app.controller.add_host(simbox_host(b2, "spare"))
+        await wait_for(lambda: state("spare") is ConnectionState.ASLEEP, 20, "the added spare to show Asleep")
         window.select_host("spare")
         confirm = window.confirm_remove()
         assert confirm is not None
