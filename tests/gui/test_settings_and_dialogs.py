@@ -31,6 +31,7 @@ def test_settings_pane_refuses_ten_seconds_visibly(window: Any, engine: Any, run
     assert not engine.paths.settings_file.exists()
     pane.ceiling_hours.setValue(0)
     pane.ceiling_minutes.setValue(0)
+    pane.ceiling_seconds.setValue(0)
     assert "The awake ceiling must be between 30 s and 30 d; 0 s is not" in pane.error.text()
     assert pane.bounds.text() == "Each between 30 s and 30 d."
 
@@ -55,7 +56,7 @@ def test_settings_pane_applies_and_persists(window: Any, engine: Any, run: Any) 
     assert saved["ceiling"]["ceiling_seconds"] == 5400
 
 
-def test_a_ceiling_in_seconds_survives_applying_another_change_and_an_edit_applies(qtbot: Any) -> None:
+def test_a_value_in_fractions_survives_applying_another_change_and_an_edit_applies(qtbot: Any) -> None:
     from workroom.ui.settings_view import SettingsView
 
     view = SettingsView()
@@ -63,26 +64,61 @@ def test_a_ceiling_in_seconds_survives_applying_another_change_and_an_edit_appli
     view.show()
     applied: list[CeilingSettings] = []
     view.apply_requested.connect(applied.append)
-    for seconds, words in ((90, "1 min 30 s"), (30, "30 s")):
+    for seconds in (90, 30):
         view.load(CeilingSettings.checked(ceiling_seconds=seconds, prompt_timeout_seconds=90.5))
-        assert (view.ceiling_hours.value(), view.ceiling_minutes.value()) == (0, round(seconds / 60 + 0.01))
+        shown = (view.ceiling_hours.value(), view.ceiling_minutes.value(), view.ceiling_seconds.value())
+        assert shown == (0, seconds // 60, seconds % 60)  # whole seconds show exactly
         view.ask_mode.setChecked(not view.ask_mode.isChecked())
         view.apply_button.click()
         assert applied[-1].ceiling_seconds == seconds and applied[-1].prompt_timeout_seconds == 90.5
         view.show_outcome({})
-        # The boxes show whole minutes; the exact value is said under them.
-        assert view.exact.isVisible() and f"The awake ceiling is {words}" in view.exact.text()
-        assert "The prompt timeout is 1 min 30.5 s" in view.exact.text()
+        # The boxes show whole seconds; a fraction is kept exactly and said under them.
+        assert view.exact.isVisible() and "The prompt timeout is 1 min 30.5 s" in view.exact.text()
+        assert "awake ceiling" not in view.exact.text()
     view.ceiling_minutes.setValue(3)  # an edit is what the boxes say
-    assert "awake ceiling" not in view.exact.text() and "prompt timeout" in view.exact.text()
+    view.ceiling_seconds.setValue(0)
     view.apply_button.click()
     assert applied[-1].ceiling_seconds == 180 and applied[-1].prompt_timeout_seconds == 90.5
     view.show_outcome({})
-    view.ceiling_minutes.setValue(1)  # back to what the boxes showed when loaded: the loaded value again
     view.timeout_seconds.setValue(31)
-    assert "The awake ceiling is 30 s" in view.exact.text() and "prompt timeout" not in view.exact.text()
+    assert "prompt timeout" not in view.exact.text()
     view.apply_button.click()
-    assert applied[-1].ceiling_seconds == 30 and applied[-1].prompt_timeout_seconds == 91
+    assert applied[-1].prompt_timeout_seconds == 91
+
+
+@pytest.mark.parametrize(("box", "typed", "words"), [
+    ("timeout_minutes", "99999", "99999 min (69 d 11 h) is not"),
+    ("ceiling_hours", "999", "999 h (41 d 15 h) is not"),
+])
+def test_settings_boxes_keep_what_was_typed_and_refuse_it_in_words(qtbot: Any, box: str, typed: str,
+                                                                    words: str) -> None:
+    """A number past the bounds stays in its box as typed (it used to lose digits: 99999 min became 9 min), and
+    the pane says why it is refused; the lowest ceiling it says it takes, 30 s, can be set."""
+    from PySide6.QtCore import Qt
+    from workroom.ui.settings_view import SettingsView
+
+    view = SettingsView()
+    qtbot.addWidget(view)
+    view.show()
+    view.load(CeilingSettings())
+    spin = getattr(view, box)
+    spin.selectAll()
+    spin.setFocus()
+    qtbot.keyClicks(spin.lineEdit(), typed)
+    assert spin.value() == int(typed) and spin.lineEdit().text().startswith(typed)
+    assert view.error.isVisible() and words in view.error.text(), view.error.text()
+    assert not view.apply_button.isEnabled()
+    qtbot.keyClick(spin.lineEdit(), Qt.Key.Key_Tab)  # leaving the box does not change it either
+    assert spin.value() == int(typed)
+    view.load(CeilingSettings())
+    applied: list[CeilingSettings] = []
+    view.apply_requested.connect(applied.append)
+    view.ceiling_hours.setValue(0)
+    view.ceiling_minutes.setValue(0)
+    view.ceiling_seconds.setValue(30)
+    assert "30 s" in view.bounds.text() and not view.error.isVisible()
+    view.apply_button.click()
+    assert applied[-1].ceiling_seconds == 30
 
 
 def test_the_window_applies_an_untouched_ceiling_of_ninety_seconds_as_ninety(window: Any, engine: Any,
