@@ -48,6 +48,7 @@ class HostDetailView(QWidget):
         self._clock = clock
         self.snapshot: HostSnapshot | None = None
         self.setMinimumWidth(MIN_WIDTH)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # can hold focus when its buttons go away
         self.icon = QLabel()
         self.title = _wrapping("detail_title")
         self.title.setText("Select a host")
@@ -167,12 +168,16 @@ class HostDetailView(QWidget):
         state = snapshot.connection.state
         active = state in ACTIVE_STATES
         retrying = state in RETRYING_STATES
+        focused = next((b for b in (self.keep_button, self.connect_button, self.disconnect_button)
+                        if b.hasFocus()), None)
         self.connect_button.setText("Retry now" if retrying else
                                     "Wake and connect" if state is ConnectionState.ASLEEP else "Connect")
         self.connect_button.setVisible(retrying or not active)
         self.connect_button.setEnabled(True)
-        self.disconnect_button.setVisible(active)
-        self.disconnect_button.setEnabled(active)
+        # While the host-key question waits, its dialog is the way to say no (Cancel): no second way out here.
+        can_disconnect = active and state is not ConnectionState.HOST_KEY_QUESTION
+        self.disconnect_button.setVisible(can_disconnect)
+        self.disconnect_button.setEnabled(can_disconnect)
         self.keep_button.setVisible(badge.offers_keep)
         self.keep_button.setEnabled(badge.offers_keep)
         if badge.offers_keep:
@@ -181,6 +186,17 @@ class HostDetailView(QWidget):
             self._set_primary(self.connect_button)
         else:
             self._set_primary(None)
+        if focused is not None and focused.isHidden():
+            self._keep_focus_here()
+
+    def _keep_focus_here(self) -> None:
+        """The clicked button went away (Connect became Disconnect): focus the button that took its place, or
+        the panel itself, never the next field in the tab order (the price box, its text selected)."""
+        for button in (self.disconnect_button, self.connect_button, self.keep_button):
+            if not button.isHidden() and button.isEnabled():
+                button.setFocus(Qt.FocusReason.OtherFocusReason)
+                return
+        self.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _show_error(self, snapshot: HostSnapshot | None) -> None:
         info = snapshot.connection.error if snapshot is not None else None

@@ -11,6 +11,7 @@ from collections.abc import Awaitable
 from typing import Protocol
 
 from pydantic import ValidationError
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -286,6 +287,11 @@ class AddHostDialog(QDialog):
         name = self.inputs["name"]
         assert isinstance(name, QLineEdit)
         name.setReadOnly(True)  # the name keys its session, keyring entries and remembered verdict
+        # ... and it must not look editable: no frame, no focus, drawn as the window's text.
+        name.setFrame(False)
+        name.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        styles.set_role(name, styles.READ_ONLY)
+        name.setToolTip("The name cannot change: it keys this host's session, keyring entries and record.")
 
     def select_provider(self, kind: str) -> None:
         """Choose the Provider list's entry for `kind` (its label may say more than the kind)."""

@@ -197,7 +197,7 @@ def keep_awake_seen_text(snap: HostSnapshot, now_monotonic: float) -> str:
         return "confirmed" + seen
     if proof.confirmed is False:
         return "NOT seen" + seen + f". {proof.why}"
-    return proof.why[0].lower() + proof.why[1:] if proof.why else "unconfirmed"
+    return proof.why or "not known yet"  # a whole sentence of its own ("Not known yet: …"), not a fragment
 
 
 def ssh_command(snap: HostSnapshot) -> str | None:
