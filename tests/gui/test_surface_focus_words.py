@@ -70,3 +70,57 @@ def test_keep_awake_not_known_yet_is_one_sentence() -> None:
     snap = dataclasses.replace(snap, connection=snap.connection.model_copy(update={"heartbeat_proof": proof}))
     words = row_text.keep_awake_seen_text(snap, time.monotonic())
     assert words.startswith("Not known yet: ") and words.count(":") == 1 and "unconfirmed yet" not in words.lower()
+
+
+
+LONG_FINGERPRINT = "SHA256:" + "x3Jq9ZkPLmN2vB7cT5rW8yH1dF4gA6sE0uI9oQ2pK4"
+LONG_PATH = "/home/someone-with-a-long-name/.local/share/wr-agent/releases/wr-agent-0.1.0-build-1234567890.pyz"
+
+
+def _runs_fit(label: Any) -> list[str]:
+    """The unbroken runs of a label's text (split where a line may break) wider than the label."""
+    import re
+
+    metrics = label.fontMetrics()
+    runs = re.split(r"[\s\u200b]+", label.text())
+    return [r for r in runs if r and metrics.horizontalAdvance(r) > label.width()]
+
+
+def test_a_refused_login_names_the_apps_field_and_long_words_wrap(window: Any, engine: Any, qtbot: Any) -> None:
+    from workroom.core.errors import ErrorInfo
+    from workroom.remote.ssh_errors import AuthFailed
+
+    refused = AuthFailed("Login refused", f"127.0.0.1:22 did not accept user 'me' with {LONG_PATH}.",
+                         "Check … (--identity FILE or IdentityFile in ~/.ssh/config).")
+    refused.app_hint = "Check … which key to use: Key file in Edit host…, or IdentityFile in ~/.ssh/config."
+    snap = make_snapshot("devbox", "ssh", ConnectionState.ERROR, error=refused.info())
+    feed(engine, snap)
+    window.select_host("devbox")
+    qtbot.wait(10)
+    detail = window.detail
+    detail.details_button.setChecked(True)
+    qtbot.wait(10)
+    shown = " ".join(w.text() for w in (detail.tooltip, detail.error, detail.error_details))
+    assert "Key file in Edit host" in shown and "--identity" not in shown, shown
+    assert "--identity" in refused.hint  # the command line keeps its own words
+    assert isinstance(refused.info(), ErrorInfo) and refused.info().app_hint
+    for label in (detail.tooltip, detail.error, detail.error_details):
+        assert not _runs_fit(label), (label.objectName(), _runs_fit(label))
+    question = make_snapshot("newbox", "ssh", ConnectionState.HOST_KEY_QUESTION)
+    question = dataclasses.replace(question, connection=question.connection.model_copy(
+        update={"host_key_fingerprint": LONG_FINGERPRINT + LONG_FINGERPRINT[7:]}))
+    feed(engine, question)
+    window.select_host("newbox")
+    qtbot.wait(10)
+    assert "SHA256:" in detail.tooltip.text() and not _runs_fit(detail.tooltip), _runs_fit(detail.tooltip)
+
+
+def test_a_copied_fingerprint_is_whole(qapp: Any) -> None:
+    from PySide6.QtGui import QGuiApplication
+    from workroom.ui.wrap_text import ZWSP, breakable, install_clipboard_cleaner
+
+    install_clipboard_cleaner()
+    wrapped = breakable(LONG_FINGERPRINT + LONG_FINGERPRINT[7:])
+    assert ZWSP in wrapped
+    QGuiApplication.clipboard().setText(wrapped)
+    assert QGuiApplication.clipboard().text() == LONG_FINGERPRINT + LONG_FINGERPRINT[7:]

@@ -40,6 +40,12 @@ class ErrorInfo(BaseModel):
     title: str
     message: str
     hint: str = ""
+    app_hint: str = ""
+    """The same advice in the desktop app's own words (its fields, its buttons) where they differ from the
+    command line's (`--identity FILE`); empty: `hint` reads right in both."""
+
+    def hint_in_app(self) -> str:
+        return self.app_hint or self.hint
 
     def text(self) -> str:
         """The whole error as one line (CLI output, tooltips)."""
@@ -47,6 +53,10 @@ class ErrorInfo(BaseModel):
         if self.hint:
             parts.append(self.hint)
         return " ".join(parts)
+
+    def text_in_app(self) -> str:
+        """The whole error as one line, with the app's advice."""
+        return " ".join(p for p in (f"{self.title}: {self.message}", self.hint_in_app()) if p)
 
 
 class UserError(Exception):
@@ -59,6 +69,9 @@ class UserError(Exception):
     heal; a host without Python, or a refused login, cannot: a session stops there (and never keeps
     knocking on a box that could otherwise sleep)."""
 
+    app_hint: str = ""
+    """`hint` in the desktop app's words where they differ (see ErrorInfo.app_hint)."""
+
     def __init__(self, title: str, message: str, hint: str = "") -> None:
         super().__init__(title, message, hint)
         self.title = title
@@ -70,4 +83,4 @@ class UserError(Exception):
 
     def info(self) -> ErrorInfo:
         """The error as data (safe to send across threads or store in a model)."""
-        return ErrorInfo(title=self.title, message=self.message, hint=self.hint)
+        return ErrorInfo(title=self.title, message=self.message, hint=self.hint, app_hint=self.app_hint)

@@ -235,13 +235,16 @@ class LoginAttempts(AuthStrategy):
             message += f" The server closed the connection{reason}."
         if "publickey" not in allowed:
             message += f" The server only accepts: {', '.join(allowed) or 'nothing'}."
-        return AuthFailed(
+        refused = AuthFailed(
             "Login refused",
             message,
             "Check the user name, that your public key is in ~/.ssh/authorized_keys on the host, and "
             "which key to use (--identity FILE or IdentityFile in ~/.ssh/config).",
             rejected_secret=self.rejected_secret,
         )
+        refused.app_hint = ("Check the user name, that your public key is in ~/.ssh/authorized_keys on the host, "
+                            "and which key to use: Key file in Edit host…, or IdentityFile in ~/.ssh/config.")
+        return refused
 
     def close(self) -> None:
         if self.agent is not None:

@@ -20,6 +20,7 @@ from workroom.core.plain_errors import without_exception_names
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
 from workroom.ui.badge_icons import icon_for
+from workroom.ui.wrap_text import breakable
 
 MIN_WIDTH = 360
 ACTIVE_STATES = frozenset({ConnectionState.CONNECTING, ConnectionState.HOST_KEY_QUESTION, ConnectionState.PUSHING,
@@ -157,7 +158,7 @@ class HostDetailView(QWidget):
         self.title.setText(snapshot.host.name)
         self.icon.setPixmap(icon_for(badge.kind, self.palette()).pixmap(24, 24))
         self.badge_label.setText(f"<b>{html.escape(row_text.badge_text(snapshot, now))}</b>")
-        self.tooltip.setText(badge.tooltip)
+        self.tooltip.setText(breakable(row_text.badge_tooltip(snapshot, now)))
         muted = styles.muted_text(self.palette()).name()
         rows = "".join(
             f"<tr><td style='color:{muted};padding-right:10px'>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
@@ -206,8 +207,8 @@ class HostDetailView(QWidget):
             self.details_button.setChecked(False)
             self.error_details.hide()
             return
-        self.error.setText(f"{info.title}: {without_exception_names(info.message)}")
+        self.error.setText(breakable(f"{info.title}: {without_exception_names(info.message)}"))
         self.error.show()
-        self.error_details.setText(info.text())
+        self.error_details.setText(breakable(info.text_in_app()))
         self.details_button.show()
         self.error_details.setVisible(self.details_button.isChecked())

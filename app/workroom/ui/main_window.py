@@ -45,6 +45,7 @@ from workroom.ui.secret_dialog import ask_secret
 from workroom.ui.settings_view import SettingsView
 from workroom.ui.timeline_view import TimelineView
 from workroom.ui.tray import copy_to_clipboard as copy_text
+from workroom.ui.wrap_text import breakable, install_clipboard_cleaner
 
 HOSTS_TAB, SETTINGS_TAB = 0, 1
 SETTLED_STATES = (ConnectionState.LIVE, ConnectionState.QUIET, ConnectionState.LOST, ConnectionState.BACKING_OFF,
@@ -59,6 +60,7 @@ class MainWindow(QMainWindow):
     def __init__(self, controller: AppController) -> None:
         super().__init__()
         styles.install()
+        install_clipboard_cleaner()
         self.controller = controller
         self.hide_on_close = False
         self.setWindowTitle("Workroom")
@@ -444,8 +446,9 @@ class MainWindow(QMainWindow):
         self._update_buttons()
 
     def show_error(self, error: UserError) -> None:
+        hint = error.app_hint or error.hint
         self.action_error.setText(f"<b>{html.escape(error.title)}</b>: "
-                                  f"{html.escape(without_exception_names(error.message))} {html.escape(error.hint)}")
+                                  + html.escape(breakable(f"{without_exception_names(error.message)} {hint}")))
         self.action_error.show()
 
     def _show_problems(self, problems: list[UserError]) -> None:

@@ -84,6 +84,16 @@ def badge_text(snap: HostSnapshot, now_monotonic: float) -> str:
     return f"{label} · {known}" if known else label
 
 
+def badge_tooltip(snap: HostSnapshot, now_monotonic: float | None = None) -> str:
+    """The badge's sentences as the desktop app says them: an error's advice in the app's own words (its
+    fields, not the command line's options), where the error has them."""
+    tooltip = snap.badge(now_monotonic).tooltip
+    error = snap.connection.error
+    if error is not None and error.app_hint and error.hint and error.hint in tooltip:
+        return tooltip.replace(error.hint, error.app_hint)
+    return tooltip
+
+
 def agent_now(snap: HostSnapshot, now_monotonic: float) -> float | None:
     """The agent's clock now, estimated from when its last status arrived here."""
     if snap.status is None:
