@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workroom.core.badge import LABELS, BadgeKind
+from workroom.core.badge import LABELS
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import LOCAL_PROVIDER, Host
@@ -48,6 +48,8 @@ from workroom.ui.tray import copy_to_clipboard as copy_text
 from workroom.ui.wrap_text import breakable, install_clipboard_cleaner
 
 HOSTS_TAB, SETTINGS_TAB = 0, 1
+STATE_WIDTH_STEP = 24
+"""The State column's width moves in steps of this many pixels (an age ticking from 9 to 10 min does not)."""
 SETTLED_STATES = (ConnectionState.LIVE, ConnectionState.QUIET, ConnectionState.LOST, ConnectionState.BACKING_OFF,
                   ConnectionState.ERROR)
 """A connect that reached one of these did not find the box asleep."""
@@ -84,14 +86,20 @@ class MainWindow(QMainWindow):
         # and "Busy because" takes what is left (its cells elide; the tooltip has the whole text). The user
         # may still widen any column.
         header.setSectionResizeMode(Column.BUSY, QHeaderView.ResizeMode.Stretch)
-        states = [*LABELS.values(), f"{LABELS[BadgeKind.ASLEEP]} · last known idle (59 min ago)"]
-        for column, width in ((Column.NAME, 110), (Column.BADGE, self._room_for(Column.BADGE, states, True)),
+        # State gets room for every state's word (and its icon) and grows to what its cells say now ("Asleep ·
+        # last known idle (12 min ago)"), in steps so ticking ages do not make it twitch; it keeps no spare
+        # room that "Busy because" could use.
+        self._state_floor = self._room_for(Column.BADGE, LABELS.values(), True)
+        for column, width in ((Column.NAME, 110), (Column.BADGE, self._state_floor),
                               (Column.AWAKE, self._room_for(Column.AWAKE, ("23 h 59 min", "59 min 59 s"))),
                               (Column.CONNECTION, 150)):
             self.table.setColumnWidth(column, width)
         self._fit_provider()
         for signal in (self.model.rowsInserted, self.model.rowsRemoved, self.model.modelReset):
             signal.connect(self._fit_provider)
+        for signal in (self.model.rowsInserted, self.model.rowsRemoved, self.model.modelReset,
+                       self.model.dataChanged):
+            signal.connect(self._fit_state)
         self.detail = HostDetailView()
         self.timeline = TimelineView(controller)
         self.detail.add_section(self.timeline)
@@ -474,6 +482,12 @@ class MainWindow(QMainWindow):
 
     def _fit_provider(self) -> None:
         self.table.resizeColumnToContents(Column.PROVIDER)
+
+    def _fit_state(self, *_args: object) -> None:
+        need = max(self._state_floor, self.table.sizeHintForColumn(Column.BADGE))
+        width = -(-need // STATE_WIDTH_STEP) * STATE_WIDTH_STEP
+        if self.table.columnWidth(Column.BADGE) != width:
+            self.table.setColumnWidth(Column.BADGE, width)
 
     def _room_for(self, column: Column, words: Iterable[str], icon: bool = False) -> int:
         """A column's width for the longest of `words` (and the state icon), or for its caption if wider."""
