@@ -95,6 +95,7 @@ def workroom(*argv: str, timeout: float = 90) -> subprocess.CompletedProcess[str
     return subprocess.run([*WORKROOM, *argv], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.timeout(400)  # about 25 CLI processes, each a fresh interpreter: ~70 s here, more on a busy machine
 def test_no_cli_command_wakes_an_asleep_box_without_wake(sim: Sim, wr_home: Path) -> None:
     (wr_home / "config").mkdir(parents=True, exist_ok=True)
     known = wr_home / "config" / "known_hosts"
@@ -166,6 +167,7 @@ def simbox_host(info: dict[str, Any], name: str | None = None) -> Host:
                 provider_ref=info["health_url"])
 
 
+@pytest.mark.timeout(400)
 def test_no_app_action_wakes_an_asleep_box_but_the_explicit_wakes(sim: Sim, engine: Any, qtbot: Any,
                                                                   run: Any) -> None:
     import simbox
