@@ -422,7 +422,8 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
         if args.uninstall:
             return asyncio.run(_remove_uninstalling(args.name))
         save_hosts(paths, hosts.remove(args.name))
-        print(f"removed {args.name}")
+        print(f"removed {args.name}; its agent, if one runs there, keeps running "
+              f"(`workroom hosts remove NAME --uninstall` stops and removes it)")
     elif args.hosts_command == "price":
         host = hosts.require(args.name)
         try:
