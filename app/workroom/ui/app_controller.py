@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 from PySide6.QtCore import QObject, Signal
 
@@ -205,7 +206,7 @@ class AppController(QObject):
         except UserError as error:
             return _unreachable(host, error)
 
-    async def test_connection(self, host: Host, *, wake: bool = False) -> tuple[bool, str]:
+    async def test_connection(self, host: Host, *, wake: bool = False) -> TestOutcome:
         """Log in to `host` once through its provider and close again (nothing saved, no agent pushed).
 
         Off the GUI thread (paramiko blocks). A box its provider says is asleep is not logged in to unless
@@ -223,8 +224,9 @@ class AppController(QObject):
             except Exception:
                 asleep = False
             if asleep:
-                return False, (f"{host.name} is asleep (its provider says so), so it was not tested: logging in "
-                               "would wake it. Click Wake and test to wake it, or add it as it is.")
+                return TestOutcome(False, f"{host.name} is asleep (its provider says so), so it was not tested: "
+                                   "logging in would wake it. Click Wake and test to wake it, or add it as it is.",
+                                   asleep=True)
 
         def attempt() -> None:
             provider.open_shell(host).close()
@@ -240,24 +242,27 @@ class AppController(QObject):
                         raise
                     question = unknown.question
                     if not await self.host_key_prompter(host.name, question):
-                        return False, (f"Reached {host.connect_address}, but its host key "
-                                       f"({question.fingerprint}) was not trusted, so the login was not tried.")
+                        return TestOutcome(False, f"Reached {host.connect_address}, but its host key "
+                                           f"({question.fingerprint}) was not trusted, so the login was not tried.")
                     known = provider.context.known_hosts
                     assert known is not None
                     await asyncio.get_running_loop().run_in_executor(None, known.trust_answer, question)
                     trusted = f" Its new host key ({question.fingerprint}) is now trusted."
         except HostKeyUnknown as unknown:
-            return False, (f"Reached {host.connect_address}, but its host key ({unknown.question.fingerprint}) is "
-                           "new to this computer and nobody was asked about it, so the login was not tried.")
+            return TestOutcome(False, f"Reached {host.connect_address}, but its host key "
+                               f"({unknown.question.fingerprint}) is new to this computer and nobody was asked about "
+                               "it, so the login was not tried.")
         except UserError as error:
-            return False, f"{error.title}: {without_exception_names(error.message)} {error.hint}".strip()
+            hint = error.app_hint or error.hint  # the app's own words (a refused login names Key file)
+            return TestOutcome(False, f"{error.title}: {without_exception_names(error.message)} {hint}".strip())
         except (OSError, TimeoutError, EOFError) as error:
             log.info("test connection to %s failed", host.name, exc_info=error)
-            return False, f"Could not reach {host.connect_address}: {without_exception_names(str(error))}"
+            return TestOutcome(False, f"Could not reach {host.connect_address}: "
+                               f"{without_exception_names(str(error))}")
         except Exception as error:
             log.error("test connection to %s failed unexpectedly", host.name, exc_info=error)
-            return False, f"Could not reach {host.connect_address}; the app's log has the details."
-        return True, f"Reached {host.connect_address} and logged in.{trusted}"
+            return TestOutcome(False, f"Could not reach {host.connect_address}; the app's log has the details.")
+        return TestOutcome(True, f"Reached {host.connect_address} and logged in.{trusted}")
 
     def edit_host(self, name: str, host: Host) -> None:
         """Save changed settings of the host called `name` (`host`: all of it, the fields the dialog does
@@ -344,6 +349,15 @@ class AppController(QObject):
         if self._relay in self.engine.listeners:
             self.engine.listeners.remove(self._relay)
         await self.engine.close()
+
+
+class TestOutcome(NamedTuple):
+    """What Test connection found: logged in or not, in words, and whether the box was found asleep (then the
+    dialog offers Wake and test)."""
+
+    ok: bool
+    words: str
+    asleep: bool = False
 
 
 def _unreachable(host: Host, error: UserError) -> HostSnapshot:

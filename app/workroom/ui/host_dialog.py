@@ -42,10 +42,21 @@ from workroom.ui import styles
 from workroom.ui.ssh_aliases import config_aliases
 
 
-class Tester(Protocol):
-    """Log in to a host once: (logged in?, what happened in words); an asleep box only with `wake`."""
+class TesterOutcome(Protocol):
+    @property
+    def ok(self) -> bool: ...
 
-    def __call__(self, host: Host, *, wake: bool = False) -> Awaitable[tuple[bool, str]]: ...
+    @property
+    def words(self) -> str: ...
+
+    @property
+    def asleep(self) -> bool: ...
+
+
+class Tester(Protocol):
+    """Log in to a host once: logged in?, what happened in words, found asleep?; an asleep box only with `wake`."""
+
+    def __call__(self, host: Host, *, wake: bool = False) -> Awaitable[TesterOutcome]: ...
 
 
 TEST = "Test connection"
@@ -351,11 +362,11 @@ class AddHostDialog(QDialog):
 
         async def run() -> None:
             try:
-                ok, words = await tester(host, wake=wake)
+                outcome = await tester(host, wake=wake)
             finally:
                 self.test_button.setEnabled(True)
-            asleep = not ok and not wake and "is asleep" in words
-            self.test_button.setText(WAKE_AND_TEST if asleep else TEST)
+            ok, words = outcome.ok, outcome.words
+            self.test_button.setText(WAKE_AND_TEST if outcome.asleep else TEST)
             self.test_result.setText(words)
             styles.set_role(self.test_result, "" if ok else styles.ERROR)
             self.fit_height()
