@@ -243,7 +243,7 @@ async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, 
         submenu.hide()
         menu.hide()
         dialog = AddHostDialog(engine.hosts, window, aliases=["devbox", "gpu-box"])
-        dialog.inputs["provider"].setCurrentText("simbox")  # type: ignore[union-attr]
+        dialog.select_provider("simbox")  # type: ignore[union-attr]
         dialog.inputs["name"].setText("gpu/box")  # type: ignore[union-attr]
         dialog.inputs["port"].setText("70000")  # type: ignore[union-attr]
         dialog.show()

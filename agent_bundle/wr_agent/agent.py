@@ -181,6 +181,7 @@ class Agent(object):
                 "prompt_pending": c.prompt_pending,
                 "prompt_deadline": c.prompt_deadline if c.prompt_pending else None,
                 "suppressed": c.suppressed,
+                "let_sleep": c.suppressed and c.let_sleep_asked,
                 "asserting": bool(self.published_busy and hb.enabled and hb.error is None),
                 "keep_awake": {"last_sent": hb.last_sent, "error": hb.error, "target": hb.target,
                                "interval_seconds": hb.interval, "enabled": hb.enabled},
@@ -203,6 +204,15 @@ class Agent(object):
         with self.lock:
             now = self.clock()
             self.ceiling.keep(now)
+            self.published_busy = self.ceiling.update(now, self.classifier_busy)
+            return self.status(now)
+
+    def let_sleep(self):
+        """The user's "Let it sleep": published IDLE now, so the heartbeat (and any keep-awake from outside)
+        stops and the provider's own timer sleeps the box (docs/protocol.md, `let_sleep`)."""
+        with self.lock:
+            now = self.clock()
+            self.ceiling.let_sleep(now)
             self.published_busy = self.ceiling.update(now, self.classifier_busy)
             return self.status(now)
 

@@ -1,8 +1,9 @@
 """The awake ceiling state machine (docs/agent.md, Awake ceiling), driven by ticks on CLOCK_MONOTONIC.
 
 below -> exceeded (advisory: reported, still BUSY) or prompted(deadline) (ask mode) -> suppressed
-(nobody answered: the published verdict is IDLE). A classifier IDLE resets to below; `keep` restarts the
-ceiling. Nothing else resets it: a tick gap (the box slept) or a client connecting does not, which closes
+(nobody answered: the published verdict is IDLE). `let_sleep` (the user's "Let it sleep") suppresses at once:
+the same state, reached now instead of at the prompt's deadline. A classifier IDLE resets to below; `keep` restarts
+the ceiling. Nothing else resets it: a tick gap (the box slept) or a client connecting does not, which closes
 upstream's wake-on-connect hole.
 """
 
@@ -17,6 +18,7 @@ class Ceiling(object):
         self.awake_start = None  # monotonic time the classifier turned BUSY
         self.prompt_deadline = None
         self.prompt_seq = 0  # bumps once per crossing in ask mode (one prompt event each)
+        self.let_sleep_asked = False  # suppressed by the user's answer, not by a prompt running out
 
     def awake_seconds(self, now):
         return 0.0 if self.awake_start is None else max(0.0, now - self.awake_start)
@@ -25,6 +27,7 @@ class Ceiling(object):
         """Advance on one tick; return the published verdict (True = BUSY)."""
         if not classifier_busy:
             self.state, self.awake_start, self.prompt_deadline = BELOW, None, None
+            self.let_sleep_asked = False
             return False
         if self.awake_start is None:
             self.awake_start = now
@@ -47,6 +50,15 @@ class Ceiling(object):
         if self.awake_start is not None:
             self.awake_start = now
         self.state, self.prompt_deadline = BELOW, None
+        self.let_sleep_asked = False
+
+    def let_sleep(self, now):
+        """The user said let it sleep: stop keeping the box awake now, as an unanswered prompt does at its
+        deadline (the user who says no must not pay for the prompt timeout). Nothing to do while idle."""
+        if self.awake_start is None:
+            return
+        self.state, self.prompt_deadline = SUPPRESSED, None
+        self.let_sleep_asked = True
 
     def apply_settings(self, now, settings):
         """New settings; identical settings change nothing (every app connect sends them)."""
@@ -55,6 +67,8 @@ class Ceiling(object):
         old, self.settings = self.settings, settings
         if self.awake_start is None:
             return
+        if self.let_sleep_asked:
+            return  # the user's answer stands until the box is idle or kept awake
         if now - self.awake_start < settings.ceiling_seconds:
             self.state, self.prompt_deadline = BELOW, None
         elif self.state in (PROMPTED, SUPPRESSED) and not settings.ask_at_ceiling:
@@ -76,7 +90,8 @@ class Ceiling(object):
 
     def to_state(self):
         return {"state": self.state, "awake_start": self.awake_start,
-                "prompt_deadline": self.prompt_deadline, "prompt_seq": self.prompt_seq}
+                "prompt_deadline": self.prompt_deadline, "prompt_seq": self.prompt_seq,
+                "let_sleep": self.let_sleep_asked}
 
     def restore(self, d):
         """Restore from a hand-off state dict (values were checked by the caller's JSON load)."""
@@ -91,3 +106,4 @@ class Ceiling(object):
         self.awake_start = d.get("awake_start")
         self.prompt_deadline = d.get("prompt_deadline")
         self.prompt_seq = int(d.get("prompt_seq") or 0)
+        self.let_sleep_asked = d.get("let_sleep") is True and state == SUPPRESSED

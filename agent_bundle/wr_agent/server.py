@@ -299,6 +299,9 @@ class Server(object):
     def _keep(self, c, req):
         return self.agent.keep()
 
+    def _let_sleep(self, c, req):
+        return self.agent.let_sleep()
+
     def _settings(self, c, req):
         return self.agent.apply_settings(req)
 
@@ -380,6 +383,7 @@ METHODS = {
     "ping": Server._ping,
     "subscribe": Server._subscribe,
     "keep": Server._keep,
+    "let_sleep": Server._let_sleep,
     "settings": Server._settings,
     "handoff": Server._handoff,
     "timeline": Server._timeline,

@@ -18,20 +18,56 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # the engine is imported only by the commands that need it (a fast `workroom --help`)
     import argparse
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
     from contextlib import AbstractAsyncContextManager
     from typing import Any
 
-    from workroom.core.errors import UserError
+    from workroom.core.errors import BoxAsleep, UserError
     from workroom.core.questions import HostKeyQuestion
     from workroom.sessions.engine import Engine
     from workroom.sessions.host_session import HostSession, HostSnapshot
 
 
+class _Providers:
+    """The provider rows, read from core.provider_specs (pydantic) only when argparse needs them: to check a
+    `--provider` value or to print `hosts add --help`. `workroom --help` stays light."""
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        from workroom.core.provider_specs import PROVIDER_SPECS
+
+        return iter(PROVIDER_SPECS)
+
+    def __contains__(self, kind: object) -> bool:
+        return kind in list(self)
+
+
+class _LaterText:
+    """An argparse help text made when the help is printed (argparse formats it with `%`)."""
+
+    def __init__(self, make: Callable[[], str]) -> None:
+        self._make = make
+
+    def __mod__(self, _params: object) -> str:
+        return self._make()
+
+
+def _provider_help() -> str:
+    from workroom.core.provider_specs import PROVIDER_SPECS
+
+    return "; ".join(f"{kind}: {spec.summary}" for kind, spec in PROVIDER_SPECS.items())
+
+
+def _reference_help() -> str:
+    from workroom.core.provider_specs import PROVIDER_SPECS
+
+    return ("the provider's reference to the machine, field by field ("
+            + "; ".join(f"{kind}: {', '.join(f.name for f in spec.reference)}"
+                        for kind, spec in PROVIDER_SPECS.items() if spec.reference)
+            + "); a bare VALUE is the provider's first field")
+
+
 def build_parser() -> argparse.ArgumentParser:
     import argparse
-
-    from workroom.core.provider_specs import PROVIDER_SPECS
 
     parser = argparse.ArgumentParser(prog="workroom", description="Workroom companion, headless.")
     parser.add_argument("--version", action="version", version=f"workroom {__version__}")
@@ -40,8 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     hosts = sub.add_parser("hosts", help="add, list and remove hosts").add_subparsers(dest="hosts_command")
     add = hosts.add_parser("add", help="add a host (its name is its workroom)")
     add.add_argument("name")
-    add.add_argument("--provider", required=True, choices=list(PROVIDER_SPECS),
-                     help="; ".join(f"{kind}: {spec.summary}" for kind, spec in PROVIDER_SPECS.items()))
+    add.add_argument("--provider", required=True, choices=_Providers(), metavar="PROVIDER",
+                     help=_LaterText(_provider_help))  # type: ignore[arg-type]
     add.add_argument("--host", dest="address")
     add.add_argument("--port", type=int)
     add.add_argument("--user")
@@ -49,13 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--idle-window", type=float, help="seconds the provider lets the box idle")
     add.add_argument("--candidates", choices=["all", "user"], help="which processes count as work")
     add.add_argument("--ref", dest="reference", action="append", default=[], metavar="[FIELD=]VALUE",
-                     help="the provider's reference to the machine, field by field ("
-                          + "; ".join(f"{kind}: {', '.join(f.name for f in spec.reference)}"
-                                      for kind, spec in PROVIDER_SPECS.items() if spec.reference)
-                          + "); a bare VALUE is the provider's first field")
+                     help=_LaterText(_reference_help))  # type: ignore[arg-type]
     hosts.add_parser("list", help="list hosts").add_argument("--json", action="store_true")
     rm = hosts.add_parser("remove", help="remove a host")
     rm.add_argument("name")
+    rm.add_argument("--uninstall", action="store_true",
+                    help="first stop the agent on the host and remove it (wakes an asleep box: you asked)")
 
     connect = sub.add_parser("connect", help="connect to a host: push the agent if needed, subscribe, print status")
     connect.add_argument("name")
@@ -64,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     connect.add_argument("--watch", action="store_true", help="keep printing status changes until interrupted")
     connect.add_argument("--json", action="store_true")
     connect.add_argument("--timeout", type=float, default=60.0)
+    _wake_flag(connect)
 
     status = sub.add_parser("status", help="status of every host (sleeping boxes are not woken)")
     status.add_argument("--json", action="store_true")
@@ -88,25 +124,69 @@ def build_parser() -> argparse.ArgumentParser:
 
     keep = sub.add_parser("keep", help="answer a ceiling prompt: keep the box awake")
     keep.add_argument("name")
+    _wake_flag(keep)
+    let_sleep = sub.add_parser("let-sleep", help="answer a ceiling prompt: let the box sleep now")
+    let_sleep.add_argument("name")
 
     why = sub.add_parser("why", help="what kept a host awake: its agent's record, in words")
     why.add_argument("name")
     why.add_argument("--since", default="24h", help="how far back: 24h (default), 90m, 2d ... (at most 7d)")
     why.add_argument("--json", action="store_true")
+    _wake_flag(why)
     never = sub.add_parser("exclusions", help="process names that never count as work on a host")
     never.add_argument("name")
     never.add_argument("--add", action="append", default=[], metavar="PROCESS", help="e.g. watch (repeatable)")
     never.add_argument("--remove", action="append", default=[], metavar="PROCESS")
     never.add_argument("--json", action="store_true")
+    _wake_flag(never)
     price = hosts.add_parser("price", help="the provider's hourly price, for the estimated cost in `why`")
     price.add_argument("name")
     price.add_argument("price", help="a number per hour, or 'none'")
     return parser
 
 
-def _err(error: UserError) -> None:
-    from workroom.core.errors import Face
+def _wake_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument("--wake", action="store_true",
+                         help="wake the box if its provider says it is asleep (otherwise it is left asleep and "
+                              "the command answers from what is known, exit 9)")
 
+
+WAKE_DOING = {"connect": "connect", "keep": "keep it awake", "why": "read its record",
+              "exclusions": "read or change what never counts as work"}
+"""Per command that takes --wake: what it does once the box is awake (the asleep answer's last words)."""
+
+
+def _clock(unix: float | None) -> str:
+    import datetime
+
+    return "" if unix is None else datetime.datetime.fromtimestamp(unix).strftime("%H:%M")
+
+
+def asleep_words(engine: Engine, name: str) -> str:
+    """"box2 is asleep (since 14:02); last known idle (since 13:40)", from the record the app keeps."""
+    known = engine.last_known(name)
+    since = f" (since {_clock(known.asleep_since)})" if known.asleep_since is not None else ""
+    words = f"{name} is asleep{since}"
+    if known.verdict is not None:
+        words += f"; last known {known.verdict}" + (f" (since {_clock(known.since)})" if known.since else "")
+    else:
+        words += "; nothing known of it yet"
+    return words
+
+
+def _asleep(engine: Engine, name: str, command: str) -> BoxAsleep:
+    from workroom.core.errors import BoxAsleep
+
+    return BoxAsleep("Asleep", asleep_words(engine, name),
+                     f"`workroom {command} {name} --wake` to wake it and {WAKE_DOING[command]}.")
+
+
+def _err(error: UserError) -> None:
+    from workroom.core.errors import BoxAsleep, Face
+
+    if isinstance(error, BoxAsleep):  # an answer, not an error: one line, as the issue's example reads
+        print(f"{error.message}; {error.hint}", flush=True)
+        return
     print(f"workroom: {error.title}: {error.message}", file=sys.stderr)
     hint = error.advice(Face.CLI)
     if hint:
@@ -192,8 +272,12 @@ async def _cmd_connect(args: argparse.Namespace) -> int:
         return False
 
     session.host_key_answerer = answer
+    from workroom.core.connection import ConnectionState
+
     try:
-        snap = await session.connect(timeout=args.timeout)
+        snap = await session.connect(timeout=args.timeout, wake=args.wake)
+        if snap.connection.state is ConnectionState.ASLEEP:
+            raise _asleep(engine, args.name, "connect")
         print(json.dumps(_snapshot_json(snap)) if args.json else _snapshot_line(snap), flush=True)
         if args.watch:
             done = asyncio.get_running_loop().create_future()
@@ -221,19 +305,19 @@ async def _cmd_status(args: argparse.Namespace) -> int:
         async def one(name: str) -> HostSnapshot:
             session = engine.session(name)
             try:
-                return await session.connect(timeout=30)
+                return await session.connect(timeout=30)  # never wakes an asleep box: its row says so
             except UserError:
                 return session.snapshot()
 
         snaps = await asyncio.gather(*(one(n) for n in engine.hosts.names()))
         if args.json:
-            print(json.dumps([_snapshot_json(s) for s in snaps]), flush=True)
+            print(json.dumps([_with_last_known(engine, s) for s in snaps]), flush=True)
         else:
             for s in snaps:
-                print(_snapshot_line(s), flush=True)
+                print(_status_line(engine, s), flush=True)
         if args.watch:  # then one line per change: with --json, each a JSON object (the stream is JSON Lines)
-            engine.listeners.append(lambda s: print(json.dumps(_snapshot_json(s)) if args.json else _snapshot_line(s),
-                                                    flush=True))
+            engine.listeners.append(lambda s: print(json.dumps(_with_last_known(engine, s)) if args.json
+                                                    else _status_line(engine, s), flush=True))
             await asyncio.get_running_loop().create_future()
         return code
     finally:
@@ -244,31 +328,55 @@ class _NeverSleeps(Exception):
     """The command changes something only on a box that sleeps, and this host never does."""
 
 
-async def _connected_session(name: str, only_if_it_sleeps: bool = False) -> AsyncIterator[HostSession]:
+def _status_line(engine: Engine, snap: HostSnapshot) -> str:
+    from workroom.core.connection import ConnectionState
+
+    line = _snapshot_line(snap)
+    if snap.connection.state is ConnectionState.ASLEEP:
+        line += f"  ({asleep_words(engine, snap.host.name)}; not woken)"
+    return line
+
+
+def _with_last_known(engine: Engine, snap: HostSnapshot) -> dict[str, Any]:
+    known = engine.last_known(snap.host.name)
+    return {**_snapshot_json(snap), "last_known": {"verdict": known.verdict, "since": known.since,
+                                                   "asleep_since": known.asleep_since}}
+
+
+async def _connected_session(name: str, command: str, wake: bool,
+                             only_if_it_sleeps: bool) -> AsyncIterator[HostSession]:
+    from workroom.core.connection import ConnectionState
+
     engine = _engine()
     try:
         session = engine.session(name)
         if only_if_it_sleeps and not session.traits.sleeps_when_idle:
             raise _NeverSleeps(name)
-        await session.connect(timeout=30)
+        snap = await session.connect(timeout=30, wake=wake)
+        if snap.connection.state is ConnectionState.ASLEEP:
+            raise _asleep(engine, name, command)
         yield session
     finally:
         await engine.close()
 
 
-def _connected(name: str, *, only_if_it_sleeps: bool = False) -> AbstractAsyncContextManager[HostSession]:
+def _connected(name: str, command: str, wake: bool = False, *,
+               only_if_it_sleeps: bool = False) -> AbstractAsyncContextManager[HostSession]:
     """A session to host `name`, connected, for one command; the engine closes when the command is done.
-    `only_if_it_sleeps`: raise `_NeverSleeps` before connecting to a host that never sleeps."""
+
+    A box its provider says is asleep is left asleep unless `wake`: then `BoxAsleep` (exit 9) answers from
+    what the app last knew. Where the provider cannot tell, it connects. `only_if_it_sleeps`: raise
+    `_NeverSleeps` before connecting to a host that never sleeps."""
     import contextlib  # here, not at the top: `workroom --version` imports nothing it does not use
 
-    return contextlib.asynccontextmanager(_connected_session)(name, only_if_it_sleeps)
+    return contextlib.asynccontextmanager(_connected_session)(name, command, wake, only_if_it_sleeps)
 
 
 async def _cmd_keep(args: argparse.Namespace) -> int:
     from workroom.core.errors import ExitCode
 
     try:
-        async with _connected(args.name, only_if_it_sleeps=True) as session:
+        async with _connected(args.name, "keep", args.wake, only_if_it_sleeps=True) as session:
             status = await session.keep()
             print(f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
             return ExitCode.OK
@@ -276,6 +384,32 @@ async def _cmd_keep(args: argparse.Namespace) -> int:
         print(f"{args.name} never sleeps, so there is nothing to keep awake (its awake ceiling is only a note); "
               "nothing was sent to it.")
         return ExitCode.OK
+
+
+async def _cmd_let_sleep(args: argparse.Namespace) -> int:
+    """Never wakes: an asleep box is already what the user asked for."""
+    from workroom.core.connection import ConnectionState
+    from workroom.core.errors import ExitCode
+
+    engine = _engine()
+    try:
+        session = engine.session(args.name)
+        if not session.traits.sleeps_when_idle:
+            print(f"workroom: {args.name} never sleeps, so there is nothing to let sleep.", file=sys.stderr)
+            return ExitCode.ERROR
+        snap = await session.connect(timeout=30)
+        if snap.connection.state is ConnectionState.ASLEEP:
+            print(f"{asleep_words(engine, args.name)}: already what you asked for; nothing sent.")
+            return ExitCode.OK
+        status = await session.let_sleep()
+        if status.suppressed:
+            print(f"{args.name}: let sleep; its agent no longer keeps it awake, so it sleeps within its idle "
+                  "window")
+        else:
+            print(f"{args.name}: idle already; nothing keeps it awake")
+        return ExitCode.OK
+    finally:
+        await engine.close()
 
 
 async def _cmd_why(args: argparse.Namespace) -> int:
@@ -289,7 +423,7 @@ async def _cmd_why(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"workroom: --since: {error}", file=sys.stderr)
         return ExitCode.USAGE
-    async with _connected(args.name) as session:
+    async with _connected(args.name, "why", args.wake) as session:
         # Asked from a little earlier than the window, in case the box's clock runs ahead of ours.
         reply = await session.timeline(time.time() - window - 3600)
         summary = tl.summarise(reply, window)
@@ -323,7 +457,7 @@ async def _cmd_exclusions(args: argparse.Namespace) -> int:
 
     from workroom.core.errors import ExitCode
 
-    async with _connected(args.name) as session:
+    async with _connected(args.name, "exclusions", args.wake) as session:
         current = await session.exclusions()
         if args.add or args.remove:
             names = [n for n in current.names if n not in set(args.remove)]
@@ -338,6 +472,28 @@ async def _cmd_exclusions(args: argparse.Namespace) -> int:
             if current.problem:
                 print(f"  note: {current.problem}")
         return ExitCode.OK
+
+
+async def _remove_uninstalling(name: str) -> int:
+    from workroom.core.errors import ExitCode, UserError
+
+    engine = _engine()
+    try:
+        engine.hosts.require(name)
+        try:
+            report = await engine.remove_host(name, uninstall=True)
+        except UserError as error:
+            _err(error)
+            print(f"workroom: {name} was not removed (its agent may still run there); "
+                  f"`workroom hosts remove {name}` removes it anyway", file=sys.stderr)
+            return int(error.exit_code)
+        assert report is not None
+        print(f"removed {name}; on the host: {report.words()}")
+        for problem in report.problems:
+            print(f"  note: {problem}")
+        return ExitCode.OK
+    finally:
+        await engine.close()
 
 
 def _cmd_hosts(args: argparse.Namespace) -> int:
@@ -368,8 +524,13 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
         save_hosts(paths, hosts.add(host))
         print(f"added {host.name} ({host.provider})")
     elif args.hosts_command == "remove":
+        if args.uninstall:
+            import asyncio
+
+            return asyncio.run(_remove_uninstalling(args.name))
         save_hosts(paths, hosts.remove(args.name))
-        print(f"removed {args.name}")
+        print(f"removed {args.name}; its agent, if one runs there, keeps running "
+              f"(`workroom hosts remove NAME --uninstall` stops and removes it)")
     elif args.hosts_command == "price":
         host = hosts.require(args.name)
         try:
@@ -475,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
     from workroom.core.errors import ExitCode, UserError
 
     on_the_loop = {"settings": _cmd_settings, "connect": _cmd_connect, "status": _cmd_status, "keep": _cmd_keep,
-                   "why": _cmd_why, "exclusions": _cmd_exclusions}
+                   "let-sleep": _cmd_let_sleep, "why": _cmd_why, "exclusions": _cmd_exclusions}
     try:
         if args.command == "hosts":
             return _cmd_hosts(args)

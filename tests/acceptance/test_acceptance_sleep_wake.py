@@ -184,14 +184,14 @@ def test_three_boxes_like_the_live_run(simbox, tmp_path: Path) -> None:
         assert jobs[2].poll() is None
 
         # 5. Wake on connect: time to first status.
-        await adv.connect(timeout=30)
+        await adv.connect(timeout=30, wake=True)
         figures["wake_connect_to_first_status_s"] = round(adv.first_status_seconds or 0, 3)
         assert adv.connection.wake_seconds is not None
         assert adv.first_status_seconds is not None and adv.first_status_seconds <= 3.0
 
         # ... and the unanswered ceiling is not started afresh by the wake (asleep >= 30 s: a tick gap).
         await asyncio.sleep(max(0.0, ask_slept + 32 - time.monotonic()))
-        await ask.connect(timeout=30)
+        await ask.connect(timeout=30, wake=True)
         woken = ask.status
         assert woken is not None
         figures["ask_after_wake"] = json.dumps({k: getattr(woken, k) for k in (

@@ -77,6 +77,48 @@ def probe(app: QApplication, out: Path, started: float, timer: QTimer) -> None:
     }
     # Written once the window has painted the selection (the next turns of the event loop).
     QTimer.singleShot(600, lambda: out.write_text(json.dumps(facts)))
+    focus_after_connect(app, window, out)
+
+
+def focus_after_connect(app: QApplication, window: Any, out: Path) -> None:
+    """Once the test says go (it has its screenshot): Disconnect, then Connect with the detail panel's own
+    buttons under the real window manager, and report where the keyboard focus is once the host is live again
+    (it used to land in the "Provider's price" box with its text selected)."""
+    from workroom.core.connection import ConnectionState
+
+    go, result = out.with_suffix(".go"), out.with_suffix(".focus.json")
+    steps = {"phase": "wait"}
+    timer = QTimer(app)
+    timer.setInterval(100)
+    started = time.monotonic()
+
+    def state() -> ConnectionState:
+        return window.model.snapshots()[0].connection.state
+
+    def step() -> None:
+        if time.monotonic() - started > PROBE_SECONDS * 2:
+            timer.stop()
+            result.write_text(json.dumps({"error": f"stuck in {steps['phase']}"}))
+            return
+        phase = steps["phase"]
+        if phase == "wait" and go.exists():
+            window.activateWindow()
+            window.detail.disconnect_button.click()
+            steps["phase"] = "disconnecting"
+        elif phase == "disconnecting" and state() is ConnectionState.DISCONNECTED:
+            window.detail.connect_button.setFocus()
+            window.detail.connect_button.click()
+            steps["phase"] = "connecting"
+        elif phase == "connecting" and state() in (ConnectionState.LIVE, ConnectionState.QUIET):
+            timer.stop()
+            focused = app.focusWidget()
+            result.write_text(json.dumps({
+                "focus": focused.objectName() if focused is not None else None,
+                "price_selected": window.timeline.price.lineEdit().selectedText(),
+                "window_active": app.activeWindow() is window}))
+
+    timer.timeout.connect(step)
+    timer.start()
 
 
 def main() -> int:

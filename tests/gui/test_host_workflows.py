@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from demo_states import every_state
 from fixtures.fifo import within
-from gui_helpers import feed, wait_for
+from gui_helpers import feed, open_dialog, wait_for
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QKeySequence
 from workroom.core.hosts import Host, IdentityRef
@@ -51,7 +51,7 @@ def test_picking_an_alias_fills_the_name_and_a_key_from_the_browser(engine: Any,
     dialog.alias_picker.setCurrentIndex(1)
     dialog.alias_picker.activated.emit(1)
     assert dialog.inputs["name"].text() == "devbox" and dialog.inputs["address"].text() == ""  # type: ignore[union-attr]
-    assert dialog.inputs["provider"].currentText() == "ssh"  # type: ignore[union-attr]
+    assert dialog.inputs["provider"].currentData() == "ssh"  # type: ignore[union-attr]
     key = tmp_path / "id_test"
     key.write_text("not really a key\n")
     browser = dialog.browse_key()
@@ -73,22 +73,32 @@ def test_test_connection_reaches_the_real_sshd_and_says_why_not(window: Any, eng
               "identity": str(sshd.key_path)}
     for key, value in fields.items():
         dialog.inputs[key].setText(value)
-    dialog.inputs["provider"].setCurrentText("ssh")
+    dialog.select_provider("ssh")
 
-    async def reached() -> None:
+    from workroom.ui.host_key_dialog import HostKeyDialog
+
+    async def answer_key(trust: bool) -> str:
+        """Test connection on a host whose key is new: the key question comes first, then (on Trust) the
+        login; the words come only once the login has been tried."""
         dialog.test_button.click()
-        await wait_for(lambda: dialog.test_button.isEnabled() and "Reached" in dialog.test_result.text(), 40,
-                       "Test connection to reach the sshd")
+        question = await wait_for(lambda: open_dialog(HostKeyDialog), 40, "the host-key question")
+        assert "Reached" not in dialog.test_result.text()  # not reported as reached at the key question
+        (question.trust_button if trust else question.cancel_button).click()
+        await wait_for(lambda: dialog.test_button.isEnabled() and "Logging in" not in dialog.test_result.text(),
+                       40, "Test connection to finish")
+        return str(dialog.test_result.text())
 
-    run(reached(), timeout=60)
-    assert "host key is new" in dialog.test_result.text()
-    assert engine.hosts.get("sshd-box") is None  # testing saves nothing
+    words = run(answer_key(False), timeout=60)
+    assert "not trusted" in words and "login was not tried" in words, words
+    words = run(answer_key(True), timeout=60)
+    assert "logged in" in words and "now trusted" in words, words
+    assert engine.hosts.get("sshd-box") is None  # testing saves no host (the trusted key is kept)
     dialog.inputs["port"].setText("1")  # nobody listens on port 1 of loopback
 
     async def refused() -> None:
         dialog.test_button.click()
         await wait_for(lambda: dialog.test_button.isEnabled() and "Reached" not in dialog.test_result.text()
-                       and "Connecting" not in dialog.test_result.text(), 40, "Test connection to fail")
+                       and "Logging in" not in dialog.test_result.text(), 40, "Test connection to fail")
 
     run(refused(), timeout=60)
     words = dialog.test_result.text()

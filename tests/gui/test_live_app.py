@@ -209,7 +209,7 @@ def test_add_host_via_dialog_trust_key_and_connect(app: Any, engine: Any, run: A
         for key, value in {"name": "sshd-box", "address": sshd.host, "port": str(sshd.port), "user": sshd.user,
                            "identity": str(sshd.key_path)}.items():
             dialog.inputs[key].setText(value)
-        dialog.inputs["provider"].setCurrentText("ssh")
+        dialog.select_provider("ssh")
         dialog.ok_button.click()
         question = await wait_for(lambda: open_dialog(HostKeyDialog), 30, "the host-key dialog")
         assert question.fingerprint.text().startswith("SHA256:")

@@ -88,7 +88,7 @@ def test_detail_panel_shows_every_state_whole_at_the_default_size(window: Any, e
 def test_add_host_dialog_shows_placeholders_help_and_errors_whole(provider: str, engine: Any, qtbot: Any) -> None:
     dialog = AddHostDialog(engine.hosts)
     qtbot.addWidget(dialog)
-    dialog.inputs["provider"].setCurrentText(provider)  # type: ignore[union-attr]
+    dialog.select_provider(provider)  # type: ignore[union-attr]
     dialog.inputs["name"].setText("gpu/box")  # type: ignore[union-attr]
     dialog.inputs["port"].setText("70000")  # type: ignore[union-attr]
     dialog.inputs["address"].setText("gpu box")  # type: ignore[union-attr]
@@ -122,5 +122,15 @@ def test_host_table_shows_every_column_whole_at_the_default_size(window: Any, en
     assert header.length() <= room
     for column in (Column.PROVIDER, Column.BADGE, Column.AWAKE):  # short words: shown whole, never elided
         assert window.table.sizeHintForColumn(column) <= header.sectionSize(column), HEADERS[column]
+    # State keeps no spare room "Busy because" could use (it was cut while State had ~85 px to spare).
+    from workroom.ui.main_window import STATE_WIDTH_STEP
+
+    spare = header.sectionSize(Column.BADGE) - window.table.sizeHintForColumn(Column.BADGE)
+    assert spare < STATE_WIDTH_STEP + 20, spare
+    from workroom.core.busy_words import plain_reasons
+
+    reason = plain_reasons(["cpu: cc1plus (pid 4121)"])[0]
+    needed = window.table.fontMetrics().horizontalAdvance(reason) + 16
+    assert header.sectionSize(Column.BUSY) >= needed, (header.sectionSize(Column.BUSY), needed)
     bar = window.table.horizontalScrollBar()
     assert bar.maximum() == 0 or not bar.isVisible()

@@ -25,6 +25,7 @@ def visible_cards(window: Any) -> dict[str, Any]:
 
 def test_card_appears_counts_down_and_dismiss_is_final_for_that_prompt(window: Any, engine: Any) -> None:
     cards = window.cards
+    cards._sleeper = None  # no agent behind these snapshots; the answer's trip to one is test_let_sleep.py's
     assert not cards.isVisible() and not cards.timer.isActive()
     raised: list[tuple[str, str]] = []
     cards.card_raised.connect(lambda n, w: raised.append((n, w)))

@@ -175,6 +175,14 @@ def test_app_on_a_real_desktop(palette: str, x_desktop: Desktop, tmp_path: Path)
         icon = round(region_contrast(image, x, y, x + w, y + h), 2)
         print(f"{palette}: contrast {measured}, tray icon {icon}")
         assert icon >= 3.0, icon
+
+        # Keyboard focus after Disconnect, then Connect, clicked in the real window under openbox: on the
+        # panel's own button, never the price box with its text selected.
+        report.with_suffix(".go").write_text("go")
+        focus = wait_file(report.with_suffix(".focus.json"), proc, LIVE_SECONDS)
+        assert "error" not in focus, focus
+        assert focus["price_selected"] == "" and focus["focus"] != "timeline_price", focus
+        assert focus["focus"] in ("detail_disconnect", "detail_connect"), focus
     finally:
         stop(proc, home)
         output = proc.stdout.read() if proc.stdout else ""

@@ -31,6 +31,7 @@ def test_settings_pane_refuses_ten_seconds_visibly(window: Any, engine: Any, run
     assert not engine.paths.settings_file.exists()
     pane.ceiling_hours.setValue(0)
     pane.ceiling_minutes.setValue(0)
+    pane.ceiling_seconds.setValue(0)
     assert "The awake ceiling must be between 30 s and 30 d; 0 s is not" in pane.error.text()
     assert pane.bounds.text() == "Each between 30 s and 30 d."
 
@@ -55,7 +56,7 @@ def test_settings_pane_applies_and_persists(window: Any, engine: Any, run: Any) 
     assert saved["ceiling"]["ceiling_seconds"] == 5400
 
 
-def test_a_ceiling_in_seconds_survives_applying_another_change_and_an_edit_applies(qtbot: Any) -> None:
+def test_a_value_in_fractions_survives_applying_another_change_and_an_edit_applies(qtbot: Any) -> None:
     from workroom.ui.settings_view import SettingsView
 
     view = SettingsView()
@@ -63,26 +64,61 @@ def test_a_ceiling_in_seconds_survives_applying_another_change_and_an_edit_appli
     view.show()
     applied: list[CeilingSettings] = []
     view.apply_requested.connect(applied.append)
-    for seconds, words in ((90, "1 min 30 s"), (30, "30 s")):
+    for seconds in (90, 30):
         view.load(CeilingSettings.checked(ceiling_seconds=seconds, prompt_timeout_seconds=90.5))
-        assert (view.ceiling_hours.value(), view.ceiling_minutes.value()) == (0, round(seconds / 60 + 0.01))
+        shown = (view.ceiling_hours.value(), view.ceiling_minutes.value(), view.ceiling_seconds.value())
+        assert shown == (0, seconds // 60, seconds % 60)  # whole seconds show exactly
         view.ask_mode.setChecked(not view.ask_mode.isChecked())
         view.apply_button.click()
         assert applied[-1].ceiling_seconds == seconds and applied[-1].prompt_timeout_seconds == 90.5
         view.show_outcome({})
-        # The boxes show whole minutes; the exact value is said under them.
-        assert view.exact.isVisible() and f"The awake ceiling is {words}" in view.exact.text()
-        assert "The prompt timeout is 1 min 30.5 s" in view.exact.text()
+        # The boxes show whole seconds; a fraction is kept exactly and said under them.
+        assert view.exact.isVisible() and "The prompt timeout is 1 min 30.5 s" in view.exact.text()
+        assert "awake ceiling" not in view.exact.text()
     view.ceiling_minutes.setValue(3)  # an edit is what the boxes say
-    assert "awake ceiling" not in view.exact.text() and "prompt timeout" in view.exact.text()
+    view.ceiling_seconds.setValue(0)
     view.apply_button.click()
     assert applied[-1].ceiling_seconds == 180 and applied[-1].prompt_timeout_seconds == 90.5
     view.show_outcome({})
-    view.ceiling_minutes.setValue(1)  # back to what the boxes showed when loaded: the loaded value again
     view.timeout_seconds.setValue(31)
-    assert "The awake ceiling is 30 s" in view.exact.text() and "prompt timeout" not in view.exact.text()
+    assert "prompt timeout" not in view.exact.text()
     view.apply_button.click()
-    assert applied[-1].ceiling_seconds == 30 and applied[-1].prompt_timeout_seconds == 91
+    assert applied[-1].prompt_timeout_seconds == 91
+
+
+@pytest.mark.parametrize(("box", "typed", "words"), [
+    ("timeout_minutes", "99999", "99999 min (69 d 11 h) is not"),
+    ("ceiling_hours", "999", "999 h (41 d 15 h) is not"),
+])
+def test_settings_boxes_keep_what_was_typed_and_refuse_it_in_words(qtbot: Any, box: str, typed: str,
+                                                                    words: str) -> None:
+    """A number past the bounds stays in its box as typed (it used to lose digits: 99999 min became 9 min), and
+    the pane says why it is refused; the lowest ceiling it says it takes, 30 s, can be set."""
+    from PySide6.QtCore import Qt
+    from workroom.ui.settings_view import SettingsView
+
+    view = SettingsView()
+    qtbot.addWidget(view)
+    view.show()
+    view.load(CeilingSettings())
+    spin = getattr(view, box)
+    spin.selectAll()
+    spin.setFocus()
+    qtbot.keyClicks(spin.lineEdit(), typed)
+    assert spin.value() == int(typed) and spin.lineEdit().text().startswith(typed)
+    assert view.error.isVisible() and words in view.error.text(), view.error.text()
+    assert not view.apply_button.isEnabled()
+    qtbot.keyClick(spin.lineEdit(), Qt.Key.Key_Tab)  # leaving the box does not change it either
+    assert spin.value() == int(typed)
+    view.load(CeilingSettings())
+    applied: list[CeilingSettings] = []
+    view.apply_requested.connect(applied.append)
+    view.ceiling_hours.setValue(0)
+    view.ceiling_minutes.setValue(0)
+    view.ceiling_seconds.setValue(30)
+    assert "30 s" in view.bounds.text() and not view.error.isVisible()
+    view.apply_button.click()
+    assert applied[-1].ceiling_seconds == 30
 
 
 def test_the_window_applies_an_untouched_ceiling_of_ninety_seconds_as_ninety(window: Any, engine: Any,
@@ -105,6 +141,8 @@ def _fill(dialog: AddHostDialog, **values: str) -> None:
         widget = dialog.inputs[key]
         if hasattr(widget, "setText"):
             widget.setText(value)
+        elif key == "provider":
+            dialog.select_provider(value)
         else:
             widget.setCurrentText(value)
 
@@ -128,7 +166,10 @@ def _errors(dialog: AddHostDialog) -> dict[str, str]:
 )
 def test_add_host_dialog_rejects_bad_fields(engine: Any, qtbot: Any, values: dict[str, str], field: str,
                                             words: str) -> None:
-    dialog = AddHostDialog(engine.hosts)
+    hosts = engine.hosts
+    if values.get("provider") == "local":  # offered only while this computer is not a host yet
+        hosts = hosts.remove(next(h.name for h in hosts.hosts if h.provider == "local"))
+    dialog = AddHostDialog(hosts)
     qtbot.addWidget(dialog)
     dialog.show()
     _fill(dialog, **values)
@@ -171,7 +212,7 @@ def test_host_key_dialog_shows_fingerprint_and_answers(qapp: Any, run: Any, trus
     async def ask() -> bool:
         answer = asyncio_task(ask_host_key("build-box", QUESTION))
         dialog = await wait_for(lambda: _open_dialog(), 5, "the host-key dialog")
-        assert dialog.fingerprint.text() == QUESTION.fingerprint
+        assert dialog.fingerprint.text().replace("\u200b", "") == QUESTION.fingerprint  # wraps, whole
         assert "10.1.2.3:2222" in dialog.findChildren(QLabel)[0].text()
         (dialog.trust_button if trust else dialog.cancel_button).click()
         return await answer
@@ -202,8 +243,11 @@ def test_provider_reference_fields_are_each_providers_own_and_required_where_nee
     qtbot.addWidget(dialog)
     dialog.show()
     asked_somewhere = set()
-    for provider, spec in PROVIDER_SPECS.items():
-        dialog.inputs["provider"].setCurrentText(provider)  # type: ignore[union-attr]
+    combo = dialog.inputs["provider"]
+    offered = [combo.itemData(i) for i in range(combo.count())]  # type: ignore[union-attr]
+    for provider in offered:
+        spec = PROVIDER_SPECS[provider]
+        dialog.select_provider(provider)
         shown = {key for key, widget in dialog.inputs.items() if key.startswith("ref_") and widget.isVisible()}
         assert shown == {ref_key(field) for field in spec.reference}, provider
         for field in spec.reference:
@@ -223,6 +267,27 @@ def test_provider_reference_fields_are_each_providers_own_and_required_where_nee
                                 "ref_health_url": "http://left.over/"}, engine.hosts)
     assert not isinstance(metered, dict) and metered.reference == {"proxy_url": "https://a.example.dev"}
     dialog.inputs["name"].setText("sim1")  # type: ignore[union-attr]
-    dialog.inputs["provider"].setCurrentText("simbox")  # type: ignore[union-attr]
+    dialog.select_provider("simbox")
     dialog.try_accept()
     assert dialog.errors["ref_health_url"].isVisible()
+
+
+def test_the_provider_list_offers_no_second_local_and_marks_the_simulator(engine: Any, qtbot: Any) -> None:
+    """This computer is a host already, so "local" is not offered again; the developers' simulator appears only
+    where it is installed (here: the dev extra; never in the shipped app, which lacks it), marked as such."""
+    from workroom.core.hosts import LOCAL_PROVIDER
+    from workroom.ui.host_dialog import AddHostDialog, provider_choices
+
+    assert any(h.provider == LOCAL_PROVIDER for h in engine.hosts.hosts)
+    dialog = AddHostDialog(engine.hosts)
+    qtbot.addWidget(dialog)
+    combo = dialog.inputs["provider"]
+    labels = {combo.itemData(i): combo.itemText(i) for i in range(combo.count())}  # type: ignore[union-attr]
+    assert LOCAL_PROVIDER not in labels
+    assert "simulator" in labels["simbox"] and labels["ssh"] == "ssh"
+    assert "simbox" not in provider_choices(has_local=True, simulator_installed=False)
+    assert provider_choices(has_local=False, simulator_installed=False)[-1] == LOCAL_PROVIDER
+    assert dialog.fields()["provider"] == combo.itemData(0)  # type: ignore[union-attr]
+    only_mine = next(t for t in ("Only the login user's processes",) if dialog.inputs["agent_candidates"]
+                     .findText(t) >= 0)  # type: ignore[union-attr]
+    assert only_mine

@@ -209,7 +209,7 @@ def test_a_sleeping_box_added_through_the_dialog_shows_asleep(app: Any, engine: 
         app.window.open_add_dialog()
         dialog = open_dialog(AddHostDialog)
         assert dialog is not None
-        dialog.inputs["provider"].setCurrentText("simbox")
+        dialog.select_provider("simbox")
         assert dialog.inputs["ref_health_url"].placeholderText() == "health page URL"
         for key, value in (("name", "box2"), ("address", "127.0.0.1"), ("port", str(info["ssh_port"])),
                            ("user", info["user"]), ("identity", info["client_key"]),

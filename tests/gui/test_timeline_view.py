@@ -105,3 +105,76 @@ def test_the_view_asks_unprompted_only_where_it_cannot_keep_a_box_up(provider: s
 
     snapshot = make_snapshot("box", provider, state, **(busy() if busy_now else {}))
     assert may_ask_unprompted(snapshot) is asks
+
+
+class RecordSource:
+    """The controller's two record calls, answered from a fixed reply and counted (the view's logic under test:
+    how it moves "now" on without asking again; the real agent's record is the test above's)."""
+
+    def __init__(self, reply: Any) -> None:
+        from workroom.core.protocol import UserExclusions
+        from workroom.ui.tasks import TaskKeeper
+
+        self.reply, self.asked = reply, 0
+        self.tasks = TaskKeeper(lambda name, error: None)
+        self._never = UserExclusions(names=())
+
+    async def timeline(self, name: str, since: float | None) -> Any:
+        self.asked += 1
+        return self.reply
+
+    async def exclusions(self, name: str, names: list[str] | None = None) -> Any:
+        return self._never
+
+    def set_hourly_price(self, name: str, price: float | None) -> None:
+        pass
+
+
+def test_now_and_totals_advance_locally_and_short_work_shows(qtbot: Any, run: Any) -> None:
+    from demo_states import busy, make_snapshot
+    from workroom.core.protocol import TimelineReply, TimelineSpan
+    from workroom.ui.timeline_view import MIN_SPAN_PX, TimelineView
+
+    wall = 1_764_590_000.0
+    spans = (TimelineSpan.model_validate({"start": wall - 7200, "end": wall - 3600, "state": "idle", "class": "",
+                                          "subject": ""}),
+             TimelineSpan.model_validate({"start": wall - 3600, "end": wall - 3420, "state": "busy", "class": "cpu",
+                                          "subject": "cc1"}),  # three minutes of work: under a pixel of 24 h
+             TimelineSpan.model_validate({"start": wall - 3420, "end": wall, "state": "idle", "class": "",
+                                          "subject": ""}))
+    reply = TimelineReply.model_validate({"now": wall, "spans": [s.model_dump(by_alias=True) for s in spans]})
+    source = RecordSource(reply)
+    clock = [100.0]
+    view = TimelineView(source, clock=lambda: clock[0], wall=lambda: wall)  # type: ignore[arg-type]
+    qtbot.addWidget(view)
+    view.resize(360, 400)
+    view.show()
+    snap = make_snapshot("laptop", "local", ConnectionState.LIVE, **busy(verdict="IDLE", classifier_verdict="IDLE",
+                                                                          busy_reasons=[]))
+
+    async def load() -> None:
+        view.show_snapshot(snap)
+        await wait_for(lambda: view.summary is not None, 5, "the record")
+
+    run(load())
+    assert source.asked == 1
+    idle_before = view.summary.totals[SegmentKind.IDLE]  # type: ignore[union-attr]
+    now_before = view.summary.end  # type: ignore[union-attr]
+    clock[0] += 600  # ten minutes with the panel open, the window's tick re-rendering
+    view.show_snapshot(snap)
+    assert source.asked == 1, "the record was fetched again"
+    assert view.summary.end == pytest.approx(now_before + 600)  # type: ignore[union-attr]
+    assert view.summary.totals[SegmentKind.IDLE] == pytest.approx(idle_before + 600)  # type: ignore[union-attr]
+    # Disconnected: "now" still moves, the time since is no record (not idle on the app's word).
+    gone = make_snapshot("laptop", "local", ConnectionState.DISCONNECTED)
+    view.show_snapshot(gone)
+    clock[0] += 60
+    view.show_snapshot(gone)
+    assert view.summary.totals[SegmentKind.IDLE] == pytest.approx(idle_before + 600)  # type: ignore[union-attr]
+    assert view.summary.end == pytest.approx(now_before + 660)  # type: ignore[union-attr]
+    # The three minutes of work are drawn at least MIN_SPAN_PX wide, in the busy colour.
+    image = view.strip.grab().toImage()
+    work = colour_for(next(s for s in view.summary.segments if s.kind is SegmentKind.BUSY))  # type: ignore[union-attr]
+    row = image.height() // 2
+    drawn = sum(1 for x in range(image.width()) if image.pixelColor(x, row).rgb() == work.rgb())
+    assert drawn >= MIN_SPAN_PX - 1, drawn

@@ -28,6 +28,7 @@ from workroom.core.protocol import (
     TimelineSpan,
     exclusions_request,
     keep_request,
+    let_sleep_request,
     parse_line,
     ping_request,
     request_line,
@@ -411,3 +412,56 @@ def test_a_real_agent_sends_its_reasons_as_data_over_the_socket(agent) -> None: 
     finally:
         burner.kill()
         burner.wait(5)
+
+
+def test_let_sleep_suppresses_at_once_through_the_apps_builder(tmp_path: Path) -> None:
+    """`let_sleep` (the card's and tray's "Let it sleep"): the real agent, busy past its ceiling with a prompt
+    whose timeout is ten minutes away, answers published IDLE at once; its heartbeat stops and its health
+    endpoint says not busy. The request comes from the app's builder, the reply goes through its parser."""
+    import subprocess
+    import urllib.request
+
+    heartbeats = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    heartbeats.bind(("127.0.0.1", 0))
+    heartbeats.settimeout(0.2)
+    sock = str(Path(private_dir(tmp_path / "run")) / "agent.sock")
+    job = subprocess.Popen(["sleep", "600"])  # a job in a timer sleep is work
+    running = start_agent(sock, "--workroom", "contract", "--test-min-duration", "1", "--awake-ceiling", "2",
+                          "--awake-prompt-timeout", "600", "--ask-at-awake-ceiling", "--hold-seconds", "1",
+                          "--heartbeat-interval", "1", "--heartbeat-target",
+                          f"127.0.0.1:{heartbeats.getsockname()[1]}", "--health-listen", "127.0.0.1:0")
+
+    def health() -> dict[str, object]:
+        with urllib.request.urlopen(f"http://{running.status()['health_listen']}/v1/health", timeout=3) as reply:
+            return json.loads(reply.read())  # type: ignore[no-any-return]
+
+    def datagrams(seconds: float) -> int:
+        count, end = 0, time.monotonic() + seconds
+        while time.monotonic() < end:
+            try:
+                heartbeats.recv(16)
+                count += 1
+            except TimeoutError:
+                pass
+        return count
+
+    try:
+        before = running.wait_status(lambda s: s["prompt_pending"], 20, "a prompt")
+        assert before["verdict"] == "BUSY" and health()["busy"] is True and datagrams(2.5) >= 1
+        wire = Wire(running.sock)
+        wire.line()
+        reply = wire.ask(let_sleep_request(9))
+        assert isinstance(reply, Reply) and reply.id == 9
+        status = reply.status()
+        assert status.verdict.value == "IDLE" and status.suppressed and status.let_sleep
+        assert not status.prompt_pending and status.classifier_verdict.value == "BUSY" and not status.asserting
+        datagrams(0.3)  # one already in flight when the answer came
+        assert datagrams(3.0) == 0 and health()["busy"] is False
+        later = Status.model_validate(running.status())
+        assert later.suppressed and later.let_sleep and later.verdict.value == "IDLE"
+        assert "`let_sleep`" in DOC.read_text()
+    finally:
+        job.kill()
+        job.wait()
+        running.stop()
+        heartbeats.close()

@@ -316,8 +316,7 @@ def _ceiling_sentence(status: Status, connection: ConnectionInfo, now_monotonic:
         return text + "."
     if status.prompt_pending and status.prompt_deadline is not None:
         left = status.prompt_deadline - agent_clock(status, connection, now_monotonic)
-        return text + (f"; answer Keep awake within {format_duration(max(0.0, left))}, or the agent stops keeping "
-                       "it awake.")
+        return text + f"; answer Keep awake within {format_duration(max(0.0, left))} or it will be allowed to sleep."
     if status.prompt_pending:
         return text + "; the agent is asking whether to keep it awake."
     return text + "."
@@ -462,7 +461,8 @@ def _from_status(
         # A prompt past its deadline is suppressed by the agent's own rule; its next status will say so.
         ceiling = (
             f"It has been busy for {format_duration(status.awake_seconds)}, past the "
-            f"{format_duration(status.ceiling_seconds)} awake ceiling, and nobody answered the prompt"
+            f"{format_duration(status.ceiling_seconds)} awake ceiling, and "
+            + ("you chose Let it sleep" if status.let_sleep else "nobody answered the prompt")
         )
         if sleeps:
             return _make(

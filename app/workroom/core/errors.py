@@ -29,6 +29,8 @@ class ExitCode(IntEnum):
     OUT_OF_RANGE = 7
     NO_KEYRING = 8
     """No usable secure system keyring (none, locked, or failing): nothing is stored (never in plain text)."""
+    ASLEEP = 9
+    """The box is asleep and the command did not wake it: answered from what is known (`--wake` wakes it)."""
 
 
 class Face(StrEnum):
@@ -100,6 +102,9 @@ class UserError(Exception):
     heal; a host without Python, or a refused login, cannot: a session stops there (and never keeps
     knocking on a box that could otherwise sleep)."""
 
+    app_hint: str = ""
+    """`hint` in the desktop app's words where they differ (see ErrorInfo.app_hint)."""
+
     def __init__(self, title: str, message: str, hint: str = "") -> None:
         super().__init__(title, message, hint)
         self.title = title
@@ -115,3 +120,9 @@ class UserError(Exception):
 
     def advice(self, face: Face) -> str:
         return self.info().advice(face)
+
+
+class BoxAsleep(UserError):
+    """The box is asleep and the command may not wake it: an answer from what is known, not a failure."""
+
+    exit_code = ExitCode.ASLEEP

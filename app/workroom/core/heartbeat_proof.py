@@ -130,7 +130,8 @@ def judge(reading: IdleClockReading, *, interval_seconds: float, own_traffic_at:
         return previous.model_copy(update=common)
     if ours:
         return HeartbeatProof(state=ProofState.UNCONFIRMED, **common,
-                              why="Unconfirmed yet: the provider's last activity may be the app's own traffic.")
+                              why="Not known yet: the activity the provider last saw may have been this app's own "
+                                  "traffic, so it does not prove the keep-awake; the next reading will tell.")
     return HeartbeatProof(state=ProofState.CONFIRMED, **common,
                           why="Confirmed: the provider's idle clock shows the keep-awake.")
 

@@ -68,6 +68,7 @@ __all__ = [
     "exclusions_request",
     "handoff_request",
     "keep_request",
+    "let_sleep_request",
     "parse_line",
     "ping_request",
     "request_line",
@@ -116,6 +117,7 @@ class Method(StrEnum):
     SUBSCRIBE = "subscribe"
     SETTINGS = "settings"
     KEEP = "keep"
+    LET_SLEEP = "let_sleep"
     PING = "ping"
     HANDOFF = "handoff"
     TIMELINE = "timeline"
@@ -231,6 +233,8 @@ class Status(_AgentModel):
     prompt_pending: bool
     prompt_deadline: float | None = None
     suppressed: bool
+    let_sleep: bool = False
+    """Suppressed by the user's "Let it sleep" (not by a prompt that ran out); False from an older agent."""
     asserting: bool | None = None
     """None from an agent that does not report it."""
     keep_awake: KeepAwakeInfo | None = None
@@ -371,6 +375,7 @@ METHOD_RESULTS: Mapping[Method, type[_AgentModel]] = MappingProxyType({
     Method.SUBSCRIBE: Status,
     Method.SETTINGS: Status,
     Method.KEEP: Status,
+    Method.LET_SLEEP: Status,
     Method.PING: PingResult,
     Method.HANDOFF: HandoffResult,
     Method.TIMELINE: TimelineReply,
@@ -508,6 +513,11 @@ def subscribe_request(request_id: RequestId) -> bytes:
 def keep_request(request_id: RequestId) -> bytes:
     """Answer a ceiling prompt: "keep awake" (the agent restarts its ceiling)."""
     return request_line(request_id, Method.KEEP)
+
+
+def let_sleep_request(request_id: RequestId) -> bytes:
+    """Answer a ceiling prompt: "let it sleep" (the agent stops keeping the box awake now)."""
+    return request_line(request_id, Method.LET_SLEEP)
 
 
 def ping_request(request_id: RequestId) -> bytes:

@@ -25,6 +25,7 @@ __all__ = [
     "SegmentKind",
     "TimelineSummary",
     "activity",
+    "advanced",
     "cost_words",
     "parse_since",
     "period_words",
@@ -169,6 +170,24 @@ def summarise(reply: TimelineReply, window_seconds: float = DAY_SECONDS) -> Time
     activities = tuple(sorted(by_activity.items(), key=lambda kv: (-kv[1], kv[0])))
     return TimelineSummary(start, end, tuple(_merge(segments)), totals, activities, reply.problem,
                            tuple(sorted(set(unknown))))
+
+
+CURRENT_SPAN_SLACK_SECONDS = 90.0
+"""A span ending this close to the reply's `now` is the minute in progress (the agent sends it as it stands)."""
+
+
+def advanced(reply: TimelineReply, seconds: float, *, extend_seconds: float) -> TimelineReply:
+    """The record as of `seconds` after it was fetched, without fetching it again (its bytes would restart an
+    idle box's clock): `now` moves on, and the span in progress runs on for `extend_seconds` (as long as the
+    host went on saying what it said then); time after that shows as no record until the next fetch."""
+    if seconds <= 0:
+        return reply
+    now = reply.now + seconds
+    spans = reply.spans
+    extend = min(max(0.0, extend_seconds), seconds)
+    if extend > 0 and spans and reply.now - spans[-1].end <= CURRENT_SPAN_SLACK_SECONDS:
+        spans = (*spans[:-1], spans[-1].model_copy(update={"end": max(spans[-1].end, reply.now + extend)}))
+    return reply.model_copy(update={"now": now, "spans": spans})
 
 
 def _kind(span: TimelineSpan, unknown: list[str]) -> SegmentKind:

@@ -31,6 +31,7 @@ from workroom.core.protocol import (
     UserExclusions,
     exclusions_request,
     keep_request,
+    let_sleep_request,
     parse_line,
     ping_request,
     settings_request,
@@ -189,6 +190,9 @@ class AgentClient:
 
     async def keep(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
         return (await self._request("keep", keep_request, timeout)).status()
+
+    async def let_sleep(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
+        return (await self._request("let_sleep", let_sleep_request, timeout)).status()
 
     async def settings(self, settings: CeilingSettings, timeout: float = REQUEST_TIMEOUT_SECONDS,
                        reported: dict[str, object] | None = None) -> Status:

@@ -301,6 +301,132 @@ _WAIT_FOR_AGENT = textwrap.dedent(
 )
 """Run on the host: wait until the agent answers with build HASH (`build=HASH`) or is not stalled (`checking`)."""
 
+_UNINSTALL = textwrap.dedent(
+    r"""
+    import fcntl, hashlib, json, os, shutil, signal, subprocess, sys, time
+    bundle, sock = os.path.expanduser(sys.argv[1]), os.path.expanduser(sys.argv[2])
+    label = "%s.%s" % (sys.argv[3], hashlib.sha256(sock.encode()).hexdigest()[:8])  # as launchd_label() names it
+    out = {"stopped": [], "removed": [], "problems": [], "still_running": False}
+    home = os.path.expanduser("~")
+
+    def run(argv):
+        try:
+            p = subprocess.run(argv, capture_output=True, timeout=30)
+        except (OSError, subprocess.SubprocessError) as e:
+            return False, str(e)
+        return p.returncode == 0, (p.stderr or p.stdout).decode("utf-8", "replace").strip()[-300:]
+
+    def holder():
+        # The pid in the lock file, if an agent still holds the lock (a free lock: nobody serves).
+        try:
+            fd = os.open(sock + ".lock", os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            return None
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+                return None
+            except OSError:
+                pass
+            try:
+                return int(os.pread(fd, 32, 0).split()[0])
+            except (OSError, ValueError, IndexError):
+                return -1
+        finally:
+            os.close(fd)
+
+    def parent_and_comm(pid):
+        ok, text = run(["ps", "-o", "ppid=,comm=", "-p", str(pid)])
+        try:
+            ppid, comm = text.split(None, 1)
+            return int(ppid), comm.strip()
+        except ValueError:
+            return None, ""
+
+    def wait_free(seconds):
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if holder() is None:
+                return True
+            time.sleep(0.1)
+        return holder() is None
+
+    # 1. Stop it the way it was started, so nothing starts it again.
+    unit = os.path.join(home, ".config/systemd/user/wr-agent.service")
+    if os.path.exists(unit) and shutil.which("systemctl"):
+        ok, text = run(["systemctl", "--user", "disable", "--now", "wr-agent.service"])
+        out["stopped" if ok else "problems"].append("systemd user unit" if ok else "systemctl: " + text)
+    plist = os.path.join(home, "Library/LaunchAgents", label + ".plist")
+    if os.path.exists(plist) and shutil.which("launchctl"):
+        ok, text = run(["launchctl", "bootout", "gui/%d/%s" % (os.getuid(), label)])
+        out["stopped"].append("launchd LaunchAgent")
+    pid = holder()
+    if pid and pid > 0:
+        ppid, comm = parent_and_comm(pid)
+        victims = [pid]
+        if ppid and parent_and_comm(ppid)[1].endswith("wr-agent-super"):
+            victims.insert(0, ppid)  # the supervisor first, or it starts the agent again
+            out["stopped"].append("the agent's own supervisor (pid %d)" % ppid)
+        for v in victims:
+            try:
+                os.kill(v, signal.SIGTERM)
+            except OSError:
+                pass
+        if not wait_free(10):
+            for v in victims:
+                try:
+                    os.kill(v, signal.SIGKILL)
+                except OSError:
+                    pass
+            wait_free(5)
+        out["stopped"].append("the agent (pid %d)" % pid)
+    out["still_running"] = holder() is not None
+    # 2. Remove what it left: unit, plist, bundle, state (only the agent's own files), then empty folders.
+    if not out["still_running"]:
+        state_dir, install_dir = os.path.dirname(sock), os.path.dirname(bundle)
+        paths = [unit, plist, bundle]
+        base = os.path.basename(sock)
+        for folder, prefixes in ((state_dir, (base,)), (install_dir, (".wr-agent.pyz.staged-",))):
+            try:
+                paths += [os.path.join(folder, n) for n in os.listdir(folder) if n.startswith(prefixes)]
+            except OSError:
+                pass
+        for path in paths:
+            try:
+                os.unlink(path)
+                out["removed"].append(path)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                out["problems"].append("%s: %s" % (path, e.strerror or e))
+        if os.path.exists(unit[:-len("/wr-agent.service")]) and shutil.which("systemctl"):
+            run(["systemctl", "--user", "daemon-reload"])
+        for folder in (state_dir, install_dir):
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+    print(json.dumps(out))
+    """
+)
+"""Run on the host: stop the agent the way it was started (systemd unit, LaunchAgent, own supervisor by its
+pid, else the agent by its lock's pid), then remove its unit, plist, bundle and state files."""
+
+
+@dataclass
+class UninstallReport:
+    """What an uninstall did on the host (paths as the host spells them)."""
+
+    stopped: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    def words(self) -> str:
+        stopped = ", ".join(self.stopped) if self.stopped else "no agent was running"
+        return f"stopped {stopped}; removed {len(self.removed)} file(s)"
+
+
 _SYSTEMD_UNIT = textwrap.dedent(
     """\
     [Unit]
@@ -461,6 +587,30 @@ class AgentInstaller:
             running_stalled=data.get("running_stalled") is True,
             launchd=bool(data.get("launchd")), supervisor=data.get("supervisor"),
         )
+
+    def uninstall(self) -> UninstallReport:
+        """Stop the agent and remove everything it installed (blocking). Raises AgentInstallError when it
+        is still running afterwards (nothing is then removed) or the host could not be read."""
+        cmd, script = _python_cmd(_UNINSTALL, self.layout.bundle_path, self.layout.socket_path,
+                                  LAUNCHD_LABEL_PREFIX, python=self.python)
+        result = self.shell.run(cmd, input=script, timeout=90)
+        try:
+            data = json.loads(result.text().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise AgentInstallError(
+                "Could not uninstall the agent",
+                f"The uninstall on the host failed (exit {result.exit_status}): {result.error_text()[:300]}",
+                "Check that the host's shell works for this user, then try again.",
+            ) from None
+        if data.get("still_running"):
+            raise AgentInstallError(
+                "The agent is still running",
+                f"The agent on the host did not stop ({'; '.join(data.get('problems') or []) or 'no reason given'}), "
+                "so nothing was removed.",
+                f"Stop it on the host (the pid is in {self.layout.socket_path}.lock), then try again.",
+            )
+        return UninstallReport(stopped=list(data.get("stopped") or []), removed=list(data.get("removed") or []),
+                               problems=list(data.get("problems") or []))
 
     def ensure(self, probe: Probe | None = None) -> InstallReport:
         """Probe (unless the answer is given), push if needed, hand off or start. Blocking."""

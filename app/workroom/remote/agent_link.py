@@ -234,17 +234,22 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
     def reader() -> None:
         why = "the host closed the connection"
         end_error: UserError | None = None
+        heard = False
         try:
             while True:
                 data = stream.recv(READ_CHUNK)
                 if not data:
                     break
+                heard = True
                 lines = splitter.feed(data)
                 if lines and not loop.is_closed():
                     loop.call_soon_threadsafe(_deliver, lines)
         except UserError as error:  # the stream's own account of its end: kept whole, words and hint
             why, end_error = plain_reason(error.message), error
-            log.info("the stream to %s ended: %s", name, error)
+            # A stream that never said a word is one the session tried ahead of time (the relay opened while
+            # the first connect's probe runs, before any agent is installed): its end is the session's to
+            # report, not an error of its own in the log.
+            (log.info if heard else log.debug)("the stream to %s ended: %s", name, error)
         except Exception as error:  # any other failure of the stream ends it visibly
             # The exception's type is for the log; the reason a person reads is its words alone.
             log.warning("the stream to %s failed: %s: %s", name, type(error).__name__, error)

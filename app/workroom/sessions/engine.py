@@ -10,14 +10,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from workroom.agent_bundle import AgentBundle
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
-from workroom.core.connection import ConnectionInfo
+from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host, HostsFile
 from workroom.core.questions import SecretRequest
@@ -26,6 +28,7 @@ from workroom.paths import AppPaths
 from workroom.providers import make_provider
 from workroom.providers.base import Provider, ProviderContext
 from workroom.regular_file import read_regular_file
+from workroom.remote.agent_install import AgentInstaller, UninstallReport
 from workroom.remote.host_keys import KnownHosts
 from workroom.sessions.host_session import HostSession, HostSnapshot
 from workroom.storage import (
@@ -38,6 +41,24 @@ from workroom.storage import (
 )
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LastKnown:
+    """What the app last knew of a host: its verdict ("busy"/"idle") since when, and asleep since when
+    (Unix seconds; None where it never saw it)."""
+
+    verdict: str | None
+    since: float | None
+    asleep_since: float | None
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _number_or_none(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 SecretAsker = Callable[[SecretRequest], Coroutine[Any, Any, str | None]]
@@ -144,16 +165,34 @@ class Engine:
             return {}
         if not isinstance(data, dict):
             return {}
-        return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, dict)
-                and v.get("verdict") in ("BUSY", "IDLE") and isinstance(v.get("agent_monotonic"), int | float)}
+        return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, dict) and (
+            (v.get("verdict") in ("BUSY", "IDLE") and isinstance(v.get("agent_monotonic"), int | float))
+            or _is_number(v.get("asleep_since")))}
+
+    def last_known(self, name: str) -> LastKnown:
+        """What the app last knew of a host (any face, any run): its verdict and since when, and since when
+        it has been seen asleep. Read from last_verdicts.json, so a fresh CLI process has it too."""
+        record = self.last_verdicts.get(name, {})
+        verdict = record.get("verdict")
+        since, asleep = record.get("since"), record.get("asleep_since")
+        return LastKnown(verdict=verdict.lower() if isinstance(verdict, str) else None,
+                         since=_number_or_none(since), asleep_since=_number_or_none(asleep))
 
     def _remember_verdict(self, snapshot: HostSnapshot) -> None:
-        if snapshot.status is None:
+        name = snapshot.host.name
+        record = dict(self.last_verdicts.get(name, {}))
+        state = snapshot.connection.state
+        if state is ConnectionState.ASLEEP and not _is_number(record.get("asleep_since")):
+            record["asleep_since"] = time.time()
+        elif state in (ConnectionState.LIVE, ConnectionState.QUIET) and "asleep_since" in record:
+            del record["asleep_since"]
+        if snapshot.status is not None and state in (ConnectionState.LIVE, ConnectionState.QUIET):
+            verdict = snapshot.status.verdict.value
+            if record.get("verdict") != verdict:
+                record.update(verdict=verdict, agent_monotonic=snapshot.status.monotonic, since=time.time())
+        if record == self.last_verdicts.get(name):
             return
-        verdict = snapshot.status.verdict.value
-        if self.last_verdicts.get(snapshot.host.name, {}).get("verdict") == verdict:
-            return
-        self.last_verdicts[snapshot.host.name] = {"verdict": verdict, "agent_monotonic": snapshot.status.monotonic}
+        self.last_verdicts[name] = record
         data, path = json.dumps(self.last_verdicts).encode(), self._verdicts_file
 
         def save() -> None:
@@ -191,13 +230,34 @@ class Engine:
         if session is not None:
             await session.close()
 
-    async def remove_host(self, name: str) -> None:
+    async def remove_host(self, name: str, *, uninstall: bool = False) -> UninstallReport | None:
+        """Forget the host; with `uninstall`, first stop its agent and remove it from the box (asking for that
+        is an explicit wake of an asleep box). An uninstall that fails raises its UserError and the host stays,
+        so nothing is lost and it can be tried again (or the host removed without it)."""
         host = self.hosts.require(name)
         session = self.sessions.pop(host.name, None)
         if session is not None:
             await session.close()
+        report = await self.uninstall_agent(host) if uninstall else None
         self.hosts = self.hosts.remove(host.name)
         save_hosts(self.paths, self.hosts)
+        self.last_verdicts.pop(host.name, None)
+        return report
+
+    async def uninstall_agent(self, host: Host) -> UninstallReport:
+        """Stop the host's agent the way it was started and remove its unit, plist, bundle and state."""
+        provider = self.provider_for(host)
+
+        def work() -> UninstallReport:
+            shell = provider.open_shell(host)
+            try:
+                installer = AgentInstaller(shell, provider.context.bundle, provider.layout(host),
+                                           provider.serve_options(host), provider.python_command(host))
+                return installer.uninstall()
+            finally:
+                shell.close()
+
+        return await asyncio.get_running_loop().run_in_executor(None, work)
 
     # -- settings ----------------------------------------------------------------------------------
 

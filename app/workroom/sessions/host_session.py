@@ -158,11 +158,15 @@ class HostSession:
         if self._main is None or self._main.done():
             self._main = asyncio.get_running_loop().create_task(self._run(), name=f"session-{self.host.name}")
 
-    async def connect(self, timeout: float = 60.0) -> HostSnapshot:
-        """Start and wait for the first status (or the first failure)."""
+    async def connect(self, timeout: float = 60.0, *, wake: bool = False) -> HostSnapshot:
+        """Start and wait for the first status (or the first failure).
+
+        A box its provider says is asleep is woken only with `wake` (the user's explicit "Wake and connect",
+        `--wake`); otherwise the session settles in ASLEEP and that snapshot is returned, the box untouched.
+        Where the provider cannot tell without waking (state unknown), it connects."""
         self._first_status.clear()
         self.failure = None
-        self.start(wake=True)
+        self.start(wake=wake, unknown=True)
         waiter = asyncio.ensure_future(self._first_status.wait())
         assert self._main is not None
         done, _ = await asyncio.wait({waiter, self._main}, timeout=timeout,
@@ -201,6 +205,15 @@ class HostSession:
             raise UserError("Not connected", f"{self.host.name} is not connected, so it cannot be kept awake.",
                             "Connect to the host and try again.")
         status = await link.client.keep()
+        self.prompt = None
+        self._on_status(status)
+        return status
+
+    async def let_sleep(self) -> Status:
+        """Answer a ceiling prompt with "let it sleep": the agent publishes IDLE now (the heartbeat and any
+        outside keep-awake stop), so the box sleeps within its idle window, not at the prompt's deadline.
+        Raises a UserError when the host cannot be reached."""
+        status = await self._live_client("let it sleep").let_sleep()
         self.prompt = None
         self._on_status(status)
         return status

@@ -93,7 +93,7 @@ class WorkroomApp:
         t.disconnect_requested.connect(c.disconnect_host)
         t.terminal_requested.connect(self.open_terminal)
         t.host_requested.connect(self._show_host)
-        t.connect_requested.connect(c.connect_host)
+        t.connect_requested.connect(c.connect_clicked)
         t.keep_requested.connect(self._keep)
         t.let_sleep_requested.connect(w.cards.dismiss)
         t.copy_requested.connect(self._copy_ssh)

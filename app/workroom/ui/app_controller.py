@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 from PySide6.QtCore import QObject, Signal
 
@@ -37,6 +38,8 @@ class AppController(QObject):
     """A HostSnapshot, on every change of any host (the Qt thread: qasync runs asyncio there)."""
     host_added = Signal(object)
     host_removed = Signal(str)
+    host_uninstalled = Signal(str, str)
+    """(host name, what the uninstall did in words): the host was removed and its agent with it."""
     failed = Signal(object)
     """A UserError from an action the user started, to be shown."""
     settings_applied = Signal(object)
@@ -109,16 +112,27 @@ class AppController(QObject):
 
     # -- actions ----------------------------------------------------------------------------------
 
-    def connect_host(self, name: str, *, wake: bool = True, unknown: bool | None = None) -> None:
+    def connect_host(self, name: str, *, wake: bool = False, unknown: bool | None = True) -> None:
         """Connect in the background (and keep reconnecting); progress arrives as snapshots.
 
-        The user asking wakes a sleeping box; the app's own start-up (`wake=False`) leaves it asleep.
-        `unknown`: whether a sleepable box whose state cannot be read is connected to (default: `wake`).
+        Only `wake` (the user's "Wake and connect") wakes a box its provider says is asleep; without it the
+        row shows Asleep and the button becomes "Wake and connect". `unknown`: whether a sleepable box whose
+        state cannot be read is connected to (default yes, as the user asked; Connect all says no).
         """
         try:
             self._session(name).start(wake=wake, unknown=unknown)
         except UserError as error:
             self.failed.emit(error)
+
+    def connect_clicked(self, name: str) -> None:
+        """The user's Connect or Wake and connect (detail panel, row menu, tray submenu): every face labels the
+        button from the same state, so it wakes exactly when it said "Wake and connect" (the box asleep)."""
+        try:
+            asleep = self._session(name).connection.state is ConnectionState.ASLEEP
+        except UserError as error:
+            self.failed.emit(error)
+            return
+        self.connect_host(name, wake=asleep)
 
     def connect_all(self) -> list[str]:
         """Connect every host that is not asleep, waking none; returns the names of those left asleep.
@@ -131,7 +145,7 @@ class AppController(QObject):
             if snapshot.connection.state is ConnectionState.ASLEEP:
                 asleep.append(snapshot.host.name)
                 continue
-            self.connect_host(snapshot.host.name, wake=False)
+            self.connect_host(snapshot.host.name, wake=False, unknown=False)
         return asleep
 
     def retry_now(self, name: str) -> None:
@@ -161,6 +175,19 @@ class AppController(QObject):
             raise UserError("Keep awake did not reach the host", f"{name}: {error}.",
                             "Check the connection; the card stays until the host answers.") from None
 
+    async def let_sleep(self, name: str) -> Status:
+        """Answer a prompt with Let it sleep: the agent stops keeping the box awake now (raises UserError
+        when the host cannot be reached)."""
+        session = self._session(name)
+        try:
+            return await session.let_sleep()
+        except UserError:
+            raise
+        except (OSError, TimeoutError, EOFError) as error:
+            raise UserError("Let it sleep did not reach the host", f"{name}: {error}.",
+                            "Check the connection; unanswered, the prompt still lets it sleep at its "
+                            "deadline.") from None
+
     def add_host(self, host: Host, *, connect: bool = True) -> None:
         """Save a new host (raises DuplicateHostError) and start connecting to it.
 
@@ -179,33 +206,62 @@ class AppController(QObject):
         except UserError as error:
             return _unreachable(host, error)
 
-    async def test_connection(self, host: Host) -> tuple[bool, str]:
-        """Reach `host` once through its provider and close again (nothing saved, no agent pushed).
+    async def test_connection(self, host: Host, *, wake: bool = False) -> TestOutcome:
+        """Log in to `host` once through its provider and close again (nothing saved, no agent pushed).
 
-        Off the GUI thread (paramiko blocks). A key the computer has not seen yet still counts as reached:
-        the app asks to trust it when the host is added.
+        Off the GUI thread (paramiko blocks). A box its provider says is asleep is not logged in to unless
+        `wake` (the dialog's "Wake and test"). A host key new to this computer is asked about first (the same
+        question as connecting; trusted only on a yes), and then the login is tried: "reached" means logged in.
         """
+        from workroom.providers.base import BoxState
         from workroom.remote.host_keys import HostKeyUnknown
 
         provider = self.engine.provider_for(host)
+        if not wake:  # every provider answers without touching the box (UNKNOWN when it cannot tell)
+            try:
+                asleep = await provider.box_state(host) is BoxState.ASLEEP
+            except Exception:
+                asleep = False
+            if asleep:
+                return TestOutcome(False, f"{host.name} is asleep (its provider says so), so it was not tested: "
+                                   "logging in would wake it. Click Wake and test to wake it, or add it as it is.",
+                                   asleep=True)
 
         def attempt() -> None:
             provider.open_shell(host).close()
 
+        trusted = ""
         try:
-            await asyncio.get_running_loop().run_in_executor(None, attempt)
+            for _ in range(2):
+                try:
+                    await asyncio.get_running_loop().run_in_executor(None, attempt)
+                    break
+                except HostKeyUnknown as unknown:
+                    if trusted or self.host_key_prompter is None:
+                        raise
+                    question = unknown.question
+                    if not await self.host_key_prompter(host.name, question):
+                        return TestOutcome(False, f"Reached {host.connect_address}, but its host key "
+                                           f"({question.fingerprint}) was not trusted, so the login was not tried.")
+                    known = provider.context.known_hosts
+                    assert known is not None
+                    await asyncio.get_running_loop().run_in_executor(None, known.trust_answer, question)
+                    trusted = f" Its new host key ({question.fingerprint}) is now trusted."
         except HostKeyUnknown as unknown:
-            return True, (f"Reached {host.connect_address}. Its host key is new to this computer "
-                          f"({unknown.question.fingerprint}); you will be asked to trust it when you add it.")
+            return TestOutcome(False, f"Reached {host.connect_address}, but its host key "
+                               f"({unknown.question.fingerprint}) is new to this computer and nobody was asked about "
+                               "it, so the login was not tried.")
         except UserError as error:
-            return False, f"{error.title}: {without_exception_names(error.message)} {error.advice(Face.APP)}".strip()
+            return TestOutcome(False, f"{error.title}: {without_exception_names(error.message)} "
+                               f"{error.advice(Face.APP)}".strip())
         except (OSError, TimeoutError, EOFError) as error:
             log.info("test connection to %s failed", host.name, exc_info=error)
-            return False, f"Could not reach {host.connect_address}: {without_exception_names(str(error))}"
+            return TestOutcome(False, f"Could not reach {host.connect_address}: "
+                               f"{without_exception_names(str(error))}")
         except Exception as error:
             log.error("test connection to %s failed unexpectedly", host.name, exc_info=error)
-            return False, f"Could not reach {host.connect_address}; the app's log has the details."
-        return True, f"Reached {host.connect_address} and logged in."
+            return TestOutcome(False, f"Could not reach {host.connect_address}; the app's log has the details.")
+        return TestOutcome(True, f"Reached {host.connect_address} and logged in.{trusted}")
 
     def edit_host(self, name: str, host: Host) -> None:
         """Save changed settings of the host called `name` (`host`: all of it, the fields the dialog does
@@ -229,10 +285,21 @@ class AppController(QObject):
 
         self.tasks.run(f"edit:{name}", edit())
 
-    def remove_host(self, name: str) -> None:
+    def remove_host(self, name: str, *, uninstall: bool = False) -> None:
+        """Forget the host; with `uninstall` (an explicit wake of an asleep box: the user asked), first stop its
+        agent and remove it from the box. An uninstall that cannot be done keeps the host and says why."""
         async def remove() -> None:
-            await self.engine.remove_host(name)
+            try:
+                report = await self.engine.remove_host(name, uninstall=uninstall)
+            except UserError as error:
+                self.failed.emit(UserError(f"{name} not removed: {error.title}",
+                                           f"{error.message} Its agent may still be running there.",
+                                           "Try again when the host is reachable, or remove it without "
+                                           "uninstalling (its agent then keeps running there)."))
+                return
             self.host_removed.emit(name)
+            if report is not None:
+                self.host_uninstalled.emit(name, report.words())
 
         self.tasks.run(f"remove:{name}", remove())
 
@@ -292,6 +359,15 @@ class AppController(QObject):
         if self._relay in self.engine.listeners:
             self.engine.listeners.remove(self._relay)
         await self.engine.close()
+
+
+class TestOutcome(NamedTuple):
+    """What Test connection found: logged in or not, in words, and whether the box was found asleep (then the
+    dialog offers Wake and test)."""
+
+    ok: bool
+    words: str
+    asleep: bool = False
 
 
 def _unreachable(host: Host, error: UserError) -> HostSnapshot:

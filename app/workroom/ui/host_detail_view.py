@@ -21,6 +21,7 @@ from workroom.core.plain_errors import without_exception_names
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
 from workroom.ui.badge_icons import icon_for
+from workroom.ui.wrap_text import breakable
 
 MIN_WIDTH = 360
 ACTIVE_STATES = frozenset({ConnectionState.CONNECTING, ConnectionState.HOST_KEY_QUESTION, ConnectionState.PUSHING,
@@ -49,6 +50,7 @@ class HostDetailView(QWidget):
         self._clock = clock
         self.snapshot: HostSnapshot | None = None
         self.setMinimumWidth(MIN_WIDTH)
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # can hold focus when its buttons go away
         self.icon = QLabel()
         self.title = _wrapping("detail_title")
         self.title.setText("Select a host")
@@ -157,7 +159,7 @@ class HostDetailView(QWidget):
         self.title.setText(snapshot.host.name)
         self.icon.setPixmap(icon_for(badge.kind, self.palette()).pixmap(24, 24))
         self.badge_label.setText(f"<b>{html.escape(row_text.badge_text(snapshot, now))}</b>")
-        self.tooltip.setText(badge.tooltip)
+        self.tooltip.setText(breakable(row_text.badge_tooltip(snapshot, now)))
         muted = styles.muted_text(self.palette()).name()
         rows = "".join(
             f"<tr><td style='color:{muted};padding-right:10px'>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
@@ -168,12 +170,16 @@ class HostDetailView(QWidget):
         state = snapshot.connection.state
         active = state in ACTIVE_STATES
         retrying = state in RETRYING_STATES
+        focused = next((b for b in (self.keep_button, self.connect_button, self.disconnect_button)
+                        if b.hasFocus()), None)
         self.connect_button.setText("Retry now" if retrying else
                                     "Wake and connect" if state is ConnectionState.ASLEEP else "Connect")
         self.connect_button.setVisible(retrying or not active)
         self.connect_button.setEnabled(True)
-        self.disconnect_button.setVisible(active)
-        self.disconnect_button.setEnabled(active)
+        # While the host-key question waits, its dialog is the way to say no (Cancel): no second way out here.
+        can_disconnect = active and state is not ConnectionState.HOST_KEY_QUESTION
+        self.disconnect_button.setVisible(can_disconnect)
+        self.disconnect_button.setEnabled(can_disconnect)
         self.keep_button.setVisible(badge.offers_keep)
         self.keep_button.setEnabled(badge.offers_keep)
         if badge.offers_keep:
@@ -182,6 +188,17 @@ class HostDetailView(QWidget):
             self._set_primary(self.connect_button)
         else:
             self._set_primary(None)
+        if focused is not None and focused.isHidden():
+            self._keep_focus_here()
+
+    def _keep_focus_here(self) -> None:
+        """The clicked button went away (Connect became Disconnect): focus the button that took its place, or
+        the panel itself, never the next field in the tab order (the price box, its text selected)."""
+        for button in (self.disconnect_button, self.connect_button, self.keep_button):
+            if not button.isHidden() and button.isEnabled():
+                button.setFocus(Qt.FocusReason.OtherFocusReason)
+                return
+        self.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def _show_error(self, snapshot: HostSnapshot | None) -> None:
         info = snapshot.connection.error if snapshot is not None else None
@@ -191,8 +208,8 @@ class HostDetailView(QWidget):
             self.details_button.setChecked(False)
             self.error_details.hide()
             return
-        self.error.setText(f"{info.title}: {without_exception_names(info.message)}")
+        self.error.setText(breakable(f"{info.title}: {without_exception_names(info.message)}"))
         self.error.show()
-        self.error_details.setText(info.text(Face.APP))
+        self.error_details.setText(breakable(info.text(Face.APP)))
         self.details_button.show()
         self.error_details.setVisible(self.details_button.isChecked())

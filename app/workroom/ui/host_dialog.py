@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
+from typing import Protocol
 
 from pydantic import ValidationError
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QShowEvent
 from PySide6.QtWidgets import (
     QComboBox,
@@ -26,6 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from workroom.core.hosts import (
+    LOCAL_PROVIDER,
     Host,
     HostsFile,
     IdentityRef,
@@ -38,8 +41,27 @@ from workroom.core.provider_specs import PROVIDER_SPECS, ProviderSpec, Reference
 from workroom.ui import styles
 from workroom.ui.ssh_aliases import config_aliases
 
-Tester = Callable[[Host], Awaitable[tuple[bool, str]]]
-"""Try to reach a host once: (reached?, what happened in words)."""
+
+class TesterOutcome(Protocol):
+    @property
+    def ok(self) -> bool: ...
+
+    @property
+    def words(self) -> str: ...
+
+    @property
+    def asleep(self) -> bool: ...
+
+
+class Tester(Protocol):
+    """Log in to a host once: logged in?, what happened in words, found asleep?; an asleep box only with `wake`."""
+
+    def __call__(self, host: Host, *, wake: bool = False) -> Awaitable[TesterOutcome]: ...
+
+
+TEST = "Test connection"
+WAKE_AND_TEST = "Wake and test"
+"""The test button once the provider said the box is asleep: the one click that may wake it."""
 
 FIELDS = ("name", "provider", "address", "port", "user", "identity", "reference", "idle_window_seconds",
           "agent_candidates")
@@ -47,7 +69,8 @@ FIELDS = ("name", "provider", "address", "port", "user", "identity", "reference"
 GENERAL = "general"
 DIALOG_MIN_WIDTH = 560
 """Wide enough that every placeholder and a one-line error show whole."""
-CANDIDATE_CHOICES = {"Provider default": "", "Only my processes": "user", "Every process": "all"}
+CANDIDATE_CHOICES = {"Provider default": "", "Only the login user's processes": "user", "Every process": "all"}
+"""`user`: processes of the user the app logs in as on the host (this computer: you), not other accounts'."""
 PROVIDER_CHOICES = tuple(PROVIDER_SPECS)
 """The provider list, in the specs' order (this computer last)."""
 REFERENCE_FIELDS: dict[str, ReferenceField] = {f.name: f for spec in PROVIDER_SPECS.values() for f in spec.reference}
@@ -62,6 +85,27 @@ def ref_key(field: ReferenceField) -> str:
 def spec_of(provider: str) -> ProviderSpec:
     """The spec of a provider the list shows (every entry is a spec's kind)."""
     return PROVIDER_SPECS[provider]
+DEVELOPER_PROVIDERS = frozenset({"simbox"})
+"""Development tools, not places a user's work runs: offered only where the tool itself is installed (the dev
+extra; never in the shipped app, which does not contain it), and marked as such in the list."""
+PROVIDER_LABELS = {"simbox": "simbox (developer's simulator)", LOCAL_PROVIDER: "local (this computer)"}
+
+
+def provider_choices(*, has_local: bool, editing: Host | None = None,
+                     simulator_installed: bool | None = None) -> list[str]:
+    """The Provider list: every kind a user's work can run on; this computer only while it is not a host yet
+    (a second "local" would be the same machine twice); the simulator only where it is installed."""
+    if simulator_installed is None:
+        import importlib.util
+
+        simulator_installed = importlib.util.find_spec("simbox") is not None
+    kinds = [k for k in PROVIDER_CHOICES if not spec_of(k).is_this_computer
+             and (k not in DEVELOPER_PROVIDERS or simulator_installed)]
+    if not has_local:
+        kinds += [k for k in PROVIDER_CHOICES if spec_of(k).is_this_computer]
+    if editing is not None and editing.provider not in kinds:
+        kinds.append(editing.provider)  # an existing host keeps its provider, whatever it is
+    return kinds
 
 
 def _clean(text: str) -> str | None:
@@ -202,7 +246,9 @@ class AddHostDialog(QDialog):
             self.alias_picker.hide()
         self._line("name", "Workroom name", form, "e.g. gpu-box")
         provider = QComboBox()
-        provider.addItems(list(PROVIDER_CHOICES))
+        has_local = any(spec_of(h.provider).is_this_computer for h in existing.hosts if h.provider in PROVIDER_SPECS)
+        for kind in provider_choices(has_local=has_local, editing=editing):
+            provider.addItem(PROVIDER_LABELS.get(kind, kind), kind)
         self._row("provider", "Provider", provider, form)
         self._line("address", "Address", form, "host name or IP; empty = the name (an ~/.ssh/config alias)")
         self._line("port", "Port", form, "22 or ~/.ssh/config's")
@@ -240,14 +286,14 @@ class AddHostDialog(QDialog):
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.ok_button = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
         self.ok_button.setText("Save" if editing else "Add host")
-        self.test_button = self.buttons.addButton("Test connection", QDialogButtonBox.ButtonRole.ActionRole)
+        self.test_button = self.buttons.addButton(TEST, QDialogButtonBox.ButtonRole.ActionRole)
         self.test_button.setObjectName("test_connection")
         self.test_button.clicked.connect(self.test_connection)
         self.test_button.setVisible(tester is not None)
         self.buttons.accepted.connect(self.try_accept)
         self.buttons.rejected.connect(self.reject)
-        provider.currentTextChanged.connect(self._provider_changed)
-        self._provider_changed(provider.currentText())
+        provider.currentIndexChanged.connect(lambda _i: self._provider_changed(str(provider.currentData())))
+        self._provider_changed(str(provider.currentData()))
         form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
         self.setMinimumWidth(DIALOG_MIN_WIDTH)
         layout = QVBoxLayout(self)
@@ -266,10 +312,23 @@ class AddHostDialog(QDialog):
             elif key == "agent_candidates":
                 widget.setCurrentText(next(k for k, v in CANDIDATE_CHOICES.items() if v == value))
             else:
-                widget.setCurrentText(value)
+                self.select_provider(value)
         name = self.inputs["name"]
         assert isinstance(name, QLineEdit)
         name.setReadOnly(True)  # the name keys its session, keyring entries and remembered verdict
+        # ... and it must not look editable: no frame, no focus, drawn as the window's text.
+        name.setFrame(False)
+        name.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        styles.set_role(name, styles.READ_ONLY)
+        name.setToolTip("The name cannot change: it keys this host's session, keyring entries and record.")
+
+    def select_provider(self, kind: str) -> None:
+        """Choose the Provider list's entry for `kind` (its label may say more than the kind)."""
+        combo = self.inputs["provider"]
+        assert isinstance(combo, QComboBox)
+        index = combo.findData(kind)
+        if index >= 0:
+            combo.setCurrentIndex(index)
 
     def _alias_chosen(self, index: int) -> None:
         if index <= 0:
@@ -283,8 +342,8 @@ class AddHostDialog(QDialog):
         else:
             address.setText(alias)
         self._last_alias = alias
-        if spec_of(provider.currentText()).is_this_computer:
-            provider.setCurrentText(next(k for k, spec in PROVIDER_SPECS.items() if not spec.is_this_computer))
+        if spec_of(str(provider.currentData())).is_this_computer:
+            self.select_provider(next(k for k, spec in PROVIDER_SPECS.items() if not spec.is_this_computer))
 
     _last_alias = ""
 
@@ -313,16 +372,19 @@ class AddHostDialog(QDialog):
         if host is None:
             return
         tester = self.tester
+        wake = self.test_button.text() == WAKE_AND_TEST
         self.test_button.setEnabled(False)
-        self.test_result.setText(f"Connecting to {host.connect_address}…")
+        self.test_result.setText(f"{'Waking and logging in to' if wake else 'Logging in to'} {host.connect_address}…")
         styles.set_role(self.test_result, "")
         self.test_result.show()
 
         async def run() -> None:
             try:
-                ok, words = await tester(host)
+                outcome = await tester(host, wake=wake)
             finally:
                 self.test_button.setEnabled(True)
+            ok, words = outcome.ok, outcome.words
+            self.test_button.setText(WAKE_AND_TEST if outcome.asleep else TEST)
             self.test_result.setText(words)
             styles.set_role(self.test_result, "" if ok else styles.ERROR)
             self.fit_height()
@@ -381,7 +443,7 @@ class AddHostDialog(QDialog):
             elif key == "agent_candidates":
                 out[key] = CANDIDATE_CHOICES[widget.currentText()]
             else:
-                out[key] = widget.currentText()
+                out[key] = str(widget.currentData() or "")
         return out
 
     def try_accept(self) -> None:

@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QW
 
 from workroom.core.questions import HostKeyQuestion
 from workroom.platform.macos import bring_to_front
+from workroom.ui.wrap_text import breakable
 
 
 class HostKeyDialog(QDialog):
@@ -27,8 +28,9 @@ class HostKeyDialog(QDialog):
             "<p>Trust it only if this fingerprint matches the one the host's owner gives you:</p>"
         )
         text.setWordWrap(True)
-        self.fingerprint = QLabel(question.fingerprint)
+        self.fingerprint = QLabel(breakable(question.fingerprint))
         self.fingerprint.setObjectName("host_key_fingerprint")
+        self.fingerprint.setWordWrap(True)  # a long fingerprint wraps (copied, it is whole: ui/wrap_text.py)
         self.fingerprint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.fingerprint.setStyleSheet("font-family: monospace; font-size: 13px; padding: 6px;")
         buttons = QDialogButtonBox()

@@ -163,7 +163,7 @@ class HostTableModel(QAbstractTableModel):
             if role == Qt.ItemDataRole.DecorationRole:
                 return icon_for(snap.badge(now).kind)
             if role == Qt.ItemDataRole.ToolTipRole:
-                return QtGui.Qt.convertFromPlainText(snap.badge(now).tooltip)  # tooltips would render markup
+                return QtGui.Qt.convertFromPlainText(row_text.badge_tooltip(snap, now))  # never as markup
             if role == BADGE_KIND_ROLE:
                 return snap.badge(now).kind
         if role == Qt.ItemDataRole.ToolTipRole:

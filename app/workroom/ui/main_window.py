@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from workroom.core.badge import LABELS, BadgeKind
+from workroom.core.badge import LABELS
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import Face, UserError
 from workroom.core.hosts import Host
@@ -47,8 +47,11 @@ from workroom.ui.secret_dialog import ask_secret
 from workroom.ui.settings_view import SettingsView
 from workroom.ui.timeline_view import TimelineView
 from workroom.ui.tray import copy_to_clipboard as copy_text
+from workroom.ui.wrap_text import breakable, install_clipboard_cleaner
 
 HOSTS_TAB, SETTINGS_TAB = 0, 1
+STATE_WIDTH_STEP = 24
+"""The State column's width moves in steps of this many pixels (an age ticking from 9 to 10 min does not)."""
 SETTLED_STATES = (ConnectionState.LIVE, ConnectionState.QUIET, ConnectionState.LOST, ConnectionState.BACKING_OFF,
                   ConnectionState.ERROR)
 """A connect that reached one of these did not find the box asleep."""
@@ -64,6 +67,7 @@ class MainWindow(QMainWindow):
         this computer can hold off its idle sleep (a Mac): the setting is shown."""
         super().__init__()
         styles.install()
+        install_clipboard_cleaner()
         self.controller = controller
         self.hide_on_close = False
         self.setWindowTitle("Workroom")
@@ -87,18 +91,24 @@ class MainWindow(QMainWindow):
         # and "Busy because" takes what is left (its cells elide; the tooltip has the whole text). The user
         # may still widen any column.
         header.setSectionResizeMode(Column.BUSY, QHeaderView.ResizeMode.Stretch)
-        states = [*LABELS.values(), f"{LABELS[BadgeKind.ASLEEP]} · last known idle (59 min ago)"]
-        for column, width in ((Column.NAME, 110), (Column.BADGE, self._room_for(Column.BADGE, states, True)),
+        # State gets room for every state's word (and its icon) and grows to what its cells say now ("Asleep ·
+        # last known idle (12 min ago)"), in steps so ticking ages do not make it twitch; it keeps no spare
+        # room that "Busy because" could use.
+        self._state_floor = self._room_for(Column.BADGE, LABELS.values(), True)
+        for column, width in ((Column.NAME, 110), (Column.BADGE, self._state_floor),
                               (Column.AWAKE, self._room_for(Column.AWAKE, ("23 h 59 min", "59 min 59 s"))),
                               (Column.CONNECTION, 150)):
             self.table.setColumnWidth(column, width)
         self._fit_provider()
         for signal in (self.model.rowsInserted, self.model.rowsRemoved, self.model.modelReset):
             signal.connect(self._fit_provider)
+        for signal in (self.model.rowsInserted, self.model.rowsRemoved, self.model.modelReset,
+                       self.model.dataChanged):
+            signal.connect(self._fit_state)
         self.detail = HostDetailView()
         self.timeline = TimelineView(controller)
         self.detail.add_section(self.timeline)
-        self.cards = PromptCardsView(controller.keep, controller.tasks)
+        self.cards = PromptCardsView(controller.keep, controller.tasks, sleeper=controller.let_sleep)
         self.settings = SettingsView()
         self.settings.load(controller.ceiling_settings)
         app_settings = controller.engine.settings
@@ -205,6 +215,7 @@ class MainWindow(QMainWindow):
         c.snapshot_changed.connect(self.on_snapshot)
         c.host_added.connect(self._host_added)
         c.host_removed.connect(self._host_removed)
+        c.host_uninstalled.connect(self._host_uninstalled)
         c.failed.connect(self.show_error)
         c.settings_applied.connect(self.settings.show_outcome)
         c.settings_failed.connect(self.settings.show_failure)
@@ -355,7 +366,7 @@ class MainWindow(QMainWindow):
         self.action_error.hide()
         self.notice.hide()
         self.left_asleep, self._connect_all_pending = [], set()
-        self.controller.connect_host(name)
+        self.controller.connect_clicked(name)  # wakes only where the button said "Wake and connect"
 
     def connect_all(self) -> list[str]:
         """Connect every host that is awake; name the ones left asleep and how to wake one."""
@@ -418,20 +429,40 @@ class MainWindow(QMainWindow):
             self.show_error(error)
 
     def confirm_remove(self) -> QMessageBox | None:
+        """Remove asks whether to uninstall the agent too (stopped the way it was started, then its files
+        removed); on an asleep box that button says it wakes it, and only that button does."""
         name = self.selected_name()
         if name is None:
             return None
+        snapshot = self.model.snapshot(name)
+        asleep = snapshot is not None and snapshot.connection.state is ConnectionState.ASLEEP
         box = QMessageBox(QMessageBox.Icon.Question, "Remove host",
-                          f"Remove {name} from this computer's hosts? Its agent keeps running there.",
-                          QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, self)
+                          f"Remove {name} from this computer's hosts?", QMessageBox.StandardButton.NoButton, self)
+        box.setInformativeText(
+            "Uninstall stops its agent on the host and removes it. Without it the agent keeps running there, "
+            "and keeps a busy box awake with nobody left to ask."
+            + (f" {name} is asleep: uninstalling wakes it." if asleep else ""))
         box.setObjectName("remove_confirm")
-        box.finished.connect(lambda result: self._remove_answered(name, result))
+        uninstall = box.addButton("Wake, uninstall and remove" if asleep else "Uninstall and remove",
+                                  QMessageBox.ButtonRole.AcceptRole)
+        uninstall.setObjectName("remove_uninstall")
+        only = box.addButton("Remove only", QMessageBox.ButtonRole.DestructiveRole)
+        only.setObjectName("remove_only")
+        cancel = box.addButton(QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel)
+        box.buttonClicked.connect(lambda button: self._remove_answered(
+            name, "uninstall" if button is uninstall else "only" if button is only else ""))
         box.open()
         return box
 
-    def _remove_answered(self, name: str, result: int) -> None:
-        if result == QMessageBox.StandardButton.Yes:
-            self.controller.remove_host(name)
+    def _remove_answered(self, name: str, choice: str) -> None:
+        if choice:
+            self.action_error.hide()
+            self.controller.remove_host(name, uninstall=choice == "uninstall")
+
+    def _host_uninstalled(self, name: str, words: str) -> None:
+        self.notice.setText(f"Removed {name}; on the host: {words}.")
+        self.notice.show()
 
     def _host_added(self, snapshot: HostSnapshot) -> None:
         self.model.update(snapshot)
@@ -446,8 +477,8 @@ class MainWindow(QMainWindow):
 
     def show_error(self, error: UserError) -> None:
         self.action_error.setText(f"<b>{html.escape(error.title)}</b>: "
-                                  f"{html.escape(without_exception_names(error.message))} "
-                                  f"{html.escape(error.advice(Face.APP))}")
+                                  + html.escape(breakable(f"{without_exception_names(error.message)} "
+                                                          f"{error.advice(Face.APP)}")))
         self.action_error.show()
 
     def _show_problems(self, problems: list[UserError]) -> None:
@@ -478,6 +509,12 @@ class MainWindow(QMainWindow):
 
     def _fit_provider(self) -> None:
         self.table.resizeColumnToContents(Column.PROVIDER)
+
+    def _fit_state(self, *_args: object) -> None:
+        need = max(self._state_floor, self.table.sizeHintForColumn(Column.BADGE))
+        width = -(-need // STATE_WIDTH_STEP) * STATE_WIDTH_STEP
+        if self.table.columnWidth(Column.BADGE) != width:
+            self.table.setColumnWidth(Column.BADGE, width)
 
     def _room_for(self, column: Column, words: Iterable[str], icon: bool = False) -> int:
         """A column's width for the longest of `words` (and the state icon), or for its caption if wider."""

@@ -111,10 +111,13 @@ class PromptCardsView(QScrollArea):
     ticked = Signal()
     """Every second while cards are showing (views refresh their own countdowns with it)."""
 
-    def __init__(self, keeper: Keeper, tasks: TaskKeeper, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, keeper: Keeper, tasks: TaskKeeper, clock: Callable[[], float] = time.monotonic, *,
+                 sleeper: Keeper | None = None) -> None:
         super().__init__()
         self.setObjectName("prompt_cards")
         self._keeper = keeper
+        self._sleeper = sleeper
+        """Sends "let it sleep" to the host's agent (it stops keeping the box awake now)."""
         self._tasks = tasks
         self._clock = clock
         self.cards: dict[str, PromptCard] = {}
@@ -160,7 +163,7 @@ class PromptCardsView(QScrollArea):
     def _add(self, snapshot: HostSnapshot, key: CardKey) -> PromptCard:
         card = PromptCard(snapshot, key)
         card.keep_button.clicked.connect(lambda: self._keep(card))
-        card.dismiss_button.clicked.connect(lambda: self._answer(card))
+        card.dismiss_button.clicked.connect(lambda: self._let_sleep(card))
         card.clicked.connect(self.card_clicked)
         self._layout.insertWidget(self._layout.count() - 1, card)
         self.cards[key[0]] = card
@@ -207,10 +210,32 @@ class PromptCardsView(QScrollArea):
         return True
 
     def dismiss(self, name: str) -> None:
-        """Answer `name`'s card with "let it sleep" (its agent's timeout then stops keeping it awake)."""
+        """Answer `name`'s card with "let it sleep" (as its button does: its agent stops keeping it awake now)."""
         card = self.cards.get(name)
         if card is not None:
+            self._let_sleep(card)
+
+    def _let_sleep(self, card: PromptCard) -> None:
+        sleeper = self._sleeper
+        if sleeper is None:
             self._answer(card)
+            return
+
+        async def let_sleep() -> None:
+            card.dismiss_button.setEnabled(False)
+            card.dismiss_button.setText("Letting it sleep…")
+            try:
+                await sleeper(card.host_name)
+            except UserError as error:
+                if self.cards.get(card.host_name) is card:
+                    card.show_error(error)
+                    card.dismiss_button.setEnabled(True)
+                    card.dismiss_button.setText("Let it sleep")
+                    self._resize()
+                return
+            self._answer(card)
+
+        self._tasks.run(f"let-sleep:{card.host_name}", let_sleep())
 
     def _keep(self, card: PromptCard) -> None:
         async def keep() -> None:

@@ -87,6 +87,12 @@ def badge_text(snap: HostSnapshot, now_monotonic: float) -> str:
     return f"{label} · {known}" if known else label
 
 
+def badge_tooltip(snap: HostSnapshot, now_monotonic: float | None = None) -> str:
+    """The badge's sentences as the desktop app says them: an error's advice in the app's own words (its
+    fields, not the command line's options), where the error has them."""
+    return snap.badge(now_monotonic).tooltip
+
+
 def agent_now(snap: HostSnapshot, now_monotonic: float) -> float | None:
     """The agent's clock now, estimated from when its last status arrived here."""
     if snap.status is None:
@@ -200,7 +206,7 @@ def keep_awake_seen_text(snap: HostSnapshot, now_monotonic: float) -> str:
         return "confirmed" + seen
     if proof.confirmed is False:
         return "NOT seen" + seen + f". {proof.why}"
-    return proof.why[0].lower() + proof.why[1:] if proof.why else "unconfirmed"
+    return proof.why or "not known yet"  # a whole sentence of its own ("Not known yet: …"), not a fragment
 
 
 def ssh_command(snap: HostSnapshot) -> str | None:

@@ -42,9 +42,14 @@ BOUNDS_TEXT = (
 )
 
 
-def _spin(maximum: int, suffix: str, name: str) -> QSpinBox:
+MAX_TYPED = 999_999_999
+"""Every box takes any whole number up to nine digits (far past 30 days in any unit), so what is typed is what the
+box holds: the bounds are checked in words below the boxes, never by a box silently refusing a digit."""
+
+
+def _spin(suffix: str, name: str) -> QSpinBox:
     box = QSpinBox()
-    box.setRange(0, maximum)
+    box.setRange(0, MAX_TYPED)
     box.setSuffix(suffix)
     box.setObjectName(name)
     box.setKeyboardTracking(True)
@@ -57,11 +62,11 @@ class SettingsView(QWidget):
 
     def __init__(self) -> None:
         super().__init__()
-        max_hours = int(MAX_DURATION_SECONDS // 3600)
-        self.ceiling_hours = _spin(max_hours, " h", "ceiling_hours")
-        self.ceiling_minutes = _spin(59, " min", "ceiling_minutes")
-        self.timeout_minutes = _spin(int(MAX_DURATION_SECONDS // 60), " min", "timeout_minutes")
-        self.timeout_seconds = _spin(59, " s", "timeout_seconds")
+        self.ceiling_hours = _spin(" h", "ceiling_hours")
+        self.ceiling_minutes = _spin(" min", "ceiling_minutes")
+        self.ceiling_seconds = _spin(" s", "ceiling_seconds")
+        self.timeout_minutes = _spin(" min", "timeout_minutes")
+        self.timeout_seconds = _spin(" s", "timeout_seconds")
         self.ask_mode = QCheckBox("Ask before keeping a box awake past the ceiling")
         self.ask_mode.setObjectName("ask_mode")
         self.ask_mode.setToolTip("Only hosts that sleep when idle are asked; hosts that never sleep just report it.")
@@ -72,7 +77,7 @@ class SettingsView(QWidget):
         self.exact.setWordWrap(True)
         styles.set_role(self.exact, styles.MUTED)
         self.exact.hide()
-        self._loaded: dict[str, tuple[tuple[int, int], float]] = {}
+        self._loaded: dict[str, tuple[tuple[int, ...], float]] = {}
         """Per duration field: (what its two boxes showed when loaded, the exact seconds loaded)."""
         self.error = QLabel()
         self.error.setObjectName("settings_error")
@@ -92,6 +97,7 @@ class SettingsView(QWidget):
         ceiling_row = QHBoxLayout()
         ceiling_row.addWidget(self.ceiling_hours)
         ceiling_row.addWidget(self.ceiling_minutes)
+        ceiling_row.addWidget(self.ceiling_seconds)
         ceiling_row.addStretch(1)
         timeout_row = QHBoxLayout()
         timeout_row.addWidget(self.timeout_minutes)
@@ -118,26 +124,38 @@ class SettingsView(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.result)
         layout.addStretch(1)
-        for box in (self.ceiling_hours, self.ceiling_minutes, self.timeout_minutes, self.timeout_seconds):
+        for box in self._boxes():
             box.valueChanged.connect(self._validate)
         self.ask_mode.toggled.connect(self._validate)
 
+    def _boxes(self) -> tuple[QSpinBox, ...]:
+        return (self.ceiling_hours, self.ceiling_minutes, self.ceiling_seconds, self.timeout_minutes,
+                self.timeout_seconds)
+
     def load(self, settings: CeilingSettings) -> None:
-        hours, minutes = settings.ceiling_hours_minutes
+        hours, rest = divmod(round(settings.ceiling_seconds), 3600)
+        minutes, seconds = divmod(rest, 60)
         t_minutes, t_seconds = divmod(round(settings.prompt_timeout_seconds), 60)
-        self._loaded = {"ceiling_seconds": ((hours, minutes), settings.ceiling_seconds),
+        self._loaded = {"ceiling_seconds": ((hours, minutes, seconds), settings.ceiling_seconds),
                         "prompt_timeout_seconds": ((t_minutes, t_seconds), settings.prompt_timeout_seconds)}
-        for box, value in ((self.ceiling_hours, hours), (self.ceiling_minutes, minutes),
-                           (self.timeout_minutes, t_minutes), (self.timeout_seconds, t_seconds)):
+        for box, value in zip(self._boxes(), (hours, minutes, seconds, t_minutes, t_seconds), strict=True):
             box.blockSignals(True)
             box.setValue(value)
             box.blockSignals(False)
         self.ask_mode.setChecked(settings.ask_at_ceiling)
         self._validate()
 
-    def _shown(self) -> dict[str, tuple[int, int]]:
-        return {"ceiling_seconds": (self.ceiling_hours.value(), self.ceiling_minutes.value()),
+    def _shown(self) -> dict[str, tuple[int, ...]]:
+        return {"ceiling_seconds": (self.ceiling_hours.value(), self.ceiling_minutes.value(),
+                                    self.ceiling_seconds.value()),
                 "prompt_timeout_seconds": (self.timeout_minutes.value(), self.timeout_seconds.value())}
+
+    def _typed_words(self, field: str) -> str:
+        """What the boxes of `field` hold, as typed ("99999 min", "0 s")."""
+        boxes = {"ceiling_seconds": (self.ceiling_hours, self.ceiling_minutes, self.ceiling_seconds),
+                 "prompt_timeout_seconds": (self.timeout_minutes, self.timeout_seconds)}.get(field, ())
+        words = [f"{b.value()}{b.suffix()}" for b in boxes if b.value()]
+        return " ".join(words) or f"0{boxes[-1].suffix()}" if boxes else ""
 
     def _kept(self) -> dict[str, float]:
         """The loaded seconds of each field whose boxes still show what they showed when loaded."""
@@ -146,8 +164,8 @@ class SettingsView(QWidget):
 
     def _typed_seconds(self) -> dict[str, float]:
         """What the boxes show, in seconds."""
-        (hours, minutes), (t_minutes, t_seconds) = (self._shown()[field] for field in DURATION_FIELDS)
-        return {"ceiling_seconds": float(hours * 3600 + minutes * 60),
+        (hours, minutes, seconds), (t_minutes, t_seconds) = (self._shown()[field] for field in DURATION_FIELDS)
+        return {"ceiling_seconds": float(hours * 3600 + minutes * 60 + seconds),
                 "prompt_timeout_seconds": float(t_minutes * 60 + t_seconds)}
 
     def _entered_seconds(self) -> dict[str, float]:
@@ -175,7 +193,11 @@ class SettingsView(QWidget):
             value = self._entered_seconds().get(error.field)
             row = SETTINGS_BY_NAME.get(error.field)
             what = FIELD_WORDS.get(error.field, error.field)
-            got = f"; {format_duration(value)} is not" if value is not None else ""
+            typed = self._typed_words(error.field)
+            got = ""
+            if value is not None:
+                total = format_duration(value)
+                got = f"; {typed} is not" if typed == total or not typed else f"; {typed} ({total}) is not"
             if row is not None and row.minimum is not None and row.maximum is not None:
                 self.error.setText(f"{what} must be between {format_duration(row.minimum)} and "
                                    f"{format_duration(row.maximum)}{got}. Not applied.")

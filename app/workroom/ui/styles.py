@@ -33,6 +33,8 @@ BANNER = "banner"
 """A problems banner: a red tint of the window behind ordinary text."""
 PRIMARY = "primary"
 """The one prominent button of a panel: the palette's highlight colours."""
+READ_ONLY = "read_only"
+"""A line edit that shows a value which cannot change (Edit host's name): drawn as plain text on the window."""
 
 _ERROR_HUE = QColor(200, 0, 0)
 _CARD_HUE = QColor(230, 170, 0)
@@ -188,6 +190,8 @@ def stylesheet(palette: QPalette) -> str:
         # Qt's own notification balloon (used where no notification service runs) paints a fixed pale
         # yellow; with an application sheet its labels would take the palette's text colour (light in dark
         # mode), so its text is made readable on that yellow.
+        f"QLineEdit{sel % READ_ONLY} {{ background: transparent; border: none; color: {text(palette).name()};"
+        " font-weight: bold; }",
         f"QBalloonTip QLabel {{ color: {readable_on(text(palette), BALLOON_BACKGROUND).name()}; }}",
         f"QLabel{sel % BANNER} {{ background: {banner.name()}; color: {readable_on(text(palette), banner).name()};"
         " padding: 6px; border-radius: 4px; }",

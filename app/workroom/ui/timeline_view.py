@@ -41,6 +41,9 @@ from workroom.ui import styles
 from workroom.ui.tasks import TaskKeeper
 
 AUTO_REFRESH_SECONDS = 60.0
+MIN_SPAN_PX = 4.0
+"""The narrowest a stretch of work (or sleep) is drawn: on a 320 px strip of 24 h, one pixel is 4.5 minutes."""
+NOTABLE = frozenset({tl.SegmentKind.BUSY, tl.SegmentKind.HELD, tl.SegmentKind.CEILING, tl.SegmentKind.ASLEEP})
 CONNECTED = frozenset({ConnectionState.LIVE, ConnectionState.QUIET})
 
 LEGEND: tuple[tuple[busy_reasons.ColourRole | tl.SegmentKind, str], ...] = (
@@ -122,11 +125,23 @@ class TimelineStrip(QWidget):
         span = max(self.summary.end - self.summary.start, 1.0)
         return (t - self.summary.start) / span * (self.width() - 1)
 
+    def _rect(self, seg: tl.Segment) -> tuple[float, float]:
+        """Where a stretch is drawn: its share of the window, and at least MIN_SPAN_PX for one that matters
+        (work, past ceiling, asleep), centred on it, so five minutes of a 24 h strip is still seen."""
+        x0, x1 = self._x(seg.start), self._x(seg.end)
+        if seg.kind in NOTABLE and x1 - x0 < MIN_SPAN_PX:
+            middle = (x0 + x1) / 2
+            x0 = min(max(0.0, middle - MIN_SPAN_PX / 2), self.width() - 1 - MIN_SPAN_PX)
+            x1 = x0 + MIN_SPAN_PX
+        return x0, max(x1, x0 + 1.0)
+
     def segment_at(self, x: float) -> tl.Segment | None:
         if self.summary is None:
             return None
-        for seg in self.summary.segments:
-            if self._x(seg.start) <= x <= self._x(seg.end):
+        ordered = sorted(self.summary.segments, key=lambda s: s.kind not in NOTABLE)  # widened ones first
+        for seg in ordered:
+            x0, x1 = self._rect(seg)
+            if x0 <= x <= x1:
                 return seg
         return None
 
@@ -137,10 +152,11 @@ class TimelineStrip(QWidget):
         palette = self.palette()
         painter.fillRect(QRectF(0, 0, self.width() - 1, h), styles.strip_background(palette))
         if self.summary is not None:
-            for seg in self.summary.segments:
-                x0, x1 = self._x(seg.start), self._x(seg.end)
+            # Idle and unrecorded time first; work, past ceiling and asleep on top (widened when short).
+            for seg in sorted(self.summary.segments, key=lambda s: s.kind in NOTABLE):
+                x0, x1 = self._rect(seg)
                 painter.setBrush(QBrush(colour_for(seg, palette)))
-                painter.drawRect(QRectF(x0, 0, max(x1 - x0, 1.0), h))
+                painter.drawRect(QRectF(x0, 0, x1 - x0, h))
         painter.setBrush(Qt.BrushStyle.NoBrush)
         painter.setPen(QPen(styles.strip_frame(palette)))
         painter.drawRect(QRectF(0, 0, self.width() - 1, h))
@@ -195,6 +211,13 @@ class TimelineView(QWidget):
         self.never_work: tuple[str, ...] = ()
         self._loaded_at: float | None = None
         self._seen_state: tuple[object, ...] | None = None
+        self._reply_at: float | None = None
+        """When the shown reply arrived (this computer's clock): the strip's "now" moves on from there."""
+        self._reply_state: tuple[object, ...] | None = None
+        """The host's (connection, verdict, first reason) when the reply arrived."""
+        self._reply_held_until: float | None = None
+        """Until when the host kept saying that (the span in progress is drawn on to here)."""
+        self._reply_changed = False
 
         title = QLabel("<b>What kept it awake (last 24 h)</b>")
         self.refresh_button = QPushButton("Refresh")
@@ -322,6 +345,7 @@ class TimelineView(QWidget):
 
     def _clear(self) -> None:
         self.reply, self.summary, self.never_work, self._loaded_at = None, None, (), None
+        self._reply_at = self._reply_state = None
         self.never_status.setText("")
         self._render()
 
@@ -344,6 +368,8 @@ class TimelineView(QWidget):
             if name != self.host_name:
                 return
             self.reply, self.never_work = reply, never.names
+            self._reply_at, self._reply_state = self._clock(), self._seen_state
+            self._reply_held_until, self._reply_changed = self._reply_at, False
             self.never_status.setText(html.escape(never.problem or ""))
             self._render()
 
@@ -411,7 +437,19 @@ class TimelineView(QWidget):
             self.never_list.setCurrentRow(list(self.never_work).index(selected))
 
     def _render(self) -> None:
-        self.summary = tl.summarise(self.reply, self.window_seconds) if self.reply is not None else None
+        reply = self.reply
+        if reply is not None and self._reply_at is not None:
+            # Advanced locally, once a second with the window's tick: never by asking the agent again.
+            now = self._clock()
+            still = self._reply_state is not None and self._reply_state == self._seen_state \
+                and self._seen_state[0] in CONNECTED
+            if still and not self._reply_changed:
+                self._reply_held_until = now
+            else:
+                self._reply_changed = True  # once the host says something else, the stretch stops there
+            held = (self._reply_held_until or self._reply_at) - self._reply_at
+            reply = tl.advanced(reply, now - self._reply_at, extend_seconds=held)
+        self.summary = tl.summarise(reply, self.window_seconds) if reply is not None else None
         self.strip.set_summary(self.summary)
         self._show_never_work()
         if self.summary is None:

@@ -70,7 +70,7 @@ class HostMenu(QMenu):
     def render_snapshot(self, snapshot: HostSnapshot, now: float) -> None:
         badge = snapshot.badge(now)
         self.setTitle(host_menu_text(snapshot, now))
-        self.setToolTip(Qt.convertFromPlainText(badge.tooltip))  # host-supplied text: never markup
+        self.setToolTip(Qt.convertFromPlainText(row_text.badge_tooltip(snapshot, now)))  # never markup
         state = snapshot.connection.state
         asleep = state is ConnectionState.ASLEEP
         self.connect_action.setText("Wake and connect" if asleep else "Connect")

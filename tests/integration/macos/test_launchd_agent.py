@@ -276,3 +276,26 @@ def test_a_killed_agent_is_running_again_within_two_seconds(tmp_path: Path, bund
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def test_uninstall_boots_the_launchagent_out_and_removes_its_plist(tmp_path: Path, bundle: AgentBundle) -> None:
+    """Removing a host with "uninstall": `launchctl bootout` for the agent's label, then the agent (here the fake
+    launchd's child, which a real launchd would stop itself) by its lock's pid, and the plist, bundle and state
+    files removed."""
+    shell, record, layout = _setup(tmp_path, fail_bootstrap=False)
+    installer = AgentInstaller(shell, bundle, layout, ServeOptions(workroom="mac", heartbeat=False),
+                               python=(sys.executable,))
+    try:
+        report = installer.ensure()
+        label = launchd_label(report.socket_path)
+        plist_path = shell.home / "Library" / "LaunchAgents" / f"{label}.plist"
+        assert plist_path.exists()
+        gone = installer.uninstall()
+        calls = [json.loads(line) for line in record.read_text().splitlines()]
+        assert calls[-1] == ["bootout", f"gui/{os.getuid()}/{label}"]
+        assert "launchd LaunchAgent" in gone.stopped and not plist_path.exists()
+        assert not Path(report.bundle_path).exists() and not Path(report.socket_path + ".lock").exists()
+        out = subprocess.run(["pgrep", "-f", report.bundle_path], capture_output=True, text=True)
+        assert not out.stdout.split(), "the agent still runs"
+    finally:
+        _kill_agents(str(tmp_path / "agent" / "wr-agent.pyz"))

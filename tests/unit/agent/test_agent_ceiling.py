@@ -4,6 +4,7 @@ import pytest
 from agentfake import make_agent
 from wr_agent.agent import visible
 from wr_agent.ceiling import BELOW, EXCEEDED, PROMPTED, SUPPRESSED, Ceiling
+from wr_agent.heartbeat import Heartbeat
 from wr_agent.settings import Settings
 from wr_agent.signals import Signals
 
@@ -145,3 +146,71 @@ def test_handoff_state_round_trip_keeps_awake_clock_and_prompt():
     assert st["awake_seconds"] == pytest.approx(70)
     with pytest.raises(ValueError):
         new.restore_state({"settings": state["settings"], "ceiling": {"state": "weird"}})
+
+
+def test_let_sleep_suppresses_at_once_and_holds_until_idle_or_keep():
+    c = Ceiling(Settings(100, 50, True))
+    c.update(0, True)
+    assert c.update(100, True) and c.state == PROMPTED
+    c.let_sleep(101)
+    assert not c.update(101, True) and c.state == SUPPRESSED and c.prompt_deadline is None
+    assert c.let_sleep_asked and c.prompt_seq == 1
+    assert not c.update(10000, True)  # no new prompt while the answer stands
+    c.apply_settings(10001, Settings(100, 50, False))  # a settings change does not undo the answer
+    assert c.suppressed and not c.update(10002, True)
+    c.keep(10003)
+    assert c.update(10004, True) and c.state == BELOW and not c.let_sleep_asked
+    c.let_sleep(10005)
+    assert not c.update(10006, True)
+    assert not c.update(10007, False) and c.state == BELOW and not c.let_sleep_asked
+
+
+def test_let_sleep_while_idle_changes_nothing():
+    c = Ceiling(Settings(100, 50, True))
+    c.let_sleep(5)
+    assert c.state == BELOW and not c.let_sleep_asked
+    assert c.update(6, True) and c.state == BELOW
+
+
+class CountingHeartbeat(Heartbeat):
+    """The real heartbeat's schedule, with the datagram counted instead of sent."""
+
+    def _send(self, now):
+        self.last_sent, self.error, self.sent = now, None, self.sent + 1
+        self.next_due = now + self.interval
+
+
+def test_let_sleep_publishes_idle_and_stops_the_heartbeat_on_the_next_tick():
+    agent, sampler, clock = make_agent(Settings(60, 600, True))
+    agent.heartbeat = CountingHeartbeat(interval=5, tick_seconds=1)
+    sampler.sig = Signals(cpu=[("job", "5", 1.0)])
+    for _ in range(62):
+        agent.tick()
+        clock.t += 1
+    st = agent.status()
+    assert st["prompt_pending"] and st["verdict"] == "BUSY" and not st["let_sleep"]
+    sent = agent.heartbeat.sent
+    st = agent.let_sleep()
+    assert st["verdict"] == "IDLE" and st["suppressed"] and st["let_sleep"] and not st["prompt_pending"]
+    assert st["classifier_verdict"] == "BUSY" and not st["asserting"]
+    for _ in range(30):  # the prompt timeout (600 s) is far away: the answer, not the timeout, stops it
+        agent.tick()
+        clock.t += 1
+    assert agent.heartbeat.sent == sent and agent.status()["verdict"] == "IDLE"
+
+
+def test_let_sleep_survives_a_handoff():
+    agent, sampler, clock = make_agent(Settings(60, 600, True))
+    sampler.sig = Signals(cpu=[("job", "5", 1.0)])
+    for _ in range(62):
+        agent.tick()
+        clock.t += 1
+    agent.let_sleep()
+    state = agent.handoff_state()
+    new, sampler2, clock2 = make_agent(Settings())
+    clock2.t = clock.t
+    new.restore_state(state)
+    sampler2.sig = sampler.sig
+    new.tick()
+    st = new.status()
+    assert st["suppressed"] and st["let_sleep"] and st["verdict"] == "IDLE"

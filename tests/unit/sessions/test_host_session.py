@@ -96,8 +96,11 @@ def test_a_box_asleep_is_left_asleep_by_a_background_start(tmp_path: Path, agent
         await asyncio.sleep(0.1)
         assert provider.shell_attempts == 0, "a background start must not wake the box"
         assert seen.states == [ConnectionState.ASLEEP]
-        # The user's Connect wakes it (and the wake is timed).
+        # A connect without an explicit wake answers "asleep" and leaves the box alone ...
         snap = await session.connect(timeout=10)
+        assert snap.connection.state is ConnectionState.ASLEEP and provider.shell_attempts == 0
+        # ... the user's explicit wake ("Wake and connect", --wake) wakes it (and the wake is timed).
+        snap = await session.connect(timeout=10, wake=True)
         assert snap.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET)
         assert provider.shell_attempts == 1 and snap.connection.wake_seconds is not None
         await session.close()

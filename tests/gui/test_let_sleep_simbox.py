@@ -1,0 +1,105 @@
+"""Acceptance: "Let it sleep" on a real simulated box puts it to sleep within its idle window of the click, not of
+the prompt timeout. The simulator (tools/simbox: real sshd in a network namespace, frozen after a window of
+network silence), the real agent pushed into the box, a real job inside it, and the app's own engine, sessions
+and prompt card (offscreen). The only change from the shipped simbox provider: the agent is started with its
+test-only lower bound, so the awake ceiling can be 3 s instead of 30 s (the prompt comes in seconds).
+
+Prints the time from the click to the box asleep (run with -s to see it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gui_helpers import wait_for
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.hosts import Host, IdentityRef
+from workroom.providers.simbox import SimboxProvider
+from workroom.remote.agent_install import ServeOptions
+from workroom.ui.app import WorkroomApp
+
+pytestmark = [pytest.mark.gui, pytest.mark.acceptance, pytest.mark.root, pytest.mark.slow]
+
+WINDOW = 6.0
+PROMPT_TIMEOUT = 600.0
+MARGIN = 3.0
+"""The click's own request and reply are bytes on the box's wire (they restart its idle clock), and the
+simulator notices the last byte at its next once-a-second read."""
+
+
+class QuickCeilingSimbox(SimboxProvider):
+    def serve_options(self, host: Host) -> ServeOptions:
+        options = super().serve_options(host)
+        return dataclasses.replace(options, extra=(*options.extra, "--test-min-duration", "1"))
+
+
+@pytest.fixture
+def sim(tmp_path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
+    if os.geteuid() != 0:
+        pytest.skip("the simulator needs root (network namespaces, cgroups); CI runs as root")
+    import simbox
+
+    home = tmp_path / "sim"
+    state = simbox.up(1, WINDOW, home=home)
+    try:
+        yield home, simbox.connection_info(state)
+    finally:
+        simbox.down(home=home)
+
+
+def test_let_it_sleep_puts_the_box_to_sleep_within_its_window(sim: Any, engine: Any, qtbot: Any, run: Any,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import simbox
+
+    home, info = sim
+    b = info["boxes"][0]
+    engine.paths.known_hosts_file.write_text(b["host_key_line"] + "\n")
+    engine.use_provider(QuickCeilingSimbox(engine.context))
+    engine.settings = engine.settings.model_copy(update={"ceiling": CeilingSettings.model_construct(
+        ceiling_seconds=3.0, prompt_timeout_seconds=PROMPT_TIMEOUT, ask_at_ceiling=True)})
+    simbox.wake("box1", home=home)
+    engine.add_host(Host(name="box1", provider="simbox", address="127.0.0.1", port=b["ssh_port"], user=b["user"],
+                         identity=IdentityRef.file(b["client_key"]), idle_window_seconds=WINDOW,
+                         provider_ref=b["health_url"]))
+    job = subprocess.Popen(simbox.exec_argv("box1", ["sleep", "300"], home=home),
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    app = WorkroomApp(engine)
+    qtbot.addWidget(app.window)
+    figures: dict[str, float] = {}
+
+    def box_state() -> str:
+        return str(simbox.box_status("box1", home=home)["state"])
+
+    async def scenario() -> None:
+        app.start(show_window=True)
+        card = await wait_for(lambda: app.window.cards.cards.get("box1"), 60, "the ceiling prompt's card")
+        await wait_for(lambda: box_state() == "awake", 5, "the box awake (kept so by the heartbeat)")
+        clicked = time.monotonic()
+        card.dismiss_button.click()
+        while box_state() != "asleep":
+            assert time.monotonic() - clicked < WINDOW + MARGIN + 5, "the box did not fall asleep"
+            await asyncio.sleep(0.1)
+        figures["click_to_asleep_s"] = time.monotonic() - clicked
+        assert job.poll() is None  # the job still ran: only the keep-awake stopped
+
+    try:
+        run(scenario(), timeout=120)
+    finally:
+        app.window.cards.timer.stop()
+        if box_state() == "asleep":
+            simbox.wake("box1", home=home)
+        job.kill()
+        job.wait(timeout=10)
+    took = figures["click_to_asleep_s"]
+    with capsys.disabled():
+        print(f"\nLet it sleep: click to asleep {took:.2f} s (idle window {WINDOW:g} s, prompt timeout "
+              f"{PROMPT_TIMEOUT:g} s)")
+    assert took <= WINDOW + MARGIN, took
