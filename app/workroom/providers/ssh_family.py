@@ -17,6 +17,7 @@ from workroom.core.hosts import Host
 from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_client import EventHandler
 from workroom.remote.agent_link import AgentLink, open_stream_link
+from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
 from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_config import SshTarget, resolve_target
 from workroom.remote.ssh_connection import ExecStream, SshConnection
@@ -30,8 +31,9 @@ class SshShell:
     def __init__(self, connection: SshConnection) -> None:
         self.connection = connection
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
-        result = self.connection.exec(cmd, input=input, timeout=timeout)
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0,
+            limit: AnswerLimit = COMMAND_ANSWER) -> ExecResult:
+        result = self.connection.exec(cmd, input=input, timeout=timeout, limit=limit)
         return ExecResult(result.exit_status, result.stdout, result.stderr)
 
     def put_file(self, data: bytes, remote_path: str, *, mode: int = 0o600) -> int:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from workroom.agent_bundle import AgentBundle, version_tuple
 from workroom.core.errors import UserError
+from workroom.remote.answer_limit import PROBE_ANSWER
 from workroom.remote.host_shell import ExecResult, HostShell
 
 DEFAULT_INSTALL_DIR = "~/.local/share/wr-agent"
@@ -350,7 +351,7 @@ class AgentInstaller:
     def probe(self) -> Probe:
         cmd, script = _python_cmd(_PROBE, self.layout.bundle_path, self.layout.socket_path, self.bundle.sha256,
                                   python=self.python)
-        result = self.shell.run(cmd, input=script, timeout=30)
+        result = self.shell.run(cmd, input=script, timeout=30, limit=PROBE_ANSWER)
         if result.exit_status == 127 and "no python3" in result.error_text():
             raise HostNotSuitable(
                 "No Python on the host",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from workroom.agent_bundle import AgentBundle
 from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, ServeOptions
@@ -16,8 +18,8 @@ class ShellWithPath(LocalShell):
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
-        return super().run(f"PATH={self.path}; export PATH; {cmd}", input=input, timeout=timeout)
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0, **kw: Any) -> ExecResult:
+        return super().run(f"PATH={self.path}; export PATH; {cmd}", input=input, timeout=timeout, **kw)
 
 
 def _installer(shell: LocalShell, tmp_path) -> AgentInstaller:  # type: ignore[no-untyped-def]

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from workroom.agent_bundle import AgentBundle, locate_agent_bundle
@@ -60,9 +61,9 @@ class ShellWith(LocalShell):
     def __init__(self, path: str, home: Path) -> None:
         self.path, self.home = path, home
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0, **kw: Any) -> ExecResult:
         prefix = f"PATH={self.path}; HOME={self.home}; export PATH HOME; unset XDG_RUNTIME_DIR; "
-        return super().run(prefix + cmd, input=input, timeout=timeout)
+        return super().run(prefix + cmd, input=input, timeout=timeout, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ prints without the Command Line Tools and exits 1, run through this computer's r
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from workroom.agent_bundle import AgentBundle
@@ -27,8 +28,8 @@ class ShellWithPath(LocalShell):
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
-        return super().run(f"PATH={self.path}; export PATH; {cmd}", input=input, timeout=timeout)
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0, **kw: Any) -> ExecResult:
+        return super().run(f"PATH={self.path}; export PATH; {cmd}", input=input, timeout=timeout, **kw)
 
 
 def test_apples_python3_placeholder_is_named(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from unit.agent.agentfake import make_agent
 from workroom.agent_bundle import AgentBundle
@@ -73,7 +74,7 @@ class UpToDateShell:
         self.commands: list[str] = []
         self.closed = False
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0, **kw: Any) -> ExecResult:
         self.commands.append(cmd)
         probe = {"python": "3.11.4", "home": "/home/dev", "bundle": "~/.local/share/wr-agent/wr-agent.pyz",
                  "socket": self.socket_path, "sha256": BUILD, "version": BUNDLE.version, "running": True,
