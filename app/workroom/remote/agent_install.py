@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import plistlib
+import re
 import secrets
 import shlex
 import textwrap
@@ -26,6 +27,7 @@ import time
 from dataclasses import dataclass, field
 
 from workroom.agent_bundle import AgentBundle, version_tuple
+from workroom.core.display_text import plain
 from workroom.core.errors import UserError
 from workroom.remote.answer_limit import PROBE_ANSWER
 from workroom.remote.host_shell import ExecResult, HostShell
@@ -119,6 +121,14 @@ class HostNotSuitable(AgentInstallError):
     """The host cannot run the agent until a person changes it (no or too old Python, an unsafe folder)."""
 
     retryable = False
+
+
+_SAFE_PATH = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]{1,1024}")
+
+
+def _text(value: object, limit: int = 100) -> str | None:
+    """A probe field as the host sent it, cleaned and cut at parse time (it is shown in words)."""
+    return None if value is None else plain(str(value), limit)
 
 
 def _expand(path: str, home: str) -> str:
@@ -371,29 +381,38 @@ class AgentInstaller:
         except (ValueError, IndexError):
             raise AgentInstallError(
                 "Could not read the host",
-                f"The probe of the host failed (exit {result.exit_status}): {result.error_text()[:300]}",
+                f"The probe of the host failed (exit {result.exit_status}): {result.said()}",
                 "Check that the host's shell works for this user.",
             ) from None
         if data.get("unsafe"):
             raise HostNotSuitable(
                 "The agent's folder on the host is not safe",
-                f"{data['unsafe']}, so another user could replace the agent that the app would then run.",
+                f"{plain(str(data['unsafe']), 500)}, so another user could replace the agent that the app would "
+                "then run.",
                 "Remove that folder on the host (or make it a folder of the login user's that only it can write "
                 "to), then connect again.",
             )
-        python = data.get("python")
+        python = _text(data.get("python"))
         if version_tuple(python or "") < MIN_PYTHON:
             raise HostNotSuitable(
                 "Python on the host is too old",
                 f"The host's python3 is {python}; the workroom agent needs Python 3.8 or newer.",
                 "Install a newer python3 on the host, then connect again.",
             )
+        paths = [data.get(k) for k in ("home", "bundle", "socket")]
+        if not all(isinstance(p, str) and p and _SAFE_PATH.fullmatch(p) for p in paths):
+            raise AgentInstallError(
+                "Could not read the host",
+                "The probe of the host answered with folder names this app does not use (empty, too long, or "
+                "with control characters).",
+                "Check the login user's home on the host.",
+            )
         return Probe(
-            python=python, home=data["home"], bundle_path=data["bundle"], socket_path=data["socket"],
-            sha256=data.get("sha256"), version=data.get("version"), running=bool(data.get("running")),
-            systemd_user=bool(data.get("systemd_user")), running_build=data.get("running_build"),
+            python=python, home=paths[0], bundle_path=paths[1], socket_path=paths[2],
+            sha256=_text(data.get("sha256")), version=_text(data.get("version")), running=bool(data.get("running")),
+            systemd_user=bool(data.get("systemd_user")), running_build=_text(data.get("running_build")),
             running_stalled=data.get("running_stalled") is True,
-            launchd=bool(data.get("launchd")), supervisor=data.get("supervisor"),
+            launchd=bool(data.get("launchd")), supervisor=_text(data.get("supervisor")),
         )
 
     def ensure(self) -> InstallReport:
@@ -448,7 +467,7 @@ class AgentInstaller:
         if not mk.ok:
             raise AgentInstallError(
                 "Could not prepare the host",
-                f"Creating the agent's folders failed: {mk.error_text()[:300]}",
+                f"Creating the agent's folders failed: {mk.said()}",
                 "Check the free space and permissions in the host user's home.",
             )
         staged = f"{install_dir}/.{BUNDLE_NAME}.staged-{secrets.token_hex(6)}"
@@ -459,7 +478,7 @@ class AgentInstaller:
         if not placed.ok:
             raise AgentInstallError(
                 "The agent upload was damaged",
-                f"The host refused the uploaded agent: {placed.error_text()[:300]}",
+                f"The host refused the uploaded agent: {placed.said()}",
                 "Connect again to retry the upload.",
             )
         return sent
@@ -473,7 +492,7 @@ class AgentInstaller:
         if not waited.ok:
             raise AgentInstallError(
                 "The agent did not start",
-                f"The agent did not answer after it was started: {waited.error_text()[:300]}",
+                f"The agent did not answer after it was started: {waited.said()}",
                 f"Look at {probe.socket_path}.log on the host.",
             )
 
@@ -487,7 +506,7 @@ class AgentInstaller:
         if not done.ok:
             raise AgentInstallError(
                 "The agent update did not take",
-                f"The running agent refused the new version: {done.error_text()[:300]}",
+                f"The running agent refused the new version: {done.said()}",
                 "Connect again; if it repeats, stop the agent on the host and connect.",
             )
         # `handoff` itself returns only once the new build answers on the socket (or fails), so there is
@@ -503,7 +522,7 @@ class AgentInstaller:
         if not waited.ok:
             raise AgentInstallError(
                 "The agent did not restart",
-                f"The agent had stopped checking the host and did not recover: {waited.error_text()[:300]}",
+                f"The agent had stopped checking the host and did not recover: {waited.said()}",
                 f"Look at {probe.socket_path}.log on the host, or stop the agent there and connect again.",
             )
 
@@ -528,7 +547,7 @@ class AgentInstaller:
         if not started.ok:
             raise AgentInstallError(
                 "The agent did not start",
-                f"Starting the agent failed: {started.error_text()[:300]}",
+                f"Starting the agent failed: {started.said()}",
                 f"Look at {log} on the host.",
             )
         self._wait_for_build(probe, expected)
@@ -542,7 +561,7 @@ class AgentInstaller:
         made = self.shell.run(f"mkdir -p {shlex.quote(unit_dir)}", timeout=30)
         if not made.ok:
             raise AgentInstallError("Could not prepare the host", f"Creating {unit_dir} failed: "
-                                    f"{made.error_text()[:300]}", "Check the host user's home.")
+                                    f"{made.said()}", "Check the host user's home.")
         self.shell.put_file(unit.encode(), f"{unit_dir}/wr-agent.service", mode=0o644)
         return self.shell.run("systemctl --user daemon-reload && systemctl --user enable --now wr-agent.service",
                               timeout=30)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from workroom.core.display_text import plain
 from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
 from workroom.remote.ssh_errors import CommandTimedOut, short_command
 
@@ -37,6 +38,10 @@ class ExecResult:
 
     def error_text(self) -> str:
         return self.stderr.decode("utf-8", "replace").strip()
+
+    def said(self, limit: int = 300) -> str:
+        """The error output as words for a message: host-supplied, so plain text and at most `limit` long."""
+        return plain(self.error_text(), limit)
 
 
 class HostShell(Protocol):

@@ -47,6 +47,7 @@ from workroom.remote.ssh_errors import (
     handshake_error,
     open_fdpass_proxy,
     open_proxy_command,
+    said,
     short_command,
 )
 from workroom.remote.ssh_transport import WorkroomTransport
@@ -571,7 +572,7 @@ class SshConnection:
 def _plain_cause(exc: BaseException) -> str:
     """A low-level failure's own words, or plain ones for those that have none (never a type name)."""
     if str(exc):
-        return str(exc)
+        return said(exc)
     log.debug("connection broke with %r", exc)
     if isinstance(exc, EOFError):
         return "the host closed it"
