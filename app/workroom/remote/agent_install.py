@@ -16,6 +16,7 @@ own interpreter instead (providers.local), so a Mac's `/usr/bin/python3` placeho
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import plistlib
@@ -167,6 +168,14 @@ _PROBE = textwrap.dedent(
             os.chmod(folder, stat.S_IMODE(st.st_mode) & ~0o077)
             out["repaired"].append(folder)
             trusted = False
+    def nearest(p):
+        while not os.path.lexists(p) and os.path.dirname(p) != p:
+            p = os.path.dirname(p)
+        return p
+    if "unsafe" not in out:  # every folder above it too (the launcher's rule, OpenSSH's safe_path)
+        why = unsafe_folder(nearest(os.path.dirname(folder)))
+        if why:
+            out["unsafe"] = why
     if "unsafe" in out:
         print(json.dumps(out))
         sys.exit(0)
@@ -234,6 +243,13 @@ _PROBE = textwrap.dedent(
                 out["supervisor"] = f.read(100).strip() or None
     except OSError:
         pass
+    # The folder the supervisor's own file goes in: whoever can write there chooses what starts.
+    config = ("~/.config/systemd/user" if out["systemd_user"] else "~/Library/LaunchAgents" if out["launchd"]
+              else None)
+    if config is not None:
+        why = unsafe_folder(nearest(os.path.expanduser(config)))
+        if why:
+            out["unsafe"] = why
     print(json.dumps(out))
     """
 )
@@ -299,6 +315,7 @@ _SYSTEMD_UNIT = textwrap.dedent(
     ExecStart={exec_start}
     Restart=always
     RestartSec=1
+    RestartPreventExitStatus=5
 
     [Install]
     WantedBy=default.target
@@ -324,6 +341,20 @@ def _python_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> t
     run = " ".join(shlex.quote(a) for a in python)
     cmd = f"{check} || {{ echo 'wr: no python3' >&2; exit 127; }}; exec {run} - {quoted}"
     return cmd, script.encode()
+
+
+LAUNCH_CALL = "\nlaunch()\n"
+LAUNCH_WRAPPER = "import base64;exec(base64.b64decode('%s'))"
+
+
+def launcher_argv(bundle: AgentBundle, python: tuple[str, ...], expected: str, bundle_path: str, folder: str,
+                  args: list[str]) -> list[str]:
+    """Run `bundle_path args...` on the host only after the launcher (wr_agent/launcher.py, from the app's own
+    bundle) has checked its folders and that its sha256 is `expected`: the same argv the agent builds for its
+    own restarts (launcher.command; a contract test holds the two together)."""
+    text = bundle.launcher_source() + LAUNCH_CALL
+    code = LAUNCH_WRAPPER % base64.b64encode(text.encode("utf-8")).decode("ascii")
+    return [*python, "-c", code, expected, bundle_path, folder, *args]
 
 
 def launchd_label(socket_path: str) -> str:
@@ -359,7 +390,8 @@ class AgentInstaller:
         self.python = python
 
     def probe(self) -> Probe:
-        cmd, script = _python_cmd(_PROBE, self.layout.bundle_path, self.layout.socket_path, self.bundle.sha256,
+        probe_script = self.bundle.launcher_source() + _PROBE  # the folder rule is the launcher's
+        cmd, script = _python_cmd(probe_script, self.layout.bundle_path, self.layout.socket_path, self.bundle.sha256,
                                   python=self.python)
         result = self.shell.run(cmd, input=script, timeout=30, limit=PROBE_ANSWER)
         if result.exit_status == 127 and "no python3" in result.error_text():
@@ -497,11 +529,9 @@ class AgentInstaller:
             )
 
     def _handoff(self, probe: Probe) -> None:
-        cmd = " ".join(
-            shlex.quote(a)
-            for a in (*self.python, probe.bundle_path, "handoff", "--socket", probe.socket_path,
-                      "--bundle", probe.bundle_path, "--sha256", self.bundle.sha256)
-        )
+        cmd = " ".join(shlex.quote(a) for a in launcher_argv(
+            self.bundle, self.python, self.bundle.sha256, probe.bundle_path, "",
+            ["handoff", "--socket", probe.socket_path, "--bundle", probe.bundle_path, "--sha256", self.bundle.sha256]))
         done = self.shell.run(cmd, timeout=30)
         if not done.ok:
             raise AgentInstallError(
@@ -510,7 +540,16 @@ class AgentInstaller:
                 "Connect again; if it repeats, stop the agent on the host and connect.",
             )
         # `handoff` itself returns only once the new build answers on the socket (or fails), so there is
-        # nothing more to wait for here.
+        # nothing more to wait for here. A unit or plist names the hash it expects: the new one from now on.
+        if probe.supervisor == SUPERVISOR_SYSTEMD:
+            self._write_systemd_unit(probe, self._serve_argv(probe, self.bundle.sha256, self._systemd_dir(probe)))
+            self.shell.run("systemctl --user daemon-reload", timeout=30)
+        elif probe.supervisor == SUPERVISOR_LAUNCHD:
+            label = launchd_label(probe.socket_path)
+            self.shell.put_file(launchd_plist(label, self._serve_argv(probe, self.bundle.sha256,
+                                                                      self._launchd_dir(probe)),
+                                              probe.socket_path + ".log", probe.home),
+                                f"{self._launchd_dir(probe)}/{label}.plist", mode=0o644)
 
     def _restart_stalled(self, probe: Probe) -> None:
         """An agent that stopped checking: hand it off into the same bundle. The exec restarts it in place
@@ -526,23 +565,37 @@ class AgentInstaller:
                 f"Look at {probe.socket_path}.log on the host, or stop the agent there and connect again.",
             )
 
+    def _serve_argv(self, probe: Probe, expected: str, folder: str, extra: tuple[str, ...] = ()) -> list[str]:
+        return launcher_argv(self.bundle, self.python, expected, probe.bundle_path, folder,
+                             [*self.serve.argv(probe.socket_path), *extra])
+
+    @staticmethod
+    def _systemd_dir(probe: Probe) -> str:
+        return f"{probe.home}/.config/systemd/user"
+
+    @staticmethod
+    def _launchd_dir(probe: Probe) -> str:
+        return f"{probe.home}/Library/LaunchAgents"
+
     def _start(self, probe: Probe, expected: str | None = None) -> str:
-        """Start the agent under the best supervisor the host has; returns which one (SUPERVISOR_*)."""
-        argv = [*self.python, probe.bundle_path, *self.serve.argv(probe.socket_path)]
+        """Start the agent under the best supervisor the host has; returns which one (SUPERVISOR_*). Every
+        start goes through the launcher, expecting `expected` (default: this app's bundle)."""
+        want = expected or self.bundle.sha256
         log = probe.socket_path + ".log"
         started = None
         supervisor = SUPERVISOR_OWN
         if probe.systemd_user:
-            started = self._start_systemd(probe, argv)
+            started = self._start_systemd(probe, self._serve_argv(probe, want, self._systemd_dir(probe)))
             supervisor = SUPERVISOR_SYSTEMD
         elif probe.launchd:
-            started = self._start_launchd(probe, argv, log)
+            started = self._start_launchd(probe, self._serve_argv(probe, want, self._launchd_dir(probe)), log)
             supervisor = SUPERVISOR_LAUNCHD
             if not started.ok:  # no GUI domain (e.g. a Mac reached over SSH with nobody logged in)
                 started = None
         if started is None:
             supervisor = SUPERVISOR_OWN
-            inner = " ".join(shlex.quote(a) for a in [*argv, "--supervise", "--log", log, "--detach"])
+            argv = self._serve_argv(probe, want, "", ("--supervise", "--log", log, "--detach"))
+            inner = " ".join(shlex.quote(a) for a in argv)
             started = self.shell.run(f"cd ~ && umask 077 && {inner} </dev/null >/dev/null", timeout=30)
         if not started.ok:
             raise AgentInstallError(
@@ -554,22 +607,26 @@ class AgentInstaller:
         self.shell.put_file(supervisor.encode(), probe.socket_path + ".supervisor", mode=0o600)
         return supervisor
 
-    def _start_systemd(self, probe: Probe, argv: list[str]) -> ExecResult:
-        unit_dir = f"{probe.home}/.config/systemd/user"
+    def _write_systemd_unit(self, probe: Probe, argv: list[str]) -> None:
+        unit_dir = self._systemd_dir(probe)
         exec_start = " ".join(shlex.quote(a) for a in argv).replace("%", "%%").replace("$", "$$")
-        unit = _SYSTEMD_UNIT.format(exec_start=exec_start)
-        made = self.shell.run(f"mkdir -p {shlex.quote(unit_dir)}", timeout=30)
+        made = self.shell.run(f"umask 077 && mkdir -p {shlex.quote(unit_dir)}", timeout=30)
         if not made.ok:
             raise AgentInstallError("Could not prepare the host", f"Creating {unit_dir} failed: "
                                     f"{made.said()}", "Check the host user's home.")
-        self.shell.put_file(unit.encode(), f"{unit_dir}/wr-agent.service", mode=0o644)
-        return self.shell.run("systemctl --user daemon-reload && systemctl --user enable --now wr-agent.service",
-                              timeout=30)
+        self.shell.put_file(_SYSTEMD_UNIT.format(exec_start=exec_start).encode(), f"{unit_dir}/wr-agent.service",
+                            mode=0o644)
+
+    def _start_systemd(self, probe: Probe, argv: list[str]) -> ExecResult:
+        self._write_systemd_unit(probe, argv)
+        return self.shell.run("systemctl --user daemon-reload && systemctl --user reset-failed wr-agent.service "
+                              ">/dev/null 2>&1; systemctl --user enable --now wr-agent.service", timeout=30)
 
     def _start_launchd(self, probe: Probe, argv: list[str], log: str) -> ExecResult:
         label = launchd_label(probe.socket_path)
-        plist_path = f"{probe.home}/Library/LaunchAgents/{label}.plist"
-        made = self.shell.run(f"mkdir -p {shlex.quote(probe.home + '/Library/LaunchAgents')}", timeout=30)
+        folder = self._launchd_dir(probe)
+        plist_path = f"{folder}/{label}.plist"
+        made = self.shell.run(f"umask 077 && mkdir -p {shlex.quote(folder)}", timeout=30)
         if not made.ok:
             return made
         self.shell.put_file(launchd_plist(label, argv, log, probe.home), plist_path, mode=0o644)

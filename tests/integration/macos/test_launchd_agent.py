@@ -104,7 +104,9 @@ def test_launchagent_plist_and_bootstrap(tmp_path: Path, bundle: AgentBundle) ->
         plist_path = shell.home / "Library" / "LaunchAgents" / f"{label}.plist"
         job = plistlib.loads(plist_path.read_bytes())
         assert job["Label"] == label
-        assert job["ProgramArguments"][:3] == [sys.executable, report.bundle_path, "serve"]
+        args = job["ProgramArguments"]  # through the launcher, the expected hash on the command line
+        assert args[:2] == [sys.executable, "-c"] and args[3:7] == [
+            bundle.sha256, report.bundle_path, str(shell.home / "Library" / "LaunchAgents"), "serve"]
         assert "--supervise" not in job["ProgramArguments"] and "--detach" not in job["ProgramArguments"]
         assert job["KeepAlive"] is True and job["RunAtLoad"] is True and job["ThrottleInterval"] == 1
         assert job["StandardErrorPath"] == report.socket_path + ".log"

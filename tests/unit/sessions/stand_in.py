@@ -28,12 +28,13 @@ from workroom.remote.agent_client import EventHandler
 from workroom.remote.agent_link import AgentLink, open_unix_link
 from workroom.remote.host_keys import KnownHosts
 from workroom.remote.host_shell import ExecResult, HostShell
+from wr_agent import bundle
 from wr_agent.server import Server
 from wr_agent.settings import Settings
 from wr_agent.signals import Signals
 
 BUILD = "b" * 64  # what agentfake's agent reports as its build
-BUNDLE = AgentBundle(data=b"stand-in", sha256=BUILD, version="0.1.0")
+BUNDLE = AgentBundle(data=bundle.bundle_bytes(), sha256=BUILD, version="0.1.0")  # its bytes: the launcher
 
 
 class InProcessAgent:
