@@ -31,7 +31,7 @@ from wr_agent import bundle as agent_bundle
 
 pytestmark = pytest.mark.unit
 
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 hostile_text = (st.lists(st.sampled_from([*"ab -:/.\x1b\x07\x00\r\n\t\x9b\u202e\u2066[]0;", "\x1b]0;T\x07"]),
                          max_size=300).map("".join) | st.text(max_size=40))
