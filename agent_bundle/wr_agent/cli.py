@@ -74,6 +74,8 @@ def build_parser():
 
 def main(argv=None):
     argv = list(sys.argv[1:] if argv is None else argv)
+    from wr_agent import launcher
+    launcher.take_record()  # how this process was launched, before anything it starts could inherit it
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:

@@ -37,10 +37,13 @@ CLIENT_DEADLINE = 5.0  # accept -> complete head; a slower client is cut
 LINGER_SECONDS = 1.0  # after the answer: read and discard what the client still sends, so close() is no RST
 LINGER_BYTES = 1 << 20
 LISTEN_FD_ENV = "WR_AGENT_HEALTH_FD"  # the listening socket passed across a hand-off
-# One connection on the wire beyond its payload: handshake, ACKs and FINs, about 10 packets of ~66 bytes
-# (measured: a poll moved ~880 bytes over a veth). Reported as this many protocol "messages" to the
-# agent's own-traffic discount (Agent.count_own_traffic: 250 bytes each), generous on purpose.
+# One poll on the wire beyond our answer: the handshake, the request head, ACKs and FINs, about 10 packets
+# of ~66 bytes (measured: a poll moved ~880 bytes over a veth). Credited, once per answer the endpoint
+# sends, as this many protocol "messages" to the agent's own-traffic discount (Agent.count_own_traffic:
+# 250 bytes each). Only what the endpoint sends is credited: what a client sends (a 1 MiB body, a flood) is
+# never taken off the network signal, and nothing at all on a path the signal does not count (loopback).
 CONNECTION_MESSAGES = 4
+ADDRESS_CACHE_SECONDS = 5.0
 
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _TOKEN = re.compile(rb"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
@@ -257,11 +260,80 @@ def head_status(buf):
 _READING, _WRITING, _LINGERING = 0, 1, 2
 
 
-class _Client(object):
-    __slots__ = ("buf", "deadline", "drained", "out", "sock", "state")
+_addresses = [0.0, None]  # (read at, {local address: interface} or None when it cannot be told)
 
-    def __init__(self, sock, deadline):
+
+def local_addresses(clock=time.monotonic):
+    """{address: interface} of this network namespace's own addresses (Linux: the IPv4 address of each
+    interface and /proc/net/if_inet6), or None where it cannot be told. Cached for a few seconds."""
+    now = clock()
+    if _addresses[1] is not None and now - _addresses[0] < ADDRESS_CACHE_SECONDS:
+        return _addresses[1]
+    try:
+        names = os.listdir("/sys/class/net")
+    except OSError:
+        return None
+    import fcntl
+    import struct
+    found = {}
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        for name in names:
+            try:
+                raw = fcntl.ioctl(probe.fileno(), 0x8915, struct.pack("256s", name.encode()[:15]))  # SIOCGIFADDR
+                found[socket.inet_ntoa(raw[20:24])] = name
+            except OSError:
+                continue
+    finally:
+        probe.close()
+    try:
+        with open("/proc/net/if_inet6") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 6 and len(parts[0]) == 32:
+                    packed = bytes.fromhex(parts[0])
+                    found[socket.inet_ntop(socket.AF_INET6, packed)] = parts[5]
+    except (OSError, ValueError):
+        pass
+    _addresses[:] = [now, found]
+    return found
+
+
+def _plain_ip(address):
+    ip = address[0] if isinstance(address, tuple) else str(address)
+    ip = ip.split("%", 1)[0]
+    return ip[7:] if ip.startswith("::ffff:") and "." in ip else ip
+
+
+def crosses_counted_link(sock):
+    """Whether this connection's bytes move on an interface the network signal counts: not when the peer
+    is this machine (loopback, or one of its own addresses, which the kernel carries over lo), nor when our
+    end is an interface the signal leaves out. Unknown (no /proc, an address we cannot place): counted."""
+    try:
+        ours, peer = _plain_ip(sock.getsockname()), _plain_ip(sock.getpeername())
+    except OSError:
+        return False
+    if peer.startswith("127.") or peer == "::1":
+        return False
+    addresses = local_addresses()
+    if addresses is None:
+        return True
+    if peer in addresses:
+        return False
+    name = addresses.get(ours)
+    if name is None:
+        return True
+    from wr_agent.proc_sampler import interface_counts
+    return interface_counts(name)
+
+
+class _Client(object):
+    __slots__ = ("answered", "buf", "counted", "deadline", "drained", "out", "sock", "state")
+
+    def __init__(self, sock, deadline, counted=False):
         self.sock = sock
+        self.counted = counted
+        self.answered = False
         self.buf = bytearray()
         self.out = b""
         self.deadline = deadline
@@ -279,10 +351,11 @@ class HealthServer(object):
     """
 
     def __init__(self, listen_sock, answer, max_clients=MAX_CLIENTS, deadline=CLIENT_DEADLINE,
-                 clock=time.monotonic, on_traffic=None):
+                 clock=time.monotonic, on_traffic=None, link_counts=crosses_counted_link):
         self.listen = listen_sock
         self.answer = answer
         self.on_traffic = on_traffic
+        self.link_counts = link_counts
         self.max_clients = max_clients
         self.deadline = deadline
         self.clock = clock
@@ -343,8 +416,13 @@ class HealthServer(object):
         for sock in self._gate.accept():
             if len(self.clients) >= self.max_clients:
                 self._drop(next(iter(self.clients)))  # the oldest: most likely a slow client
-            c = _Client(sock, self.clock() + self.deadline)
-            self._count(0, CONNECTION_MESSAGES)
+            counted = False
+            if self.on_traffic is not None:
+                try:
+                    counted = bool(self.link_counts(sock))
+                except Exception:  # never costs the answer; an unknown path earns no credit
+                    counted = False
+            c = _Client(sock, self.clock() + self.deadline, counted)
             self.clients[c] = True
             self.sel.register(sock, selectors.EVENT_READ, c)
 
@@ -357,8 +435,8 @@ class HealthServer(object):
             pass
         c.sock.close()
 
-    def _count(self, payload_bytes, messages=0):
-        if self.on_traffic is None:
+    def _count(self, c, payload_bytes, messages=0):
+        if self.on_traffic is None or not c.counted:
             return
         try:
             self.on_traffic(payload_bytes, messages)
@@ -379,7 +457,6 @@ class HealthServer(object):
             return
         except OSError:
             data = b""
-        self._count(len(data))
         if not data:
             if c.state == _READING and c.buf:
                 self._answer(c, _error(400))  # hung up mid-head (write may still reach a half-close)
@@ -403,6 +480,9 @@ class HealthServer(object):
             self._answer(c, respond(head, self.answer))
 
     def _answer(self, c, response):
+        if not c.answered:
+            c.answered = True
+            self._count(c, 0, CONNECTION_MESSAGES)
         c.buf = bytearray()
         c.out = response
         c.state = _WRITING
@@ -414,7 +494,7 @@ class HealthServer(object):
             while c.out:
                 n = c.sock.send(c.out)
                 c.out = c.out[n:]
-                self._count(n)
+                self._count(c, n)
         except (BlockingIOError, InterruptedError):
             self.sel.modify(c.sock, selectors.EVENT_WRITE, c)
             return

@@ -94,6 +94,15 @@ def _parse_stat(raw):
     return text[lo + 1:hi], text[hi + 2:].split()
 
 
+def interface_counts(name, sys_net="/sys/class/net"):
+    """Whether the network signal counts bytes on interface `name`: one that crosses the box's edge (not
+    lo, bridges, bridge ports, tun/tap or a veth host end). The health endpoint credits its own bytes only
+    on these."""
+    base = sys_net + "/" + name
+    return not (name == "lo" or name.startswith("veth") or os.path.exists(base + "/bridge")
+                or os.path.exists(base + "/brport") or os.path.exists(base + "/tun_flags"))
+
+
 class ProcSampler(object):
     """Sampler over a /proc tree. `root`, `sys_net` and `pts` are parameters for recorded snapshots."""
 
@@ -492,9 +501,7 @@ class ProcSampler(object):
     def _iface_counts(self, name):
         kind = self.if_kind.get(name)
         if kind is None:
-            base = self.sys_net + "/" + name
-            kind = not (name == "lo" or name.startswith("veth") or os.path.exists(base + "/bridge")
-                        or os.path.exists(base + "/brport") or os.path.exists(base + "/tun_flags"))
+            kind = interface_counts(name, self.sys_net)
         return kind
 
     def _net_bytes(self):

@@ -11,9 +11,11 @@ import stat
 import sys
 import time
 
+from wr_agent import launcher
 from wr_agent.proc_name import set_comm  # noqa: F401 (runtime.set_comm, as before)
 
 log = logging.getLogger("wr_agent")
+SUPERVISOR_FD_ENV = "WR_AGENT_SUPERVISOR_FD"  # a hand-off in a supervised child writes the new sha256 here
 LOCK_FD_ENV, LISTEN_FD_ENV = "WR_AGENT_LOCK_FD", "WR_AGENT_LISTEN_FD"
 STATE_MAX_AGE = 120.0
 EXIT_LOCKED = 3
@@ -283,14 +285,29 @@ def _check_numbers(obj, depth=0):
         raise ValueError("a number out of range (%.20s...)" % (obj,))
 
 
-def exec_into(bundle_path, serve_args, lock_fd, listen_sock):
-    """Replace this process (same PID) with `bundle_path`, passing the lock and the listening socket."""
+def exec_into(bundle_path, serve_args, lock_fd, listen_sock, sha256=None):
+    """Replace this process (same PID) with `bundle_path`, passing the lock and the listening socket.
+    Launched through the launcher, the new bundle is run through it again, expected to hash to `sha256`."""
     env = dict(os.environ)
     os.set_inheritable(lock_fd, True)
     os.set_inheritable(listen_sock.fileno(), True)
     env[LOCK_FD_ENV] = str(lock_fd)
     env[LISTEN_FD_ENV] = str(listen_sock.fileno())
     argv = [sys.executable, bundle_path, *serve_args]
+    record = launcher.take_record()
+    if record is not None and sha256:
+        argv = launcher.command([sys.executable], sha256, bundle_path, record.get("folder", ""), serve_args)
+    fd = os.environ.get(SUPERVISOR_FD_ENV)
+    if sha256 and fd and fd.isdigit():
+        try:  # tell the supervisor the hash its next restart must expect
+            os.write(int(fd), (sha256.lower() + "\n").encode("ascii"))
+        except OSError:
+            pass
+    if fd and fd.isdigit():
+        try:
+            os.set_inheritable(int(fd), True)  # the supervisor hears of the next hand-off too
+        except OSError:
+            pass
     log.info("handing off to %s", bundle_path)
     for h in logging.getLogger().handlers:
         h.flush()

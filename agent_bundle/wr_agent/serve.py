@@ -25,7 +25,8 @@ def run(args, argv):
     """Serve until a signal; returns the exit status (raises runtime.StartupError to refuse to start)."""
     if args.supervise:
         from wr_agent import supervise
-        return supervise.run(supervise.child_argv(supervise.entry_argv(), argv))
+        return supervise.run(supervise.child_argv(supervise.entry_argv(), argv),
+                             [a for a in argv if a != "--supervise"])
     sock_path = os.path.abspath(args.socket)
     runtime.prepare_dir(sock_path)  # checked before the log (often beside the socket) is opened
     setup_logging(args.log)
@@ -217,13 +218,13 @@ def _handoff_function(agent, sock_path, argv, lock_fd, listen, health_sock):
     """The server's hand-off callable: save state, re-execute into `bundle_path` (returns only on failure)."""
     state_path = sock_path + ".state"
 
-    def handoff(bundle_path):
+    def handoff(bundle_path, sha256=None):
         agent.stop(2.0)
         try:
             runtime.write_state(state_path, agent.handoff_state())
             if health_sock is not None:
                 health.keep_for_handoff(health_sock)  # same port after the exec, even for port 0
-            runtime.exec_into(bundle_path, argv, lock_fd, listen)
+            runtime.exec_into(bundle_path, argv, lock_fd, listen, sha256)
         except BaseException:
             # Whatever failed (a full disk for the state file, an exec error), the old agent carries on
             # exactly as before: ticks, heartbeat and the server's clients and subscriptions.

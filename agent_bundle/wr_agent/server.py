@@ -335,11 +335,11 @@ class Server(object):
             raise RequestError("failed", "bundle %s has sha256 %s, not %s" % (path, actual, sha.lower()))
         if not zipfile.is_zipfile(path):
             raise RequestError("failed", "bundle %s is not a zipapp" % path)
-        self.pending_handoff = os.path.abspath(path)
+        self.pending_handoff = (os.path.abspath(path), sha.lower())
         return {"accepted": True}
 
     def _do_handoff(self):
-        path, self.pending_handoff = self.pending_handoff, None
+        (path, sha), self.pending_handoff = self.pending_handoff, None
         for c in list(self.clients):  # let the "accepted" replies out first (bounded)
             if c.outbuf and c.sock.fileno() >= 0:
                 try:
@@ -349,7 +349,7 @@ class Server(object):
                 except OSError:
                     self._drop(c)  # part of a line may be out: the stream is no longer whole
         try:
-            self.handoff(path)
+            self.handoff(path, sha)
         except Exception:
             log.exception("hand-off to %s failed; carrying on", path)
             for c in list(self.clients):

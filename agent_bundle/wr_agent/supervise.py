@@ -4,25 +4,41 @@ notices; a restart runs the same entry (the install path), which is the new bund
 that cannot start the child at all (no process or memory to spare, the interpreter gone for a moment) is
 retried on the same back-off: the supervisor itself never gives up on that."""
 
+import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
+from wr_agent import launcher, runtime
 from wr_agent.log_file import EXIT_BAD_LOG
 from wr_agent.runtime import EXIT_LOCKED, set_comm
 
 EXIT_STARTUP = 2  # serve's exit status for a start-up error (bad flags, health port in use)
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 RESTART_DELAY = 0.5
 FAST_FAILS_BEFORE_BACKOFF = 10
 BACKOFF = 5.0
 
 
-def run(child_argv):
+def run(child_argv, args=None):
+    """Restart `child_argv` (or, launched through the launcher, the launcher with `args`) when it dies."""
     set_comm("wr-agent-super")
     stopping = []
     child = [None]
+    record = launcher.take_record()
+    expected = [record["sha256"]] if record else None
+    pass_fds, env = (), None
+    if record is not None:
+        # The expected hash lives here, outside the bundle; a hand-off in the child tells us the new one.
+        read_end, write_end = os.pipe()
+        pass_fds = (write_end,)
+        env = dict(os.environ, **{runtime.SUPERVISOR_FD_ENV: str(write_end)})
+        threading.Thread(target=_follow_hashes, args=(read_end, expected), name="wr-agent-super-hash",
+                         daemon=True).start()
 
     def on_signal(signum, _frame):
         stopping.append(signum)
@@ -36,7 +52,8 @@ def run(child_argv):
     while not stopping:
         started = time.monotonic()
         try:
-            child[0] = subprocess.Popen(child_argv)
+            argv = child_argv if record is None else launcher.relaunch_entry(record, expected[0]) + list(args)
+            child[0] = subprocess.Popen(argv, pass_fds=pass_fds, env=env)
         except (OSError, subprocess.SubprocessError) as exc:
             # Out of processes (EAGAIN from a pids limit or RLIMIT_NPROC), out of memory, the interpreter
             # gone for a moment: the supervisor stays and tries again, as after a quick exit.
@@ -57,6 +74,10 @@ def run(child_argv):
         code = child[0].wait()
         if stopping:
             break
+        if code == launcher.EXIT_REFUSED:
+            sys.stderr.write("wr-agent supervisor: the launcher refused to start the agent (see above); not "
+                             "restarting until the app connects again\n")
+            return code
         if code == EXIT_LOCKED:
             sys.stderr.write("wr-agent supervisor: another agent holds the socket; not restarting\n")
             return code
@@ -78,6 +99,24 @@ def run(child_argv):
             child[0].kill()
             child[0].wait()
     return 0
+
+
+def _follow_hashes(fd, expected):
+    """Keep `expected[0]` at the last sha256 a hand-off in the child reported (one hex line each)."""
+    buf = b""
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            return
+        if not data:
+            return
+        buf += data
+        *lines, buf = buf.split(b"\n")
+        for line in lines:
+            text = line.decode("ascii", "replace").strip()
+            if _HEX64.match(text):
+                expected[0] = text
 
 
 def _delay(fast_fails):
@@ -102,6 +141,9 @@ def child_argv(entry, argv):
 
 
 def entry_argv():
+    record = launcher.take_record()
+    if record is not None:  # launched through the launcher: every start goes through it again
+        return launcher.relaunch_entry(record)
     from wr_agent.bundle import running_archive
     archive = running_archive()
     return [sys.executable, archive] if archive else [sys.executable, "-m", "wr_agent"]

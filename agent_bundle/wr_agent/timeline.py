@@ -13,7 +13,7 @@ import os
 import threading
 import time
 
-from wr_agent import reasons
+from wr_agent import clocks, reasons
 from wr_agent.runtime import read_data_file, write_atomically
 
 log = logging.getLogger("wr_agent")
@@ -27,6 +27,11 @@ SAVE_SECONDS = 300.0
 MAX_FILE_BYTES = 4 * BUDGET_BYTES
 REPLY_BYTES = 48 * 1024  # one reply stays well under the protocol's 64 KiB line
 JOIN_SLACK = 2.0  # spans this close with the same key are one span
+# The wall clock moved this much more (or less) than the time that passed between two ticks: it stepped.
+STEP_SECONDS = 2.0
+# Spans older than keep_seconds are dropped only once the wall clock has run this long without a step, so a
+# clock set far ahead for a moment cannot expire the whole record.
+STEADY_SECONDS = 3600.0
 
 # States (the published verdict and why): see docs/protocol.md ("timeline").
 BUSY, HELD, CEILING, IDLE, ASLEEP = "busy", "held", "ceiling", "idle", "asleep"
@@ -54,12 +59,18 @@ def _span_bytes(span):
 
 
 class Timeline(object):
-    """Spans are tuples (start, end, state, class, subject); start/end are Unix seconds (wall clock)."""
+    """Spans are tuples (start, end, state, class, subject); start/end are Unix seconds (wall clock).
+
+    Where a span lies is wall time (the record outlives reboots and is read on another computer); how long
+    it lasts, and whether the box slept between two ticks, is measured on `mono`, a clock that counts
+    suspend and never steps (clocks.suspend_aware). A wall clock that moved more or less than `mono` did
+    between two ticks stepped: the record re-anchors at the new wall time and drops what lies after it."""
 
     def __init__(self, path=None, clock=time.time, keep_seconds=KEEP_SECONDS, budget_bytes=BUDGET_BYTES,
-                 save_seconds=SAVE_SECONDS):
+                 save_seconds=SAVE_SECONDS, mono=clocks.suspend_aware):
         self.path = path
         self.clock = clock
+        self.mono = mono
         self.keep_seconds = keep_seconds
         self.budget_bytes = budget_bytes
         self.save_seconds = save_seconds
@@ -68,6 +79,8 @@ class Timeline(object):
         self._bytes = 0
         self.problem = None  # why an earlier record was set aside, reported in every reply
         self.last_note = None
+        self._last_mono = None  # `mono` at the last note; None until this process's first tick
+        self._steady_since = None  # `mono` when the wall clock last stepped (or this process began)
         self._bucket_start = None
         self._bucket = {}  # (state, class) -> [seconds, {subject: seconds}]
         self._dirty = False
@@ -78,25 +91,36 @@ class Timeline(object):
             self._load()
 
     # -- the tick's side (memory only) ---------------------------------------------------------------------
-    def note(self, key, now=None):
+    def note(self, key, now=None, mono=None):
         """Count the time since the last tick under `key` (state, class, subject). Called by the tick."""
         now = self.clock() if now is None else now
+        mono = self.mono() if mono is None else mono
         with self.lock:
-            last = self.last_note
-            self.last_note = now
-            if last is None or now < last:
-                # First tick, or the wall clock stepped back: start counting from here. Time the record
-                # already covers is not recorded again (`_after`), so the record stays in order.
-                self._close_bucket()
-                self._bucket_start = now
-                return
+            last, last_mono = self.last_note, self._last_mono
+            self.last_note, self._last_mono = now, mono
+            if self._steady_since is None:
+                self._steady_since = mono
             restored, self._restored = self._restored, False
-            if now - last >= GAP_SECONDS:
-                self._close_bucket()
-                if not restored:  # after a restart the gap is the agent's absence: left unrecorded
-                    self._add((last, now, ASLEEP, "", ""))
-                self._bucket_start = now
-                return
+            if last_mono is None:
+                # This process's first tick: only a restored record's last wall time says where it stopped.
+                if last is None or not restored or not 0 <= now - last < GAP_SECONDS:
+                    # A first tick, a clock behind the record, or the agent's absence after a restart
+                    # (left unrecorded): start counting from here.
+                    self._close_bucket()
+                    self._bucket_start = now
+                    return
+                dt = now - last  # a hand-off's second without ticks is not a gap
+            else:
+                dt = mono - last_mono
+                if abs((now - last) - dt) > STEP_SECONDS:
+                    self._reanchor(now, mono, dt)
+                    return
+                if dt >= GAP_SECONDS:
+                    self._close_bucket()
+                    self._add((now - dt, now, ASLEEP, "", ""))
+                    self._bucket_start = now
+                    return
+                dt = max(0.0, dt)
             if self._bucket_start is None:
                 self._bucket_start = last
             if now >= (self._bucket_start // BUCKET_SECONDS + 1) * BUCKET_SECONDS:
@@ -106,9 +130,38 @@ class Timeline(object):
             entry = self._bucket.get((state, cls))
             if entry is None:
                 entry = self._bucket[(state, cls)] = [0.0, {}]
-            dt = now - last
             entry[0] += dt
             entry[1][subject] = entry[1].get(subject, 0.0) + dt
+
+    def _reanchor(self, now, mono, slept):
+        """The wall clock stepped (an NTP step, a clock set by hand, a restored VM): the open minute is closed
+        where it was, whatever lies after the new wall time is dropped (it never happened: a clock set a year
+        ahead and corrected must not leave a span to that date), and counting starts again at `now`. A sleep
+        that passed meanwhile (measured on `mono`) ends at `now`."""
+        self._close_bucket()
+        self._cut_after(now)
+        self._steady_since = mono
+        if slept >= GAP_SECONDS:
+            self._add((now - slept, now, ASLEEP, "", ""))
+        self._bucket_start = now
+
+    def _cut_after(self, now):
+        """Drop what lies after `now`: spans that start later go, a span running past it ends there."""
+        kept = []
+        for span in self.spans:
+            if span[0] >= now:
+                continue
+            if span[1] > now:
+                span = (span[0], round(now, 1), *span[2:])
+                if span[1] <= span[0]:
+                    continue
+            kept.append(span)
+        if len(kept) != len(self.spans) or kept[-1:] != self.spans[-1:]:
+            self.spans = kept
+            self._bytes = sum(_span_bytes(s) for s in kept)
+            self._dirty = True
+            return True
+        return False
 
     def _pieces(self):
         """The open minute as spans laid end to end from its start, each state in the order it was first seen."""
@@ -149,11 +202,17 @@ class Timeline(object):
         self.spans.append(span)
         self._bytes += _span_bytes(span)
         self._dirty = True
-        self._trim(end)
+        self._trim()
 
-    def _trim(self, now):
+    def _trim(self):
+        """Keep the byte budget always, and the age limit once the wall clock is trusted: it has run
+        STEADY_SECONDS without a step (a clock set far ahead for a moment must not expire the record)."""
+        cutoff = None
+        if (self._last_mono is not None and self._steady_since is not None
+                and self._last_mono - self._steady_since >= STEADY_SECONDS):
+            cutoff = self.last_note - self.keep_seconds
         drop = 0
-        while drop < len(self.spans) and (self.spans[drop][1] < now - self.keep_seconds
+        while drop < len(self.spans) and ((cutoff is not None and self.spans[drop][1] < cutoff)
                                           or self._bytes > self.budget_bytes):
             self._bytes -= _span_bytes(self.spans[drop])
             drop += 1
@@ -208,8 +267,11 @@ class Timeline(object):
                         "stepped back); the overlapping time was dropped", self.path, overlaps)
         for span in spans:
             self._add(span)  # drops what lies before the end of the span before it
-        self._trim(self.clock())
-        self.last_note = last_note  # a hand-off's second without ticks is not a gap
+        now = self.clock()
+        if self._cut_after(now):  # saved while the wall clock was ahead: it never happened
+            log.warning("the why-awake record %s reached past now (the wall clock had been ahead); what lay "
+                        "after now was dropped", self.path)
+        self.last_note = last_note if last_note is None or last_note <= now else None
         self._restored = True
         self._dirty = False
 

@@ -51,6 +51,15 @@ class AgentBundle:
     def version_tuple(self) -> tuple[int, ...]:
         return version_tuple(self.version)
 
+    def launcher_source(self) -> str:
+        """The agent's launcher (`wr_agent/launcher.py`), read from these bytes: the checks the host runs
+        before it runs the bundle, carried on the command line (docs/security.md)."""
+        try:
+            with zipfile.ZipFile(io.BytesIO(self.data)) as archive:
+                return archive.read("wr_agent/launcher.py").decode("utf-8")
+        except (zipfile.BadZipFile, KeyError, UnicodeDecodeError) as error:
+            raise AgentBundleError(f"the agent bundle is damaged: it has no launcher ({error})") from None
+
     def __repr__(self) -> str:  # keep the bytes out of logs
         where = str(self.path) if self.path is not None else None
         return f"AgentBundle(path={where!r}, size={len(self.data)}, sha256={self.sha256!r}, version={self.version!r})"

@@ -33,3 +33,29 @@ def test_hostile_busy_reasons_are_shown_as_plain_text(window: Any, engine: Any) 
         tip = model.data(model.index(row, column), Qt.ItemDataRole.ToolTipRole)
         assert "<h1>" not in tip and "\x1b" not in tip  # escaped for Qt's rich-text tooltips
     assert "&lt;h1&gt;x&lt;/h1&gt;" in model.data(model.index(row, Column.BUSY), Qt.ItemDataRole.ToolTipRole)
+
+
+def test_a_prompt_is_titled_with_the_apps_name_for_the_host_never_the_hosts(window: Any, engine: Any) -> None:
+    """A host whose agent calls itself "prod-db" (with a 60,000-character tail of U+202E and ESC) asks to
+    be kept awake: its card and the notification name it as the app knows it."""
+    from dataclasses import replace
+
+    from workroom.core.protocol import parse_line
+
+    snap = make_snapshot("scratch", "boxd", prompt=True, **busy(
+        awake_seconds=4 * 3600 + 10.0, awake_ceiling_exceeded=True, ask_at_ceiling=True, prompt_pending=True,
+        prompt_deadline=AGENT_MONOTONIC + 300.0))
+    import json
+    name = "prod-db" + "\u202e" * 9000 + "\x1b[2J" * 100 + "x" * 30000  # 60,000 characters in one line
+    hostile = json.dumps({"event": "awake_ceiling_prompt", "workroom": name, "awake_seconds": 1.0,
+                          "prompt_deadline": AGENT_MONOTONIC + 300.0}, ensure_ascii=False)
+    event = parse_line(hostile.encode())
+    assert len(event.workroom) <= 100 and "\x1b" not in event.workroom and "\u202e" not in event.workroom
+    snap = replace(snap, prompt=event)
+    raised: list[tuple[str, str]] = []
+    window.cards.card_raised.connect(lambda name, title: raised.append((name, title)))
+    feed(engine, snap)
+    card = window.cards.cards["scratch"]
+    assert card.title.text() == "scratch: keep it awake?"
+    assert "prod-db" not in card.title.text() and "prod-db" not in card.body.text()
+    assert raised and raised[-1] == ("scratch", "scratch")

@@ -36,6 +36,10 @@ MAX_LINE_BYTES = 65536
 """Longest line either side accepts, without its newline."""
 AGENT_HELLO = "wr-agent"
 """What the agent's hello says it is."""
+MAX_NAME_CHARS = 100
+"""A workroom name, version or build hash from the host, cleaned and cut to this at parse time."""
+MAX_MESSAGE_CHARS = 500
+"""An error message from the host, likewise."""
 
 RequestId = int | str
 _M = TypeVar("_M", bound=BaseModel)
@@ -136,6 +140,11 @@ class Hello(_AgentModel):
     version: str
     build: str
 
+    @field_validator("version", "build")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        return plain(value, MAX_NAME_CHARS)
+
     @property
     def speaks_our_protocol(self) -> bool:
         return self.protocol == PROTOCOL_VERSION
@@ -168,6 +177,11 @@ class AgentInfo(_AgentModel):
     version: str
     protocol: int
     build: str
+
+    @field_validator("version", "build")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        return plain(value, MAX_NAME_CHARS)
 
 
 MAX_REASONS = 16
@@ -272,10 +286,15 @@ class Status(_AgentModel):
     def _few_reasons(cls, value: Any) -> Any:
         return value[:MAX_REASONS] if isinstance(value, list | tuple) else value
 
-    @field_validator("settings_error", "workroom", "sampler")
+    @field_validator("settings_error", "sampler")
     @classmethod
     def _plain(cls, value: str | None) -> str | None:
         return None if value is None else plain(value)
+
+    @field_validator("workroom")
+    @classmethod
+    def _plain_name(cls, value: str) -> str:
+        return plain(value, MAX_NAME_CHARS)
 
     @property
     def busy(self) -> bool:
@@ -290,8 +309,15 @@ class StatusEvent(_AgentModel):
 class PromptEvent(_AgentModel):
     event: Literal["awake_ceiling_prompt"]
     workroom: str
+    """What the agent calls itself: cleaned and cut, and never a card's or notification's title (those use
+    the app's own name for the host, so a host cannot title its prompt as another host's)."""
     awake_seconds: float
     prompt_deadline: float
+
+    @field_validator("workroom")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        return plain(value, MAX_NAME_CHARS)
 
 
 class Reply(_AgentModel):
@@ -355,11 +381,25 @@ class TimelineReply(_AgentModel):
         return None if value is None else plain(value)
 
 
+MAX_EXCLUSIONS = 64
+"""More "never work" entries than any agent keeps; the rest are dropped."""
+
+
 class UserExclusions(_AgentModel):
     """Process names the user marked "never work" on this host, as the agent holds them."""
 
     names: tuple[str, ...] = Field(strict=False)
     problem: str | None = None
+
+    @field_validator("names")
+    @classmethod
+    def _plain_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(plain(n) for n in value[:MAX_EXCLUSIONS])
+
+    @field_validator("problem")
+    @classmethod
+    def _plain(cls, value: str | None) -> str | None:
+        return None if value is None else plain(value, MAX_MESSAGE_CHARS)
 
 
 class PingResult(_AgentModel):
@@ -387,6 +427,16 @@ METHOD_RESULTS: Mapping[Method, type[_AgentModel]] = MappingProxyType({
 class ErrorBody(_AgentModel):
     code: str
     message: str
+
+    @field_validator("code")
+    @classmethod
+    def _plain_code(cls, value: str) -> str:
+        return plain(value, MAX_NAME_CHARS)
+
+    @field_validator("message")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        return plain(value, MAX_MESSAGE_CHARS)
 
 
 class ErrorReply(_AgentModel):

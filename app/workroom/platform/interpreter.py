@@ -34,14 +34,23 @@ def wants_python(environ: dict[str, str] | os._Environ[str] | None = None) -> bo
 
 
 def run_as_python(argv: list[str]) -> int:
-    """Behave like `python3 -` (script on stdin) or `python3 FILE|ZIPAPP args...`: all the agent needs."""
+    """Behave like `python3 -` (script on stdin), `python3 -c CODE args...` (the agent's launcher) or
+    `python3 FILE|ZIPAPP args...`: all the agent needs."""
     if not argv:
         sys.stderr.write("workroom-app: as Python, give - or a script path\n")
         return 2
     target, rest = argv[0], argv[1:]
+    code_text = None
+    if target == "-c":
+        if not rest:
+            sys.stderr.write("workroom-app: as Python, -c needs the code\n")
+            return 2
+        code_text, rest = rest[0], rest[1:]
     sys.argv = [target, *rest]
     try:
-        if target == "-":
+        if code_text is not None:
+            exec(compile(code_text, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        elif target == "-":
             code = compile(sys.stdin.read(), "<stdin>", "exec")
             exec(code, {"__name__": "__main__", "__builtins__": __builtins__})
         else:

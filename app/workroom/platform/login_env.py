@@ -14,8 +14,11 @@ import logging
 import os
 import pwd
 import secrets
+import selectors
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import MutableMapping
 from dataclasses import dataclass
 
@@ -55,24 +58,63 @@ def read_login_env(shell: str, timeout: float = TIME_LIMIT_SECONDS) -> LoginEnv:
                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         return LoginEnv({}, shell, f"could not run {shell}: {exc}")
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
+    out, complete = _read_until_second_mark(proc, mark.encode(), time.monotonic() + timeout)
+    if not complete:
+        # No end marker by the deadline: the shell itself hangs. Its own session goes (the shell and what
+        # its start-up files began and left in it); a daemon that made its own session is not ours to kill.
         try:
-            os.killpg(proc.pid, signal.SIGKILL)  # its own session: the shell and whatever its rc files began
-        except ProcessLookupError:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
             pass
-        proc.communicate()
+        _reap_later(proc)
         return LoginEnv({}, shell, f"{shell} took longer than {timeout:g} s")
+    # Both markers came: the environment is read. Whatever the shell left running (a `sleep 44 &` or an
+    # ssh-agent its .profile started, which may hold the pipe open for ever) is the user's: never waited on,
+    # never killed. The shell itself is reaped when it exits.
+    _reap_later(proc)
     parts = out.decode("utf-8", "replace").split(mark)
     if len(parts) < 3:
-        return LoginEnv({}, shell, f"{shell} printed no environment (exit {proc.returncode})")
+        return LoginEnv({}, shell, f"{shell} printed no environment")
     values: dict[str, str] = {}
     for line in parts[1].splitlines():
         key, sep, value = line.partition("=")
         if sep and key in TAKEN and value:
             values[key] = value
     return LoginEnv(values, shell, None if "PATH" in values else f"{shell} gave no PATH")
+
+
+MAX_OUTPUT_BYTES = 1 << 20
+
+
+def _read_until_second_mark(proc: subprocess.Popen[bytes], mark: bytes, deadline: float) -> tuple[bytes, bool]:
+    """The shell's output up to its second `mark` (True), or what came by `deadline` or EOF (False). The
+    pipe is closed either way: a background job holding its other end cannot make us wait."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    os.set_blocking(fd, False)
+    buf = bytearray()
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while buf.count(mark) < 2 and len(buf) <= MAX_OUTPUT_BYTES:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    return bytes(buf), False
+                try:
+                    chunk = os.read(fd, 65536)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    return bytes(buf), buf.count(mark) >= 2
+                buf += chunk
+        return bytes(buf), buf.count(mark) >= 2
+    finally:
+        proc.stdout.close()
+
+
+def _reap_later(proc: subprocess.Popen[bytes]) -> None:
+    """Wait for the shell off this thread (no zombie left behind, and no wait here)."""
+    threading.Thread(target=proc.wait, name="wr-login-shell-reaper", daemon=True).start()
 
 
 def merged_path(first: str, then: str) -> str:

@@ -9,21 +9,18 @@ that status page (`idle_clock_url`). The simulator's `--metering requests` is su
 
 from __future__ import annotations
 
-import asyncio
-import json
-import time
-import urllib.error
-import urllib.request
-
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome
 from workroom.core.provider_specs import IDLE_CLOCK_URL, PROXY_BASE_URL
+from workroom.providers.bounded_http import PollFailed, get_json
+from workroom.providers.idle_clock import read_idle_clock_url
 from workroom.providers.ssh_family import SshProvider
 from workroom.remote.agent_install import ServeOptions
 
 HEALTH_PORT = 8080
 POLL_TIMEOUT_SECONDS = 5.0
+"""The whole poll (connect, request, answer), not each read."""
 
 
 class RequestMeteredProvider(SshProvider):
@@ -43,21 +40,7 @@ class RequestMeteredProvider(SshProvider):
         url = IDLE_CLOCK_URL.of(host.reference)
         if url is None:
             return None
-
-        def fetch() -> IdleClockReading | None:
-            try:
-                with urllib.request.urlopen(url, timeout=POLL_TIMEOUT_SECONDS) as reply:
-                    data = json.loads(reply.read())
-                read_at = time.monotonic()
-                if not isinstance(data, dict) or data.get("state", "awake") != "awake":
-                    return None
-                idle = data.get("idle_seconds", data.get("idle_for_s"))
-                window = data.get("idle_window_seconds", data.get("idle_window_s"))
-                return IdleClockReading(idle_seconds=idle, window_seconds=window, read_at=read_at)
-            except (OSError, ValueError):
-                return None
-
-        return await asyncio.get_running_loop().run_in_executor(None, fetch)
+        return await read_idle_clock_url(url, POLL_TIMEOUT_SECONDS)
 
     async def poll_health(self, host: Host) -> PollOutcome:
         """One request through the provider's proxy: it counts as activity and says whether still busy."""
@@ -65,20 +48,13 @@ class RequestMeteredProvider(SshProvider):
         if url is None:
             return PollOutcome.failed(f"this host has no {PROXY_BASE_URL.label} ({PROXY_BASE_URL.name})",
                                       retryable=False)
-
-        def fetch() -> PollOutcome:
-            try:
-                with urllib.request.urlopen(url, timeout=POLL_TIMEOUT_SECONDS) as reply:  # loopback or provider URL
-                    data = json.loads(reply.read())
-            except urllib.error.HTTPError as error:
-                return PollOutcome.failed(f"health answered HTTP {error.code}")
-            except (OSError, ValueError) as error:
-                return PollOutcome.failed(f"health request failed: {error}")
-            if not isinstance(data, dict) or not isinstance(data.get("busy"), bool):
-                return PollOutcome.failed("health answer is not {busy: bool, ...}", retryable=False)
-            if data.get("stalled") is True:
-                return PollOutcome.not_busy()  # a wedged agent's last word is not evidence of work
-            return PollOutcome.busy() if data["busy"] else PollOutcome.not_busy()
-
-        return await asyncio.get_running_loop().run_in_executor(None, fetch)
+        try:
+            data = await get_json(url, POLL_TIMEOUT_SECONDS)
+        except PollFailed as error:
+            return PollOutcome.failed(f"health request failed: {error}")
+        if not isinstance(data, dict) or not isinstance(data.get("busy"), bool):
+            return PollOutcome.failed("health answer is not {busy: bool, ...}", retryable=False)
+        if data.get("stalled") is True:
+            return PollOutcome.not_busy()  # a wedged agent's last word is not evidence of work
+        return PollOutcome.busy() if data["busy"] else PollOutcome.not_busy()
 

@@ -10,16 +10,15 @@ box's idle clock, so the app can check that the heartbeat is seen (docs/provider
 
 from __future__ import annotations
 
-import asyncio
-import json
 import time
-import urllib.request
 from typing import Any
 
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.provider_specs import HEALTH_PAGE_URL
 from workroom.providers.base import BoxState
+from workroom.providers.bounded_http import PollFailed, get_json
+from workroom.providers.idle_clock import reading_from
 from workroom.providers.ssh_family import SshProvider
 
 HEALTH_TIMEOUT_SECONDS = 3.0
@@ -34,26 +33,15 @@ class SimboxProvider(SshProvider):
     async def read_idle_clock(self, host: Host) -> IdleClockReading | None:
         """The box's idle seconds from the simulator's health page (on loopback: never the box's wire)."""
         data = await self._health(host)
-        if data is None or data.get("state") != "awake":
-            return None
-        try:
-            return IdleClockReading(idle_seconds=data["idle_for_s"], window_seconds=data.get("idle_window_s"),
-                                    read_at=time.monotonic())
-        except (KeyError, ValueError):
-            return None
+        return None if data is None else reading_from(data, time.monotonic())
 
     async def _health(self, host: Host) -> dict[str, Any] | None:
         """The box's document on the simulator's health page; None when it cannot be read."""
         url = HEALTH_PAGE_URL.of(host.reference)
         if url is None:
             return None
-
-        def fetch() -> Any:
-            with urllib.request.urlopen(url, timeout=HEALTH_TIMEOUT_SECONDS) as reply:
-                return json.loads(reply.read())
-
         try:
-            data = await asyncio.get_running_loop().run_in_executor(None, fetch)
-        except (OSError, ValueError):
+            data = await get_json(url, HEALTH_TIMEOUT_SECONDS)
+        except PollFailed:
             return None
         return data if isinstance(data, dict) else None

@@ -6,6 +6,7 @@ look never wakes a sleeping box.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import time
@@ -14,14 +15,17 @@ from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.provider_specs import MACHINE_NAME
 from workroom.providers.base import BoxState, Provider
+from workroom.providers.idle_clock import ASLEEP_STATES, AWAKE_STATES, reading_from
 from workroom.remote.agent_client import EventHandler
 from workroom.remote.agent_install import PROBE_ANSWER_LIMIT, relay_argv, relay_command
 from workroom.remote.agent_link import AgentLink, open_stream_link
+from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
 from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_config import SshTarget, resolve_target
 from workroom.remote.ssh_connection import ExecStream, SshConnection
 
 CONNECT_TIMEOUT_SECONDS = 10.0
+BOXD_ANSWER_BYTES = 64 * 1024  # `boxd machine status --json` answers in a few hundred bytes
 
 
 class SshShell:
@@ -30,8 +34,9 @@ class SshShell:
     def __init__(self, connection: SshConnection) -> None:
         self.connection = connection
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
-        result = self.connection.exec(cmd, input=input, timeout=timeout)
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0,
+            limit: AnswerLimit = COMMAND_ANSWER) -> ExecResult:
+        result = self.connection.exec(cmd, input=input, timeout=timeout, limit=limit)
         return ExecResult(result.exit_status, result.stdout, result.stderr)
 
     def put_file(self, data: bytes, remote_path: str, *, mode: int = 0o600) -> int:
@@ -123,39 +128,50 @@ class BoxdProvider(SshProvider):
             exe, "machine", "status", MACHINE_NAME.of(host.reference) or host.connect_address, "--json",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
         )
+        async def read_all() -> bytes:
+            assert proc.stdout is not None
+            got = b""
+            while len(got) <= BOXD_ANSWER_BYTES:
+                chunk = await proc.stdout.read(BOXD_ANSWER_BYTES + 1 - len(got))
+                if not chunk:
+                    break
+                got += chunk
+            return got
+
+        out: bytes | None
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), 10)
+            out = await asyncio.wait_for(read_all(), 10)
         except TimeoutError:
-            proc.kill()
-            return None
-        return out
+            out = None
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+            await proc.wait()
+        return None if out is None or len(out) > BOXD_ANSWER_BYTES else out
 
 
 def parse_boxd_idle(output: bytes, read_at: float) -> IdleClockReading | None:
     """`idle_seconds` (and `idle_window_seconds`, when given) of an awake machine; None otherwise."""
     try:
         data = json.loads(output)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
-    if not isinstance(data, dict) or parse_boxd_state(output) is not BoxState.AWAKE:
+    if parse_boxd_state(output) is not BoxState.AWAKE:
         return None
-    try:
-        return IdleClockReading(idle_seconds=data["idle_seconds"], window_seconds=data.get("idle_window_seconds"),
-                                read_at=read_at)
-    except (KeyError, ValueError):
-        return None
+    return reading_from(data, read_at)
 
 
 def parse_boxd_state(output: bytes) -> BoxState:
     """`boxd machine status NAME --json` -> awake/asleep; anything unexpected -> unknown."""
     try:
         data = json.loads(output)
-    except ValueError:
+    except (ValueError, RecursionError):
         return BoxState.UNKNOWN
     state = str(data.get("state", "")).lower() if isinstance(data, dict) else ""
-    if state in ("hibernated", "suspended", "stopped", "sleeping", "asleep"):
+    if state in ASLEEP_STATES:
         return BoxState.ASLEEP
-    if state in ("running", "started", "awake"):
+    if state in AWAKE_STATES:
         return BoxState.AWAKE
     return BoxState.UNKNOWN
 

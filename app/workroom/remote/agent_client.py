@@ -171,12 +171,16 @@ class AgentClient:
         if self._closed is not None:
             raise self._closed
         request_id = next(self._ids)
-        future: asyncio.Future[Reply] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Reply] = loop.create_future()
         self._pending[request_id] = future
+        deadline = loop.time() + timeout
         try:
-            await self._send(build(request_id))
             try:
-                return await asyncio.wait_for(future, timeout)
+                # The send counts against the same time limit: a send stuck behind a busy executor or a full
+                # channel must not hold the request (and the session waiting on it) for ever.
+                await asyncio.wait_for(self._send(build(request_id)), timeout)
+                return await asyncio.wait_for(future, max(0.0, deadline - loop.time()))
             except TimeoutError:
                 raise RequestTimedOut(what, timeout) from None
         finally:

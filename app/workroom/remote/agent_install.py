@@ -16,9 +16,11 @@ own interpreter instead (providers.local), so a Mac's `/usr/bin/python3` placeho
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import plistlib
+import re
 import secrets
 import shlex
 import textwrap
@@ -26,7 +28,9 @@ import time
 from dataclasses import dataclass, field
 
 from workroom.agent_bundle import AgentBundle, version_tuple
+from workroom.core.display_text import plain
 from workroom.core.errors import UserError
+from workroom.remote.answer_limit import PROBE_ANSWER
 from workroom.remote.host_shell import ExecResult, HostShell
 
 DEFAULT_INSTALL_DIR = "~/.local/share/wr-agent"
@@ -120,6 +124,14 @@ class HostNotSuitable(AgentInstallError):
     retryable = False
 
 
+_SAFE_PATH = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]{1,1024}")
+
+
+def _text(value: object, limit: int = 100) -> str | None:
+    """A probe field as the host sent it, cleaned and cut at parse time (it is shown in words)."""
+    return None if value is None else plain(str(value), limit)
+
+
 def _expand(path: str, home: str) -> str:
     return home + path[1:] if path.startswith("~") else path
 
@@ -156,6 +168,14 @@ _PROBE = textwrap.dedent(
             os.chmod(folder, stat.S_IMODE(st.st_mode) & ~0o077)
             out["repaired"].append(folder)
             trusted = False
+    def nearest(p):
+        while not os.path.lexists(p) and os.path.dirname(p) != p:
+            p = os.path.dirname(p)
+        return p
+    if "unsafe" not in out:  # every folder above it too (the launcher's rule, OpenSSH's safe_path)
+        why = unsafe_folder(nearest(os.path.dirname(folder)))
+        if why:
+            out["unsafe"] = why
     if "unsafe" in out:
         print(json.dumps(out))
         sys.exit(0)
@@ -225,6 +245,13 @@ _PROBE = textwrap.dedent(
                 out["supervisor"] = f.read(100).strip() or None
     except OSError:
         pass
+    # The folder the supervisor's own file goes in: whoever can write there chooses what starts.
+    config = ("~/.config/systemd/user" if out["systemd_user"] else "~/Library/LaunchAgents" if out["launchd"]
+              else None)
+    if config is not None:
+        why = unsafe_folder(nearest(os.path.expanduser(config)))
+        if why:
+            out["unsafe"] = why
     print(json.dumps(out))
     """
 )
@@ -436,6 +463,7 @@ _SYSTEMD_UNIT = textwrap.dedent(
     ExecStart={exec_start}
     Restart=always
     RestartSec=1
+    RestartPreventExitStatus=5
 
     [Install]
     WantedBy=default.target
@@ -493,6 +521,20 @@ def _home_relative(path: str) -> str:
     return path[2:] if path.startswith("~/") else path
 
 
+LAUNCH_CALL = "\nlaunch()\n"
+LAUNCH_WRAPPER = "import base64;exec(base64.b64decode('%s'))"
+
+
+def launcher_argv(bundle: AgentBundle, python: tuple[str, ...], expected: str, bundle_path: str, folder: str,
+                  args: list[str]) -> list[str]:
+    """Run `bundle_path args...` on the host only after the launcher (wr_agent/launcher.py, from the app's own
+    bundle) has checked its folders and that its sha256 is `expected`: the same argv the agent builds for its
+    own restarts (launcher.command; a contract test holds the two together)."""
+    text = bundle.launcher_source() + LAUNCH_CALL
+    code = LAUNCH_WRAPPER % base64.b64encode(text.encode("utf-8")).decode("ascii")
+    return [*python, "-c", code, expected, bundle_path, folder, *args]
+
+
 def launchd_label(socket_path: str) -> str:
     """One LaunchAgent per agent socket: two app homes (a test, a second user profile) never clash."""
     return f"{LAUNCHD_LABEL_PREFIX}.{hashlib.sha256(socket_path.encode()).hexdigest()[:8]}"
@@ -526,15 +568,18 @@ class AgentInstaller:
         self.python = python
 
     def probe(self) -> Probe:
-        cmd, script = _python_cmd(_PROBE, self.layout.bundle_path, self.layout.socket_path, self.bundle.sha256,
+        probe_script = self.bundle.launcher_source() + _PROBE  # the folder rule is the launcher's
+        cmd, script = _python_cmd(probe_script, self.layout.bundle_path, self.layout.socket_path, self.bundle.sha256,
                                   python=self.python)
-        return self.read_probe(self.shell.run(cmd, input=script, timeout=30))
+        return self.read_probe(self.shell.run(cmd, input=script, timeout=30, limit=PROBE_ANSWER))
 
     def probe_then_relay_command(self) -> str:
         """One remote command for a reconnect: the probe (the same script as `probe`, the same Python), whose
         answer is the stream's first line, then -- only when `relay_follows`, the bundle's hash checked -- the
         relay of that bundle in the same process, speaking the protocol on the same stream."""
-        return _python_inline_cmd(_PROBE + _RELAY_AFTER_PROBE, self.layout.bundle_path, self.layout.socket_path,
+        # The launcher's folder rule first, as in `probe`: the same checks, the same refusals.
+        script = self.bundle.launcher_source() + _PROBE + _RELAY_AFTER_PROBE
+        return _python_inline_cmd(script, self.layout.bundle_path, self.layout.socket_path,
                                   self.bundle.sha256, "relay", python=self.python)
 
     def relay_follows(self, probe: Probe) -> bool:
@@ -563,29 +608,38 @@ class AgentInstaller:
         except (ValueError, IndexError):
             raise AgentInstallError(
                 "Could not read the host",
-                f"The probe of the host failed (exit {result.exit_status}): {result.error_text()[:300]}",
+                f"The probe of the host failed (exit {result.exit_status}): {result.said()}",
                 "Check that the host's shell works for this user.",
             ) from None
         if data.get("unsafe"):
             raise HostNotSuitable(
                 "The agent's folder on the host is not safe",
-                f"{data['unsafe']}, so another user could replace the agent that the app would then run.",
+                f"{plain(str(data['unsafe']), 500)}, so another user could replace the agent that the app would "
+                "then run.",
                 "Remove that folder on the host (or make it a folder of the login user's that only it can write "
                 "to), then connect again.",
             )
-        python = data.get("python")
+        python = _text(data.get("python"))
         if version_tuple(python or "") < MIN_PYTHON:
             raise HostNotSuitable(
                 "Python on the host is too old",
                 f"The host's python3 is {python}; the workroom agent needs Python 3.8 or newer.",
                 "Install a newer python3 on the host, then connect again.",
             )
+        paths = [data.get(k) for k in ("home", "bundle", "socket")]
+        if not all(isinstance(p, str) and p and _SAFE_PATH.fullmatch(p) for p in paths):
+            raise AgentInstallError(
+                "Could not read the host",
+                "The probe of the host answered with folder names this app does not use (empty, too long, or "
+                "with control characters).",
+                "Check the login user's home on the host.",
+            )
         return Probe(
-            python=python, home=data["home"], bundle_path=data["bundle"], socket_path=data["socket"],
-            sha256=data.get("sha256"), version=data.get("version"), running=bool(data.get("running")),
-            systemd_user=bool(data.get("systemd_user")), running_build=data.get("running_build"),
+            python=python, home=paths[0], bundle_path=paths[1], socket_path=paths[2],
+            sha256=_text(data.get("sha256")), version=_text(data.get("version")), running=bool(data.get("running")),
+            systemd_user=bool(data.get("systemd_user")), running_build=_text(data.get("running_build")),
             running_stalled=data.get("running_stalled") is True,
-            launchd=bool(data.get("launchd")), supervisor=data.get("supervisor"),
+            launchd=bool(data.get("launchd")), supervisor=_text(data.get("supervisor")),
         )
 
     def uninstall(self) -> UninstallReport:
@@ -664,7 +718,7 @@ class AgentInstaller:
         if not mk.ok:
             raise AgentInstallError(
                 "Could not prepare the host",
-                f"Creating the agent's folders failed: {mk.error_text()[:300]}",
+                f"Creating the agent's folders failed: {mk.said()}",
                 "Check the free space and permissions in the host user's home.",
             )
         staged = f"{install_dir}/.{BUNDLE_NAME}.staged-{secrets.token_hex(6)}"
@@ -675,7 +729,7 @@ class AgentInstaller:
         if not placed.ok:
             raise AgentInstallError(
                 "The agent upload was damaged",
-                f"The host refused the uploaded agent: {placed.error_text()[:300]}",
+                f"The host refused the uploaded agent: {placed.said()}",
                 "Connect again to retry the upload.",
             )
         return sent
@@ -689,22 +743,32 @@ class AgentInstaller:
         if not waited.ok:
             raise AgentInstallError(
                 "The agent did not start",
-                f"The agent did not answer after it was started: {waited.error_text()[:300]}",
+                f"The agent did not answer after it was started: {waited.said()}",
                 f"Look at {probe.socket_path}.log on the host.",
             )
 
     def _handoff(self, probe: Probe) -> None:
-        cmd = agent_command(self.python, probe.bundle_path, "handoff", "--socket", probe.socket_path,
-                            "--bundle", probe.bundle_path, "--sha256", self.bundle.sha256)
+        cmd = " ".join(shlex.quote(a) for a in launcher_argv(
+            self.bundle, self.python, self.bundle.sha256, probe.bundle_path, "",
+            ["handoff", "--socket", probe.socket_path, "--bundle", probe.bundle_path, "--sha256", self.bundle.sha256]))
         done = self.shell.run(cmd, timeout=30)
         if not done.ok:
             raise AgentInstallError(
                 "The agent update did not take",
-                f"The running agent refused the new version: {done.error_text()[:300]}",
+                f"The running agent refused the new version: {done.said()}",
                 "Connect again; if it repeats, stop the agent on the host and connect.",
             )
         # `handoff` itself returns only once the new build answers on the socket (or fails), so there is
-        # nothing more to wait for here.
+        # nothing more to wait for here. A unit or plist names the hash it expects: the new one from now on.
+        if probe.supervisor == SUPERVISOR_SYSTEMD:
+            self._write_systemd_unit(probe, self._serve_argv(probe, self.bundle.sha256, self._systemd_dir(probe)))
+            self.shell.run("systemctl --user daemon-reload", timeout=30)
+        elif probe.supervisor == SUPERVISOR_LAUNCHD:
+            label = launchd_label(probe.socket_path)
+            self.shell.put_file(launchd_plist(label, self._serve_argv(probe, self.bundle.sha256,
+                                                                      self._launchd_dir(probe)),
+                                              probe.socket_path + ".log", probe.home),
+                                f"{self._launchd_dir(probe)}/{label}.plist", mode=0o644)
 
     def _restart_stalled(self, probe: Probe) -> None:
         """An agent that stopped checking: hand it off into the same bundle. The exec restarts it in place
@@ -716,54 +780,72 @@ class AgentInstaller:
         if not waited.ok:
             raise AgentInstallError(
                 "The agent did not restart",
-                f"The agent had stopped checking the host and did not recover: {waited.error_text()[:300]}",
+                f"The agent had stopped checking the host and did not recover: {waited.said()}",
                 f"Look at {probe.socket_path}.log on the host, or stop the agent there and connect again.",
             )
 
+    def _serve_argv(self, probe: Probe, expected: str, folder: str, extra: tuple[str, ...] = ()) -> list[str]:
+        return launcher_argv(self.bundle, self.python, expected, probe.bundle_path, folder,
+                             [*self.serve.argv(probe.socket_path), *extra])
+
+    @staticmethod
+    def _systemd_dir(probe: Probe) -> str:
+        return f"{probe.home}/.config/systemd/user"
+
+    @staticmethod
+    def _launchd_dir(probe: Probe) -> str:
+        return f"{probe.home}/Library/LaunchAgents"
+
     def _start(self, probe: Probe, expected: str | None = None) -> str:
-        """Start the agent under the best supervisor the host has; returns which one (SUPERVISOR_*)."""
-        argv = [*self.python, probe.bundle_path, *self.serve.argv(probe.socket_path)]
+        """Start the agent under the best supervisor the host has; returns which one (SUPERVISOR_*). Every
+        start goes through the launcher, expecting `expected` (default: this app's bundle)."""
+        want = expected or self.bundle.sha256
         log = probe.socket_path + ".log"
         started = None
         supervisor = SUPERVISOR_OWN
         if probe.systemd_user:
-            started = self._start_systemd(probe, argv)
+            started = self._start_systemd(probe, self._serve_argv(probe, want, self._systemd_dir(probe)))
             supervisor = SUPERVISOR_SYSTEMD
         elif probe.launchd:
-            started = self._start_launchd(probe, argv, log)
+            started = self._start_launchd(probe, self._serve_argv(probe, want, self._launchd_dir(probe)), log)
             supervisor = SUPERVISOR_LAUNCHD
             if not started.ok:  # no GUI domain (e.g. a Mac reached over SSH with nobody logged in)
                 started = None
         if started is None:
             supervisor = SUPERVISOR_OWN
-            inner = " ".join(shlex.quote(a) for a in [*argv, "--supervise", "--log", log, "--detach"])
+            argv = self._serve_argv(probe, want, "", ("--supervise", "--log", log, "--detach"))
+            inner = " ".join(shlex.quote(a) for a in argv)
             started = self.shell.run(f"cd ~ && umask 077 && {inner} </dev/null >/dev/null", timeout=30)
         if not started.ok:
             raise AgentInstallError(
                 "The agent did not start",
-                f"Starting the agent failed: {started.error_text()[:300]}",
+                f"Starting the agent failed: {started.said()}",
                 f"Look at {log} on the host.",
             )
         self._wait_for_build(probe, expected)
         self.shell.put_file(supervisor.encode(), probe.socket_path + ".supervisor", mode=0o600)
         return supervisor
 
-    def _start_systemd(self, probe: Probe, argv: list[str]) -> ExecResult:
-        unit_dir = f"{probe.home}/.config/systemd/user"
+    def _write_systemd_unit(self, probe: Probe, argv: list[str]) -> None:
+        unit_dir = self._systemd_dir(probe)
         exec_start = " ".join(shlex.quote(a) for a in argv).replace("%", "%%").replace("$", "$$")
-        unit = _SYSTEMD_UNIT.format(exec_start=exec_start)
-        made = self.shell.run(f"mkdir -p {shlex.quote(unit_dir)}", timeout=30)
+        made = self.shell.run(f"umask 077 && mkdir -p {shlex.quote(unit_dir)}", timeout=30)
         if not made.ok:
             raise AgentInstallError("Could not prepare the host", f"Creating {unit_dir} failed: "
-                                    f"{made.error_text()[:300]}", "Check the host user's home.")
-        self.shell.put_file(unit.encode(), f"{unit_dir}/wr-agent.service", mode=0o644)
-        return self.shell.run("systemctl --user daemon-reload && systemctl --user enable --now wr-agent.service",
-                              timeout=30)
+                                    f"{made.said()}", "Check the host user's home.")
+        self.shell.put_file(_SYSTEMD_UNIT.format(exec_start=exec_start).encode(), f"{unit_dir}/wr-agent.service",
+                            mode=0o644)
+
+    def _start_systemd(self, probe: Probe, argv: list[str]) -> ExecResult:
+        self._write_systemd_unit(probe, argv)
+        return self.shell.run("systemctl --user daemon-reload && systemctl --user reset-failed wr-agent.service "
+                              ">/dev/null 2>&1; systemctl --user enable --now wr-agent.service", timeout=30)
 
     def _start_launchd(self, probe: Probe, argv: list[str], log: str) -> ExecResult:
         label = launchd_label(probe.socket_path)
-        plist_path = f"{probe.home}/Library/LaunchAgents/{label}.plist"
-        made = self.shell.run(f"mkdir -p {shlex.quote(probe.home + '/Library/LaunchAgents')}", timeout=30)
+        folder = self._launchd_dir(probe)
+        plist_path = f"{folder}/{label}.plist"
+        made = self.shell.run(f"umask 077 && mkdir -p {shlex.quote(folder)}", timeout=30)
         if not made.ok:
             return made
         self.shell.put_file(launchd_plist(label, argv, log, probe.home), plist_path, mode=0o644)

@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from workroom.core.display_text import plain
+from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
 from workroom.remote.ssh_errors import CommandTimedOut, short_command
 
 
@@ -35,11 +39,18 @@ class ExecResult:
     def error_text(self) -> str:
         return self.stderr.decode("utf-8", "replace").strip()
 
+    def said(self, limit: int = 300) -> str:
+        """The error output as words for a message: host-supplied, so plain text and at most `limit` long."""
+        return plain(self.error_text(), limit)
+
 
 class HostShell(Protocol):
     """Blocking access to a host. `cmd` is a POSIX shell command line."""
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult: ...
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0,
+            limit: AnswerLimit = COMMAND_ANSWER) -> ExecResult:
+        """Past `limit` on stdout or stderr the command is abandoned: `AnswerTooLarge`."""
+        ...
 
     def put_file(self, data: bytes, remote_path: str, *, mode: int = 0o600) -> int:
         """Write `data` to `remote_path` (created with `mode`); returns bytes sent."""
@@ -56,7 +67,8 @@ class LocalShell:
     on purpose (the agent's `--detach`) is not touched. A command never reads the app's own stdin.
     """
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0,
+            limit: AnswerLimit = COMMAND_ANSWER) -> ExecResult:
         with subprocess.Popen(
             ["/bin/sh", "-c", cmd],
             stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
@@ -65,17 +77,21 @@ class LocalShell:
             start_new_session=True,
         ) as proc:
             try:
-                out, err = proc.communicate(input, timeout=timeout)
-            except subprocess.TimeoutExpired:
+                out, err, finished = _communicate(proc, input, time.monotonic() + timeout, limit.max_bytes)
+            except BaseException:
+                _stop_group(proc)
+                raise
+            if finished is None:
+                _stop_group(proc)
+                raise limit.exceeded(cmd)
+            if not finished:
                 _stop_group(proc)
                 raise CommandTimedOut(
                     "Command timed out",
                     f"`{short_command(cmd)}` did not finish within {timeout:g} s on this computer, and was stopped.",
                     "This computer may be very busy; try again.",
-                ) from None
-            except BaseException:
-                _stop_group(proc)
-                raise
+                )
+            proc.wait()
         return ExecResult(proc.returncode, out, err)
 
     def put_file(self, data: bytes, remote_path: str, *, mode: int = 0o600) -> int:
@@ -94,6 +110,58 @@ class LocalShell:
 
     def close(self) -> None:
         return None
+
+
+def _communicate(proc: subprocess.Popen[bytes], input: bytes | None, deadline: float,
+                 max_bytes: int) -> tuple[bytes, bytes, bool | None]:
+    """(stdout, stderr, True) once both pipes end; False at `deadline`; None past `max_bytes` on either."""
+    assert proc.stdout is not None and proc.stderr is not None
+    outputs = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
+    pending = memoryview(input or b"")
+    with selectors.DefaultSelector() as sel:
+        for fd in outputs:
+            os.set_blocking(fd, False)
+            sel.register(fd, selectors.EVENT_READ)
+        if proc.stdin is not None:
+            os.set_blocking(proc.stdin.fileno(), False)
+            if pending:
+                sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
+            else:
+                proc.stdin.close()
+        try:
+            while len(sel.get_map()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return bytes(outputs[proc.stdout.fileno()]), bytes(outputs[proc.stderr.fileno()]), False
+                for key, _ in sel.select(left):
+                    fd = int(key.fd)
+                    if fd in outputs:
+                        try:
+                            chunk = os.read(fd, 65536)
+                        except BlockingIOError:
+                            continue
+                        if not chunk:
+                            sel.unregister(fd)
+                            continue
+                        outputs[fd] += chunk
+                        if len(outputs[fd]) > max_bytes:
+                            return b"", b"", None
+                    else:
+                        try:
+                            pending = pending[os.write(fd, pending):]
+                        except BlockingIOError:
+                            continue
+                        except BrokenPipeError:
+                            pending = memoryview(b"")
+                        if not pending:
+                            sel.unregister(fd)
+                            assert proc.stdin is not None
+                            proc.stdin.close()
+        finally:
+            if proc.stdin is not None and not proc.stdin.closed:
+                with contextlib.suppress(OSError):
+                    proc.stdin.close()
+    return bytes(outputs[proc.stdout.fileno()]), bytes(outputs[proc.stderr.fileno()]), True
 
 
 def _stop_group(proc: subprocess.Popen[bytes]) -> None:

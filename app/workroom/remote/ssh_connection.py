@@ -24,6 +24,7 @@ import paramiko
 
 from workroom.core.errors import UserError
 from workroom.regular_file import read_regular_file
+from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
 from workroom.remote.host_keys import (
     HostKeyChanged,
     HostKeyUnknown,
@@ -46,6 +47,7 @@ from workroom.remote.ssh_errors import (
     handshake_error,
     open_fdpass_proxy,
     open_proxy_command,
+    said,
     short_command,
 )
 from workroom.remote.ssh_transport import WorkroomTransport
@@ -377,12 +379,13 @@ class SshConnection:
     # operations ------------------------------------------------------------------------------
 
     def exec(self, command: str, input: bytes | None = None, timeout: float = 30.0,
-             check: bool = False) -> ExecResult:
+             check: bool = False, limit: AnswerLimit = COMMAND_ANSWER) -> ExecResult:
         """Run `command`, feed it `input` (small payloads), and collect its output and exit status.
 
         Past `timeout` the command is abandoned: `CommandTimedOut` if the host still answers a
         keepalive, otherwise `ConnectionLost` (and the connection is torn down). With `check`, a
-        non-zero exit raises `CommandFailed`.
+        non-zero exit raises `CommandFailed`. More than `limit` bytes on stdout or stderr: the command is
+        abandoned and `AnswerTooLarge` raised (nothing past the limit is kept).
         """
         deadline = time.monotonic() + timeout
         channel = self._start(command, timeout)
@@ -393,7 +396,8 @@ class SshConnection:
                     channel.sendall(input)
             with self._guard.watch(timeout + 5.0, "running a command"):  # backstop; the loop below ends first
                 channel.shutdown_write()
-                self._collect(channel, out, err, deadline)
+                if not self._collect(channel, out, err, deadline, limit.max_bytes):
+                    raise limit.exceeded(command)
         finally:
             self._guard.forget(channel)
             channel.close()
@@ -422,20 +426,26 @@ class SshConnection:
         return channel
 
     @staticmethod
-    def _collect(channel: paramiko.Channel, out: io.BytesIO, err: io.BytesIO, deadline: float) -> None:
+    def _collect(channel: paramiko.Channel, out: io.BytesIO, err: io.BytesIO, deadline: float,
+                 max_bytes: int) -> bool:
+        """Read until the command ends or `deadline`; False as soon as either stream passes `max_bytes`."""
         fd = channel.fileno()  # a pipe paramiko signals on data, EOF and close
         while True:
             while channel.recv_ready():
                 out.write(channel.recv(65536))
+                if out.tell() > max_bytes:
+                    return False
             while channel.recv_stderr_ready():
                 err.write(channel.recv_stderr(65536))
+                if err.tell() > max_bytes:
+                    return False
             if channel.closed or (channel.eof_received and channel.exit_status_ready()):
                 if not channel.recv_ready() and not channel.recv_stderr_ready():
-                    return
+                    return True
                 continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                return
+                return True
             select.select([fd], [], [], min(remaining, 0.2))
 
     def open_exec_channel(self, command: str, timeout: float = 10.0) -> ExecStream:
@@ -562,7 +572,7 @@ class SshConnection:
 def _plain_cause(exc: BaseException) -> str:
     """A low-level failure's own words, or plain ones for those that have none (never a type name)."""
     if str(exc):
-        return str(exc)
+        return said(exc)
     log.debug("connection broke with %r", exc)
     if isinstance(exc, EOFError):
         return "the host closed it"

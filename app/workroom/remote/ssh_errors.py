@@ -14,6 +14,7 @@ import time
 
 import paramiko
 
+from workroom.core.display_text import plain
 from workroom.core.errors import ErrorKind, UserError
 from workroom.core.questions import SecretRequest
 from workroom.platform import local_network
@@ -78,7 +79,7 @@ class CommandFailed(SshError):
     """A remote command exited non-zero (or was killed); carries its status and the end of stderr."""
 
     def __init__(self, command: str, exit_status: int, stderr: str) -> None:
-        detail = stderr.strip().splitlines()[-1] if stderr.strip() else "no error output"
+        detail = plain(stderr.strip().splitlines()[-1], 300) if stderr.strip() else "no error output"
         super().__init__(
             "Command failed on the host",
             f"`{short_command(command)}` exited with status {exit_status}: {detail}",
@@ -173,21 +174,28 @@ def open_fdpass_proxy(target: SshTarget, timeout: float) -> socket.socket:
 
 
 def handshake_error(target: SshTarget, exc: BaseException, timeout: float, transport: object = None) -> SshError:
-    """The plain-words error for a failure during the SSH handshake."""
+    """The plain-words error for a failure during the SSH handshake. What the server said (its banner line,
+    which paramiko quotes; anyone who answers on the address can say anything before any host-key check) is
+    cleaned of control characters and cut before it goes into the message."""
     mismatch = algorithm_mismatch(transport, exc)
     if mismatch is not None:
-        return HostUnreachable("No common SSH algorithm", f"{target.describe()}: {mismatch}",
+        return HostUnreachable("No common SSH algorithm", f"{target.describe()}: {plain(mismatch, 1000)}",
                                "Allow one of workroom's methods on the server (sshd_config), or connect "
                                "to a server with a current OpenSSH.")
     if isinstance(exc, paramiko.AuthenticationException):
-        return AuthFailed("Login refused", f"{target.describe()} refused the login ({exc}).", LOGIN_REFUSED_HINT)
+        return AuthFailed("Login refused", f"{target.describe()} refused the login ({said(exc)}).", LOGIN_REFUSED_HINT)
     if isinstance(exc, TimeoutError | socket.timeout):
         return HostUnreachable("Host not answering", f"{target.describe()} did not complete the SSH "
                                f"handshake within {timeout:g} s.", "The host may be overloaded or asleep.")
     return HostUnreachable(
         "SSH handshake failed",
-        f"{target.describe()} did not complete an SSH handshake ({exc or type(exc).__name__}).",
+        f"{target.describe()} did not complete an SSH handshake ({said(exc) or 'no further detail'}).",
         "Check that this address and port lead to an SSH server.")
+
+
+def said(exc: BaseException, limit: int = 300) -> str:
+    """An exception's words as a host may have chosen them: plain text, at most `limit` characters."""
+    return plain(str(exc), limit)
 
 
 def close_quietly(sock: object) -> None:

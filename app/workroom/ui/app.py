@@ -174,7 +174,8 @@ class WorkroomApp:
         self.window.select_host(name)
         self.window.bring_up()
 
-    def _notify_card(self, name: str, workroom: str) -> None:
+    def _notify_card(self, name: str, _workroom: str) -> None:
+        """Titled with the app's own name for the host (`name`), never the one its agent sends."""
         snapshot = self.window.model.snapshot(name)
         deadline = row_text.prompt_deadline(snapshot) if isinstance(snapshot, HostSnapshot) else None
         if deadline is not None:
@@ -182,7 +183,7 @@ class WorkroomApp:
                 return  # this prompt was announced before its link dropped; its card and menu entry are back
             self._announced[name] = deadline
         detail = snapshot.badge().tooltip if isinstance(snapshot, HostSnapshot) else ""
-        self.tray.notify(f"{workroom}: keep it awake?", detail or f"{workroom} has been busy past its ceiling.",
+        self.tray.notify(f"{name}: keep it awake?", detail or f"{name} has been busy past its ceiling.",
                          host=name)
 
     def _notify_not_seen(self, snapshot: HostSnapshot) -> None:

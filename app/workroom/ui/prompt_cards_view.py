@@ -74,7 +74,9 @@ class PromptCard(QFrame):
 
     def render_snapshot(self, snapshot: HostSnapshot, now: float) -> None:
         self.snapshot = snapshot
-        workroom = row_text.workroom_name(snapshot)
+        # The app's own name for the host, never the one its agent gives: a host must not be able to title
+        # its prompt as another host's ("prod-db: keep it awake?") and have the user answer the wrong card.
+        workroom = snapshot.host.name
         self.title.setText(f"{workroom}: keep it awake?")
         status = snapshot.status
         awake = status.awake_seconds if status else (snapshot.prompt.awake_seconds if snapshot.prompt else 0.0)
@@ -151,7 +153,7 @@ class PromptCardsView(QScrollArea):
             card = None
         if card is None:
             card = self._add(snapshot, key)
-            self.card_raised.emit(name, row_text.workroom_name(snapshot))
+            self.card_raised.emit(name, name)
         card.render_snapshot(snapshot, self._clock())
 
     def forget_host(self, name: str) -> None:

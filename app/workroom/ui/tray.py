@@ -249,7 +249,7 @@ class TrayController(QObject):
                 self.menu.insertAction(self._prompts_end, action)
         left = row_text.prompt_seconds_left(snapshot, now)
         within = f" · answer within {format_duration(left)}" if left is not None else ""
-        actions[0].setText(f"{row_text.workroom_name(snapshot)}: keep it awake?{within}")
+        actions[0].setText(f"{snapshot.host.name}: keep it awake?{within}")  # the app's name, not the host's
 
     def _drop_prompt(self, name: str) -> None:
         for action in self.prompt_actions.pop(name, []):

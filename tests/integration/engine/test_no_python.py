@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from workroom.agent_bundle import AgentBundle
 from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, ServeOptions
 from workroom.remote.host_shell import ExecResult, LocalShell
+from wr_agent import bundle
 
 pytestmark = pytest.mark.integration
 
@@ -16,13 +19,14 @@ class ShellWithPath(LocalShell):
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
-        return super().run(f"PATH={self.path}; export PATH; {cmd}", input=input, timeout=timeout)
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0, **kw: Any) -> ExecResult:
+        return super().run(f"PATH={self.path}; export PATH; {cmd}", input=input, timeout=timeout, **kw)
 
 
 def _installer(shell: LocalShell, tmp_path) -> AgentInstaller:  # type: ignore[no-untyped-def]
     layout = AgentLayout(install_dir=str(tmp_path / "agent"), state_dir=str(tmp_path / "run"))
-    return AgentInstaller(shell, AgentBundle(b"x", "0" * 64, "0.1.0"), layout, ServeOptions(workroom="w"))
+    return AgentInstaller(shell, AgentBundle(bundle.bundle_bytes(), "0" * 64, "0.1.0"), layout,
+                          ServeOptions(workroom="w"))
 
 
 def test_no_python3_on_path(tmp_path) -> None:  # type: ignore[no-untyped-def]

@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixtures.procs import processes_naming
@@ -68,9 +69,9 @@ class ShellWith(LocalShell):
     def __init__(self, path: str, home: Path) -> None:
         self.path, self.home = path, home
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0, **kw: Any) -> ExecResult:
         prefix = f"PATH={self.path}; HOME={self.home}; export PATH HOME; unset XDG_RUNTIME_DIR; "
-        return super().run(prefix + cmd, input=input, timeout=timeout)
+        return super().run(prefix + cmd, input=input, timeout=timeout, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +112,9 @@ def test_launchagent_plist_and_bootstrap(tmp_path: Path, bundle: AgentBundle) ->
         plist_path = shell.home / "Library" / "LaunchAgents" / f"{label}.plist"
         job = plistlib.loads(plist_path.read_bytes())
         assert job["Label"] == label
-        assert job["ProgramArguments"][:3] == [sys.executable, report.bundle_path, "serve"]
+        args = job["ProgramArguments"]  # through the launcher, the expected hash on the command line
+        assert args[:2] == [sys.executable, "-c"] and args[3:7] == [
+            bundle.sha256, report.bundle_path, str(shell.home / "Library" / "LaunchAgents"), "serve"]
         assert "--supervise" not in job["ProgramArguments"] and "--detach" not in job["ProgramArguments"]
         assert job["KeepAlive"] is True and job["RunAtLoad"] is True and job["ThrottleInterval"] == 1
         assert job["StandardErrorPath"] == report.socket_path + ".log"

@@ -109,3 +109,41 @@ def test_the_login_shells_path_is_read_within_the_limit(tmp_path: Path, monkeypa
     assert os.environ["PATH"].split(":")[0] == str(tools)
     assert took < login_env.TIME_LIMIT_SECONDS, took
     print(f"\n[login env] {program} -l -i: {took:.2f} s")
+
+
+def _started_job(profile_line: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    pidfile = tmp_path / "job.pid"
+    home = _login_home(tmp_path, f"{profile_line} echo $! > {pidfile}\n")
+    monkeypatch.setenv("PATH", FINDER_PATH)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SHELL", "/bin/bash")
+    monkeypatch.delenv(login_env.DISABLE_ENV, raising=False)
+    return pidfile
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("job", ["setsid sleep 45 &", "sleep 44 &"])
+def test_a_daemon_the_login_shell_starts_neither_holds_start_up_nor_is_killed(
+        job: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .bash_profile that starts a long job (in a session of its own, or not) and keeps our pipe open:
+    the environment is read as soon as the end marker comes, and the user's job is left running (it held
+    start-up 45 s, or 5 s and was then killed)."""
+    pidfile = _started_job(job, tmp_path, monkeypatch)
+    started = time.monotonic()
+    found = login_env.adopt_login_env(timeout=5.0)
+    took = time.monotonic() - started
+    pid = int(pidfile.read_text())
+    try:
+        assert found is not None and found.error is None, found
+        assert took < 3.0, f"start-up waited {took:.1f} s on the login shell's job"
+        time.sleep(0.2)
+        assert _alive(pid), "the user's job was killed"
+    finally:
+        os.kill(pid, 9)

@@ -7,11 +7,13 @@ prints without the Command Line Tools and exits 1, run through this computer's r
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from workroom.agent_bundle import AgentBundle
 from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, ServeOptions
 from workroom.remote.host_shell import ExecResult, LocalShell
+from wr_agent import bundle
 
 pytestmark = pytest.mark.integration
 
@@ -27,8 +29,8 @@ class ShellWithPath(LocalShell):
     def __init__(self, path: str) -> None:
         self.path = path
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
-        return super().run(f"PATH={self.path}; export PATH; {cmd}", input=input, timeout=timeout)
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0, **kw: Any) -> ExecResult:
+        return super().run(f"PATH={self.path}; export PATH; {cmd}", input=input, timeout=timeout, **kw)
 
 
 def test_apples_python3_placeholder_is_named(tmp_path: Path) -> None:
@@ -38,7 +40,8 @@ def test_apples_python3_placeholder_is_named(tmp_path: Path) -> None:
     stub.write_text(f"#!/bin/sh\ncat >/dev/null\nprintf '%s' '{STUB_OUTPUT}' >&2\nexit 1\n")
     stub.chmod(0o755)
     layout = AgentLayout(install_dir=str(tmp_path / "agent"), state_dir=str(tmp_path / "run"))
-    installer = AgentInstaller(ShellWithPath(f"{bindir}:/usr/bin:/bin"), AgentBundle(b"x", "0" * 64, "0.1.0"),
+    installer = AgentInstaller(ShellWithPath(f"{bindir}:/usr/bin:/bin"),
+                               AgentBundle(bundle.bundle_bytes(), "0" * 64, "0.1.0"),
                                layout, ServeOptions(workroom="w"))
     with pytest.raises(AgentInstallError) as info:
         installer.probe()

@@ -321,8 +321,9 @@ def test_hang_up_mid_head_gets_400_on_the_half_close(server):
         s.close()
 
 
-def test_own_traffic_is_reported_for_the_discount():
-    """Every connection reports its handshake allowance at accept and its payload bytes both ways."""
+def _credited(data, link_counts=None):
+    """Send `data` to a real endpoint on loopback; (what it credited to the own-traffic discount as
+    (payload, messages) pairs, what it answered)."""
     seen = []
     lock = threading.Lock()
 
@@ -330,17 +331,49 @@ def test_own_traffic_is_reported_for_the_discount():
         with lock:
             seen.append((payload, messages))
     sock = health.open_listener((socket.AF_INET, "127.0.0.1", 0))
-    srv = health.HealthServer(sock, ok_answer, on_traffic=on_traffic)
+    kw = {} if link_counts is None else {"link_counts": link_counts}
+    srv = health.HealthServer(sock, ok_answer, on_traffic=on_traffic, **kw)
     srv.start()
     try:
-        request = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
-        out = exchange(srv, request)
-        deadline = time.monotonic() + 2
-        while time.monotonic() < deadline and sum(p for p, _ in seen) < len(request) + len(out):
-            time.sleep(0.01)
+        out = exchange(srv, data)
+        time.sleep(0.3)  # what the endpoint counts after the answer (it lingers reading the rest)
     finally:
         srv.stop()
         sock.close()
     with lock:
-        assert sum(m for _, m in seen) == health.CONNECTION_MESSAGES
-        assert sum(p for p, _ in seen) == len(request) + len(out)
+        return list(seen), out
+
+
+REQUEST = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+
+
+def test_own_traffic_credits_only_what_the_endpoint_sends():
+    """On a link the network signal counts: the answer's bytes and one poll's allowance, nothing of what
+    the client sent (a 1 MiB body credited 1 MiB, so a flood of them erased a busy box's `net:` signal)."""
+    seen, out = _credited(REQUEST + b"x" * (1 << 20), link_counts=lambda s: True)
+    assert out.startswith(b"HTTP/1.1 200")
+    assert sum(m for _, m in seen) == health.CONNECTION_MESSAGES
+    assert sum(p for p, _ in seen) == len(out)
+
+
+def test_nothing_is_credited_for_a_peer_on_this_machine():
+    """Another local user polling over loopback moves no byte the network signal counts: no credit."""
+    assert health.crosses_counted_link  # the default judge
+    seen, out = _credited(REQUEST + b"x" * (1 << 20))
+    assert out.startswith(b"HTTP/1.1 200") and seen == []
+
+
+def test_the_link_judge_knows_loopback_and_this_machines_own_addresses():
+    listen = socket.create_server(("127.0.0.1", 0))
+    try:
+        client = socket.create_connection(listen.getsockname())
+        conn, _ = listen.accept()
+        try:
+            assert health.crosses_counted_link(conn) is False
+        finally:
+            conn.close()
+            client.close()
+    finally:
+        listen.close()
+    from wr_agent.proc_sampler import interface_counts
+    assert interface_counts("lo") is False and interface_counts("veth12ab") is False

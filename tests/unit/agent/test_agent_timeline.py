@@ -21,16 +21,27 @@ IDLE = (tl.IDLE, "", "")
 
 
 class Wall:
+    """Injected clocks: the wall clock (`t`, called) and the suspend-aware one (`m`, `mono`). Time passing
+    moves both (`tick`); a wall-clock step moves only `t`."""
+
     def __init__(self, t=1_700_000_000.0):
         self.t = t
+        self.m = 5000.0
 
     def __call__(self):
         return self.t
 
+    def mono(self):
+        return self.m
+
+    def tick(self, seconds):
+        self.t += seconds
+        self.m += seconds
+
 
 def run(t, wall, key, seconds):
     for _ in range(int(seconds)):
-        wall.t += 1
+        wall.tick(1)
         t.note(key)
 
 
@@ -58,7 +69,7 @@ def test_every_class_the_record_can_hold_comes_from_the_reason_table():
 
 def test_a_steady_hour_is_one_span_and_a_change_starts_another():
     wall = Wall()
-    t = tl.Timeline(clock=wall)
+    t = tl.Timeline(clock=wall, mono=wall.mono)
     t.note(CC1)
     run(t, wall, CC1, 3600)
     run(t, wall, IDLE, 600)
@@ -71,10 +82,10 @@ def test_a_steady_hour_is_one_span_and_a_change_starts_another():
 
 def test_flapping_within_a_minute_costs_at_most_a_few_spans_per_minute():
     wall = Wall()
-    t = tl.Timeline(clock=wall)
+    t = tl.Timeline(clock=wall, mono=wall.mono)
     t.note(IDLE)
     for i in range(3600):
-        wall.t += 1
+        wall.tick(1)
         t.note(CC1 if i % 2 else (tl.BUSY, "sleep", "sh"))
     spans = t.query()["spans"]
     assert len(spans) <= 2 * 61
@@ -86,10 +97,10 @@ def test_flapping_within_a_minute_costs_at_most_a_few_spans_per_minute():
 
 def test_a_gap_in_ticks_is_recorded_as_asleep():
     wall = Wall()
-    t = tl.Timeline(clock=wall)
+    t = tl.Timeline(clock=wall, mono=wall.mono)
     t.note(CC1)
     run(t, wall, CC1, 100)
-    wall.t += 900
+    wall.tick(900)
     t.note(IDLE)
     run(t, wall, IDLE, 100)
     states = [(s["state"], round(s["end"] - s["start"])) for s in t.query()["spans"]]
@@ -99,14 +110,14 @@ def test_a_gap_in_ticks_is_recorded_as_asleep():
 
 def test_budget_drops_the_oldest_first_and_days_expire():
     wall = Wall()
-    t = tl.Timeline(clock=wall, budget_bytes=4000)
+    t = tl.Timeline(mono=wall.mono, clock=wall, budget_bytes=4000)
     t.note(IDLE)
     for i in range(400):  # 400 alternating 5-minute spans: far more than 4000 bytes
         run(t, wall, CC1 if i % 2 else IDLE, 300)
     assert t._bytes <= 4000
     assert len(t.spans) < 200
     assert t.spans[-1][1] == pytest.approx(wall.t - 60, abs=61)  # the newest are kept
-    t2 = tl.Timeline(clock=wall, keep_seconds=3600)
+    t2 = tl.Timeline(mono=wall.mono, clock=wall, keep_seconds=3600)
     t2.note(IDLE)
     for i in range(100):
         run(t2, wall, CC1 if i % 2 else IDLE, 300)
@@ -115,7 +126,7 @@ def test_budget_drops_the_oldest_first_and_days_expire():
 
 def test_reply_is_paged_under_the_line_limit():
     wall = Wall()
-    t = tl.Timeline(clock=wall)
+    t = tl.Timeline(clock=wall, mono=wall.mono)
     t.note(IDLE)
     for i in range(2000):
         run(t, wall, CC1 if i % 2 else IDLE, 61)
@@ -128,13 +139,13 @@ def test_reply_is_paged_under_the_line_limit():
 def test_restart_keeps_the_record_and_a_handoff_second_is_no_gap(tmp_path):
     path = str(tmp_path / "agent.timeline")
     wall = Wall()
-    t = tl.Timeline(path, clock=wall)
+    t = tl.Timeline(path, clock=wall, mono=wall.mono)
     t.note(CC1)
     run(t, wall, CC1, 300)
     t.stop()
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    wall.t += 1  # a hand-off: the new process ticks a second later
-    t2 = tl.Timeline(path, clock=wall)
+    wall.tick(1)  # a hand-off: the new process ticks a second later
+    t2 = tl.Timeline(path, clock=wall, mono=wall.mono)
     t2.note(CC1)
     run(t2, wall, CC1, 300)
     spans = t2.query()["spans"]
@@ -145,12 +156,12 @@ def test_restart_keeps_the_record_and_a_handoff_second_is_no_gap(tmp_path):
 def test_after_a_restart_the_agents_absence_is_not_called_asleep(tmp_path):
     path = str(tmp_path / "agent.timeline")
     wall = Wall()
-    t = tl.Timeline(path, clock=wall)
+    t = tl.Timeline(path, clock=wall, mono=wall.mono)
     t.note(CC1)
     run(t, wall, CC1, 120)
     t.stop()
-    wall.t += 3600
-    t2 = tl.Timeline(path, clock=wall)
+    wall.tick(3600)
+    t2 = tl.Timeline(path, clock=wall, mono=wall.mono)
     t2.note(IDLE)
     run(t2, wall, IDLE, 120)
     assert [s["state"] for s in t2.query()["spans"]] == ["busy", "idle"]
@@ -163,20 +174,20 @@ def test_a_corrupt_file_is_kept_aside_and_reported(tmp_path, content):
     path = tmp_path / "agent.timeline"
     path.write_bytes(content)
     wall = Wall()
-    t = tl.Timeline(str(path), clock=wall)
+    t = tl.Timeline(str(path), clock=wall, mono=wall.mono)
     assert (tmp_path / "agent.timeline.corrupt").read_bytes() == content
     reply = t.query()
     assert "unreadable" in reply["problem"] and "agent.timeline.corrupt" in reply["problem"]
     t.note(CC1)
     run(t, wall, CC1, 10)
     assert t.save()
-    assert tl.Timeline(str(path), clock=wall).problem is None  # the new record is readable
+    assert tl.Timeline(str(path), clock=wall, mono=wall.mono).problem is None  # the new record is readable
 
 
 def test_a_fifo_as_the_record_is_set_aside_like_a_corrupt_file(tmp_path):
     path = tmp_path / "agent.timeline"
     os.mkfifo(str(path))
-    t = within(lambda: tl.Timeline(str(path), clock=Wall()), [path])
+    t = within(lambda: tl.Timeline(str(path), clock=Wall(), mono=Wall().mono), [path])
     assert "unreadable (not a regular file)" in t.problem and "agent.timeline.corrupt" in t.problem
     assert stat.S_ISFIFO(os.lstat(str(tmp_path / "agent.timeline.corrupt")).st_mode)
     assert not os.path.lexists(str(path))
@@ -196,7 +207,7 @@ def test_a_fifo_as_the_exclusions_file_is_reported_like_a_corrupt_file(tmp_path)
 
 
 def test_save_failure_is_logged_not_raised(tmp_path):
-    t = tl.Timeline(str(tmp_path / "missing-dir" / "agent.timeline"), clock=Wall())
+    t = tl.Timeline(str(tmp_path / "missing-dir" / "agent.timeline"), clock=Wall(), mono=Wall().mono)
     t.note(CC1)
     assert t.save() is False
 
@@ -204,16 +215,16 @@ def test_save_failure_is_logged_not_raised(tmp_path):
 def test_the_tick_feeds_the_record_and_never_writes(tmp_path):
     agent, sampler, clock = make_agent(Settings(3600, 600, False))
     wall = Wall()
-    agent.timeline = tl.Timeline(str(tmp_path / "t"), clock=wall)
+    agent.timeline = tl.Timeline(str(tmp_path / "t"), clock=wall, mono=wall.mono)
     sampler.sig.cpu = [("cc1", "42", 0.9)]
     for _ in range(5):
         clock.t += 1
-        wall.t += 1
+        wall.tick(1)
         agent.tick()
     sampler.sig.cpu = []
     for _ in range(40):
         clock.t += 1
-        wall.t += 1
+        wall.tick(1)
         agent.tick()
     states = [(s["state"], s["class"], s["subject"]) for s in agent.timeline.query()["spans"]]
     assert states[0] == ("busy", "cpu", "cc1")
@@ -260,29 +271,106 @@ def test_commands_match_the_command_line_with_or_without_the_programs_path(tmp_p
 
 
 def test_a_backward_clock_step_keeps_the_record_ordered_and_loadable(tmp_path):
+    """The wall clock put two minutes back (an NTP step, a VM restore): what the record held after the new
+    now never happened and is dropped; the rest is kept as it was and recording goes on from now."""
     path = str(tmp_path / "agent.timeline")
     wall = Wall()
-    t = tl.Timeline(path, clock=wall)
+    t = tl.Timeline(path, clock=wall, mono=wall.mono)
     t.note(CC1)
     run(t, wall, CC1, 600)
     run(t, wall, IDLE, 300)
     before = [(s["start"], s["end"], s["state"], s["class"], s["subject"])
               for s in t.query()["spans"]]  # the open minute included
-    wall.t -= 120  # an NTP step (or a VM restore) puts the wall clock two minutes back
+    wall.t -= 120
+    stepped_to = wall.t
     t.note(IDLE)
-    run(t, wall, (tl.BUSY, "sleep", "sh"), 45)  # not yet back at the newest recorded time: in the open minute
+    run(t, wall, (tl.BUSY, "sleep", "sh"), 45)
     spans = t.query()["spans"]
     assert all(a["end"] <= b["start"] for a, b in itertools.pairwise(spans))
     run(t, wall, (tl.BUSY, "sleep", "sh"), 600)
     assert t.save()
-    t2 = tl.Timeline(path, clock=wall)
+    t2 = tl.Timeline(path, clock=wall, mono=wall.mono)
     assert t2.problem is None and not os.path.exists(path + ".corrupt")
     spans = t2.spans
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
-    assert spans[:len(before)] == before  # the earlier history is kept as it was
+    kept = [s for s in spans if s[0] < stepped_to]
+    assert kept[:-1] == before[:len(kept) - 1] and kept[-1][:1] == before[len(kept) - 1][:1]
+    assert all(s[1] <= stepped_to + 61 for s in kept)  # nothing of the old record after the new now
     tail = [s for s in spans if s[2:] == (tl.BUSY, "sleep", "sh")]
-    assert tail and tail[0][0] >= before[-1][1]  # nothing added before the newest recorded time
+    assert tail and tail[0][0] >= stepped_to - 1 and tail[0][0] <= stepped_to + 61  # recorded from now on
     assert tail[-1][1] == pytest.approx(wall.t, abs=61)
+
+
+def week_of_history(t, wall, days=2):
+    """`days` of alternating half-hours, a tick every 20 s (a clock step to a year ahead would expire any of
+    it: the record keeps 7 days)."""
+    t.note(IDLE)
+    for i in range(days * 24 * 2):
+        for _ in range(90):
+            wall.tick(20)
+            t.note(CC1 if i % 2 else IDLE)
+
+
+def test_a_clock_set_a_year_ahead_for_20_s_leaves_the_week_and_the_future_empty():
+    """Measured on the suspend-aware clock, the step is seen as a step: no "asleep" span to the future
+    date, nothing of the week expired, and recording goes on at once after the correction."""
+    wall = Wall()
+    t = tl.Timeline(clock=wall, mono=wall.mono)
+    week_of_history(t, wall)
+    before = list(t.spans)
+    assert len(before) >= 2 * 24 * 2 - 2 and before[0][0] <= wall.t - 2 * 24 * 3600 + 60
+    wall.t += 365 * 24 * 3600.0  # set a year ahead ...
+    run(t, wall, CC1, 20)
+    wall.t -= 365 * 24 * 3600.0  # ... and corrected
+    now = wall.t
+    run(t, wall, IDLE, 600)
+    spans = t.query()["spans"]
+    assert all(s["state"] != "asleep" for s in spans)
+    assert all(s["end"] <= wall.t + 1 for s in spans)  # nothing after now
+    assert [tuple(s.values()) for s in spans][:len(before) - 1] == before[:-1]  # the week is all there
+    assert spans[-1]["state"] == "idle" and spans[-1]["end"] == pytest.approx(wall.t, abs=1)
+    assert spans[-1]["end"] - spans[-1]["start"] >= 600 - 61 and spans[-1]["start"] <= now + 61
+
+
+def test_spans_after_now_are_dropped_on_load(tmp_path):
+    """A record saved while the clock was a year ahead (and the agent restarted after the correction)
+    loads without the future: the week before is kept and the next tick records again."""
+    path = str(tmp_path / "agent.timeline")
+    wall = Wall()
+    t = tl.Timeline(path, clock=wall, mono=wall.mono)
+    week_of_history(t, wall)
+    before = list(t.spans)
+    wall.t += 365 * 24 * 3600.0
+    run(t, wall, CC1, 90)
+    assert t.save()
+    wall.t -= 365 * 24 * 3600.0
+    wall.tick(5)
+    t2 = tl.Timeline(path, clock=wall, mono=wall.mono)
+    assert t2.problem is None
+    assert all(s[1] <= wall.t for s in t2.spans)
+    assert t2.spans[:len(before) - 1] == before[:-1]
+    t2.note(IDLE)
+    run(t2, wall, IDLE, 120)
+    assert t2.query()["spans"][-1]["end"] == pytest.approx(wall.t, abs=1)
+
+
+def test_a_suspend_is_asleep_on_the_suspend_aware_clock_even_with_a_step_at_resume():
+    wall = Wall()
+    t = tl.Timeline(clock=wall, mono=wall.mono)
+    t.note(CC1)
+    run(t, wall, CC1, 100)
+    wall.tick(900)  # suspended 15 minutes: both clocks moved
+    wall.t -= 30  # and NTP corrected the wall clock at resume
+    t.note(IDLE)
+    run(t, wall, IDLE, 100)
+    states = [(s["state"], round(s["end"] - s["start"])) for s in t.query()["spans"]]
+    assert [s for s, _ in states] == ["busy", "asleep", "idle"] and states[1][1] == 870
+
+
+def test_the_record_is_measured_on_the_suspend_aware_clock():
+    from wr_agent import clocks
+
+    assert tl.Timeline().mono is clocks.suspend_aware
 
 
 def test_a_record_saved_out_of_order_by_an_older_agent_loads_without_the_overlap(tmp_path):
@@ -290,7 +378,7 @@ def test_a_record_saved_out_of_order_by_an_older_agent_loads_without_the_overlap
     path.write_text(json.dumps({"format": 1, "last_note": 1300.0, "spans": [
         [1000.0, 1100.0, "busy", "cpu", "cc1"], [1100.0, 1200.0, "idle", "", ""],
         [1080.0, 1150.0, "busy", "sleep", "sh"], [1150.0, 1300.0, "busy", "sleep", "sh"]]}))
-    t = tl.Timeline(str(path), clock=Wall(1400.0))
+    t = tl.Timeline(str(path), clock=Wall(1400.0), mono=Wall().mono)
     assert t.problem is None and not os.path.exists(str(path) + ".corrupt")
     assert t.spans == [(1000.0, 1100.0, "busy", "cpu", "cc1"), (1100.0, 1200.0, "idle", "", ""),
                        (1200.0, 1300.0, "busy", "sleep", "sh")]

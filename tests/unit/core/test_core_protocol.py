@@ -227,3 +227,26 @@ def test_a_timeline_from_the_box_reaches_the_app_as_plain_text() -> None:
     shown = reply.spans[0].subject + reply.spans[0].state + (reply.problem or "")
     assert "PWN" in shown and "<h1" in shown
     assert not any(ord(ch) < 32 or 0x7F <= ord(ch) <= 0x9F for ch in shown), shown
+
+
+def test_every_host_supplied_text_is_cleaned_and_capped_at_parse_time() -> None:
+    """An agent's error messages, exclusion names and notes, version strings and prompt names are plain
+    text of bounded length the moment they are parsed (a compromised agent printed them as they came)."""
+    import json as _json
+
+    from workroom.core.protocol import MAX_MESSAGE_CHARS, MAX_NAME_CHARS, ErrorReply, Hello, PromptEvent, parse_line
+
+    evil = "\x1b]0;PWN\x07\x1b[2J\u202e" * 300
+    err = parse_line(_json.dumps({"id": 1, "error": {"code": "failed" + evil, "message": evil}}).encode())
+    assert isinstance(err, ErrorReply)
+    user = err.to_user_error()
+    assert len(user.message) <= MAX_MESSAGE_CHARS and "\x1b" not in user.message and "\u202e" not in user.message
+    hello = parse_line(_json.dumps({"hello": "wr-agent", "protocol": 1, "version": evil, "build": evil}).encode())
+    assert isinstance(hello, Hello) and len(hello.version) <= MAX_NAME_CHARS and "\x07" not in hello.build
+    reply = parse_line(_json.dumps({"id": 2, "result": {"names": ["x\x1b"] * 500, "problem": evil}}).encode())
+    ex = reply.exclusions()  # type: ignore[union-attr]
+    assert len(ex.names) <= 64 and all("\x1b" not in n and len(n) <= 200 for n in ex.names)
+    assert ex.problem is not None and "\x1b" not in ex.problem
+    prompt = parse_line(_json.dumps({"event": "awake_ceiling_prompt", "workroom": evil, "awake_seconds": 1,
+                                     "prompt_deadline": 2.0}).encode())
+    assert isinstance(prompt, PromptEvent) and len(prompt.workroom) <= MAX_NAME_CHARS

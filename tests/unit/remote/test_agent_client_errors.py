@@ -75,3 +75,20 @@ def test_a_broken_connection_is_said_without_a_type_name(exc: BaseException) -> 
 
     said = _plain_cause(exc)
     assert said and type(exc).__name__ not in said and not shows_exception_name(said), said
+
+
+def test_a_send_that_never_completes_is_within_the_requests_time_limit() -> None:
+    """A relay send stuck in an executor that other work filled (stuck polls did that) used to hold the
+    request, and the session waiting on it, for ever: the send is inside the request's time limit."""
+    async def scenario() -> float:
+        async def stuck_send(data: bytes) -> None:
+            await asyncio.Event().wait()
+
+        client = AgentClient(stuck_send)
+        started = time.monotonic()
+        with pytest.raises(RequestTimedOut) as info:
+            await asyncio.wait_for(client.status(timeout=0.3), 5)
+        assert info.value.what == "status"
+        return time.monotonic() - started
+
+    assert asyncio.run(scenario()) < 1.0

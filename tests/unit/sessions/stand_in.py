@@ -16,6 +16,7 @@ import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from unit.agent.agentfake import make_agent
 from workroom.agent_bundle import AgentBundle
@@ -28,12 +29,13 @@ from workroom.remote.agent_client import EventHandler
 from workroom.remote.agent_link import AgentLink, open_unix_link
 from workroom.remote.host_keys import KnownHosts
 from workroom.remote.host_shell import ExecResult, HostShell
+from wr_agent import bundle
 from wr_agent.server import Server
 from wr_agent.settings import Settings
 from wr_agent.signals import Signals
 
 BUILD = "b" * 64  # what agentfake's agent reports as its build
-BUNDLE = AgentBundle(data=b"stand-in", sha256=BUILD, version="0.1.0")
+BUNDLE = AgentBundle(data=bundle.bundle_bytes(), sha256=BUILD, version="0.1.0")  # its bytes: the launcher
 
 
 class InProcessAgent:
@@ -74,7 +76,7 @@ class UpToDateShell:
         self.commands: list[str] = []
         self.closed = False
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0, **kw: Any) -> ExecResult:
         self.commands.append(cmd)
         probe = {"python": "3.11.4", "home": "/home/dev", "bundle": "~/.local/share/wr-agent/wr-agent.pyz",
                  "socket": self.socket_path, "sha256": BUILD, "version": BUNDLE.version, "running": True,

@@ -216,7 +216,7 @@ def test_a_sleepable_box_is_not_retried_when_its_state_cannot_be_read(tmp_path: 
 class NoPythonShell:
     """A host whose login shell has no python3: the installer's probe exits 127 saying so."""
 
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0) -> ExecResult:
+    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0, **kw: Any) -> ExecResult:
         return ExecResult(127, b"", b"wr: no python3\n")
 
     def put_file(self, data: bytes, remote_path: str, *, mode: int = 0o600) -> int:
