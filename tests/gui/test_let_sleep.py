@@ -19,8 +19,9 @@ from workroom.core.ceiling import CeilingSettings
 from workroom.core.hosts import Host
 from workroom.core.protocol import Verdict
 from workroom.core.traits import BOXD_TRAITS, ProviderTraits
+from workroom.paths import agent_socket_dir
 from workroom.providers.base import BoxState
-from workroom.providers.local import LocalProvider, short_socket_dir
+from workroom.providers.local import LocalProvider
 from workroom.remote.agent_install import AgentLayout, ServeOptions
 from workroom.ui.app import WorkroomApp
 
@@ -37,7 +38,7 @@ class PromptingProvider(LocalProvider):
 
     def layout(self, host: Host) -> AgentLayout:
         root = self.context.state_dir / host.name
-        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(short_socket_dir(root / "run")))
+        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(agent_socket_dir(root / "run")))
 
     def serve_options(self, host: Host) -> ServeOptions:
         return ServeOptions(workroom=host.name, candidates="user", heartbeat=True, heartbeat_interval=1.0,
