@@ -18,6 +18,7 @@ from gui_helpers import wait_for
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.hosts import Host
 from workroom.core.protocol import Verdict
+from workroom.core.provider_specs import spec_for
 from workroom.core.traits import BOXD_TRAITS, ProviderTraits
 from workroom.paths import agent_socket_dir
 from workroom.providers.base import BoxState
@@ -51,7 +52,7 @@ class PromptingProvider(LocalProvider):
 
 @pytest.fixture
 def app(engine: Any, qtbot: Any) -> Any:
-    engine.use_provider(PromptingProvider(engine.context))
+    engine.use_provider(PromptingProvider(engine.context, spec_for("boxd")))
     # Below the app's own 30 s bound on purpose (the agent runs with its test-only bound): a prompt in seconds.
     engine.settings = engine.settings.model_copy(update={"ceiling": CeilingSettings.model_construct(
         ceiling_seconds=2.0, prompt_timeout_seconds=PROMPT_TIMEOUT, ask_at_ceiling=True)})
