@@ -18,9 +18,11 @@ from gui_helpers import wait_for
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.hosts import Host
 from workroom.core.protocol import Verdict
+from workroom.core.provider_specs import spec_for
 from workroom.core.traits import BOXD_TRAITS, ProviderTraits
+from workroom.paths import agent_socket_dir
 from workroom.providers.base import BoxState
-from workroom.providers.local import LocalProvider, short_socket_dir
+from workroom.providers.local import LocalProvider
 from workroom.remote.agent_install import AgentLayout, ServeOptions
 from workroom.ui.app import WorkroomApp
 
@@ -37,7 +39,7 @@ class PromptingProvider(LocalProvider):
 
     def layout(self, host: Host) -> AgentLayout:
         root = self.context.state_dir / host.name
-        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(short_socket_dir(root / "run")))
+        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(agent_socket_dir(root / "run")))
 
     def serve_options(self, host: Host) -> ServeOptions:
         return ServeOptions(workroom=host.name, candidates="user", heartbeat=True, heartbeat_interval=1.0,
@@ -50,7 +52,7 @@ class PromptingProvider(LocalProvider):
 
 @pytest.fixture
 def app(engine: Any, qtbot: Any) -> Any:
-    engine.use_provider(PromptingProvider(engine.context))
+    engine.use_provider(PromptingProvider(engine.context, spec_for("boxd")))
     # Below the app's own 30 s bound on purpose (the agent runs with its test-only bound): a prompt in seconds.
     engine.settings = engine.settings.model_copy(update={"ceiling": CeilingSettings.model_construct(
         ceiling_seconds=2.0, prompt_timeout_seconds=PROMPT_TIMEOUT, ask_at_ceiling=True)})

@@ -87,12 +87,11 @@ def _runs_fit(label: Any) -> list[str]:
 
 
 def test_a_refused_login_names_the_apps_field_and_long_words_wrap(window: Any, engine: Any, qtbot: Any) -> None:
-    from workroom.core.errors import ErrorInfo
+    from workroom.core.errors import ErrorInfo, Face
     from workroom.remote.ssh_errors import AuthFailed
 
     refused = AuthFailed("Login refused", f"127.0.0.1:22 did not accept user 'me' with {LONG_PATH}.",
                          "Check … (--identity FILE or IdentityFile in ~/.ssh/config).")
-    refused.app_hint = "Check … which key to use: Key file in Edit host…, or IdentityFile in ~/.ssh/config."
     snap = make_snapshot("devbox", "ssh", ConnectionState.ERROR, error=refused.info())
     feed(engine, snap)
     window.select_host("devbox")
@@ -101,9 +100,9 @@ def test_a_refused_login_names_the_apps_field_and_long_words_wrap(window: Any, e
     detail.details_button.setChecked(True)
     qtbot.wait(10)
     shown = " ".join(w.text() for w in (detail.tooltip, detail.error, detail.error_details))
-    assert "Key file in Edit host" in shown and "--identity" not in shown, shown
+    assert "Key file field in Edit host" in shown and "--identity" not in shown, shown
     assert "--identity" in refused.hint  # the command line keeps its own words
-    assert isinstance(refused.info(), ErrorInfo) and refused.info().app_hint
+    assert isinstance(refused.info(), ErrorInfo) and "Key file" in refused.info().advice(Face.APP)
     for label in (detail.tooltip, detail.error, detail.error_details):
         assert not _runs_fit(label), (label.objectName(), _runs_fit(label))
     question = make_snapshot("newbox", "ssh", ConnectionState.HOST_KEY_QUESTION)
