@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workroom.agent_bundle import AgentBundle
-from workroom.core.app_settings import AppSettings
+from workroom.core.app_settings import AppSettings, NoticeSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo
 from workroom.core.errors import UserError
@@ -217,6 +217,11 @@ class Engine:
             else:
                 outcome[name] = None
         return outcome
+
+    async def set_notice_settings(self, notices: NoticeSettings) -> None:
+        """Persist which notifications this computer shows (nothing goes to the hosts)."""
+        self.settings = self.settings.model_copy(update={"notices": notices})
+        await asyncio.get_running_loop().run_in_executor(None, save_settings, self.paths, self.settings)
 
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.sessions.values()), return_exceptions=True)

@@ -13,10 +13,11 @@ from collections.abc import Awaitable, Callable
 
 from PySide6.QtCore import QObject, Signal
 
+from workroom.core.app_settings import NoticeSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
-from workroom.core.hosts import Host
+from workroom.core.hosts import LOCAL_PROVIDER, Host
 from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import Status, TimelineReply, UserExclusions
 from workroom.core.questions import HostKeyQuestion, SecretRequest
@@ -43,6 +44,8 @@ class AppController(QObject):
     """{host name: UserError | None} after new ceiling settings went out."""
     settings_failed = Signal(object)
     """A UserError: the settings could not be saved."""
+    notice_settings_changed = Signal()
+    """Which notifications to show changed (in memory at once; saved in the background)."""
 
     def __init__(self, engine: Engine) -> None:
         super().__init__()
@@ -63,6 +66,10 @@ class AppController(QObject):
     @property
     def ceiling_settings(self) -> CeilingSettings:
         return self.engine.settings.ceiling
+
+    @property
+    def notice_settings(self) -> NoticeSettings:
+        return self.engine.settings.notices
 
     def host_names(self) -> list[str]:
         return self.engine.hosts.names()
@@ -250,6 +257,34 @@ class AppController(QObject):
             self.settings_applied.emit(outcome)
 
         self.tasks.run("settings", apply())
+
+    def apply_notice_settings(self, notices: NoticeSettings) -> None:
+        """Use these notification settings from now on, and save them (a failure to save is shown)."""
+        if notices == self.engine.settings.notices:
+            return
+        self.engine.settings = self.engine.settings.model_copy(update={"notices": notices})
+        self.notice_settings_changed.emit()
+
+        async def save() -> None:
+            try:
+                await self.engine.set_notice_settings(notices)
+            except OSError as error:
+                self.settings_failed.emit(UserError("Settings not saved", str(error),
+                                                    "Check that the settings folder is writable."))
+
+        self.tasks.run("notice-settings", save())
+
+    def set_finished_notice(self, name: str, wanted: bool) -> None:
+        """The host's own "tell me when its work finishes" (this computer's is a setting of its own)."""
+        notices = self.notice_settings
+        host = self.engine.hosts.require(name)
+        if host.provider == LOCAL_PROVIDER:
+            notices = notices.model_copy(update={"finished_this_computer": wanted})
+            if wanted and not notices.finished_for(name, this_computer=True):
+                notices = notices.with_finished_for(name, True)
+        else:
+            notices = notices.with_finished_for(name, wanted)
+        self.apply_notice_settings(notices)
 
     async def timeline(self, name: str, since: float | None) -> TimelineReply:
         """The host's why-awake record (raises UserError when it is not connected)."""
