@@ -94,8 +94,8 @@ class SystemBackend:
         self._notifier = notifier
         self._on_button = on_button
         self._on_click = on_click
-        self._ids: dict[str, str] = {}
-        """notice key -> the library's identifier of what is on screen."""
+        self._ids: dict[str, tuple[str, int | None]] = {}
+        """notice key -> (the library's identifier, the server's id where it has one) of what is on screen."""
 
     async def probe(self) -> None:
         from desktop_notifier.main import get_backend_class
@@ -113,20 +113,45 @@ class SystemBackend:
         await self.withdraw(notice.key)
         buttons = [Button(title=b.title, identifier=b.id, on_pressed=partial(self._on_button, notice.key, b.id))
                    for b in notice.buttons]
-        self._ids[notice.key] = await self._notifier.send(
+        identifier = await self._notifier.send(
             notice.title, notice.message, buttons=buttons, on_clicked=partial(self._on_click, notice.key),
             timeout=0 if notice.sticky else -1)
+        self._ids[notice.key] = (identifier, self._server_id(identifier))
+
+    def _server_id(self, identifier: str) -> int | None:
+        """The freedesktop server's own id for a notification (Linux), while desktop-notifier knows it.
+
+        desktop-notifier forgets it once a button was pressed, but a server need not close a notification on
+        an action (dunst 1.9's menu does not): the answered question would stay on screen. So it is kept
+        here, to close it by that id (CloseNotification)."""
+        ids = getattr(getattr(self._notifier, "_backend", None), "_platform_to_interface_notification_identifier",
+                      None)
+        try:
+            value = ids.inverse.get(identifier) if ids is not None else None
+        except AttributeError:
+            return None
+        return value if isinstance(value, int) else None
 
     async def withdraw(self, key: str) -> None:
-        identifier = self._ids.pop(key, None)
-        if identifier is None:
+        known = self._ids.pop(key, None)
+        if known is None:
             return
+        identifier, server_id = known
         try:
             await self._notifier.clear(identifier)
+            return
         except KeyError:
-            pass  # already gone (a button was pressed, or the user closed it): nothing to withdraw
+            pass  # desktop-notifier let go of it (a button was pressed): close it by the server's id
         except Exception as error:  # a notification server that went away must not take the app with it
             log.warning("could not withdraw the notification %s: %s", key, error)
+            return
+        interface = getattr(getattr(self._notifier, "_backend", None), "interface", None)
+        if server_id is None or interface is None:
+            return
+        try:
+            await interface.call_close_notification(server_id)
+        except Exception as error:  # already closed by the user or the server: nothing left to take back
+            log.debug("closing notification %s: %s", key, error)
 
     async def authorised(self) -> bool:
         return bool(await self._notifier.has_authorisation())
@@ -240,9 +265,10 @@ class Notifications(QObject):
     # -- what comes back ----------------------------------------------------------------------------
 
     def pressed(self, key: str, button: str) -> None:
-        """A backend reports a button press (also the entry point tests use for a press)."""
-        self.shown.pop(key, None)
+        """A backend reports a button press (also the entry point tests use for a press). The answer is given
+        by whoever listens; the notification is then withdrawn (a server need not close it on an action)."""
         self.button_pressed.emit(key, button)
+        self.withdraw(key)
 
     def clicked_body(self, key: str) -> None:
         self.clicked.emit(key)
