@@ -68,12 +68,12 @@ class NotificationServer:
         (folder / "dunstrc").write_text(DUNSTRC.format(folder=folder))
         self.monitor_log = folder / "monitor.txt"
         self.procs: list[subprocess.Popen[bytes]] = []
-        with open(self.monitor_log, "wb") as out:
+        with open(self.monitor_log, "wb") as out, open(folder / "dunst.log", "wb") as dunst_log:
             self.procs.append(subprocess.Popen(
                 ["dbus-monitor", "--address", bus.address, "interface='org.freedesktop.Notifications'"],
                 stdout=out, stderr=subprocess.STDOUT, env=self.env))
-        self.procs.append(subprocess.Popen(["dunst", "-config", str(folder / "dunstrc")], env=self.env,
-                                           stdout=subprocess.DEVNULL, stderr=open(folder / "dunst.log", "wb")))
+            self.procs.append(subprocess.Popen(["dunst", "-config", str(folder / "dunstrc")], env=self.env,
+                                               stdout=subprocess.DEVNULL, stderr=dunst_log))
         deadline = time.monotonic() + 10
         while self.ctl("is-paused").strip() not in ("true", "false"):
             if time.monotonic() > deadline or self.procs[-1].poll() is not None:
