@@ -218,9 +218,13 @@ class Engine:
                 outcome[name] = None
         return outcome
 
-    async def set_notice_settings(self, notices: NoticeSettings) -> None:
-        """Persist which notifications this computer shows (nothing goes to the hosts)."""
+    def use_notice_settings(self, notices: NoticeSettings) -> None:
+        """Which notifications this computer shows, from now on (nothing goes to the hosts); `save_settings`
+        writes them."""
         self.settings = self.settings.model_copy(update={"notices": notices})
+
+    async def save_settings(self) -> None:
+        """Write the settings as they are now (off the loop's thread)."""
         await asyncio.get_running_loop().run_in_executor(None, save_settings, self.paths, self.settings)
 
     async def close(self) -> None:

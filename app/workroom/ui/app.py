@@ -160,7 +160,7 @@ class WorkroomApp:
 
     def _notification_clicked(self, key: str) -> None:
         _, _, name = key.partition(":")
-        if name in self.controller.host_names():
+        if self.window.model.row_of(name) is not None:  # a host removed since has nothing to show
             self._show_host(name)
 
     def _forget_notices(self, name: str) -> None:

@@ -17,7 +17,7 @@ from workroom.core.app_settings import NoticeSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
-from workroom.core.hosts import LOCAL_PROVIDER, Host
+from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import Status, TimelineReply, UserExclusions
 from workroom.core.questions import HostKeyQuestion, SecretRequest
@@ -262,26 +262,30 @@ class AppController(QObject):
         """Use these notification settings from now on, and save them (a failure to save is shown)."""
         if notices == self.engine.settings.notices:
             return
-        self.engine.settings = self.engine.settings.model_copy(update={"notices": notices})
+        self.engine.use_notice_settings(notices)
         self.notice_settings_changed.emit()
 
-        async def save() -> None:
+        async def save() -> None:  # whatever the settings are when it runs: a later change is never undone
             try:
-                await self.engine.set_notice_settings(notices)
+                await self.engine.save_settings()
             except OSError as error:
                 self.settings_failed.emit(UserError("Settings not saved", str(error),
                                                     "Check that the settings folder is writable."))
 
-        self.tasks.run("notice-settings", save())
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop running (a test toggling a box by hand): save when the loop runs
+            asyncio.get_event_loop().create_task(save())
+            return
+        self.tasks.run("notice-settings", save(), supersede=False)
 
-    def set_finished_notice(self, name: str, wanted: bool) -> None:
+    def set_finished_notice(self, name: str, wanted: bool, *, this_computer: bool) -> None:
         """The host's own "tell me when its work finishes" (this computer's is a setting of its own)."""
         notices = self.notice_settings
-        host = self.engine.hosts.require(name)
-        if host.provider == LOCAL_PROVIDER:
+        if this_computer:
             notices = notices.model_copy(update={"finished_this_computer": wanted})
-            if wanted and not notices.finished_for(name, this_computer=True):
-                notices = notices.with_finished_for(name, True)
+            if wanted:
+                notices = notices.with_finished_for(name, True)  # and not muted by name either
         else:
             notices = notices.with_finished_for(name, wanted)
         self.apply_notice_settings(notices)

@@ -53,8 +53,8 @@ class HostDetailView(QWidget):
     retry_requested = Signal(str)
     disconnect_requested = Signal(str)
     keep_requested = Signal(str)
-    finished_notice_toggled = Signal(str, bool)
-    """(host, wanted): the user changed "Tell me when its work finishes" for this host."""
+    finished_notice_toggled = Signal(str, bool, bool)
+    """(host, wanted, this computer): the user changed "Tell me when its work finishes" for this host."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
@@ -220,7 +220,8 @@ class HostDetailView(QWidget):
 
     def _finished_toggled(self, wanted: bool) -> None:
         if self.snapshot is not None:
-            self.finished_notice_toggled.emit(self.snapshot.host.name, wanted)
+            self.finished_notice_toggled.emit(self.snapshot.host.name, wanted,
+                                              self.snapshot.host.provider == LOCAL_PROVIDER)
 
     def _show_error(self, snapshot: HostSnapshot | None) -> None:
         info = snapshot.connection.error if snapshot is not None else None

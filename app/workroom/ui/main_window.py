@@ -200,7 +200,8 @@ class MainWindow(QMainWindow):
         self.settings.apply_requested.connect(self._apply_settings)
         self.settings.notices_changed.connect(c.apply_notice_settings)
         c.notice_settings_changed.connect(self._notice_settings_changed)
-        self.detail.finished_notice_toggled.connect(c.set_finished_notice)
+        self.detail.finished_notice_toggled.connect(
+            lambda name, wanted, local: c.set_finished_notice(name, wanted, this_computer=local))
         self.add_button.clicked.connect(self.open_add_dialog)
         self.edit_button.clicked.connect(self.open_edit_dialog)
         self.remove_button.clicked.connect(self.confirm_remove)
