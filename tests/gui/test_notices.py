@@ -6,6 +6,7 @@ here: the balloon), except where a test gives the seam a stand-in for what only 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -52,10 +53,11 @@ def test_a_prompts_notification_offers_the_cards_two_answers(app: Any, engine: A
     assert notice.sticky and notice.title == "render-farm: keep it awake?"
 
 
-def test_let_it_sleep_on_the_notification_answers_as_the_card_does(app: Any, engine: Any) -> None:
+def test_let_it_sleep_on_the_notification_answers_as_the_card_does(app: Any, engine: Any, run: Any) -> None:
     feed(engine, prompting())
     card = app.window.cards.cards["render-farm"]
     app.notifications.pressed("prompt:render-farm", "sleep")
+    run(asyncio.sleep(0.05))  # presses are handled as a callback of the loop
     assert card.key in app.window.cards.answered and "render-farm" not in app.window.cards.cards
     assert "render-farm" not in app.tray.prompt_actions
     assert not app.notifications.showing("prompt:render-farm")
@@ -75,10 +77,11 @@ def test_keep_awake_on_the_notification_runs_the_cards_keep(app: Any, engine: An
     assert "render-farm" in app.window.cards.cards  # unanswered: the card stays, as after its own button
 
 
-def test_clicking_a_notification_opens_its_host(app: Any, engine: Any) -> None:
+def test_clicking_a_notification_opens_its_host(app: Any, engine: Any, run: Any) -> None:
     for snap in every_state().values():
         feed(engine, snap)
     app.notifications.clicked_body("prompt:render-farm")
+    run(asyncio.sleep(0.05))
     assert app.window.detail.snapshot.host.name == "render-farm" and app.window.isVisible()
 
 

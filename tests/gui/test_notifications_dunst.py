@@ -39,8 +39,9 @@ TOOLS = ("dunst", "dunstctl", "dbus-monitor", "dbus-daemon")
 
 DMENU = """#!/bin/sh
 # dunst's dmenu hook: it gets one line per action ("#Keep awake (title) [id,keep]") and runs the line printed.
-cat > "{folder}/offered.txt"
-grep -F "#$(cat "{folder}/want")" "{folder}/offered.txt" | head -n 1
+cat > "{folder}/offered.part"
+grep -F "#$(cat "{folder}/want")" "{folder}/offered.part" | head -n 1
+mv "{folder}/offered.part" "{folder}/offered.txt"  # whole, for the test to read
 """
 
 DUNSTRC = """[global]

@@ -267,11 +267,21 @@ class Notifications(QObject):
     def pressed(self, key: str, button: str) -> None:
         """A backend reports a button press (also the entry point tests use for a press). The answer is given
         by whoever listens; the notification is then withdrawn (a server need not close it on an action)."""
-        self.button_pressed.emit(key, button)
-        self.withdraw(key)
+        self._on_loop(self.button_pressed.emit, key, button)
+        self._on_loop(self.withdraw, key)
 
     def clicked_body(self, key: str) -> None:
-        self.clicked.emit(key)
+        self._on_loop(self.clicked.emit, key)
+
+    @staticmethod
+    def _on_loop(call: Callable[..., Any], *args: Any) -> None:
+        """Handlers start tasks: run them as a callback of the loop (a D-Bus signal can be read by Qt's event
+        processing while the asyncio loop itself is not running)."""
+        loop = _loop()
+        if loop is None or loop.is_closed():
+            call(*args)
+            return
+        loop.call_soon(call, *args)
 
     # -- delivery, in order -------------------------------------------------------------------------
 
