@@ -2,7 +2,8 @@
 
 Checks: Qt loads (offscreen is fine when there is no display), a keyring backend is usable (or which
 backends were rejected and why), the agent bundle is present and its sha256 is the hash of its bytes,
-every icon is present and readable, and the notification library with this platform's backend loads. Exit 0 when all pass, 1 naming what failed.
+every icon is present and readable, and the notification library with this platform's backend loads.
+Exit 0 when all pass, 1 naming what failed.
 """
 
 from __future__ import annotations
