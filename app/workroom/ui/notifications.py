@@ -201,8 +201,8 @@ BackendFactory = Callable[["Notifications"], Coroutine[Any, Any, Backend]]
 
 async def choose_backend(notifications: Notifications) -> Backend:
     """The platform's notification service when one answers, else the tray's balloon (said in the log)."""
-    system = SystemBackend(notifications.pressed, notifications.clicked_body)
     try:
+        system = SystemBackend(notifications.pressed, notifications.clicked_body)
         await system.probe()
     except Exception as error:  # no bus, no server on it, no bundle: every one of them means "use the balloon"
         log.warning("no notification service (%s); notifications use the tray's balloon: no buttons, and "
