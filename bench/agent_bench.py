@@ -6,6 +6,7 @@ memory, time-to-busy and time-to-idle. Prints the figures; cleans up every proce
 `ns` (default as root): the agent and the sleepers run in a fresh PID namespace, so the process count is
 exactly what is measured. `host`: the agent watches the whole host (`--candidates user` when not root).
 Issue 3's goals: <= 0.1 % of a core (~20), <= 0.5 % (500), RSS <= 20 MB, busy <= 1 s, idle <= hold + 1 s.
+`--quick`: ~20 sleepers, a 1 s window, one busy/idle cycle with a 1 s hold (seconds; no figures asserted).
 """
 
 import argparse
@@ -142,7 +143,7 @@ def seed_full_record(path, budget=128 * 1024):
     os.chmod(path, 0o600)
 
 
-def measure(mode, extra, seconds, hold, full_record=False):
+def measure(mode, extra, seconds, hold, full_record=False, cycles=3, warm_up=3.0):
     r = Runner(mode)
     tmp = tempfile.mkdtemp(prefix="wrbench")
     os.chmod(tmp, 0o700)
@@ -164,7 +165,7 @@ def measure(mode, extra, seconds, hold, full_record=False):
             time.sleep(0.05)
         time.sleep(0.5)
         pid = next(p for p in [agent.pid, *descendants(agent.pid)] if comm(p) == "wr-agent")
-        time.sleep(3)  # warm-up: first-sight reads done
+        time.sleep(warm_up)  # first-sight reads done
         c0, t0 = cpu_seconds(pid), time.monotonic()
         time.sleep(seconds)
         share = (cpu_seconds(pid) - c0) / (time.monotonic() - t0)
@@ -185,7 +186,7 @@ def measure(mode, extra, seconds, hold, full_record=False):
                     break
             rss = max(rss, rss_kb(pid))
         busy, idle = [], []
-        for _ in range(3):
+        for _ in range(cycles):
             if sub.first["verdict"] != "IDLE":
                 sub.wait_verdict("IDLE", 60)
             sub.first = {"verdict": "IDLE"}
@@ -214,10 +215,14 @@ def main():
     ap.add_argument("--counts", default="20,500")
     ap.add_argument("--full-record", action="store_true",
                     help="start the agent with a why-awake record at its byte budget, and read it all once")
+    ap.add_argument("--quick", action="store_true", help="a few seconds: one small run, no figures asserted")
     args = ap.parse_args()
+    if args.quick:
+        args.seconds, args.hold, args.counts = 1.0, 1.0, "20"
     rows = []
     for n in [int(x) for x in args.counts.split(",")]:
-        row = measure(args.mode, n, args.seconds, args.hold, args.full_record)
+        row = measure(args.mode, n, args.seconds, args.hold, args.full_record,
+                      cycles=1 if args.quick else 3, warm_up=1.0 if args.quick else 3.0)
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(f"\nmode={args.mode} window={args.seconds:g}s  "

@@ -4,6 +4,7 @@ resident memory with 100 hosts, and lag while a real agent push runs.
     QT_QPA_PLATFORM=offscreen .venv/bin/python bench/app_bench.py [--seconds 10] [--rate 100]
 
 Goals (issue 5): window <= 1.5 s; lag p99 <= 50 ms; RSS <= 200 MB; lag during a push <= 50 ms.
+`--quick`: one start-up, 10 hosts for 1 s, one push (seconds; no figures asserted).
 The 100 hosts' status changes are constructed snapshots handed to the engine's listeners (what each
 HostSession does on a change), at `--rate` changes per second spread over the hosts.
 """
@@ -210,7 +211,10 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=100.0, help="status changes per second over all hosts")
     parser.add_argument("--stress", action="store_true", help="also run at 5x the rate for half as long")
+    parser.add_argument("--quick", action="store_true", help="a few seconds: one of each, no figures asserted")
     args = parser.parse_args()
+    if args.quick:
+        args.runs, args.hosts, args.seconds, args.stress = 1, 10, 1.0, False
     if args.child_startup:
         return child_startup()
     import qasync

@@ -34,6 +34,10 @@ from PySide6.QtGui import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "app"))
+
+from workroom.core.badge import BADGE_SPECS  # noqa: E402 (the app's source, beside this script)
+
 MENUBAR_DIR = ROOT / "resources" / "icons" / "menubar"
 APP_DIR = ROOT / "resources" / "icons" / "app"
 
@@ -43,8 +47,8 @@ RADIUS = 6.5
 STROKE = 1.6
 BLACK = QColor(0, 0, 0, 255)
 
-# Kept in step with core/badge.py BadgeKind (tests/unit/test_resources.py checks every kind has its icons).
-BADGE_KINDS = ("idle", "busy", "busy_past_ceiling", "busy_not_kept_awake", "asleep", "offline", "unknown")
+BADGE_ICONS = tuple(spec.icon for spec in BADGE_SPECS.values())
+"""One icon per badge kind, named by its row in core/badge.py's BADGE_SPECS."""
 APP_SIZES = (512, 256, 128)
 
 
@@ -83,6 +87,18 @@ def draw_busy_past_ceiling(p: QPainter) -> None:
     p.drawLine(CENTER, QPointF(9.0, 4.4))
     p.drawLine(CENTER, QPointF(12.6, 10.6))
     p.setCompositionMode(QPainter.CompositionMode.CompositionMode_SourceOver)
+
+
+def draw_asking(p: QPainter) -> None:
+    """The past-ceiling clock with a notch cut out at the top right and a dot in it: a question waits."""
+    draw_busy_past_ceiling(p)
+    dot = QPointF(14.6, 3.4)
+    p.setCompositionMode(QPainter.CompositionMode.CompositionMode_Clear)
+    p.setPen(Qt.PenStyle.NoPen)
+    p.setBrush(QBrush(BLACK))
+    p.drawEllipse(dot, 3.4, 3.4)
+    p.setCompositionMode(QPainter.CompositionMode.CompositionMode_SourceOver)
+    p.drawEllipse(dot, 2.3, 2.3)
 
 
 def draw_busy_not_kept_awake(p: QPainter) -> None:
@@ -142,6 +158,7 @@ DRAWERS: dict[str, Callable[[QPainter], None]] = {
     "idle": draw_idle,
     "busy": draw_busy,
     "busy_past_ceiling": draw_busy_past_ceiling,
+    "asking": draw_asking,
     "busy_not_kept_awake": draw_busy_not_kept_awake,
     "asleep": draw_asleep,
     "offline": draw_offline,
@@ -198,7 +215,10 @@ def menubar_name(kind: str, scale: int) -> str:
 
 def all_images() -> dict[Path, QImage]:
     out: dict[Path, QImage] = {}
-    for kind in BADGE_KINDS:
+    missing = [icon for icon in BADGE_ICONS if icon not in DRAWERS]
+    if missing:
+        raise SystemExit(f"no drawing for badge icon(s) {', '.join(missing)}: add a draw_<icon> to DRAWERS")
+    for kind in BADGE_ICONS:
         for scale in (1, 2):
             out[MENUBAR_DIR / menubar_name(kind, scale)] = render_menubar(kind, scale)
     for size in APP_SIZES:

@@ -2,7 +2,8 @@
 # Sign, notarise and staple Workroom.app (macOS). Driven only by environment variables; without them it
 # says what it skipped and exits 0, so a build on a machine with no Apple identity still succeeds.
 #
-#   WORKROOM_SIGN_IDENTITY   codesign identity, e.g. "Developer ID Application: Jane Doe (TEAMID1234)"
+#   WORKROOM_SIGN_IDENTITY   codesign identity, e.g. "Developer ID Application: Jane Doe (TEAMID1234)";
+#                            "-" signs ad hoc (no timestamp, never notarised: the Mac CI's codesign check)
 #   WORKROOM_NOTARY_PROFILE  a keychain profile made once with `xcrun notarytool store-credentials`
 #     or, instead of a profile:
 #   APPLE_ID, TEAM_ID, APP_PASSWORD   an Apple ID, its team, and an app-specific password
@@ -32,14 +33,19 @@ is_macho() {  # thin (feedface/feedfacf, either byte order) or universal (cafeba
     *) return 1 ;;
   esac
 }
-sign() { codesign --force --timestamp --options runtime --sign "$WORKROOM_SIGN_IDENTITY" "$@"; }
+if [ "$WORKROOM_SIGN_IDENTITY" = - ]; then
+  timestamp=--timestamp=none; kind="ad hoc (no identity, no timestamp)"  # an ad-hoc signature takes no timestamp
+else
+  timestamp=--timestamp; kind="$WORKROOM_SIGN_IDENTITY (secure timestamp)"
+fi
+sign() { codesign --force "$timestamp" --options runtime --sign "$WORKROOM_SIGN_IDENTITY" "$@"; }
 by_depth() {  # paths from stdin (NUL-separated), deepest first, NUL-separated out
   while IFS= read -r -d '' p; do
     printf '%d\t%s\0' "$(printf '%s' "$p" | tr -cd '/' | wc -c)" "$p"
   done | sort -z -t "$(printf '\t')" -k1,1nr -k2 | while IFS= read -r -d '' line; do printf '%s\0' "${line#*$'\t'}"; done
 }
 
-say "signing $app as $WORKROOM_SIGN_IDENTITY (hardened runtime, secure timestamp), inside out"
+say "signing $app as $kind, hardened runtime, inside out"
 # 1. Every Mach-O that is not a main executable (dylibs, Python extensions, framework binaries): no
 #    entitlements; entitlements belong to the process's executable, not to the code it loads.
 while IFS= read -r -d '' f; do
@@ -59,6 +65,9 @@ while IFS= read -r -d '' f; do
 done < <(find "$app/Contents/MacOS" -maxdepth 1 -type f -print0)
 sign --entitlements "$entitlements" "$app"
 codesign --verify --strict --deep --verbose=2 "$app"
+if [ "$WORKROOM_SIGN_IDENTITY" = - ]; then
+  say "signed ad hoc and verified; not notarising (the notary service takes only Developer ID signatures)"; exit 0
+fi
 
 if [ -n "${WORKROOM_NOTARY_PROFILE:-}" ]; then
   auth=(--keychain-profile "$WORKROOM_NOTARY_PROFILE")

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from workroom.core.connection import ConnectionInfo, ConnectionState
-from workroom.core.errors import ErrorInfo
+from workroom.core.errors import ErrorInfo, ErrorKind
 from workroom.core.hosts import Host
 from workroom.core.protocol import PromptEvent, Status
 from workroom.core.traits import BOXD_TRAITS, LOCAL_TRAITS, SSH_TRAITS, ProviderTraits
@@ -82,7 +82,13 @@ def make_snapshot(
 def busy(**changes: Any) -> dict[str, Any]:
     base: dict[str, Any] = {"verdict": "BUSY", "classifier_verdict": "BUSY", "asserting": True,
                             "awake_seconds": 42 * 60.0,
-                            "busy_reasons": ["cpu: cc1plus (pid 4121)", "ssh session: alice from 10.0.0.5"]}
+                            "busy_reasons": ["cpu: cc1plus (pid 4121)", "tcp: ssh (pid 4133)"],
+                            "structured_reasons": [
+                                {"class": "cpu", "subject": "cc1plus", "pid": 4121, "detail": {}},
+                                {"class": "tcp", "subject": "ssh", "pid": 4133,
+                                 "detail": {"peer": "10.0.0.5", "port": 22}}]}
+    if "busy_reasons" in changes and "structured_reasons" not in changes:
+        del base["structured_reasons"]  # other reasons, as text only (an older agent's way)
     base.update(changes)
     return base
 
@@ -92,12 +98,17 @@ def every_state(now: float | None = None) -> dict[str, HostSnapshot]:
     now = time.monotonic() if now is None else now
     lost = ErrorInfo(title="Lost the host", message="The connection to build-box ended: connection refused.",
                      hint="The app reconnects on its own when the host is reachable again.")
+    refused = ErrorInfo(title="Login refused", message="dev@shared-box:22 did not accept user 'dev' with key "
+                        "~/.ssh/id_ed25519.", hint="Check which key to use (--identity FILE).",
+                        kind=ErrorKind.LOGIN_REFUSED)
     past = busy(awake_seconds=4 * 3600 + 300.0, awake_ceiling_exceeded=True, ask_at_ceiling=True,
                 prompt_pending=True, prompt_deadline=AGENT_MONOTONIC + 420.0)
     return {
         "idle": make_snapshot("laptop", "local", now=now),
         "busy": make_snapshot("gpu-box", "ssh", now=now, **busy()),
-        "busy_past_ceiling": make_snapshot("render-farm", "boxd", now=now, prompt=True, **past),
+        "asking": make_snapshot("render-farm", "boxd", now=now, prompt=True, **past),
+        "busy_past_ceiling": make_snapshot(
+            "workstation", "ssh", now=now, **busy(awake_seconds=9 * 3600.0, awake_ceiling_exceeded=True)),
         "busy_not_kept_awake": make_snapshot(
             "ci-runner", "boxd", now=now,
             **busy(awake_seconds=5 * 3600.0, awake_ceiling_exceeded=True, ask_at_ceiling=True, suppressed=True,
@@ -108,6 +119,7 @@ def every_state(now: float | None = None) -> dict[str, HostSnapshot]:
                                "target": "10.0.0.1:9", "interval_seconds": 60.0, "enabled": True})),
         "asleep": make_snapshot("nightly", "boxd", ConnectionState.ASLEEP, now=now),
         "offline": make_snapshot("build-box", "ssh", ConnectionState.BACKING_OFF, now=now, error=lost),
+        "login_refused": make_snapshot("shared-box", "ssh", ConnectionState.ERROR, now=now, error=refused),
         "unknown": make_snapshot("new-vm", "ssh", ConnectionState.DISCONNECTED, now=now),
         "connecting": make_snapshot("staging", "ssh", ConnectionState.CONNECTING, now=now),
         "host_key_question": make_snapshot("fresh-box", "ssh", ConnectionState.HOST_KEY_QUESTION, now=now),

@@ -173,7 +173,7 @@ async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, 
     for box in info["boxes"]:
         engine.add_host(Host(name=box["name"], provider="simbox", address=box["ssh_host"], port=box["ssh_port"],
                              user=box["user"], identity=IdentityRef.file(box["client_key"]),
-                             provider_ref=box["health_url"], idle_window_seconds=IDLE_WINDOW))
+                             reference={"health_url": box["health_url"]}, idle_window_seconds=IDLE_WINDOW))
     wapp = WorkroomApp(engine)
     window = wapp.window
     wapp.start(connect=False, show_window=True)
@@ -270,7 +270,7 @@ async def demo_views(app: Any, engine: Any, window: Any, out: Path, written: lis
     from workroom.ui.host_key_dialog import HostKeyDialog
 
     states = every_state()
-    states.pop("busy_past_ceiling")
+    states.pop("asking")
     for snap in states.values():
         for listener in list(engine.listeners):
             listener(snap)

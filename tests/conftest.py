@@ -1,8 +1,11 @@
-"""Shared fixtures for every tier: real sshd, network-namespace boxes, an in-memory keyring."""
+"""Shared fixtures for every tier: real sshd, network-namespace boxes, an in-memory keyring; and the two
+platform marks: `mac` (skipped off macOS with "needs macOS") and `linux` (skipped elsewhere with its reason).
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -11,6 +14,31 @@ from fixtures import sshd as sshd_mod
 from fixtures.memory_keyring import MemoryKeyring
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+NEEDS_MACOS = "needs macOS"
+
+# Fixtures that only Linux can give, and why: a test that uses one is marked `linux` at collection, so the
+# Mac's CI selects it away by marker (`not linux`) and a plain run on a Mac skips it with this reason.
+LINUX_FIXTURES = {
+    "make_netns_box": "network namespaces (ip netns, nftables)",
+    "sshd_server": "the loopback OpenSSH server's far side is this computer, checked as a Linux host "
+                   "(throwaway users by useradd, the agent's /proc sampler)",
+}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marks added here count there
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    on_mac, on_linux = sys.platform == "darwin", sys.platform.startswith("linux")
+    for item in items:
+        names = getattr(item, "fixturenames", ())
+        for fixture, why in LINUX_FIXTURES.items():
+            if fixture in names and item.get_closest_marker("linux") is None:
+                item.add_marker(pytest.mark.linux(reason=why))
+        if item.get_closest_marker("mac") is not None and not on_mac:
+            item.add_marker(pytest.mark.skip(reason=NEEDS_MACOS))
+        linux = item.get_closest_marker("linux")
+        if linux is not None and not on_linux:
+            item.add_marker(pytest.mark.skip(reason=f"needs Linux: {linux.kwargs.get('reason', 'Linux only')}"))
 
 
 def _needs_root() -> None:

@@ -9,7 +9,8 @@ import os
 import threading
 import time
 
-from wr_agent import PROTOCOL, VERSION, plain_text
+from wr_agent import PROTOCOL, VERSION
+from wr_agent import reasons as reasons_mod
 from wr_agent import settings as settings_mod
 from wr_agent.busy_span import BusySpan
 from wr_agent.ceiling import Ceiling
@@ -31,6 +32,7 @@ def visible(status):
         # is not shown as work, and pushing its churn would put bytes on the wire of a box that should
         # be falling asleep.
         v.pop("busy_reasons", None)
+        v.pop("structured_reasons", None)
         v.pop("classifier_verdict", None)
     ka = dict(v["keep_awake"])
     ka.pop("last_sent", None)
@@ -114,8 +116,8 @@ class Agent(object):
             self.ticks += 1
             c = self.ceiling
             # Plain text before it is kept: any user names processes, and the record is shown in terminals.
-            reasons = [plain_text.clean(r) for r in self.classifier.reasons]
-            key = key_for(self.published_busy, busy, c.exceeded, c.suppressed, reasons)
+            reasons = [reasons_mod.clean(r) for r in self.classifier.reasons]
+            key = key_for(self.published_busy, busy, c.exceeded, c.suppressed, reasons[:1])
             gap = self.classifier.last_gap
             self.span.step(now, busy, published_before, reasons, gap is not None and gap[0] == now)
         # Outside the lock: a heartbeat to a named target resolves it, and a dead DNS server must not stall
@@ -169,7 +171,9 @@ class Agent(object):
             return {
                 "verdict": "BUSY" if self.published_busy else "IDLE",
                 "classifier_verdict": "BUSY" if self.classifier_busy else "IDLE",
-                "busy_reasons": [plain_text.clean(r) for r in self.classifier.reasons],
+                # The same reasons twice, in the same order: as text, and as data the app reads (reasons.py).
+                "busy_reasons": [reasons_mod.clean_text(r) for r in self.classifier.reasons],
+                "structured_reasons": [reasons_mod.clean(r) for r in self.classifier.reasons],
                 "hold_until": self.classifier.hold_until(),
                 "last_gap": None if self.classifier.last_gap is None else {
                     "at": self.classifier.last_gap[0], "seconds": round(self.classifier.last_gap[1], 3),
@@ -177,9 +181,7 @@ class Agent(object):
                 "stalled": stalled,
                 "monotonic": now,
                 "awake_seconds": c.awake_seconds(now) if self.classifier_busy else 0.0,
-                "ceiling_seconds": s.ceiling_seconds,
-                "prompt_timeout_seconds": s.prompt_timeout_seconds,
-                "ask_at_ceiling": s.ask_at_ceiling,
+                **s.to_dict(),  # every ceiling setting (settings.FIELDS)
                 "awake_ceiling_exceeded": c.exceeded,
                 "prompt_pending": c.prompt_pending,
                 "prompt_deadline": c.prompt_deadline if c.prompt_pending else None,
@@ -212,8 +214,10 @@ class Agent(object):
 
     def apply_settings(self, params):
         """Validate (raises SettingsError), save, then apply. Nothing changes on any error."""
-        new = settings_mod.validate(params, self.min_duration)
         with self.lock:
+            new = settings_mod.validate(params, self.min_duration, current=self.ceiling.settings)
+            if self.saved_settings is not None:
+                new.extra = dict(self.saved_settings.extra)  # a newer agent's fields in the file stay there
             if self.settings_path is not None and new != self.saved_settings:
                 try:
                     settings_mod.save(self.settings_path, new)
@@ -248,7 +252,7 @@ class Agent(object):
     def restore_state(self, d):
         """Apply a hand-off state (raises ValueError on a malformed one, leaving defaults)."""
         with self.lock:
-            settings = settings_mod.validate(d.get("settings"), self.min_duration)
+            settings = settings_mod.from_file(d.get("settings"), self.min_duration)
             ceiling = Ceiling(settings)
             ceiling.restore(d.get("ceiling") or {})
             classifier = Classifier(self.classifier.hold_seconds, self.classifier.tick_seconds)

@@ -4,14 +4,14 @@ request would put bytes on an idle box's wire). See docs/protocol.md ("last_busy
 
 A span runs from the tick the classifier turns BUSY to the tick it turns IDLE again. Its `seconds` are from
 its first BUSY vote to its last (the hold after work is not work); its class is the one whose reason voted
-first on the most ticks, named by the same function the why-awake record uses (`timeline.reason_class`).
+first on the most ticks, named by the same row the why-awake record uses (`reasons.timeline_key`).
 Only a span that ends while the verdict was published BUSY is reported: one that ends suppressed (nobody
 answered the ceiling prompt) changes nothing a user sees, and telling it would wake a quiet wire.
 """
 
-from wr_agent.timeline import reason_class
+from wr_agent import reasons as reasons_mod
 
-_NOT_WORK = ("hold:", "resume:")
+_NOT_WORK = (reasons_mod.HOLD, reasons_mod.RESUME, reasons_mod.RESTORED, reasons_mod.MORE)
 
 
 class BusySpan(object):
@@ -29,20 +29,21 @@ class BusySpan(object):
         self.slept = False
 
     def step(self, now, busy, published_before, reasons, gap_now):
-        """One tick: `reasons` as published (plain text), `gap_now` when the box slept just before it."""
+        """One tick: `reasons` as published (`reasons.make` dicts, made plain), `gap_now` when the box slept just
+        before it."""
         prev, self._prev = self._prev, now
         if busy:
             if self.start is None:
                 self.start = now
             if gap_now:
                 self.slept = True
-            first = reasons[0] if reasons else ""
-            if first and not first.startswith(_NOT_WORK):
+            first = reasons[0] if reasons else None
+            if first is not None and first["class"] not in _NOT_WORK:
                 if self.first_vote is None:
                     self.first_vote = now
                 self.last_vote = now
                 dt = self.tick_seconds if prev is None or gap_now else min(now - prev, 2 * self.tick_seconds)
-                key = reason_class(first)
+                key = reasons_mod.timeline_key(first)
                 self.classes[key] = self.classes.get(key, 0.0) + max(0.0, dt)
             return
         if self.start is None:

@@ -5,7 +5,8 @@ Pure: it sees only Signals and the monotonic time, so it is unit-tested on a fak
 
 import collections
 
-CPU_SHARE = 0.05
+from wr_agent import reasons as R
+
 TTY_BYTES_PER_S, TTY_WINDOW = 200.0, 5.0
 KEYSTROKE_WINDOW = 10.0
 NET_BYTES_PER_S, NET_WINDOW = 500.0, 3.0
@@ -41,7 +42,7 @@ class Classifier(object):
         return sum(v for _, v in window) / span
 
     def step(self, now, sig):
-        """Feed one tick's signals; return (busy, reasons)."""
+        """Feed one tick's signals; return (busy, reasons), each reason one of `reasons.ROWS` (data, see there)."""
         if self.last_tick is not None and now - self.last_tick >= GAP_SECONDS:
             # Remembered for the status (`last_gap`): the app uses it to say a box slept while busy.
             self.last_gap = (now, now - self.last_tick, self.busy)
@@ -51,44 +52,45 @@ class Classifier(object):
             self._net.clear()
         self.last_tick = now
         masked = self.mask_until is not None and now < self.mask_until
-        suffix = " (coarse)" if sig.coarse else ""
+        coarse = bool(sig.coarse)
         reasons = []
         if not masked:
             for comm, pid, _share in sorted(sig.cpu, key=lambda c: -c[2]):
-                reasons.append("cpu: %s (pid %s)%s" % (comm, pid, suffix))
+                reasons.append(R.make(R.CPU, comm, pid, coarse=coarse))
             for comm, pid in sig.dstate:
-                reasons.append("disk: %s (pid %s) in D state%s" % (comm, pid, suffix))
+                reasons.append(R.make(R.DISK, comm, pid, coarse=coarse))
         for t in sig.timer_sleep:
             if (len(t) < 3 or t[2] >= TIMER_MIN_SLEEP) and (len(t) < 4 or t[3] == 0):
-                reasons.append("sleep: %s (pid %s)" % (t[0], t[1]))
+                reasons.append(R.make(R.SLEEP, t[0], t[1]))
         for comm, pid in sig.fifo_wait:
-            reasons.append("fifo: %s (pid %s) waiting for its partner" % (comm, pid))
-        for comm, pid in sig.tcp:
-            reasons.append("tcp: %s (pid %s)" % (comm, pid))
+            reasons.append(R.make(R.FIFO, comm, pid))
+        for t in sig.tcp:
+            facts = t[2] if len(t) > 2 and isinstance(t[2], dict) else {}
+            reasons.append(R.make(R.TCP, t[0], t[1], **facts))
         tty_rate = self._rate(self._tty, now, TTY_WINDOW, sig.tty_bytes)
         if tty_rate >= TTY_BYTES_PER_S:
-            # No rate in the text: a reason that changes every tick would push an event every tick,
+            # No rate in the reason: a reason that changes every tick would push an event every tick,
             # and over SSH that traffic would itself keep a network-metered box busy.
-            reasons.append("tty: output")
+            reasons.append(R.make(R.TTY_OUTPUT))
         if sig.keystroke_age is not None and sig.keystroke_age <= KEYSTROKE_WINDOW:
-            reasons.append("tty: keystroke")
+            reasons.append(R.make(R.KEYSTROKE))
         net_rate = self._rate(self._net, now, NET_WINDOW, 0 if masked else sig.net_bytes)
         if net_rate >= NET_BYTES_PER_S:
-            reasons.append("net: traffic")
+            reasons.append(R.make(R.NET))
         if self.operations > 0:
-            reasons.append("agent: operation in flight")
+            reasons.append(R.make(R.OPERATION))
         if len(reasons) > REASONS_MAX:
-            reasons = [*reasons[:REASONS_MAX], "+%d more" % (len(reasons) - REASONS_MAX)]
+            reasons = [*reasons[:REASONS_MAX], R.make(R.MORE, count=len(reasons) - REASONS_MAX)]
         if reasons:
             self.last_busy, self.last_busy_reasons = now, reasons
             self.busy, self.reasons = True, reasons
         elif self.last_busy is not None and now - self.last_busy < self.hold_seconds - self.tick_seconds / 2:
             # (half a tick of slack: ticks jitter by a hair, and a 30 s hold must not become 31 s)
-            self.busy, self.reasons = True, ["hold: after " + self.last_busy_reasons[0]]
+            self.busy, self.reasons = True, [R.make(R.HOLD, after=self.last_busy_reasons[0])]
         elif masked and self.busy:
             # Keep the verdict through the mask: a wake is not evidence of idleness (and an IDLE here
             # would reset an unanswered ceiling).
-            self.reasons = ["resume: measuring after a wake"]
+            self.reasons = [R.make(R.RESUME)]
         else:
             self.busy, self.reasons = False, []
         return self.busy, self.reasons
@@ -106,9 +108,11 @@ class Classifier(object):
         lb = d.get("last_busy")
         if lb is not None and (isinstance(lb, bool) or not isinstance(lb, (int, float))):
             raise ValueError("bad last_busy")
-        reasons = d.get("last_busy_reasons") or []
-        if not isinstance(reasons, list) or not all(isinstance(r, str) for r in reasons):
+        saved = d.get("last_busy_reasons") or []
+        if not isinstance(saved, list):
             raise ValueError("bad last_busy_reasons")
-        self.last_busy, self.last_busy_reasons = lb, reasons[:REASONS_MAX] or ["restored"]
+        # An older agent kept its reasons as text: they read as "restored" (the hold names them for at most 30 s).
+        reasons = [R.from_saved(r) for r in saved[:REASONS_MAX]]
+        self.last_busy, self.last_busy_reasons = lb, reasons or [R.make(R.RESTORED)]
         self.busy = bool(d.get("busy"))
-        self.reasons = ["hold: after " + self.last_busy_reasons[0]] if self.busy else []
+        self.reasons = [R.make(R.HOLD, after=self.last_busy_reasons[0])] if self.busy else []

@@ -7,6 +7,7 @@ import subprocess
 import time
 
 from wr_agent import exclusions
+from wr_agent.proc_sampler import CPU_SHARE
 from wr_agent.signals import Signals
 
 PS_ARGV = ["ps", "-A", "-o", "pid=,ppid=,uid=,state=,time=,comm="]
@@ -41,7 +42,7 @@ def parse_ps(output):
 class CoarseSampler(object):
     name = "coarse"
 
-    def __init__(self, every=5.0, only_uid=None, cpu_share=0.05, self_pid=None, clock=time.monotonic,
+    def __init__(self, every=5.0, only_uid=None, cpu_share=CPU_SHARE, self_pid=None, clock=time.monotonic,
                  runner=None, exclude_pids=()):
         self.every = every
         self.only_uid = only_uid

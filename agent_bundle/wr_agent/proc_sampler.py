@@ -22,6 +22,7 @@ FD_RESERVE = 64
 STAT_STATE, STAT_PPID, STAT_FLAGS = 0, 1, 6
 STAT_UTIME, STAT_STIME, STAT_CUTIME, STAT_CSTIME = 11, 12, 13, 14
 STAT_THREADS, STAT_STARTTIME = 17, 19
+CPU_SHARE = 0.05  # a candidate using this share of a core (over CPU_WINDOW, or a tick) is work
 CPU_WINDOW = 10.0  # seconds over which a candidate's CPU (with its reaped children) is judged
 WATCH_WINDOW = 600.0  # pty output counts only on a pty with a keystroke (or an attached client) this recent
 MULTIPLEXER_CLIENTS = frozenset(("tmux: client", "screen"))  # tmux's client retitles itself; screen's is lowercase
@@ -99,7 +100,7 @@ class ProcSampler(object):
     name = "proc"
 
     def __init__(self, root="/proc", sys_net="/sys/class/net", pts="/dev/pts", self_pid=None,
-                 only_uid=None, cpu_share=0.05, clock=time.monotonic, wall=time.time, exclude_pids=(),
+                 only_uid=None, cpu_share=CPU_SHARE, clock=time.monotonic, wall=time.time, exclude_pids=(),
                  cpu_window=CPU_WINDOW, watch_window=WATCH_WINDOW, tick_seconds=1.0):
         self.root, self.sys_net, self.pts = root, sys_net, pts
         self.self_pid = str(os.getpid() if self_pid is None else self_pid)

@@ -28,12 +28,19 @@ MAX_OUT = 1 << 20
 SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
+def _peercred(sock):
+    """(pid, uid, gid) of the connecting process from SO_PEERCRED (Linux), or None where there is none."""
+    so_peercred = getattr(socket, "SO_PEERCRED", None)
+    if so_peercred is None:
+        return None
+    return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i")))
+
+
 def peer_uid(sock):
     """The connecting process's uid (SO_PEERCRED on Linux, LOCAL_PEERCRED on BSD/macOS), or None."""
-    so_peercred = getattr(socket, "SO_PEERCRED", None)
-    if so_peercred is not None:
-        raw = sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i"))
-        return struct.unpack("3i", raw)[1]
+    cred = _peercred(sock)
+    if cred is not None:
+        return cred[1]
     if sys.platform == "darwin":
         raw = sock.getsockopt(0, 0x001, struct.calcsize("IIh16I") + 8)  # SOL_LOCAL, LOCAL_PEERCRED: xucred
         return struct.unpack_from("II", raw)[1]
@@ -42,25 +49,22 @@ def peer_uid(sock):
 
 def peer_pid(sock):
     """The connecting process's pid as this namespace sees it (Linux), or None."""
-    so_peercred = getattr(socket, "SO_PEERCRED", None)
-    if so_peercred is None:
-        return None
     try:
-        return struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i")))[0]
+        cred = _peercred(sock)
     except (OSError, struct.error):
         return None
+    return None if cred is None else cred[0]
 
 
 def _peer_is_relay(sock):
     """Whether the peer is our own `relay` process (it names itself wr-agent-relay), by its pid's comm."""
-    so_peercred = getattr(socket, "SO_PEERCRED", None)
-    if so_peercred is None:
+    pid = peer_pid(sock)
+    if pid is None:
         return False
     try:
-        pid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i")))[0]
         with open("/proc/%d/comm" % pid) as f:
             return f.read().strip() == "wr-agent-relay"
-    except (OSError, ValueError, struct.error):
+    except (OSError, ValueError):
         return False
 
 
@@ -269,35 +273,48 @@ class Server(object):
             self._send(c, {"id": rid, "error": {"code": "failed", "message": "internal error: %s" % exc}})
 
     def _dispatch(self, c, method, req):
+        handler = METHODS.get(method)
+        if handler is None:
+            raise RequestError("unsupported", "unknown method %r" % method[:64])
+        return handler(self, c, req)
+
+    # -- one handler per method (METHODS below is the registry; docs/protocol.md lists them) ---------------
+    def _status(self, c, req):
+        return self.agent.status()
+
+    def _ping(self, c, req):
+        return {"monotonic": self.agent.clock()}
+
+    def _subscribe(self, c, req):
+        # A subscriber is the app: on this computer directly, on a box through our relay. Neither is
+        # work, even if the sampler first saw the relay before it named itself (docs/agent.md).
         agent = self.agent
-        if method == "status":
-            return agent.status()
-        if method == "ping":
-            return {"monotonic": agent.clock()}
-        if method == "subscribe":
-            # A subscriber is the app: on this computer directly, on a box through our relay. Neither is
-            # work, even if the sampler first saw the relay before it named itself (docs/agent.md).
-            agent.exclude_client(peer_pid(c.sock))
-            st = agent.status()
-            c.subscribed = True
-            c.last_visible = visible(st)
-            c.prompt_seq = agent.ceiling.prompt_seq
-            return st
-        if method == "keep":
-            return agent.keep()
-        if method == "settings":
-            return agent.apply_settings(req)
-        if method == "handoff":
-            return self._handoff_request(req)
-        if method == "timeline":
-            since = req.get("since")
-            if since is not None and (isinstance(since, bool) or not isinstance(since, (int, float))
-                                      or since != since or abs(since) > 1e12):
-                raise RequestError("invalid", "since must be a number of Unix seconds")
-            return agent.timeline.query(since)
-        if method == "exclusions":
-            return agent.exclusions() if "names" not in req else agent.set_exclusions(req["names"])
-        raise RequestError("unsupported", "unknown method %r" % method[:64])
+        agent.exclude_client(peer_pid(c.sock))
+        st = agent.status()
+        c.subscribed = True
+        c.last_visible = visible(st)
+        c.prompt_seq = agent.ceiling.prompt_seq
+        return st
+
+    def _keep(self, c, req):
+        return self.agent.keep()
+
+    def _settings(self, c, req):
+        return self.agent.apply_settings(req)
+
+    def _handoff(self, c, req):
+        return self._handoff_request(req)
+
+    def _timeline(self, c, req):
+        since = req.get("since")
+        if since is not None and (isinstance(since, bool) or not isinstance(since, (int, float))
+                                  or since != since or abs(since) > 1e12):
+            raise RequestError("invalid", "since must be a number of Unix seconds")
+        return self.agent.timeline.query(since)
+
+    def _exclusions(self, c, req):
+        agent = self.agent
+        return agent.exclusions() if "names" not in req else agent.set_exclusions(req["names"])
 
     def _handoff_request(self, req):
         path, sha = req.get("bundle"), req.get("sha256")
@@ -356,3 +373,17 @@ class Server(object):
                 if self.agent.ceiling.prompt_pending:
                     prompt = prompt or self.agent.prompt_event()
                     self._send(c, prompt)
+
+
+METHODS = {
+    "status": Server._status,
+    "ping": Server._ping,
+    "subscribe": Server._subscribe,
+    "keep": Server._keep,
+    "settings": Server._settings,
+    "handoff": Server._handoff,
+    "timeline": Server._timeline,
+    "exclusions": Server._exclusions,
+}
+"""The protocol's methods: name -> handler(server, client, request). Adding a method is a row here and its
+handler (and the app's `Method` row; tests/integration/test_protocol_contract.py calls every one)."""

@@ -1,4 +1,9 @@
-"""Ceiling settings: bounds, validation, and the atomic 0600 settings file beside the socket."""
+"""Ceiling settings: one row per field (FIELDS), validation, and the atomic 0600 settings file beside the socket.
+
+The app keeps the same table (workroom.core.ceiling.SETTING_FIELDS); tests/integration/test_protocol_contract.py
+probes these bounds with the app's. A file that lacks a field (written by an older agent) takes its default;
+fields this agent does not know (written by a newer one) are kept and saved again, never a reason to refuse it.
+"""
 
 import json
 import math
@@ -9,7 +14,26 @@ MIN_DURATION = 30.0
 MAX_DURATION = 30 * 24 * 3600.0
 DEFAULT_CEILING = 4 * 3600.0
 DEFAULT_PROMPT_TIMEOUT = 600.0
-FIELDS = ("ceiling_seconds", "prompt_timeout_seconds", "ask_at_ceiling")
+DURATION, YES_NO = "duration", "yes/no"
+
+
+class Field(object):
+    """One setting: its name, kind (a duration within the bounds, or yes/no) and default. `required` ones must
+    be in every `settings` request (every app sends them); a field added later is not, and a request from an
+    older app that lacks it keeps the value in force."""
+
+    __slots__ = ("default", "kind", "name", "required")
+
+    def __init__(self, name, kind, default, required=False):
+        self.name, self.kind, self.default, self.required = name, kind, default, required
+
+
+FIELDS = (
+    Field("ceiling_seconds", DURATION, DEFAULT_CEILING, required=True),
+    Field("prompt_timeout_seconds", DURATION, DEFAULT_PROMPT_TIMEOUT, required=True),
+    Field("ask_at_ceiling", YES_NO, False, required=True),
+)
+NAMES = tuple(f.name for f in FIELDS)
 
 
 class SettingsError(ValueError):
@@ -22,23 +46,24 @@ class SettingsError(ValueError):
 
 
 class Settings(object):
-    """The three user-facing ceiling settings (immutable by convention)."""
+    """The user-facing ceiling settings, one attribute per row of FIELDS (immutable by convention). `extra`:
+    fields of a newer agent's file, kept so saving again loses nothing."""
 
-    __slots__ = ("ask_at_ceiling", "ceiling_seconds", "prompt_timeout_seconds")
+    __slots__ = (*NAMES, "extra")
 
-    def __init__(self, ceiling_seconds=DEFAULT_CEILING, prompt_timeout_seconds=DEFAULT_PROMPT_TIMEOUT,
-                 ask_at_ceiling=False):
-        self.ceiling_seconds = float(ceiling_seconds)
-        self.prompt_timeout_seconds = float(prompt_timeout_seconds)
-        self.ask_at_ceiling = bool(ask_at_ceiling)
+    def __init__(self, *values, **named):
+        given = dict(zip(NAMES, values))
+        given.update(named)
+        for field in FIELDS:
+            value = given.get(field.name, field.default)
+            setattr(self, field.name, bool(value) if field.kind == YES_NO else float(value))
+        self.extra = {}
 
     def to_dict(self):
-        return {"ceiling_seconds": self.ceiling_seconds,
-                "prompt_timeout_seconds": self.prompt_timeout_seconds,
-                "ask_at_ceiling": self.ask_at_ceiling}
+        return dict((name, getattr(self, name)) for name in NAMES)
 
     def __eq__(self, other):
-        return isinstance(other, Settings) and self.to_dict() == other.to_dict()
+        return isinstance(other, Settings) and self.to_dict() == other.to_dict() and self.extra == other.extra
 
     def __ne__(self, other):
         return not self.__eq__(other)
@@ -61,19 +86,38 @@ def check_duration(name, value, min_duration=MIN_DURATION):
     return number
 
 
-def validate(obj, min_duration=MIN_DURATION):
-    """Settings from a request or file object; all three fields required. Raises SettingsError."""
+def _check(field, value, min_duration):
+    if field.kind == DURATION:
+        return check_duration(field.name, value, min_duration)
+    if not isinstance(value, bool):
+        raise SettingsError("invalid", "%s must be true or false" % field.name)
+    return value
+
+
+def validate(obj, min_duration=MIN_DURATION, current=None):
+    """Settings from a `settings` request: every required field must be there; one added later that an older
+    app does not send keeps `current`'s value (or its default). Raises SettingsError."""
     if not isinstance(obj, dict):
         raise SettingsError("invalid", "settings must be a JSON object")
-    for name in FIELDS:
-        if name not in obj:
-            raise SettingsError("invalid", "%s is required" % name)
-    ask = obj["ask_at_ceiling"]
-    if not isinstance(ask, bool):
-        raise SettingsError("invalid", "ask_at_ceiling must be true or false")
-    return Settings(check_duration("ceiling_seconds", obj["ceiling_seconds"], min_duration),
-                    check_duration("prompt_timeout_seconds", obj["prompt_timeout_seconds"], min_duration),
-                    ask)
+    values = {}
+    for field in FIELDS:
+        if field.name in obj:
+            values[field.name] = _check(field, obj[field.name], min_duration)
+        elif field.required:
+            raise SettingsError("invalid", "%s is required" % field.name)
+        elif current is not None:
+            values[field.name] = getattr(current, field.name)
+    return Settings(**values)
+
+
+def from_file(obj, min_duration=MIN_DURATION):
+    """Settings from the settings file (or a hand-off's state): a field it lacks (an older agent wrote it)
+    takes its default, fields it has that this agent does not know are kept in `extra`. Raises SettingsError."""
+    if not isinstance(obj, dict):
+        raise SettingsError("invalid", "settings must be a JSON object")
+    settings = Settings(**dict((f.name, _check(f, obj[f.name], min_duration)) for f in FIELDS if f.name in obj))
+    settings.extra = dict((k, v) for k, v in obj.items() if k not in NAMES)
+    return settings
 
 
 def load(path, min_duration=MIN_DURATION):
@@ -91,11 +135,13 @@ def load(path, min_duration=MIN_DURATION):
     except (ValueError, UnicodeDecodeError) as exc:
         return None, "settings file %s is corrupt (%s)" % (path, exc)
     try:
-        return validate(obj, min_duration), None
+        return from_file(obj, min_duration), None
     except SettingsError as exc:
         return None, "settings file %s is invalid: %s" % (path, exc.message)
 
 
 def save(path, settings):
     """Write atomically (temp file, fsync, rename) with mode 0600; a failed save leaves nothing behind."""
-    write_atomically(path, json.dumps(settings.to_dict(), sort_keys=True).encode("utf-8") + b"\n")
+    data = dict(settings.extra)
+    data.update(settings.to_dict())
+    write_atomically(path, json.dumps(data, sort_keys=True).encode("utf-8") + b"\n")

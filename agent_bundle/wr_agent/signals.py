@@ -24,6 +24,8 @@ class Signals(object):
         # (comm, pid, seconds since it last ran, timer sleeps it was seen to wake from) in a timer sleep
         self.timer_sleep = list(timer_sleep)
         self.fifo_wait = list(fifo_wait)  # (comm, pid) blocked opening a FIFO for its partner
+        # (comm, pid) owning a connection that is work, or (comm, pid, facts): facts of that connection that stay
+        # put while it waits ({"peer", "port", "since"}: reasons.py keeps only those, see the tcp row there)
         self.tcp = list(tcp)
         self.tty_bytes = tty_bytes  # output bytes since the last tick on ptys someone could be watching
         self.keystroke_age = keystroke_age  # seconds since the last keystroke on any pty, or None

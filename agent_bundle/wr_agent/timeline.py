@@ -13,6 +13,7 @@ import os
 import threading
 import time
 
+from wr_agent import reasons
 from wr_agent.runtime import read_data_file, write_atomically
 
 log = logging.getLogger("wr_agent")
@@ -30,36 +31,20 @@ JOIN_SLACK = 2.0  # spans this close with the same key are one span
 # States (the published verdict and why): see docs/protocol.md ("timeline").
 BUSY, HELD, CEILING, IDLE, ASLEEP = "busy", "held", "ceiling", "idle", "asleep"
 STATES = (BUSY, HELD, CEILING, IDLE, ASLEEP)
-CLASSES = ("cpu", "disk", "sleep", "fifo", "tcp", "tty_output", "keystroke", "net", "operation", "other")
-_PREFIX_CLASS = (("cpu:", "cpu"), ("disk:", "disk"), ("sleep:", "sleep"), ("fifo:", "fifo"), ("tcp:", "tcp"),
-                 ("tty: output", "tty_output"), ("tty: keystroke", "keystroke"), ("net:", "net"),
-                 ("agent:", "operation"))
 
 
-def reason_class(reason):
-    """("cpu", "cc1") from "cpu: cc1 (pid 5)"; the class alone (subject "") when no process is named."""
-    for prefix, cls in _PREFIX_CLASS:
-        if reason.startswith(prefix):
-            subject = ""
-            if " (pid " in reason:
-                subject = reason[len(prefix):reason.index(" (pid ")].strip()
-            return cls, subject
-    return "other", ""
-
-
-def key_for(published_busy, classifier_busy, exceeded, suppressed, reasons):
-    """(state, class, subject) for one tick, from what the agent publishes."""
-    first = reasons[0] if reasons else ""
-    if first.startswith("hold: after "):
-        cls, subject = reason_class(first[len("hold: after "):])
+def key_for(published_busy, classifier_busy, exceeded, suppressed, busy_reasons):
+    """(state, class, subject) for one tick, from what the agent publishes (reasons as `reasons.make` makes them;
+    only the first counts)."""
+    first = busy_reasons[0] if busy_reasons else None
+    cls, subject = reasons.timeline_key(first) if first is not None else (reasons.OTHER, "")
+    if first is not None and first["class"] == reasons.HOLD:
         return (CEILING if exceeded else HELD), cls, subject
     if suppressed or (exceeded and classifier_busy):
-        cls, subject = reason_class(first) if first else ("other", "")
         return CEILING, cls, subject
     if published_busy:
-        if first.startswith("resume:"):
-            return HELD, "other", ""
-        cls, subject = reason_class(first) if first else ("other", "")
+        if first is not None and first["class"] == reasons.RESUME:
+            return HELD, cls, subject
         return BUSY, cls, subject
     return IDLE, "", ""
 

@@ -16,7 +16,8 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from workroom import __version__
-from workroom.core.errors import ExitCode, UserError
+from workroom.core.errors import ExitCode, Face, UserError
+from workroom.core.provider_specs import PROVIDER_SPECS
 
 if TYPE_CHECKING:  # the engine is imported only by the commands that need it (a fast `workroom --help`)
     from workroom.core.questions import HostKeyQuestion
@@ -32,15 +33,19 @@ def build_parser() -> argparse.ArgumentParser:
     hosts = sub.add_parser("hosts", help="add, list and remove hosts").add_subparsers(dest="hosts_command")
     add = hosts.add_parser("add", help="add a host (its name is its workroom)")
     add.add_argument("name")
-    add.add_argument("--provider", required=True)
+    add.add_argument("--provider", required=True, choices=list(PROVIDER_SPECS),
+                     help="; ".join(f"{kind}: {spec.summary}" for kind, spec in PROVIDER_SPECS.items()))
     add.add_argument("--host", dest="address")
     add.add_argument("--port", type=int)
     add.add_argument("--user")
     add.add_argument("--identity", help="private key file")
     add.add_argument("--idle-window", type=float, help="seconds the provider lets the box idle")
     add.add_argument("--candidates", choices=["all", "user"], help="which processes count as work")
-    add.add_argument("--ref", dest="provider_ref",
-                     help="the provider's name for the machine (boxd machine name, simbox health URL)")
+    add.add_argument("--ref", dest="reference", action="append", default=[], metavar="[FIELD=]VALUE",
+                     help="the provider's reference to the machine, field by field ("
+                          + "; ".join(f"{kind}: {', '.join(f.name for f in spec.reference)}"
+                                      for kind, spec in PROVIDER_SPECS.items() if spec.reference)
+                          + "); a bare VALUE is the provider's first field")
     hosts.add_parser("list", help="list hosts").add_argument("--json", action="store_true")
     rm = hosts.add_parser("remove", help="remove a host")
     rm.add_argument("name")
@@ -94,8 +99,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _err(error: UserError) -> None:
     print(f"workroom: {error.title}: {error.message}", file=sys.stderr)
-    if error.hint:
-        print(f"  {error.hint}", file=sys.stderr)
+    hint = error.advice(Face.CLI)
+    if hint:
+        print(f"  {hint}", file=sys.stderr)
 
 
 def _engine(auto_reconnect: bool = False) -> Engine:
@@ -111,7 +117,7 @@ def _engine(auto_reconnect: bool = False) -> Engine:
 
 
 def _snapshot_json(snap: HostSnapshot) -> dict[str, Any]:
-    b = snap.badge(time.monotonic())
+    b = snap.badge(time.monotonic(), Face.CLI)
     out: dict[str, Any] = {
         "name": snap.host.name,
         "provider": snap.host.provider,
@@ -142,12 +148,18 @@ def _keep_awake_json(proof: Any, now: float) -> dict[str, Any]:
 
 
 def _snapshot_line(snap: HostSnapshot) -> str:
-    b = snap.badge(time.monotonic())
-    reasons = ", ".join(snap.status.busy_reasons[:3]) if snap.status and snap.status.busy_reasons else ""
+    """One host: its badge, connection and what keeps it busy, in the words the app uses (core.busy_reasons)."""
+    from workroom.core.badge import agent_clock
+    from workroom.core.busy_reasons import reason_words
+
+    now = time.monotonic()
+    b = snap.badge(now, Face.CLI)
+    status = snap.status
+    words = reason_words(status, agent_now=agent_clock(status, snap.connection, now)) if status else []
     line = f"{snap.host.name:<20} {b.label:<28} {snap.connection.state.value:<12}"
-    if reasons:
-        line += f" {reasons}"
-    if snap.connection.error is not None and b.kind.value in ("offline", "unknown"):
+    if words:
+        line += " " + "; ".join(words[:3])
+    if snap.connection.error is not None and b.spec.shows_error:
         line += f"  ({snap.connection.error.message})"
     return line
 
@@ -206,12 +218,19 @@ async def _cmd_status(args: argparse.Namespace) -> int:
         await engine.close()
 
 
+class _NeverSleeps(Exception):
+    """The command changes something only on a box that sleeps, and this host never does."""
+
+
 @contextlib.asynccontextmanager
-async def _connected(name: str) -> AsyncIterator[HostSession]:
-    """A session to host `name`, connected, for one command; the engine closes when the command is done."""
+async def _connected(name: str, *, only_if_it_sleeps: bool = False) -> AsyncIterator[HostSession]:
+    """A session to host `name`, connected, for one command; the engine closes when the command is done.
+    `only_if_it_sleeps`: raise `_NeverSleeps` before connecting to a host that never sleeps."""
     engine = _engine()
     try:
         session = engine.session(name)
+        if only_if_it_sleeps and not session.traits.sleeps_when_idle:
+            raise _NeverSleeps(name)
         await session.connect(timeout=30)
         yield session
     finally:
@@ -219,9 +238,14 @@ async def _connected(name: str) -> AsyncIterator[HostSession]:
 
 
 async def _cmd_keep(args: argparse.Namespace) -> int:
-    async with _connected(args.name) as session:
-        status = await session.keep()
-        print(f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
+    try:
+        async with _connected(args.name, only_if_it_sleeps=True) as session:
+            status = await session.keep()
+            print(f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
+            return ExitCode.OK
+    except _NeverSleeps:  # Keep awake only where it changes something
+        print(f"{args.name} never sleeps, so there is nothing to keep awake (its awake ceiling is only a note); "
+              "nothing was sent to it.")
         return ExitCode.OK
 
 
@@ -296,7 +320,7 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
                 name=args.name, provider=args.provider, address=args.address, port=args.port, user=args.user,
                 identity=IdentityRef.file(args.identity) if args.identity else None,
                 idle_window_seconds=args.idle_window, agent_candidates=args.candidates,
-                provider_ref=args.provider_ref,
+                reference=PROVIDER_SPECS[args.provider].reference_from_args(args.reference),
             )
         except ValueError as error:
             print(f"workroom: invalid host: {error}", file=sys.stderr)
@@ -340,10 +364,9 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
             _err(loaded.problem)
         c = loaded.value.ceiling
         if args.json:
-            print(json.dumps(c.model_dump()))
+            print(json.dumps(c.known()))
         else:
-            print(f"ceiling {c.ceiling_seconds:g} s, prompt timeout {c.prompt_timeout_seconds:g} s, "
-                  f"ask mode {'on' if c.ask_at_ceiling else 'off'}")
+            print(c.summary())
         return ExitCode.OK
     if args.settings_command == "set":
         loaded = load_settings(app_paths().ensure())
@@ -358,8 +381,7 @@ async def _cmd_settings(args: argparse.Namespace) -> int:
         from workroom.storage import save_settings
 
         save_settings(app_paths(), loaded.value.model_copy(update={"ceiling": ceiling}))
-        print(f"ceiling {ceiling.ceiling_seconds:g} s, prompt timeout {ceiling.prompt_timeout_seconds:g} s, "
-              f"ask mode {'on' if ceiling.ask_at_ceiling else 'off'}")
+        print(ceiling.summary())
         return ExitCode.OK
     print("workroom settings: get or set", file=sys.stderr)
     return ExitCode.USAGE

@@ -80,6 +80,22 @@ def app_paths(env: Mapping[str, str] | None = None) -> AppPaths:
     )
 
 
+def app_log_folder(env: Mapping[str, str] | None = None) -> Path:
+    """Where the app's log is written (platform.logs: ~/Library/Logs/Workroom on macOS, unless a home is set)."""
+    from workroom.platform.logs import app_log_dir
+
+    environ = os.environ if env is None else env
+    return app_log_dir(app_paths(environ).log_dir, workroom_home_set=bool(environ.get(HOME_ENV, "").strip()))
+
+
+def profile_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What another process needs in its environment to be this app profile (a login item starting the app):
+    `WORKROOM_HOME` when set, as an absolute path; nothing for the default profile."""
+    environ = os.environ if env is None else env
+    home = environ.get(HOME_ENV, "").strip()
+    return {HOME_ENV: str(Path(home).expanduser().absolute())} if home else {}
+
+
 def _runtime_dir(dirs: platformdirs.PlatformDirs) -> Path:
     # Without XDG_RUNTIME_DIR platformdirs warns and falls back to a shared /tmp path; the cache
     # directory is private to the user, so sockets go there instead.

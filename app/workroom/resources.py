@@ -52,18 +52,23 @@ def resources_dir() -> Path:
 
 
 def badge_kinds() -> list[str]:
-    """Every badge kind's name (core.badge.BadgeKind is the one list)."""
-    from workroom.core.badge import BadgeKind
+    """Every badge kind's name (core.badge.BADGE_SPECS is the one list)."""
+    from workroom.core.badge import BADGE_SPECS
 
-    return [_kind_name(k) for k in BadgeKind]
+    return [kind.value for kind in BADGE_SPECS]
 
 
 def _kind_name(kind: object) -> str:
-    if isinstance(kind, Enum):
-        value = kind.value
-        return value if isinstance(value, str) else kind.name.lower()
+    """The icon's name for a badge kind (its row's `icon` in core.badge.BADGE_SPECS)."""
+    from workroom.core.badge import BADGE_SPECS, BadgeKind
+
+    if isinstance(kind, Enum) and isinstance(kind.value, str):
+        kind = kind.value
     if isinstance(kind, str):
-        return kind
+        try:
+            return BADGE_SPECS[BadgeKind(kind)].icon
+        except ValueError:
+            return kind  # not a kind: looked up as a name, and reported missing if there is no such icon
     raise TypeError(f"not a badge kind: {kind!r}")
 
 

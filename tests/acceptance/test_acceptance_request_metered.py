@@ -62,7 +62,7 @@ def test_keep_awake_from_outside_on_the_request_meter(metered, tmp_path: Path) -
     engine = Engine(paths, bundle, auto_reconnect=False)
     engine.add_host(Host(name=kept["name"], provider="request-metered", address="127.0.0.1", port=kept["ssh_port"],
                          user=kept["user"], identity=IdentityRef.file(kept["client_key"]),
-                         idle_window_seconds=WINDOW, provider_ref=kept["http_url"]))
+                         idle_window_seconds=WINDOW, reference={"proxy_url": kept["http_url"]}))
     jobs: list[subprocess.Popen[bytes]] = []
     figures: dict[str, object] = {}
 

@@ -60,7 +60,7 @@ async def _wait_asleep(url: str, limit: float) -> float:
 def _host(box: dict) -> Host:
     return Host(name=box["name"], provider="simbox", address="127.0.0.1", port=box["ssh_port"], user=box["user"],
                 identity=IdentityRef.file(box["client_key"]), idle_window_seconds=box["idle_window_s"],
-                provider_ref=box["health_url"])
+                reference={"health_url": box["health_url"]})
 
 
 def _engine(tmp: Path, label: str, bundle: AgentBundle, box: dict, ceiling: CeilingSettings) -> Engine:

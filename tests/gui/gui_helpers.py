@@ -13,24 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from fixtures.procs import boot_out_launch_agents_naming, pids_naming
+
 
 def agent_pids_under(home: Path) -> list[int]:
     """PIDs of processes whose command line names a path under `home` (the agents this test started)."""
-    marker = str(home).encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker in cmdline:
-            pids.append(int(entry.name))
-    return pids
+    return pids_naming(str(home))
 
 
 def kill_agents_under(home: Path) -> None:
+    boot_out_launch_agents_naming(str(home))  # macOS: launchd would restart them
     for sig in (signal.SIGTERM, signal.SIGKILL):
         pids = agent_pids_under(home)
         for pid in pids:
@@ -40,15 +32,19 @@ def kill_agents_under(home: Path) -> None:
                 pass
         deadline = time.monotonic() + 3
         while pids and time.monotonic() < deadline:
-            pids = [p for p in pids if Path(f"/proc/{p}").exists() and not _zombie(p)]
+            pids = [p for p in pids if _alive(p)]
             time.sleep(0.05)
 
 
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
-    except (OSError, IndexError):
-        return True
+def _alive(pid: int) -> bool:
+    """Not gone and not a zombie (/proc on Linux, `ps` elsewhere)."""
+    if os.path.isdir("/proc/self"):
+        try:
+            return not Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+        except (OSError, IndexError):
+            return False
+    out = subprocess.run(["ps", "-o", "state=", "-p", str(pid)], capture_output=True, text=True, timeout=10)
+    return out.returncode == 0 and not out.stdout.strip().startswith("Z")
 
 
 async def wait_for(condition: Callable[[], Any], timeout: float, what: str, step: float = 0.05) -> Any:

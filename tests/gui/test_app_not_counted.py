@@ -22,7 +22,8 @@ from gui_helpers import wait_for
 from workroom.core.connection import ConnectionState
 from workroom.ui.app import WorkroomApp
 
-pytestmark = [pytest.mark.gui, pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.gui, pytest.mark.integration, pytest.mark.slow,
+              pytest.mark.linux(reason="busy reasons from the agent's /proc sampler")]
 
 LIVE = (ConnectionState.LIVE, ConnectionState.QUIET)
 BUSY_LOOP = "while True: pass"

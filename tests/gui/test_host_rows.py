@@ -19,7 +19,9 @@ pytestmark = pytest.mark.gui
 EXPECTED_KIND = {
     "idle": BadgeKind.IDLE,
     "busy": BadgeKind.BUSY,
+    "asking": BadgeKind.ASKING,
     "busy_past_ceiling": BadgeKind.BUSY_PAST_CEILING,
+    "login_refused": BadgeKind.OFFLINE,
     "busy_not_kept_awake": BadgeKind.BUSY_NOT_KEPT_AWAKE,
     "heartbeat_failing": BadgeKind.BUSY_NOT_KEPT_AWAKE,
     "asleep": BadgeKind.ASLEEP,
@@ -52,7 +54,7 @@ def test_every_state_renders_badge_icon_words_and_tooltip(qapp: object) -> None:
         assert _text(model, row, Column.NAME) == snap.host.name
         assert _text(model, row, Column.PROVIDER) == snap.host.provider
     row = list(states).index("busy")
-    assert str(_text(model, row, Column.BUSY)) == "compiling: cc1plus; ssh session from 10.0.0.5"
+    assert str(_text(model, row, Column.BUSY)) == "compiling: cc1plus; ssh session: ssh (10.0.0.5:22)"
     raw = str(_text(model, row, Column.BUSY, Qt.ItemDataRole.ToolTipRole)).replace("\xa0", " ")
     assert "cc1plus (pid 4121)" in raw  # the raw signal, on hover
     assert _text(model, row, Column.AWAKE) == "42 min"
@@ -119,7 +121,7 @@ def test_tray_icon_is_the_worst_state_and_menu_lists_hosts(qapp: object) -> None
     texts = [a.text() for a in tray.menu.actions()]
     assert host_menu_text(states["busy"], time.monotonic()) in texts
     assert "gpu-box — Busy 42 min" in texts
-    assert {"Open Workroom", "Settings…", "Connect all", "Quit"} <= set(texts)
+    assert {"Open Workroom", "Settings…", "Connect all", "About Workroom", "Help", "Quit…"} <= set(texts)
     tray.remove("ci-runner")
     assert tray.worst_kind is BadgeKind.OFFLINE
 
@@ -182,3 +184,49 @@ def test_ages_tick_in_the_window_between_events(window: object, engine: object, 
     assert not window.cards.isVisible()  # type: ignore[attr-defined]  # no card timer to lean on
     with qtbot.waitSignal(model.dataChanged, timeout=2500):  # type: ignore[attr-defined]
         pass  # nothing is fed: only the window's own 1 Hz re-render can change the row
+
+
+def test_a_host_that_never_sleeps_offers_no_keep_awake(window: object, engine: object) -> None:
+    states = every_state()
+    for key in ("busy_past_ceiling", "asking"):
+        feed(engine, states[key])
+    detail = window.detail  # type: ignore[attr-defined]
+    window.select_host("workstation")  # type: ignore[attr-defined]
+    assert "Busy past ceiling" in detail.badge_label.text() and "nothing to keep awake" in detail.tooltip.text()
+    assert not detail.keep_button.isVisible()
+    assert "Keep awake" not in [a.text() for a in window.row_menu("workstation").actions()]  # type: ignore[attr-defined]
+    window.select_host("render-farm")  # type: ignore[attr-defined]
+    assert detail.keep_button.isVisible() and detail.primary_button() is detail.keep_button
+    assert "Keep awake" in [a.text() for a in window.row_menu("render-farm").actions()]  # type: ignore[attr-defined]
+
+
+def test_a_refused_login_says_so_and_names_the_dialogs_own_field(window: object, engine: object) -> None:
+    feed(engine, every_state()["login_refused"])
+    window.select_host("shared-box")  # type: ignore[attr-defined]
+    detail = window.detail  # type: ignore[attr-defined]
+    assert detail.badge_label.text() == "<b>Login refused</b>"
+    words = detail.tooltip.text()
+    assert "refused the login" in words and "cannot reach" not in words
+    assert "Key file field in Edit host" in words and "--identity" not in words
+    detail.details_button.click()
+    assert "--identity" not in detail.error_details.text() and "Key file field" in detail.error_details.text()
+    model = window.model  # type: ignore[attr-defined]
+    row = model.row_of("shared-box")
+    assert str(_text(model, row, Column.BADGE)).startswith("Login refused")
+
+
+def test_a_row_whose_prompt_runs_out_changes_with_no_new_snapshot(qapp: object, qtbot: object) -> None:
+    now = time.monotonic()
+    from demo_states import AGENT_MONOTONIC
+
+    snap = make_snapshot("render-farm", "boxd", now=now, prompt=True,
+                         **busy(awake_seconds=4 * 3600 + 300.0, awake_ceiling_exceeded=True, ask_at_ceiling=True,
+                                prompt_pending=True, prompt_deadline=AGENT_MONOTONIC + 0.3))
+    model = HostTableModel()
+    model.set_snapshots([snap])
+    seen: list[object] = []
+    model.dataChanged.connect(lambda *_: seen.append(_text(model, 0, Column.BADGE, BADGE_KIND_ROLE)))
+    assert _text(model, 0, Column.BADGE, BADGE_KIND_ROLE) is BadgeKind.ASKING and model.expiry.isActive()
+    qtbot.waitUntil(lambda: BadgeKind.BUSY_NOT_KEPT_AWAKE in seen, timeout=3000)  # type: ignore[attr-defined]
+    assert str(_text(model, 0, Column.BADGE)) == "Busy but not kept awake"
+    assert not model.expiry.isActive()

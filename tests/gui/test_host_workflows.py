@@ -138,17 +138,18 @@ def _save_edit(window: Any, engine: Any, run: Any, name: str, **fields: str) -> 
 
 def test_editing_the_port_keeps_the_hourly_price_and_every_field_the_dialog_does_not_change(
         window: Any, engine: Any, run: Any) -> None:
-    window.controller.add_host(Host(name="gpu", provider="ssh", address="10.9.9.9", user="me",
-                                    idle_window_seconds=1234567.0, provider_ref="gpu-1"), connect=False)
+    window.controller.add_host(Host(name="gpu", provider="boxd", address="10.9.9.9", user="me",
+                                    idle_window_seconds=1234567.0, reference={"machine": "gpu-1"}), connect=False)
     window.controller.set_hourly_price("gpu", 0.5)
     _save_edit(window, engine, run, "gpu", port="2222")
     assert not window.action_error.isVisible()
     edited = engine.hosts.require("gpu")
-    assert edited == Host(name="gpu", provider="ssh", address="10.9.9.9", port=2222, user="me",
-                          idle_window_seconds=1234567.0, provider_ref="gpu-1", hourly_price=0.5)
+    assert edited == Host(name="gpu", provider="boxd", address="10.9.9.9", port=2222, user="me",
+                          idle_window_seconds=1234567.0, reference={"machine": "gpu-1"}, hourly_price=0.5)
     on_disk = json.loads(engine.paths.hosts_file.read_text())
     saved = next(h for h in on_disk["hosts"] if h["name"] == "gpu")
     assert saved["port"] == 2222 and saved["hourly_price"] == 0.5 and saved["idle_window_seconds"] == 1234567.0
+    assert saved["reference"] == {"machine": "gpu-1"}
     assert window.model.snapshot("gpu").host.hourly_price == 0.5
 
 

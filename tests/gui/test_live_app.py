@@ -21,8 +21,10 @@ from workroom.core.badge import BadgeKind
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host, IdentityRef
+from workroom.core.provider_specs import spec_for
 from workroom.core.traits import BOXD_TRAITS, SSH_TRAITS, ProviderTraits
-from workroom.providers.local import LocalProvider, short_socket_dir
+from workroom.paths import agent_socket_dir
+from workroom.providers.local import LocalProvider
 from workroom.remote.agent_install import AgentLayout, ServeOptions
 from workroom.ui import row_text
 from workroom.ui.app import WorkroomApp
@@ -85,7 +87,7 @@ class StandInProvider(LocalProvider):
 
     def layout(self, host: Host) -> AgentLayout:
         root = self.context.state_dir / host.name
-        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(short_socket_dir(root / "run")))
+        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(agent_socket_dir(root / "run")))
 
     def serve_options(self, host: Host) -> ServeOptions:
         extra: tuple[str, ...] = ("--test-min-duration", "1", "--hold-seconds", "1")
@@ -97,19 +99,17 @@ class StandInProvider(LocalProvider):
 
 
 class SleepyProvider(StandInProvider):
-    kind = "boxd"
     stand_in_traits = BOXD_TRAITS.with_heartbeat_interval(1.0)
 
 
 class NeverSleepsProvider(StandInProvider):
-    kind = "ssh"
     stand_in_traits = SSH_TRAITS
 
 
 def test_prompt_card_keep_then_unanswered(app: Any, engine: Any, run: Any, cpu_job: Any,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    engine.use_provider(SleepyProvider(engine.context))
-    engine.use_provider(NeverSleepsProvider(engine.context))
+    engine.use_provider(SleepyProvider(engine.context, spec_for("boxd")))
+    engine.use_provider(NeverSleepsProvider(engine.context, spec_for("ssh")))
     short = CeilingSettings.model_construct(ceiling_seconds=2.0, prompt_timeout_seconds=4.0, ask_at_ceiling=True)
     engine.settings = engine.settings.model_copy(update={"ceiling": short})
     cards = app.window.cards

@@ -80,7 +80,7 @@ def test_app_nap_is_held_while_a_prompt_is_pending_and_released_after(engine: An
     app = WorkroomApp(engine)
     qtbot.addWidget(app.window)
     try:
-        prompted = every_state()["busy_past_ceiling"]
+        prompted = every_state()["asking"]
         assert prompted.prompt is not None
         feed(engine, prompted)
         assert bridge.selectors.count("beginActivityWithOptions:reason:") == 1

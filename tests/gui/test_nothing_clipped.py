@@ -12,7 +12,7 @@ from gui_helpers import feed
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtWidgets import QAbstractButton, QLabel, QLineEdit, QScrollArea, QWidget
 from workroom.core.errors import ErrorInfo
-from workroom.core.traits import PROVIDER_KINDS
+from workroom.core.provider_specs import PROVIDER_SPECS
 from workroom.ui.host_detail_view import MIN_WIDTH
 from workroom.ui.host_dialog import AddHostDialog
 
@@ -75,7 +75,7 @@ def test_detail_panel_shows_every_state_whole_at_the_default_size(window: Any, e
         assert not problems, f"{key}: {problems}"
         assert "ConnectionError" not in detail.error.text()
         primary = detail.primary_button()
-        if key in ("offline", "asleep", "unknown", "busy_not_kept_awake", "busy_past_ceiling"):
+        if key in ("offline", "login_refused", "asleep", "unknown", "busy_not_kept_awake", "asking"):
             assert primary is not None, key
     window.select_host("build-box")
     window.detail.details_button.click()
@@ -84,7 +84,7 @@ def test_detail_panel_shows_every_state_whole_at_the_default_size(window: Any, e
     assert not clipped(window.detail, scroll.viewport(), scrolls_down=True)
 
 
-@pytest.mark.parametrize("provider", [k for k in PROVIDER_KINDS])
+@pytest.mark.parametrize("provider", list(PROVIDER_SPECS))
 def test_add_host_dialog_shows_placeholders_help_and_errors_whole(provider: str, engine: Any, qtbot: Any) -> None:
     dialog = AddHostDialog(engine.hosts)
     qtbot.addWidget(dialog)

@@ -192,28 +192,37 @@ def _open_dialog() -> HostKeyDialog | None:
     return None
 
 
-def test_provider_reference_field_has_words_per_provider_and_is_required_where_needed(engine: Any,
-                                                                                      qtbot: Any) -> None:
-    from workroom.ui.host_dialog import REF_HELP, AddHostDialog, host_from_fields
+def test_provider_reference_fields_are_each_providers_own_and_required_where_needed(engine: Any,
+                                                                                     qtbot: Any) -> None:
+    """The dialog asks each provider for its spec's reference fields, with their words, and only those."""
+    from workroom.core.provider_specs import PROVIDER_SPECS
+    from workroom.ui.host_dialog import AddHostDialog, host_from_fields, ref_key
 
     dialog = AddHostDialog(engine.hosts)
     qtbot.addWidget(dialog)
-    ref = dialog.inputs["provider_ref"]
-    seen = set()
-    for provider, (placeholder, description) in REF_HELP.items():
+    dialog.show()
+    asked_somewhere = set()
+    for provider, spec in PROVIDER_SPECS.items():
         dialog.inputs["provider"].setCurrentText(provider)  # type: ignore[union-attr]
-        assert dialog.ref_help.text() == description
-        assert ref.placeholderText() == placeholder  # type: ignore[union-attr]
-        assert ref.isEnabled() is (placeholder != "not used")
-        seen.add(description)
-    assert len(seen) == len(REF_HELP)
+        shown = {key for key, widget in dialog.inputs.items() if key.startswith("ref_") and widget.isVisible()}
+        assert shown == {ref_key(field) for field in spec.reference}, provider
+        for field in spec.reference:
+            assert dialog.ref_help[field.name].isVisible() and dialog.ref_help[field.name].text() == field.help
+            assert field.label in dialog.inputs[ref_key(field)].placeholderText()  # type: ignore[union-attr]
+            asked_somewhere.add(field.name)
+    assert asked_somewhere == {"machine", "health_url", "proxy_url", "idle_clock_url"}
     base = {"name": "sim1", "address": "10.0.0.2"}
     missing = host_from_fields({**base, "provider": "simbox"}, engine.hosts)
-    assert missing == {"provider_ref": "A simbox host needs its health page URL here."}
-    host = host_from_fields({**base, "provider": "simbox", "provider_ref": "http://127.0.0.1:8765/"}, engine.hosts)
-    assert not isinstance(host, dict) and host.provider_ref == "http://127.0.0.1:8765/"
+    assert missing == {"ref_health_url": "A simbox host needs its health page URL here."}
+    not_a_url = host_from_fields({**base, "provider": "simbox", "ref_health_url": "127.0.0.1:8765"}, engine.hosts)
+    assert not_a_url == {"ref_health_url": "The health page URL must be an http:// or https:// address "
+                                           "(got '127.0.0.1:8765')."}
+    host = host_from_fields({**base, "provider": "simbox", "ref_health_url": "http://127.0.0.1:8765/"}, engine.hosts)
+    assert not isinstance(host, dict) and host.reference == {"health_url": "http://127.0.0.1:8765/"}
+    metered = host_from_fields({**base, "provider": "request-metered", "ref_proxy_url": "https://a.example.dev",
+                                "ref_health_url": "http://left.over/"}, engine.hosts)
+    assert not isinstance(metered, dict) and metered.reference == {"proxy_url": "https://a.example.dev"}
     dialog.inputs["name"].setText("sim1")  # type: ignore[union-attr]
     dialog.inputs["provider"].setCurrentText("simbox")  # type: ignore[union-attr]
-    dialog.show()
     dialog.try_accept()
-    assert dialog.errors["provider_ref"].isVisible()
+    assert dialog.errors["ref_health_url"].isVisible()

@@ -16,9 +16,11 @@ import pytest
 from gui_helpers import wait_for
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host
+from workroom.core.provider_specs import spec_for
 from workroom.core.traits import BOXD_TRAITS, ProviderTraits
+from workroom.paths import agent_socket_dir
 from workroom.providers.base import BoxState
-from workroom.providers.local import LocalProvider, short_socket_dir
+from workroom.providers.local import LocalProvider
 from workroom.remote.agent_install import AgentLayout, ServeOptions
 from workroom.remote.host_shell import HostShell
 from workroom.ui.app import WorkroomApp
@@ -29,7 +31,6 @@ LIVE = (ConnectionState.LIVE, ConnectionState.QUIET)
 
 
 class DozingProvider(LocalProvider):
-    kind = "boxd"
     asleep = True
     wakes = 0
     reads = 0
@@ -41,7 +42,7 @@ class DozingProvider(LocalProvider):
 
     def layout(self, host: Host) -> AgentLayout:
         root = self.context.state_dir / host.name
-        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(short_socket_dir(root / "run")))
+        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(agent_socket_dir(root / "run")))
 
     def serve_options(self, host: Host) -> ServeOptions:
         return ServeOptions(workroom=host.name, candidates="user", heartbeat=True, heartbeat_interval=1.0,
@@ -61,7 +62,7 @@ class DozingProvider(LocalProvider):
 @pytest.fixture
 def app(engine: Any, qtbot: Any) -> Any:
     DozingProvider.asleep, DozingProvider.wakes, DozingProvider.reads = True, 0, 0
-    engine.use_provider(DozingProvider(engine.context))
+    engine.use_provider(DozingProvider(engine.context, spec_for("boxd")))
     engine.add_host(Host(name="nightly", provider="boxd"))
     workroom_app = WorkroomApp(engine)
     qtbot.addWidget(workroom_app.window)

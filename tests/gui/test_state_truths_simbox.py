@@ -107,7 +107,7 @@ def stop_inside(job: Any, sim: tuple[Path, dict[str, Any]]) -> None:
 def simbox_host(info: dict[str, Any]) -> Host:
     return Host(name=info["name"], provider="simbox", address="127.0.0.1", port=info["ssh_port"], user=info["user"],
                 identity=IdentityRef.file(info["client_key"]), idle_window_seconds=WINDOW,
-                provider_ref=info["health_url"])
+                reference={"health_url": info["health_url"]})
 
 
 @pytest.fixture
@@ -210,10 +210,10 @@ def test_a_sleeping_box_added_through_the_dialog_shows_asleep(app: Any, engine: 
         dialog = open_dialog(AddHostDialog)
         assert dialog is not None
         dialog.inputs["provider"].setCurrentText("simbox")
-        assert dialog.inputs["provider_ref"].placeholderText() == "health page URL"
+        assert dialog.inputs["ref_health_url"].placeholderText() == "health page URL"
         for key, value in (("name", "box2"), ("address", "127.0.0.1"), ("port", str(info["ssh_port"])),
                            ("user", info["user"]), ("identity", info["client_key"]),
-                           ("provider_ref", info["health_url"]), ("idle_window_seconds", str(int(WINDOW)))):
+                           ("ref_health_url", info["health_url"]), ("idle_window_seconds", str(int(WINDOW)))):
             dialog.inputs[key].setText(value)
         dialog.try_accept()
         assert engine.hosts.get("box2") is not None, dialog.errors["general"].text()

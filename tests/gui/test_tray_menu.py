@@ -3,6 +3,7 @@ per host with one state word and how long, a submenu per host; a notification go
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -38,7 +39,7 @@ def texts(menu: Any) -> list[str]:
 
 def test_summary_pinned_prompt_and_host_lines(app: Any, engine: Any) -> None:
     states = every_state()
-    states.pop("busy_past_ceiling")
+    states.pop("asking")
     for snap in states.values():
         feed(engine, snap)
     feed(engine, prompting("render-farm"))
@@ -55,7 +56,7 @@ def test_summary_pinned_prompt_and_host_lines(app: Any, engine: Any) -> None:
     assert "laptop — Idle" in lines
     assert any(x.startswith("nightly — Asleep") for x in lines)
     assert not any("·" in x for x in lines if x.startswith("gpu-box"))  # one state word, not "Busy · Busy"
-    assert lines[-4:] == ["Open Workroom", "Settings…", "Connect all", "Quit"]
+    assert lines[-6:] == ["Open Workroom", "Settings…", "Connect all", "About Workroom", "Help", "Quit…"]
 
 
 def test_host_submenus_offer_what_applies(app: Any, engine: Any) -> None:
@@ -143,22 +144,25 @@ def test_the_tray_tooltip_counts_every_host_even_when_the_worst_kind_stays(qapp:
     tray.update(make_snapshot("laptop", "local"))
     tray.update(make_snapshot("build-box", "ssh", ConnectionState.LOST))
     tray.update(make_snapshot("data-box", "ssh", ConnectionState.LOST))  # the worst kind stays Offline
-    assert tray.icon.toolTip() == "Workroom: 3 hosts; worst: Offline (2)"
+    assert tray.icon.toolTip() == "Workroom: build-box (Offline), data-box (Offline) need you; 3 hosts"
     tray.update(make_snapshot("data-box", "ssh", ConnectionState.LOST))  # nothing changed: nothing redrawn
     assert drawn == [BadgeKind.UNKNOWN, BadgeKind.IDLE, BadgeKind.OFFLINE]  # drawn only as the worst kind changes
     tray.remove("build-box")
-    assert tray.icon.toolTip() == "Workroom: 2 hosts; worst: Offline (1)"
+    assert tray.icon.toolTip() == "Workroom: data-box (Offline) needs you; 2 hosts"
     tray.update(make_snapshot("build-box", "ssh", ConnectionState.BACKING_OFF))
-    assert tray.icon.toolTip() == "Workroom: 3 hosts; worst: Offline (2)"
+    assert tray.icon.toolTip() == "Workroom: build-box (Offline), data-box (Offline) need you; 3 hosts"
+    tray.remove("build-box")
+    tray.remove("data-box")
+    assert tray.icon.toolTip() == "Workroom: 1 host: 1 idle"  # a good state is not called "worst"
 
 
 def test_the_tray_tooltip_at_start_up_counts_hosts_not_connected_yet(qapp: Any, app: Any) -> None:
     tray = TrayController()
     tray.update(make_snapshot("new-vm", "ssh", ConnectionState.DISCONNECTED))  # Unknown, as every host at start-up
-    assert tray.icon.toolTip() == "Workroom: 1 host; worst: Unknown (1)"
+    assert tray.icon.toolTip() == "Workroom: 1 host: 1 unknown"
     total = app.window.model.rowCount()  # the app as it starts: the engine's hosts, none connected yet
     assert total >= 1 and "no hosts" not in app.tray.icon.toolTip()
-    assert app.tray.icon.toolTip() == f"Workroom: {total} host{'s' if total != 1 else ''}; worst: Unknown ({total})"
+    assert app.tray.icon.toolTip() == f"Workroom: {total} host{'s' if total != 1 else ''}: {total} unknown"
 
 
 def test_the_app_nap_hold_for_an_outside_keep_awake_ends_with_the_poll(app: Any, engine: Any) -> None:
@@ -178,3 +182,46 @@ def test_the_app_nap_hold_for_an_outside_keep_awake_ends_with_the_poll(app: Any,
     assert "api-box" in app.app_nap.pending
     feed(engine, metered(ConnectionState.DISCONNECTED, polling=False))
     assert "api-box" not in app.app_nap.pending
+
+
+def test_a_lost_host_outranks_this_computer_busy_past_an_advisory_ceiling(qapp: Any) -> None:
+    """This computer never sleeps and is busy past its advisory ceiling all day: a note. A remote host that is
+    lost needs the user, so the icon and the tooltip show it."""
+    tray = TrayController()
+    states = every_state()
+    tray.update(states["busy_past_ceiling"])  # workstation, never sleeps: advisory
+    assert tray.worst_kind is BadgeKind.BUSY_PAST_CEILING
+    assert "need" not in tray.icon.toolTip()
+    tray.update(states["offline"])
+    assert tray.worst_kind is BadgeKind.OFFLINE
+    assert tray.icon.toolTip() == "Workroom: build-box (Offline) needs you; 2 hosts"
+    tray.update(states["asking"])
+    assert tray.worst_kind is BadgeKind.ASKING
+    assert tray.icon.toolTip().startswith("Workroom: render-farm (Asking to keep awake), build-box (Offline) need")
+
+
+def test_a_prompt_runs_out_in_the_menu_bar_with_no_new_snapshot(qapp: Any, qtbot: Any) -> None:
+    """An idle box that sleeps sends nothing when its prompt's deadline passes: the tray evaluates its badge
+    again at that time (one single-shot timer, no polling) and shows what the agent has done by then."""
+    tray = TrayController()
+    now = time.monotonic()
+    # The status arrived just now; the agent's deadline is 0.4 s after its own clock then.
+    snap = make_snapshot("render-farm", "boxd", now=now, prompt=True,
+                         **busy(awake_seconds=4 * 3600 + 300.0, awake_ceiling_exceeded=True, ask_at_ceiling=True,
+                                prompt_pending=True, prompt_deadline=AGENT_MONOTONIC + 0.4))
+    tray.update(snap)
+    assert tray.worst_kind is BadgeKind.ASKING and tray.expiry.isActive()
+    assert tray.expiry.remainingTime() <= 450
+    qtbot.waitUntil(lambda: tray.worst_kind is BadgeKind.BUSY_NOT_KEPT_AWAKE, timeout=3000)
+    assert "render-farm (Busy but not kept awake) needs you" in tray.icon.toolTip()
+    assert tray.host_menus["render-farm"].title().startswith("render-farm — Busy but not kept awake")
+    assert not tray.expiry.isActive()  # nothing else has a time limit: no timer left running
+
+
+def test_no_keep_awake_on_a_host_that_never_sleeps(qapp: Any) -> None:
+    tray = TrayController()
+    states = every_state()
+    tray.update(states["busy_past_ceiling"])
+    tray.update(states["asking"])
+    assert not tray.host_menus["workstation"].keep_action.isVisible()
+    assert tray.host_menus["render-farm"].keep_action.isVisible()

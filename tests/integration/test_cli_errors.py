@@ -33,3 +33,13 @@ def test_no_secure_keyring_has_its_own_exit_code(tmp_path: Path) -> None:
                  PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
     assert r.returncode == ExitCode.NO_KEYRING == 8 and "No secure keyring" in r.stderr
     assert r.returncode != ExitCode.UNREACHABLE
+
+
+def test_keep_on_a_host_that_never_sleeps_says_there_is_nothing_to_keep_awake(tmp_path: Path) -> None:
+    """Keep awake only where it changes something: nothing is sent, and the words say why (not "restarted")."""
+    assert workroom(tmp_path, "hosts", "add", "devbox", "--provider", "ssh", "--host", "127.0.0.1",
+                    "--port", "9").returncode == 0
+    r = workroom(tmp_path, "keep", "devbox")
+    assert r.returncode == ExitCode.OK, r.stderr
+    assert "never sleeps, so there is nothing to keep awake" in r.stdout and "restarted" not in r.stdout
+    assert "nothing was sent" in r.stdout and "Traceback" not in r.stderr

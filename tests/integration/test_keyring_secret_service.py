@@ -20,7 +20,8 @@ from workroom.core.errors import ExitCode
 from workroom.core.questions import SecretRequest
 from workroom.credentials import CredentialKey, CredentialStore
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow,
+              pytest.mark.linux(reason="a Secret Service (gnome-keyring on D-Bus)")]
 
 PASSPHRASE = "correct horse battery staple 7f3a"
 WORKROOM = [sys.executable, "-m", "workroom.cli"]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import workroom
+from fixtures import frozen
 from workroom import self_test
 from workroom.agent_bundle import locate_agent_bundle
 
@@ -126,24 +127,7 @@ def built_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 def _frozen_env(tmp_path: Path, usable_keyring: bool) -> dict[str, str]:
-    """A clean environment for the frozen binary.
-
-    The OS keyring (Secret Service over D-Bus) does not run on this headless machine, so for the passing
-    run keyring's own config file points it at the tests' in-memory backend (keyringrc.cfg keyring-path);
-    the failing run forces keyring's fail backend, as a machine with no keyring would have.
-    """
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTHON", "DISPLAY", "WAYLAND", "QT_", "WORKROOM_", "XDG_"))}  # fmt: skip
-    env.update(QT_QPA_PLATFORM="offscreen", WORKROOM_HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(tmp_path))
-    if usable_keyring:
-        cfg = tmp_path / "python_keyring" / "keyringrc.cfg"
-        cfg.parent.mkdir(parents=True, exist_ok=True)
-        cfg.write_text(
-            f"[backend]\ndefault-keyring=memory_keyring.MemoryKeyring\nkeyring-path={ROOT / 'tests' / 'fixtures'}\n"
-        )
-    else:
-        env["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
-    return env
+    return frozen.frozen_env(tmp_path, usable_keyring)
 
 
 @pytest.mark.slow
@@ -189,43 +173,6 @@ def test_built_app_self_test_names_what_failed(built_app: Path, tmp_path: Path) 
 @pytest.mark.timeout(1200)
 def test_built_app_runs_its_local_agent_with_its_own_interpreter(built_app: Path, tmp_path: Path) -> None:
     """No python3 anywhere on PATH (as on a Mac without Command Line Tools): the frozen app is the agent's
-    Python. The app runs offscreen until this computer is live, then quits on SIGTERM."""
-    import signal
-
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    for src in ("/usr/bin", "/bin", "/usr/sbin", "/sbin"):
-        for name in os.listdir(src) if os.path.isdir(src) else []:
-            if not name.startswith("python") and not (folder / name).exists() and not (folder / name).is_symlink():
-                (folder / name).symlink_to(os.path.join(src, name))
-    env = _frozen_env(tmp_path, True)
-    env.update(PATH=str(folder), WORKROOM_LOGIN_ENV="0")
-    home = Path(env["WORKROOM_HOME"])
-    log_file = home / "logs" / "workroom.log"
-    app = subprocess.Popen([str(built_app / "workroom-app")], env=env, stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and app.poll() is None:
-            if log_file.exists() and ": live" in log_file.read_text():
-                break
-            time.sleep(0.3)
-        agents = subprocess.run(["pgrep", "-f", f"{home}/state/agent/wr-agent.pyz"], capture_output=True,
-                                text=True).stdout.split()
-        exes = {os.path.realpath(f"/proc/{pid}/exe") for pid in agents}
-        app.send_signal(signal.SIGTERM)
-        _out, err = app.communicate(timeout=60)
-    finally:
-        if app.poll() is None:
-            app.kill()
-            app.communicate()
-        for pid in subprocess.run(["pgrep", "-f", f"{home}/state/agent/wr-agent.pyz"], capture_output=True,
-                                  text=True).stdout.split():
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    text = log_file.read_text() if log_file.exists() else ""
-    assert ": live" in text, text + err
-    assert exes == {os.path.realpath(built_app / "workroom-app")}, exes
-    assert app.returncode == 0, err
+    Python. The app runs offscreen until this computer is live, then quits on SIGTERM. The same body runs on
+    a Mac against Workroom.app (tests/mac/test_frozen_app.py)."""
+    frozen.check_app_is_live_with_its_own_python(built_app / "workroom-app", tmp_path)

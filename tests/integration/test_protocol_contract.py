@@ -16,8 +16,12 @@ import pytest
 from integration.agent.agentrun import private_dir, start_agent
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.protocol import (
+    METHOD_RESULTS,
+    PROTOCOL_VERSION,
+    BusyReason,
     ErrorReply,
     Hello,
+    Method,
     Reply,
     Status,
     StatusEvent,
@@ -26,6 +30,7 @@ from workroom.core.protocol import (
     keep_request,
     parse_line,
     ping_request,
+    request_line,
     settings_request,
     status_request,
     subscribe_request,
@@ -84,6 +89,77 @@ def test_every_message_parses_with_the_apps_models(agent) -> None:  # type: igno
     assert isinstance(ping, Reply) and ping.ping_monotonic() > 0
     changed = wire.ask(settings_request(8, CeilingSettings(ceiling_seconds=3600, prompt_timeout_seconds=120)))
     assert changed.status().ceiling_seconds == 3600 and changed.status().prompt_timeout_seconds == 120
+
+
+EXAMPLE_PARAMS: dict[Method, dict[str, object]] = {
+    Method.SETTINGS: CeilingSettings().as_request_params(),
+    Method.HANDOFF: {"bundle": "/nonexistent/wr-agent.pyz", "sha256": "0" * 64},
+    Method.TIMELINE: {"since": 0},
+    Method.EXCLUSIONS: {"names": ["watch"]},
+}
+"""Parameters that make a method do something (a method without a row here is sent bare)."""
+
+
+def test_every_method_the_app_knows_is_one_the_agent_answers(agent) -> None:  # type: ignore[no-untyped-def]
+    """Each `Method` against the real agent: never `unsupported`, and a reply the app's model for it reads."""
+    from wr_agent import PROTOCOL
+    from wr_agent.server import METHODS
+
+    assert set(METHOD_RESULTS) == set(Method), "a Method without a result model"
+    assert set(METHODS) == {m.value for m in Method}, "the app's and the agent's method registries differ"
+    assert PROTOCOL == PROTOCOL_VERSION
+    wire = Wire(agent.sock)
+    wire.line()
+    for number, method in enumerate(Method, start=1):
+        reply = wire.ask(request_line(number, method, **EXAMPLE_PARAMS.get(method, {})))
+        if isinstance(reply, ErrorReply):
+            assert reply.error.code != "unsupported", f"the agent does not know {method.value}"
+            assert method is Method.HANDOFF and reply.error.code == "failed"  # no such bundle: nothing handed off
+        else:
+            assert isinstance(reply, Reply) and reply.id == number
+            reply.read(method)
+        assert f"`{method.value}`" in DOC.read_text(), f"docs/protocol.md does not name {method.value}"
+
+
+def _probes():  # type: ignore[no-untyped-def]
+    """(field, value, accepted?) just inside and just outside each bound of the app's table."""
+    from workroom.core.ceiling import SETTING_FIELDS
+
+    for field in SETTING_FIELDS:
+        if field.minimum is not None and field.maximum is not None:
+            for value, ok in ((field.minimum, True), (field.minimum - 0.5, False), (field.maximum, True),
+                              (field.maximum + 0.5, False)):
+                yield field.name, value, ok
+        else:
+            yield from ((field.name, True, True), (field.name, False, True), (field.name, 1, False),
+                        (field.name, "yes", False))
+
+
+def test_the_agent_holds_the_apps_settings_table(agent) -> None:  # type: ignore[no-untyped-def]
+    """Every setting of the app's table against the real agent: the same names and defaults, and each bound
+    the same (just inside accepted, just outside refused); the app's own check agrees with the agent's."""
+    from workroom.core.ceiling import SETTING_FIELDS, SettingsError, check_setting
+    from wr_agent.settings import FIELDS
+
+    assert [f.name for f in FIELDS] == [f.name for f in SETTING_FIELDS]
+    fresh = agent.status()
+    assert {f.name: fresh[f.name] for f in SETTING_FIELDS} == {f.name: f.default for f in SETTING_FIELDS}
+    wire = Wire(agent.sock)
+    wire.line()
+    base = CeilingSettings().as_request_params()
+    for number, (name, value, ok) in enumerate(_probes(), start=1):
+        reply = wire.ask(request_line(number, Method.SETTINGS, **{**base, name: value}))
+        try:
+            check_setting(name, value)
+            app_ok = True
+        except SettingsError:
+            app_ok = False
+        assert app_ok is ok, (name, value)
+        if ok:
+            assert isinstance(reply, Reply) and reply.status().settings_values[name] == value, (name, value)
+        else:
+            assert isinstance(reply, ErrorReply) and reply.error.code in ("out_of_range", "invalid"), (name, value)
+            assert name in reply.error.message
 
 
 def test_a_settings_change_is_pushed_as_an_event_the_app_reads(agent) -> None:  # type: ignore[no-untyped-def]
@@ -252,3 +328,139 @@ def test_the_status_that_reports_idle_tells_the_busy_span_the_app_reads(tmp_path
         pytest.fail(f"no IDLE event with the busy span within 30 s (saw busy: {seen_busy})")
     finally:
         ns.close()
+
+
+# -- busy reasons: every class the agent can emit, through the app's table ------------------------------------
+
+def _drive_every_reason_class():  # type: ignore[no-untyped-def]
+    """Run the real agent (its Agent, Classifier and reason table, on a fake clock and sampler) until every class
+    in its table (wr_agent/reasons.py ROWS) has been in a status; returns {class: [status, ...]}."""
+    from unit.agent.agentfake import make_agent
+    from wr_agent import reasons as agent_reasons
+    from wr_agent.settings import Settings
+    from wr_agent.signals import Signals
+
+    drivers = {  # how a real tick makes each class; a class the agent's table gains needs a line here
+        "cpu": [Signals(cpu=[("cc1plus", "41", 1.0)])],
+        "disk": [Signals(dstate=[("dd", "42")], coarse=True)],
+        "sleep": [Signals(timer_sleep=[("sleep", "43", 5.0, 0)])],
+        "fifo": [Signals(fifo_wait=[("cat", "44")])],
+        "tcp": [Signals(tcp=[("psql", "45", {"peer": "10.0.0.5", "port": 5432, "since": 990.0})])],
+        "tty_output": [Signals(tty_bytes=5000)],
+        "keystroke": [Signals(keystroke_age=1.0)],
+        "net": [Signals(net_bytes=10**6)],
+        "more": [Signals(cpu=[(f"job{i}", str(100 + i), 1.0 - i / 100) for i in range(10)])],
+        "hold": [Signals(cpu=[("make", "46", 1.0)]), Signals()],
+        "resume": [Signals(cpu=[("make", "47", 1.0)]), "gap", Signals()],
+    }
+    seen: dict[str, list[dict[str, object]]] = {}
+    missing = [row.id for row in agent_reasons.ROWS if row.id not in drivers and row.id not in ("operation",
+                                                                                                   "restored")]
+    assert not missing, f"the agent's table has classes this contract cannot make yet: {missing}"
+    for cls, steps in drivers.items():
+        agent, sampler, clock = make_agent(Settings(), hold_seconds=30)
+        for step in steps:
+            clock.t += 100.0 if step == "gap" else 1.0
+            if step != "gap":
+                sampler.sig = step
+            agent.tick()
+        seen.setdefault(cls, []).append(agent.status())
+    agent, sampler, clock = make_agent(Settings())
+    agent.classifier.operations = 1  # an agent-run operation in flight
+    agent.tick()
+    seen["operation"] = [agent.status()]
+    older, sampler, clock = make_agent(Settings())  # a hand-off from an agent that kept its reasons as text
+    sampler.sig = Signals(cpu=[("cc1", "5", 1.0)])
+    older.tick()
+    state = json.loads(json.dumps(older.handoff_state()))
+    state["classifier"]["last_busy_reasons"] = ["cpu: cc1 (pid 5)"]
+    agent, sampler, clock = make_agent(Settings())
+    agent.restore_state(state)
+    seen["restored"] = [agent.status()]
+    return agent_reasons, seen
+
+
+TEXTLESS_FACTS = {"peer", "port", "since"}
+"""Facts of a reason its text does not carry (a TCP wait's): an older agent's text cannot give them back."""
+
+
+def _same(parsed: BusyReason, data: BusyReason) -> bool:
+    if (parsed.reason_class, parsed.subject, parsed.pid) != (data.reason_class, data.subject, data.pid):
+        return False
+    if set(data.detail) - set(parsed.detail) - TEXTLESS_FACTS:
+        return False
+    for key, value in parsed.detail.items():
+        if key == "after":
+            if not _same(BusyReason.model_validate(value), BusyReason.model_validate(data.detail["after"])):
+                return False
+        elif data.detail.get(key) != value:
+            return False
+    return True
+
+
+def test_every_reason_class_the_agent_emits_has_the_apps_words() -> None:
+    """The agent's reason table and the app's agree: each class the agent can emit, made by the real agent code,
+    reaches the app's models as data, has a row in the app's table (words without classifier jargon, a colour,
+    a legend), and its text reads back as the same data (an app talking to a text-only agent says the same)."""
+    from workroom.core import busy_reasons
+
+    agent_reasons, seen = _drive_every_reason_class()
+    emitted: set[str] = set()
+    for cls, statuses in seen.items():
+        for raw in statuses:
+            status = Status.model_validate(json.loads(json.dumps(raw)))  # as it crosses the wire
+            assert len(status.structured_reasons) == len(status.busy_reasons) >= 1, (cls, raw)
+            for data, text in zip(status.structured_reasons, status.busy_reasons, strict=True):
+                emitted.add(data.reason_class)
+                held = data.detail.get("after")
+                if isinstance(held, dict):
+                    emitted.add(held["class"])
+                assert data.reason_class in busy_reasons.CLASSES, f"the app has no row for {data.reason_class!r}"
+                words = busy_reasons.row_words(data)
+                assert words, (cls, data)
+                for jargon in ("pid", "cpu:", "tty:", "net:", "fifo:", "tcp:", "hold:", "resume:", "D state"):
+                    assert jargon not in words, (cls, words)
+                parsed = busy_reasons.parse_text(text)
+                assert parsed is not None and _same(parsed, data), f"{text!r} reads back as {parsed}, not {data}"
+                assert busy_reasons.colour_role(data.reason_class) in busy_reasons.COLOUR_LEGEND
+            older = Status.model_validate({**raw, "structured_reasons": []})
+            as_text, as_data = busy_reasons.reason_words(older), busy_reasons.reason_words(status)
+            assert len(as_text) == len(as_data) and all(
+                d.startswith(t) for t, d in zip(as_text, as_data, strict=True)), (cls, as_text, as_data)
+    agent_classes = {row.id for row in agent_reasons.ROWS}
+    assert emitted == agent_classes, f"never emitted here: {agent_classes - emitted}"
+    app_classes = set(busy_reasons.CLASSES) - {busy_reasons.OTHER}
+    assert app_classes == agent_classes, (f"the app's table lacks {agent_classes - app_classes}; "
+                                          f"it has rows no agent emits: {app_classes - agent_classes}")
+    for cls in agent_reasons.TIMELINE_CLASSES:  # what the why-awake record files reasons under
+        assert cls in busy_reasons.CLASSES, cls
+        assert cls == busy_reasons.OTHER or busy_reasons.strip_words(cls, "x") != "other work", cls
+
+
+def test_a_real_agent_sends_its_reasons_as_data_over_the_socket(agent) -> None:  # type: ignore[no-untyped-def]
+    """Over the real socket: a CPU burner shows up as data the app reads, in the app's words."""
+    import subprocess
+    import sys
+
+    from workroom.core import busy_reasons
+
+    burner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        wire = Wire(agent.sock)
+        wire.line()
+        deadline = time.monotonic() + 15
+        words: list[str] = []
+        while time.monotonic() < deadline:
+            reply = wire.ask(status_request(1))
+            assert isinstance(reply, Reply)
+            status = reply.status()
+            mine = [d for d in status.structured_reasons if d.pid == burner.pid]
+            if mine:
+                assert mine[0].reason_class == "cpu" and mine[0].subject.startswith("python")
+                words = busy_reasons.reason_words(status)
+                break
+            time.sleep(0.3)
+        assert any(w.startswith("running: python") for w in words), words
+    finally:
+        burner.kill()
+        burner.wait(5)

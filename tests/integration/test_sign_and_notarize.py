@@ -83,13 +83,26 @@ def test_signs_inside_out_with_entitlements_only_on_the_executable(tmp_path: Pat
     assert not any(s.endswith(("wr-agent.pyz", "Info.plist")) for s in signed)
     with_entitlements = [c.rsplit(" ", 1)[1] for c in signs if "--entitlements" in c]
     assert with_entitlements == [str(app)]  # the bundle's signature covers its one executable
-    assert all("--options runtime" in c and "--timestamp" in c for c in signs)
+    assert all("--options runtime" in c and " --timestamp " in c for c in signs)
     assert f"codesign --verify --strict --deep --verbose=2 {app}" in calls
     submit = next(c for c in calls if c.startswith("xcrun notarytool submit"))
     assert "--wait" in submit and "--output-format json" in submit and "--keychain-profile wr-test" in submit
     assert calls[-3:] == [f"xcrun stapler staple {app}", f"xcrun stapler validate {app}",
                           f"spctl --assess --type execute --verbose=2 {app}"]
     assert "submission a1b2c3 Accepted" in out.stdout
+
+
+def test_an_ad_hoc_identity_signs_without_a_timestamp_and_never_notarises(tmp_path: Path) -> None:
+    """`-` is the Mac CI's ad-hoc signature (tests/mac/test_frozen_app.py verifies it with the real codesign)."""
+    app = _app(tmp_path)
+    out, calls = _run(tmp_path, app, "Accepted", WORKROOM_SIGN_IDENTITY="-")
+    assert out.returncode == 0, out.stdout + out.stderr
+    signs = [c for c in calls if c.startswith("codesign --force")]
+    assert signs and signs[-1].endswith(str(app))
+    assert all(c.startswith("codesign --force --timestamp=none --options runtime --sign - ") for c in signs), signs
+    assert f"codesign --verify --strict --deep --verbose=2 {app}" in calls
+    assert not any(c.startswith(("xcrun", "ditto", "spctl")) for c in calls), calls
+    assert "signed ad hoc and verified; not notarising" in out.stdout
 
 
 @pytest.mark.parametrize("status", ["Invalid", "Rejected", "In Progress"])
@@ -120,3 +133,27 @@ def test_target_arch_defaults_to_universal2_only_for_a_universal_python() -> Non
     assert build_app.default_target_arch({"arm64", "x86_64"}) == "universal2"
     assert build_app.default_target_arch({"arm64"}) is None
     assert build_app.default_target_arch(set()) is None
+
+
+def test_the_packaging_script_says_what_is_wrong(tmp_path: Path) -> None:
+    """build/package_mac.sh (zip + dmg, run for real by the mac tier): bad input gets a plain answer."""
+    script = str(ROOT / "build" / "package_mac.sh")
+    fakebin = tmp_path / "fakebin"
+    fakebin.mkdir()
+    (fakebin / "uname").write_text(FAKE)
+    (fakebin / "uname").chmod(0o755)
+    darwin = dict(os.environ, PATH=f"{fakebin}:/usr/bin:/bin", FAKE_RECORD=str(tmp_path / "calls.txt"))
+
+    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", script, *args], env=env, capture_output=True, text=True, timeout=30)
+
+    out = run("Workroom.app")
+    assert out.returncode == 2 and "usage:" in out.stdout
+    if sys.platform != "darwin":
+        out = run(str(_app(tmp_path)), str(tmp_path / "out"), "Workroom-1-arm64")
+        assert out.returncode == 1 and "not macOS" in out.stdout
+    out = run(str(tmp_path / "nowhere.app"), str(tmp_path / "out"), "Workroom-1-arm64", env=darwin)
+    assert out.returncode == 1 and "no app bundle at" in out.stdout
+    out = run(str(_app(tmp_path)), str(tmp_path / "out"), "../Workroom", env=darwin)
+    assert out.returncode == 2 and "NAME must be a plain file name" in out.stdout
+    assert not (tmp_path / "out").exists()

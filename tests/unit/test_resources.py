@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtGui import QImage
 from workroom import resources
-from workroom.core.badge import BadgeKind
+from workroom.core.badge import BADGE_SPECS, BadgeKind
 
 pytestmark = pytest.mark.unit
 
@@ -47,7 +47,7 @@ def test_every_badge_kind_has_both_template_sizes(kind: BadgeKind) -> None:
 
 
 def test_the_module_knows_every_badge_kind() -> None:
-    assert resources.badge_kinds() == [k.value for k in BadgeKind]
+    assert sorted(resources.badge_kinds()) == sorted(k.value for k in BadgeKind)
 
 
 def test_badge_icons_look_different_from_each_other() -> None:
@@ -97,7 +97,7 @@ def test_committed_pngs_match_what_make_icons_draws(qapp: object) -> None:
     make_icons = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("make_icons", make_icons)
     spec.loader.exec_module(make_icons)
-    assert set(make_icons.BADGE_KINDS) == {k.value for k in BadgeKind}
+    assert set(make_icons.BADGE_ICONS) == {BADGE_SPECS[k].icon for k in BadgeKind}
     for path, drawn in make_icons.all_images().items():
         committed = _alpha(QImage(str(path)))
         fresh = _alpha(drawn)

@@ -127,14 +127,19 @@ def test_check_private_dir_says_what_is_wrong(tmp_path: Path) -> None:
 
 def test_the_local_provider_never_lands_in_a_folder_someone_else_made(long_preferred: Path,
                                                                       made: list[Path]) -> None:
-    """Through the local provider's own entry point (what the app uses)."""
-    from workroom.providers.local import short_socket_dir
+    """Through the local provider's own layout (what the app uses)."""
+    from workroom.agent_bundle import AgentBundle
+    from workroom.core.hosts import Host
+    from workroom.providers import make_provider
+    from workroom.providers.base import ProviderContext
 
     digest = hashlib.sha256(str(long_preferred).encode()).hexdigest()[:10]
     planted = Path("/tmp") / f"wr-{os.getuid()}-{digest}"
     planted.mkdir(mode=0o777, exist_ok=True)
     os.chmod(planted, 0o777)
     made.append(planted)
-    chosen = short_socket_dir(long_preferred)
+    context = ProviderContext(bundle=AgentBundle(b"x", "0" * 64, "0.0.0"), known_hosts=None,
+                              state_dir=long_preferred.parent)
+    chosen = Path(make_provider("local", context).layout(Host.local("me")).state_dir)
     made.append(chosen)
     check_private_dir(chosen)

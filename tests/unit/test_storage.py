@@ -176,3 +176,18 @@ def test_stale_temp_files_of_a_dead_save_are_removed_fresh_ones_kept(paths: AppP
     assert not stale.exists() and fresh.exists() and other.exists()
     load_settings(paths)
     assert not other.exists()
+
+
+def test_a_settings_file_from_a_newer_app_loads_and_keeps_what_it_does_not_know(paths: AppPaths) -> None:
+    """Going back a version must not set the newer app's settings.json aside as damaged."""
+    newer = {"version": 1, "theme": "dark", "ceiling": {"ceiling_seconds": 3600.0, "prompt_timeout_seconds": 600.0,
+                                                       "ask_at_ceiling": True, "quiet_hours": "22-07"}}
+    paths.settings_file.write_text(json.dumps(newer))
+    loaded = load_settings(paths)
+    assert loaded.problem is None and loaded.moved_aside_to is None
+    assert loaded.value.ceiling.ceiling_seconds == 3600 and loaded.value.ceiling.ask_at_ceiling is True
+    changed = loaded.value.model_copy(update={
+        "ceiling": loaded.value.ceiling.replaced(ceiling_seconds=7200)})
+    save_settings(paths, changed)
+    saved = json.loads(paths.settings_file.read_text())
+    assert {key: saved[key] for key in newer} == {**newer, "ceiling": {**newer["ceiling"], "ceiling_seconds": 7200.0}}

@@ -16,7 +16,7 @@ FINISHED_AFTER_MAX_SECONDS = 24 * 3600.0
 class NoticeSettings(BaseModel):
     """Which notifications this computer shows besides ceiling prompts (docs/ui.md, "Notifications")."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="allow")  # fields a newer app wrote are kept, as AppSettings does
 
     finished: bool = True
     """Say when a host that was busy at least `finished_after_seconds` goes idle."""
@@ -42,10 +42,17 @@ class NoticeSettings(BaseModel):
 
 
 class AppSettings(BaseModel):
-    """Everything in settings.json. New fields get defaults so older files still load."""
+    """Everything in settings.json. New fields get defaults so older files still load; fields a newer app
+    wrote are kept (and saved again), so going back a version never sets the file aside as damaged."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     version: Literal[1] = 1
     ceiling: CeilingSettings = Field(default_factory=CeilingSettings)
+    login_item_offered: bool = False
+    """The first-run offer to open the app at login was answered (either way): it is not made again."""
+    hold_idle_sleep: bool = False
+    """macOS: hold off this Mac's idle sleep while it keeps a busy request-metered box awake."""
+    terminal_app: str = ""
+    """Open in terminal uses this (an app name on macOS, a program elsewhere); empty: this computer's default."""
     notices: NoticeSettings = Field(default_factory=NoticeSettings)

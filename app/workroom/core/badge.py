@@ -7,14 +7,16 @@ nothing needs keeping awake, so nothing there is alarming.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from workroom.core.busy_words import plain_reasons
+from workroom.core.busy_reasons import reason_words
 from workroom.core.connection import UNREACHABLE_STATES, WAITING_STATES, ConnectionInfo, ConnectionState
 from workroom.core.durations import format_duration
+from workroom.core.errors import ERROR_KINDS, Face
 from workroom.core.heartbeat_proof import ProofState
 from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import PROTOCOL_VERSION, Status, Verdict
@@ -27,33 +29,81 @@ class BadgeKind(StrEnum):
     IDLE = "idle"
     BUSY = "busy"
     BUSY_PAST_CEILING = "busy_past_ceiling"
+    """Past the awake ceiling with nobody asked: a note (advisory mode, or a host that never sleeps)."""
+    ASKING = "asking"
+    """Past the awake ceiling on a box that sleeps, and its agent asks whether to keep it awake."""
     BUSY_NOT_KEPT_AWAKE = "busy_not_kept_awake"
     ASLEEP = "asleep"
     OFFLINE = "offline"
     UNKNOWN = "unknown"
 
     @property
+    def spec(self) -> BadgeSpec:
+        return BADGE_SPECS[self]
+
+    @property
     def severity(self) -> int:
-        """Higher is worse; the tray icon shows the worst host."""
-        return _SEVERITY[self]
+        """Higher needs the user more; the tray icon shows the highest (`BadgeSpec.rank`)."""
+        return BADGE_SPECS[self].rank
 
 
-_SEVERITY: dict[BadgeKind, int] = {
-    BadgeKind.IDLE: 0,
-    BadgeKind.ASLEEP: 1,
-    BadgeKind.BUSY: 2,
-    BadgeKind.UNKNOWN: 3,
-    BadgeKind.OFFLINE: 4,
-    BadgeKind.BUSY_PAST_CEILING: 5,
-    BadgeKind.BUSY_NOT_KEPT_AWAKE: 6,
-}
-SEVERITY_ORDER: tuple[BadgeKind, ...] = tuple(sorted(BadgeKind, key=_SEVERITY.__getitem__))
-"""Badge kinds from least to most alarming."""
+class MenuTime(StrEnum):
+    """What the tray's line for a host counts beside the state word."""
+
+    AWAKE = "awake"
+    """How long it has been busy ("box1 — Busy 42 min")."""
+    IN_STATE = "in_state"
+    """How long it has been in this state ("box2 — Asleep 3 min")."""
+    LEFT = "left"
+    """How long the answer may wait ("box1 — Asking to keep awake, answer within 9 min")."""
+    NOTHING = "nothing"
+    """Nothing: the agent does not say since when a host is idle, and connected-for would mislead."""
+
+
+@dataclass(frozen=True)
+class BadgeSpec:
+    """One badge kind, as every face shows it (docs/architecture.md, "Adding a badge state").
+
+    `rank` orders the tray: the menu-bar icon and its tooltip show the highest rank among the hosts, so what
+    needs the user (`needs_user`: a lost host, a box busy but not kept awake, a prompt waiting) outranks every
+    state that is only information (an advisory ceiling note included). `icon` names the menu-bar template
+    image (`resources/icons/menubar/badge_<icon>Template.png`, drawn by build/make_icons.py). `counted` is the
+    tray tooltip's word for hosts in this state ("2 idle"); `shows_error` makes the CLI's status line add the
+    connection's last error.
+    """
+
+    kind: BadgeKind
+    rank: int
+    label: str
+    icon: str
+    needs_user: bool
+    counted: str
+    menu_time: MenuTime
+    shows_error: bool = False
+
+
+BADGE_SPECS: dict[BadgeKind, BadgeSpec] = {spec.kind: spec for spec in sorted((
+    BadgeSpec(BadgeKind.IDLE, 0, "Idle", "idle", False, "idle", MenuTime.NOTHING),
+    BadgeSpec(BadgeKind.ASLEEP, 1, "Asleep", "asleep", False, "asleep", MenuTime.IN_STATE),
+    BadgeSpec(BadgeKind.BUSY, 2, "Busy", "busy", False, "busy", MenuTime.AWAKE),
+    BadgeSpec(BadgeKind.BUSY_PAST_CEILING, 3, "Busy past ceiling", "busy_past_ceiling", False, "busy past ceiling",
+              MenuTime.AWAKE),
+    BadgeSpec(BadgeKind.UNKNOWN, 4, "Unknown", "unknown", False, "unknown", MenuTime.IN_STATE, shows_error=True),
+    BadgeSpec(BadgeKind.OFFLINE, 5, "Offline", "offline", True, "offline", MenuTime.IN_STATE, shows_error=True),
+    BadgeSpec(BadgeKind.ASKING, 6, "Asking to keep awake", "asking", True, "asking to keep awake", MenuTime.LEFT),
+    BadgeSpec(BadgeKind.BUSY_NOT_KEPT_AWAKE, 7, "Busy but not kept awake", "busy_not_kept_awake", True,
+              "busy but not kept awake", MenuTime.AWAKE),
+), key=lambda spec: spec.rank)}
+"""Every badge kind, from least to most in need of the user."""
+
+LABELS: dict[BadgeKind, str] = {kind: spec.label for kind, spec in BADGE_SPECS.items()}
+SEVERITY_ORDER: tuple[BadgeKind, ...] = tuple(BADGE_SPECS)
+"""Badge kinds from least to most in need of the user."""
 
 
 def worst_badge_kind(kinds: Iterable[BadgeKind], default: BadgeKind = BadgeKind.UNKNOWN) -> BadgeKind:
-    """The most alarming kind among `kinds` (`default` when there are none)."""
-    return max(kinds, key=_SEVERITY.__getitem__, default=default)
+    """The kind among `kinds` that most needs the user (`default` when there are none)."""
+    return max(kinds, key=lambda kind: BADGE_SPECS[kind].rank, default=default)
 
 
 class NotKeptAwakeReason(StrEnum):
@@ -82,22 +132,45 @@ class Badge(BaseModel):
     label: str
     tooltip: str
     offers_keep: bool = False
-    """Show "Keep awake": a prompt is pending or the ceiling is exceeded."""
+    """Show "Keep awake": a prompt is pending or the ceiling is exceeded, on a box that sleeps (on a host that
+    never sleeps there is nothing to keep awake)."""
     reason: NotKeptAwakeReason | None = None
     hint: str = ""
     """What to do next, also the tooltip's last sentence (empty when nothing needs doing)."""
+    valid_until: float | None = None
+    """When this badge stops being true with nothing new heard (this computer's monotonic clock): a prompt's
+    deadline, after which the agent lets the box sleep. The faces evaluate the badge again then (one timer,
+    since an idle box that sleeps sends nothing). None: true until the next snapshot."""
+
+    @property
+    def spec(self) -> BadgeSpec:
+        return BADGE_SPECS[self.kind]
+
+    @property
+    def needs_user(self) -> bool:
+        return BADGE_SPECS[self.kind].needs_user
 
 
-LABELS: dict[BadgeKind, str] = {
-    BadgeKind.IDLE: "Idle",
-    BadgeKind.BUSY: "Busy",
-    BadgeKind.BUSY_PAST_CEILING: "Busy past ceiling",
-    BadgeKind.BUSY_NOT_KEPT_AWAKE: "Busy but not kept awake",
-    BadgeKind.ASLEEP: "Asleep",
-    BadgeKind.OFFLINE: "Offline",
-    BadgeKind.UNKNOWN: "Unknown",
-}
-KEPT_AWAKE_BY_THIS_COMPUTER = "kept awake by this computer"
+def tray_summary(badges: Mapping[str, Badge], names_shown: int = 3) -> str:
+    """The menu-bar icon's tooltip: who needs the user and why, else how many hosts are in which state.
+
+    "Workroom: box2 needs you (Offline); 3 hosts" or "Workroom: 3 hosts: 2 idle, 1 busy".
+    """
+    if not badges:
+        return "Workroom: no hosts"
+    total = f"{len(badges)} host{'s' if len(badges) != 1 else ''}"
+    needing = sorted(((n, b) for n, b in badges.items() if b.needs_user), key=lambda nb: (-nb[1].spec.rank, nb[0]))
+    if needing:
+        named = ", ".join(f"{n} ({b.label})" for n, b in needing[:names_shown])
+        more = f" and {len(needing) - names_shown} more" if len(needing) > names_shown else ""
+        verb = "needs" if len(needing) == 1 else "need"
+        return f"Workroom: {named}{more} {verb} you; {total}"
+    counts = [(spec.counted, sum(1 for b in badges.values() if b.kind is kind))
+              for kind, spec in reversed(BADGE_SPECS.items())]
+    return f"Workroom: {total}: " + ", ".join(f"{n} {words}" for words, n in counts if n)
+
+
+KEPT_AWAKE_BY_THIS_COMPUTER = "kept awake by this computer — it stops if this computer sleeps"
 
 
 def _make(
@@ -128,17 +201,19 @@ def badge(
     connection: ConnectionInfo,
     *,
     now_monotonic: float | None = None,
+    face: Face = Face.APP,
 ) -> Badge:
     """The badge for one host. Pure: same inputs, same badge.
 
-    `now_monotonic` (this computer's clock) lets the tooltip count down a pending prompt; without
-    it the countdown is as of the last status.
+    `now_monotonic` (this computer's clock) lets the tooltip count down a pending prompt, and tells a prompt
+    whose deadline has passed (the agent has let the box sleep by then); without it, as of the last status.
+    `face` words advice for the app's controls or the command line's.
     """
     state = connection.state
     if state is ConnectionState.ASLEEP:
         return _asleep(traits, connection)
     if state in UNREACHABLE_STATES:
-        return _offline(connection)
+        return _offline(connection, face)
     if state is ConnectionState.DISCONNECTED:
         return _make(BadgeKind.UNKNOWN, ["Not connected, so the app does not know what this host is doing."],
                      hint="Connect to see its state.")
@@ -146,10 +221,28 @@ def badge(
         return _waiting(connection)
     if status is None:
         return _make(BadgeKind.UNKNOWN, ["Connected; waiting for the agent's first status."])
-    result = _from_status(status, traits, connection, now_monotonic)
+    deadline = prompt_deadline_here(status, connection)
+    expired = deadline is not None and now_monotonic is not None and now_monotonic >= deadline
+    result = _from_status(status, traits, connection, now_monotonic, prompt_expired=expired)
+    if deadline is not None and not expired:
+        result = result.model_copy(update={"valid_until": deadline})
     if connection.suspended_while_busy:
         result = result.model_copy(update={"tooltip": f"{SUSPENDED_WHILE_BUSY} {result.tooltip}"})
     return result
+
+
+def agent_clock(status: Status, connection: ConnectionInfo, now_monotonic: float | None) -> float:
+    """The agent's monotonic clock now, estimated from when its last status arrived here."""
+    if now_monotonic is None or connection.status_received_monotonic is None:
+        return status.monotonic
+    return status.monotonic + max(0.0, now_monotonic - connection.status_received_monotonic)
+
+
+def prompt_deadline_here(status: Status, connection: ConnectionInfo) -> float | None:
+    """A pending prompt's deadline on this computer's monotonic clock (None: no prompt, or no way to tell)."""
+    if not status.prompt_pending or status.prompt_deadline is None or connection.status_received_monotonic is None:
+        return None
+    return connection.status_received_monotonic + (status.prompt_deadline - status.monotonic)
 
 
 SUSPENDED_WHILE_BUSY = (
@@ -175,15 +268,19 @@ def _asleep(traits: ProviderTraits, connection: ConnectionInfo) -> Badge:
     return _make(BadgeKind.ASLEEP, sentences, hint=hint, reason=reason)
 
 
-def _offline(connection: ConnectionInfo) -> Badge:
-    sentences = ["The app cannot reach this host."]
+def _offline(connection: ConnectionInfo, face: Face) -> Badge:
+    """Offline, in the words of what happened: a refused login says so (`core.errors.ERROR_KINDS`)."""
     backing_off = connection.state is ConnectionState.BACKING_OFF
     hint = "The app will keep trying." if backing_off else "Reconnect to try again."
-    if connection.error is not None:
-        sentences.append(f"{connection.error.title}: {without_exception_names(connection.error.message)}")
-        if connection.error.hint:
-            hint = connection.error.hint
-    return _make(BadgeKind.OFFLINE, sentences, hint=hint)
+    error = connection.error
+    if error is None:
+        return _make(BadgeKind.OFFLINE, ["The app cannot reach this host."], hint=hint)
+    message = without_exception_names(error.message)
+    hint = error.advice(face) or hint
+    named = ERROR_KINDS.get(error.kind)
+    if named is not None:
+        return _make(BadgeKind.OFFLINE, [named.lead, message], hint=hint, label=named.label)
+    return _make(BadgeKind.OFFLINE, ["The app cannot reach this host.", f"{error.title}: {message}"], hint=hint)
 
 
 def _waiting(connection: ConnectionInfo) -> Badge:
@@ -202,8 +299,8 @@ def _waiting(connection: ConnectionInfo) -> Badge:
     return _make(BadgeKind.UNKNOWN, ["Connecting."])
 
 
-def _busy_sentence(status: Status) -> str:
-    plain = plain_reasons(status.busy_reasons)
+def _busy_sentence(status: Status, agent_now: float) -> str:
+    plain = reason_words(status, agent_now=agent_now)
     reasons = plain[:MAX_REASONS_SHOWN]
     more = len(plain) - len(reasons)
     if not reasons:
@@ -214,20 +311,19 @@ def _busy_sentence(status: Status) -> str:
     return text + "."
 
 
-def _agent_now(status: Status, connection: ConnectionInfo, now_monotonic: float | None) -> float:
-    if now_monotonic is None or connection.status_received_monotonic is None:
-        return status.monotonic
-    return status.monotonic + max(0.0, now_monotonic - connection.status_received_monotonic)
-
-
-def _ceiling_sentence(status: Status, connection: ConnectionInfo, now_monotonic: float | None) -> str:
+def _ceiling_sentence(status: Status, connection: ConnectionInfo, now_monotonic: float | None, *,
+                      asks: bool = True) -> str:
+    """How long past the ceiling, and (`asks`: on a box that sleeps) by when to answer."""
     text = (
         f"It has been busy for {format_duration(status.awake_seconds)}, "
         f"past the {format_duration(status.ceiling_seconds)} awake ceiling"
     )
+    if not asks:
+        return text + "."
     if status.prompt_pending and status.prompt_deadline is not None:
-        left = status.prompt_deadline - _agent_now(status, connection, now_monotonic)
-        return text + f"; answer Keep awake within {format_duration(max(0.0, left))} or it will be let sleep."
+        left = status.prompt_deadline - agent_clock(status, connection, now_monotonic)
+        return text + (f"; answer Keep awake within {format_duration(max(0.0, left))}, or the agent stops keeping "
+                       "it awake.")
     if status.prompt_pending:
         return text + "; the agent is asking whether to keep it awake."
     return text + "."
@@ -330,8 +426,9 @@ def _not_seen(connection: ConnectionInfo) -> tuple[NotKeptAwakeReason, str, str]
 def _keeper_sentence(traits: ProviderTraits, status: Status) -> str:
     if traits.needs_outside_keep_awake:
         return (
-            "Kept awake by this computer while the app runs; if the app quits, nothing keeps it awake "
-            "and the provider suspends it after its idle window."
+            "Kept awake by this computer while the app runs: if the app quits or this computer sleeps, nothing "
+            "keeps it awake and the provider suspends it after its idle window (Settings can hold off this "
+            "computer's idle sleep meanwhile, on macOS)."
         )
     if traits.agent_keeps_awake:
         interval = _heartbeat_interval(status, traits)
@@ -341,11 +438,14 @@ def _keeper_sentence(traits: ProviderTraits, status: Status) -> str:
 
 
 def _from_status(
-    status: Status, traits: ProviderTraits, connection: ConnectionInfo, now_monotonic: float | None
+    status: Status, traits: ProviderTraits, connection: ConnectionInfo, now_monotonic: float | None, *,
+    prompt_expired: bool = False,
 ) -> Badge:
     sleeps = traits.sleeps_when_idle
-    offers_keep = status.prompt_pending or status.awake_ceiling_exceeded
+    # Keep awake only where it changes something: on a host that never sleeps nothing is kept awake.
+    offers_keep = sleeps and (status.prompt_pending or status.awake_ceiling_exceeded)
     claims_busy = status.verdict is Verdict.BUSY or status.classifier_verdict is Verdict.BUSY
+    agent_now = agent_clock(status, connection, now_monotonic)
 
     if status.stalled:
         stalled = "The agent has stopped checking this host (no check for 30 s)"
@@ -364,7 +464,8 @@ def _from_status(
             offers_keep=offers_keep,
         )
 
-    if status.suppressed:
+    if status.suppressed or prompt_expired:
+        # A prompt past its deadline is suppressed by the agent's own rule; its next status will say so.
         ceiling = (
             f"It has been busy for {format_duration(status.awake_seconds)}, past the "
             f"{format_duration(status.ceiling_seconds)} awake ceiling, and nobody answered the prompt"
@@ -372,7 +473,7 @@ def _from_status(
         if sleeps:
             return _make(
                 BadgeKind.BUSY_NOT_KEPT_AWAKE,
-                [_busy_sentence(status), ceiling + ", so the agent stopped keeping it awake; "
+                [_busy_sentence(status, agent_now), ceiling + ", so the agent stopped keeping it awake; "
                  "the provider will put it to sleep when its idle window runs out."],
                 hint="Click Keep awake to keep it up.",
                 offers_keep=True,
@@ -380,8 +481,7 @@ def _from_status(
             )
         return _make(
             BadgeKind.BUSY_PAST_CEILING,
-            [_busy_sentence(status), ceiling + "; this host never sleeps, so the work goes on."],
-            offers_keep=True,
+            [_busy_sentence(status, agent_now), ceiling + "; this host never sleeps, so the work goes on."],
         )
 
     if status.verdict is Verdict.IDLE:
@@ -400,7 +500,7 @@ def _from_status(
             extra = [_ceiling_sentence(status, connection, now_monotonic)] if offers_keep else []
             return _make(
                 BadgeKind.BUSY_NOT_KEPT_AWAKE,
-                [_busy_sentence(status), sentence, *extra],
+                [_busy_sentence(status, agent_now), sentence, *extra],
                 hint=hint,
                 offers_keep=offers_keep,
                 reason=reason,
@@ -408,15 +508,17 @@ def _from_status(
 
     keeper = _keeper_sentence(traits, status) if sleeps else ""
     by_this_computer = sleeps and traits.needs_outside_keep_awake
-    suffix = f" · {KEPT_AWAKE_BY_THIS_COMPUTER}"
-    if offers_keep:
-        label = LABELS[BadgeKind.BUSY_PAST_CEILING] + suffix if by_this_computer else None
+    suffix = f" · {KEPT_AWAKE_BY_THIS_COMPUTER}" if by_this_computer else ""
+    if status.prompt_pending or status.awake_ceiling_exceeded:
+        # A question waits only on a box that sleeps (ask mode is sent to no other); elsewhere, a note.
+        kind = BadgeKind.ASKING if sleeps and status.prompt_pending else BadgeKind.BUSY_PAST_CEILING
+        never = "" if sleeps else "This host never sleeps, so there is nothing to keep awake."
         return _make(
-            BadgeKind.BUSY_PAST_CEILING,
-            [_busy_sentence(status), _ceiling_sentence(status, connection, now_monotonic), keeper],
-            hint="Click Keep awake to restart the ceiling." if status.prompt_pending else "",
-            offers_keep=True,
-            label=label,
+            kind,
+            [_busy_sentence(status, agent_now), _ceiling_sentence(status, connection, now_monotonic, asks=sleeps),
+             keeper, never],
+            hint="Click Keep awake to restart the ceiling." if kind is BadgeKind.ASKING else "",
+            offers_keep=offers_keep,
+            label=LABELS[kind] + suffix,
         )
-    label = LABELS[BadgeKind.BUSY] + suffix if by_this_computer else None
-    return _make(BadgeKind.BUSY, [_busy_sentence(status), keeper], label=label)
+    return _make(BadgeKind.BUSY, [_busy_sentence(status, agent_now), keeper], label=LABELS[BadgeKind.BUSY] + suffix)

@@ -6,9 +6,11 @@ import math
 
 
 def format_duration(seconds: float) -> str:
-    """A short human duration: "45 s", "12 min", "4 h", "4 h 30 min", "2 d 3 h".
+    """A duration in words, the one style of every face: "45 s", "1 min 30 s", "4 h 30 min", "24 h", "7 d".
 
-    Rounded to the largest two units that matter, so a tooltip stays readable.
+    The two largest units that matter, so a tooltip or a countdown stays readable and exact enough to tick:
+    seconds under a minute, minutes and seconds under an hour, hours and minutes under two days (a day-long
+    window reads "24 h", as the why-awake strip's "last 24 h" does), then days and hours.
     """
     if not math.isfinite(seconds):
         return "unknown"
@@ -18,7 +20,7 @@ def format_duration(seconds: float) -> str:
     if total < 3600:
         minutes, secs = divmod(total, 60)
         return f"{minutes} min" if secs == 0 else f"{minutes} min {secs} s"
-    if total < 86400:
+    if total < 2 * 86400:
         minutes = round(total / 60)
         hours, mins = divmod(minutes, 60)
         return f"{hours} h" if mins == 0 else f"{hours} h {mins} min"

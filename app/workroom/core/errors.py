@@ -8,7 +8,8 @@ exit code for it (`UserError.exit_code`), so the CLI decides by type, never by a
 
 from __future__ import annotations
 
-from enum import IntEnum
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -30,6 +31,39 @@ class ExitCode(IntEnum):
     """No usable secure system keyring (none, locked, or failing): nothing is stored (never in plain text)."""
 
 
+class Face(StrEnum):
+    """Where a person reads an error: advice names that face's own controls (a dialog field, a flag)."""
+
+    APP = "app"
+    CLI = "cli"
+
+
+class ErrorKind(StrEnum):
+    """What happened, where a face words it its own way (see `ERROR_KINDS`); most errors are OTHER."""
+
+    OTHER = "other"
+    LOGIN_REFUSED = "login_refused"
+
+
+@dataclass(frozen=True)
+class ErrorKindSpec:
+    """How the faces name one kind of error: the offline badge's label and first sentence, and the advice
+    per face (a face not listed shows the error's own hint: the remote layer words hints for the command line,
+    which prints them as they are)."""
+
+    label: str
+    lead: str
+    advice: dict[Face, str] = field(default_factory=dict)
+
+
+ERROR_KINDS: dict[ErrorKind, ErrorKindSpec] = {
+    ErrorKind.LOGIN_REFUSED: ErrorKindSpec(
+        "Login refused", "The host refused the login.",
+        {Face.APP: "Check the user name, that your public key is in ~/.ssh/authorized_keys on the host, and which "
+                   "key to use: the Key file field in Edit host…, or IdentityFile in ~/.ssh/config."}),
+}
+
+
 class ErrorInfo(BaseModel):
     """A user-facing error as serialisable data."""
 
@@ -38,12 +72,19 @@ class ErrorInfo(BaseModel):
     title: str
     message: str
     hint: str = ""
+    kind: ErrorKind = ErrorKind.OTHER
 
-    def text(self) -> str:
-        """The whole error as one line (CLI output, tooltips)."""
+    def advice(self, face: Face) -> str:
+        """What to do next, in the words of `face` (the hint, unless this kind has advice of its own there)."""
+        spec = ERROR_KINDS.get(self.kind)
+        return spec.advice.get(face, self.hint) if spec is not None else self.hint
+
+    def text(self, face: Face = Face.CLI) -> str:
+        """The whole error as one line (CLI output, logs, tooltips), with the advice for `face`."""
         parts = [f"{self.title}: {self.message}"]
-        if self.hint:
-            parts.append(self.hint)
+        hint = self.advice(face)
+        if hint:
+            parts.append(hint)
         return " ".join(parts)
 
 
@@ -52,6 +93,8 @@ class UserError(Exception):
 
     exit_code: ClassVar[ExitCode] = ExitCode.UNREACHABLE
     """Most errors a person meets come from reaching a host or its agent; other kinds say their own."""
+    error_kind: ClassVar[ErrorKind] = ErrorKind.OTHER
+    """What happened, for faces that word it their own way (`ERROR_KINDS`)."""
     retryable: bool = True
     """Whether trying again later, with nothing changed by a person, can help. A connection that broke can
     heal; a host without Python, or a refused login, cannot: a session stops there (and never keeps
@@ -68,4 +111,7 @@ class UserError(Exception):
 
     def info(self) -> ErrorInfo:
         """The error as data (safe to send across threads or store in a model)."""
-        return ErrorInfo(title=self.title, message=self.message, hint=self.hint)
+        return ErrorInfo(title=self.title, message=self.message, hint=self.hint, kind=self.error_kind)
+
+    def advice(self, face: Face) -> str:
+        return self.info().advice(face)

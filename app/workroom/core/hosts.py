@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from workroom.core.errors import ExitCode, UserError
-from workroom.core.traits import PROVIDER_KINDS, ProviderTraits, UnknownProviderError, traits_for_kind
+from workroom.core.provider_specs import LOCAL_KIND, PROVIDER_SPECS, ProviderSpec, UnknownProviderError, spec_for
+from workroom.core.traits import ProviderTraits
 
 MAX_NAME_LENGTH = 64
-LOCAL_PROVIDER = "local"
+LOCAL_PROVIDER = LOCAL_KIND
 FALLBACK_LOCAL_NAME = "this-computer"
 
 AgentCandidates = Literal["all", "user"]
@@ -92,10 +94,32 @@ class Host(BaseModel):
     idle_window_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """This host's own idle window, when it differs from the provider's (or the provider's is unknown)."""
     agent_candidates: AgentCandidates | None = None
-    provider_ref: str | None = None
-    """The provider's own name for the machine: a boxd machine name, a simulated box's health URL."""
+    reference: Mapping[str, str] = Field(default_factory=dict)
+    """The provider's own reference to the machine, by its spec's fields (core.provider_specs): a boxd
+    machine name, a simulated box's health page, a platform's proxy URL. An older hosts file's one-string
+    `provider_ref` is read into these fields."""
     hourly_price: float | None = Field(default=None, ge=0, le=100000, allow_inf_nan=False)
     """What the provider charges an hour while the box runs, as the user entered it (for the timeline's cost)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_provider_ref(cls, data: Any) -> Any:
+        """An older hosts file wrote the reference as one string, `provider_ref`, in a form of each provider's
+        own (`URL#idle-clock=URL`): read it into the provider's fields."""
+        if not isinstance(data, dict) or "provider_ref" not in data:
+            return data
+        data = dict(data)
+        legacy = data.pop("provider_ref")
+        if legacy is None:
+            return data
+        if data.get("reference"):
+            raise ValueError("a host has either a reference or an older provider_ref, not both")
+        if not isinstance(legacy, str):
+            raise ValueError(f"provider_ref must be text (got {legacy!r})")
+        spec = PROVIDER_SPECS.get(str(data.get("provider", LOCAL_PROVIDER)))
+        if spec is not None:
+            data["reference"] = spec.reference_from_legacy(legacy)
+        return data
 
     @field_validator("name")
     @classmethod
@@ -105,11 +129,17 @@ class Host(BaseModel):
     @field_validator("provider")
     @classmethod
     def _known_provider(cls, provider: str) -> str:
-        if provider not in PROVIDER_KINDS:
+        if provider not in PROVIDER_SPECS:
             raise ValueError(str(UnknownProviderError(provider)))
         return provider
 
-    @field_validator("address", "user", "provider_ref")
+    @field_validator("reference")
+    @classmethod
+    def _reference_fits_provider(cls, reference: Mapping[str, str], info: ValidationInfo) -> Mapping[str, str]:
+        provider = info.data.get("provider")
+        return reference if provider is None else spec_for(provider).check_reference(reference)
+
+    @field_validator("address", "user")
     @classmethod
     def _plain_token(cls, value: str | None) -> str | None:
         if value is None:
@@ -119,17 +149,26 @@ class Host(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _local_has_no_address(self) -> Self:
-        if self.provider == LOCAL_PROVIDER and (self.address or self.port or self.user or self.identity):
+    def _fits_its_provider(self) -> Self:
+        if self.spec.is_this_computer and (self.address or self.port or self.user or self.identity):
             raise ValueError(
-                "the local provider is this computer: it takes no address, port, user or identity"
+                f"the {self.provider} provider is this computer: it takes no address, port, user or identity"
             )
         return self
 
     @property
+    def spec(self) -> ProviderSpec:
+        """This host's provider, as declared in core.provider_specs."""
+        return spec_for(self.provider)
+
+    @property
     def traits(self) -> ProviderTraits:
-        """The provider's traits with this host's idle window applied."""
-        return traits_for_kind(self.provider).with_idle_window(self.idle_window_seconds)
+        """The provider's traits for this host (its idle window applied): the one place they are computed."""
+        return self.spec.traits_for(self.idle_window_seconds)
+
+    @property
+    def is_this_computer(self) -> bool:
+        return self.spec.is_this_computer
 
     @property
     def connect_address(self) -> str:
@@ -206,6 +245,30 @@ class RenamedHostError(UserError, ValueError):
         )
 
 
+class MissingReferenceError(UserError, ValueError):
+    """A host added (or edited) without a reference field its provider cannot work without. Checked when a
+    host is added or edited, not when the hosts file loads (an older file keeps loading)."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, provider: str, field: str, label: str) -> None:
+        super().__init__(
+            "That host needs more",
+            f"A {provider} host needs its {label}.",
+            f"Give it (`--ref {field}=...` on the command line).",
+        )
+        self.field = field
+        self.label = label
+
+
+def check_reference_given(host: Host) -> Host:
+    """`host`, or MissingReferenceError naming the first required reference field it lacks."""
+    missing = host.spec.missing_reference(host.reference)
+    if missing is not None:
+        raise MissingReferenceError(host.provider, missing.name, missing.label)
+    return host
+
+
 def check_new_host(host: Host) -> Host:
     """The rules for a host being added, beyond those every loaded host meets."""
     if host.name.startswith("-"):
@@ -213,7 +276,7 @@ def check_new_host(host: Host) -> Host:
     for what, value in (("address", host.address), ("user", host.user)):
         if value is not None and value.startswith("-"):
             raise UnsafeHostNameError(what, value)
-    return host
+    return check_reference_given(host)
 
 
 def check_edited_host(old: Host, new: Host) -> Host:
@@ -225,6 +288,8 @@ def check_edited_host(old: Host, new: Host) -> Host:
     for what, before, after in (("address", old.address, new.address), ("user", old.user, new.user)):
         if after is not None and after != before and after.startswith("-"):
             raise UnsafeHostNameError(what, after)
+    if new.provider != old.provider or old.spec.missing_reference(old.reference) is None:
+        check_reference_given(new)  # an older host that lacked it keeps loading and saving as it was
     return new
 
 

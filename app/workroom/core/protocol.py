@@ -9,20 +9,33 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
-from workroom.core.ceiling import CeilingSettings
+from workroom.core.ceiling import SETTINGS_BY_NAME, CeilingSettings
 from workroom.core.display_text import plain
 from workroom.core.errors import UserError
 
 PROTOCOL_VERSION = 1
-"""The protocol this app speaks; an agent reporting another in its hello is refused."""
+"""The protocol this app speaks (the one place it is written on this side; the agent's is wr_agent.PROTOCOL);
+an agent reporting another in its hello is refused."""
 MAX_LINE_BYTES = 65536
 """Longest line either side accepts, without its newline."""
 AGENT_HELLO = "wr-agent"
+"""What the agent's hello says it is."""
 
 RequestId = int | str
 _M = TypeVar("_M", bound=BaseModel)
@@ -30,9 +43,11 @@ _M = TypeVar("_M", bound=BaseModel)
 __all__ = [
     "AGENT_HELLO",
     "MAX_LINE_BYTES",
+    "METHOD_RESULTS",
     "PROTOCOL_VERSION",
     "AgentInfo",
     "AgentMessage",
+    "BusyReason",
     "BusySpan",
     "ErrorBody",
     "ErrorCode",
@@ -56,6 +71,7 @@ __all__ = [
     "keep_request",
     "parse_line",
     "ping_request",
+    "request_line",
     "settings_request",
     "status_request",
     "subscribe_request",
@@ -93,6 +109,10 @@ class ErrorCode(StrEnum):
 
 
 class Method(StrEnum):
+    """The protocol's methods (docs/protocol.md). Adding one: a member here, its result model in
+    `METHOD_RESULTS`, a request builder and an `AgentClient` call; the agent's row is wr_agent.server.METHODS.
+    tests/integration/test_protocol_contract.py calls every member against the real agent."""
+
     STATUS = "status"
     SUBSCRIBE = "subscribe"
     SETTINGS = "settings"
@@ -110,7 +130,7 @@ class _AgentModel(BaseModel):
 
 
 class Hello(_AgentModel):
-    hello: Literal["wr-agent"]
+    hello: Literal["wr-agent"]  # AGENT_HELLO
     protocol: int
     version: str
     build: str
@@ -171,6 +191,47 @@ class AgentInfo(_AgentModel):
 
 MAX_REASONS = 16
 """More busy reasons than any agent sends (it caps at 8 and a "+N more"); the rest are dropped."""
+MAX_DETAIL_DEPTH = 3
+"""How deep a reason's `detail` may nest (a hold names the reason it holds: two levels); deeper is refused."""
+
+
+def _plain_detail(value: Any, depth: int = 0) -> Any:
+    if depth > MAX_DETAIL_DEPTH:
+        raise ValueError("a busy reason's detail is nested too deeply")
+    if isinstance(value, str):
+        return plain(value)
+    if isinstance(value, dict):
+        return {plain(str(k)): _plain_detail(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_detail(v, depth + 1) for v in value]
+    return value
+
+
+class BusyReason(_AgentModel):
+    """One busy reason as data, beside its text in `Status.busy_reasons` (docs/protocol.md, "Busy reasons").
+
+    `detail` holds the class's own facts (a TCP wait's `peer`, `port`, `since`; a hold's `after`, itself a
+    reason); `core.busy_reasons` reads them. Strings anywhere in it are made plain, as the subject is.
+    """
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    reason_class: str = Field(alias="class")
+    subject: str = ""
+    pid: int | None = None
+    detail: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("reason_class", "subject")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        return plain(value)
+
+    @field_validator("detail")
+    @classmethod
+    def _plain_detail(cls, value: dict[str, Any]) -> dict[str, Any]:
+        cleaned = _plain_detail(value)
+        assert isinstance(cleaned, dict)
+        return cleaned
 
 
 class Status(_AgentModel):
@@ -179,6 +240,8 @@ class Status(_AgentModel):
     verdict: Verdict = Field(strict=False)
     classifier_verdict: Verdict = Field(strict=False)
     busy_reasons: tuple[str, ...] = Field(strict=False)
+    structured_reasons: tuple[BusyReason, ...] = Field(default=(), strict=False)
+    """The same reasons as data, in the same order; empty from an agent that sends only the text."""
     stalled: bool
     monotonic: float
     awake_seconds: float = Field(ge=0)
@@ -201,11 +264,32 @@ class Status(_AgentModel):
     """None from an agent that never slept (or is too old to say)."""
     last_busy_span: BusySpan | None = None
     """None until a busy span ended (or from an agent too old to say)."""
+    _settings_values: dict[str, object] = PrivateAttr(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _keep_settings_values(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Status:
+        status: Status = handler(data)
+        if isinstance(data, dict):
+            status._settings_values = {k: data[k] for k in SETTINGS_BY_NAME if k in data}
+        elif isinstance(data, Status):
+            status._settings_values = dict(data._settings_values)
+        return status
+
+    @property
+    def settings_values(self) -> dict[str, object]:
+        """The ceiling settings this agent reports, by SETTING_FIELDS name (a field it predates is absent)."""
+        return dict(self._settings_values)
 
     @field_validator("busy_reasons")
     @classmethod
     def _plain_reasons(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(plain(r) for r in value[:MAX_REASONS])
+
+    @field_validator("structured_reasons", mode="before")
+    @classmethod
+    def _few_reasons(cls, value: Any) -> Any:
+        return value[:MAX_REASONS] if isinstance(value, list | tuple) else value
 
     @field_validator("settings_error", "workroom", "sampler")
     @classmethod
@@ -235,13 +319,17 @@ class Reply(_AgentModel):
     id: RequestId
     result: dict[str, Any]
 
+    def read(self, method: Method) -> BaseModel:
+        """The result as the model `method`'s replies carry (METHOD_RESULTS), or ProtocolError."""
+        return _validate(METHOD_RESULTS[method], self.result, f"{method.value} result")
+
     def status(self) -> Status:
         """The result as a status object (status, subscribe, settings, keep)."""
         return _validate(Status, self.result, "status result")
 
     def ping_monotonic(self) -> float:
         """The agent's CLOCK_MONOTONIC from a ping reply."""
-        return _validate(_PingResult, self.result, "ping result").monotonic
+        return _validate(PingResult, self.result, "ping result").monotonic
 
     def timeline(self) -> TimelineReply:
         return _validate(TimelineReply, self.result, "timeline result")
@@ -251,7 +339,7 @@ class Reply(_AgentModel):
 
     def accepted(self) -> bool:
         """Whether a hand-off was accepted."""
-        return _validate(_HandoffResult, self.result, "handoff result").accepted
+        return _validate(HandoffResult, self.result, "handoff result").accepted
 
 
 class TimelineSpan(_AgentModel):
@@ -293,12 +381,25 @@ class UserExclusions(_AgentModel):
     problem: str | None = None
 
 
-class _PingResult(_AgentModel):
+class PingResult(_AgentModel):
     monotonic: float
 
 
-class _HandoffResult(_AgentModel):
+class HandoffResult(_AgentModel):
     accepted: bool
+
+
+METHOD_RESULTS: Mapping[Method, type[_AgentModel]] = MappingProxyType({
+    Method.STATUS: Status,
+    Method.SUBSCRIBE: Status,
+    Method.SETTINGS: Status,
+    Method.KEEP: Status,
+    Method.PING: PingResult,
+    Method.HANDOFF: HandoffResult,
+    Method.TIMELINE: TimelineReply,
+    Method.EXCLUSIONS: UserExclusions,
+})
+"""What each method's reply carries: the registry of the app's side (every `Method` has a row)."""
 
 
 class ErrorBody(_AgentModel):
@@ -412,32 +513,35 @@ def _check_id(request_id: RequestId) -> RequestId:
     return request_id
 
 
-def _line(request_id: RequestId, method: Method, **params: Any) -> bytes:
+def request_line(request_id: RequestId, method: Method, **params: Any) -> bytes:
+    """One request line: any method, with its parameters (the builders below give each method's own)."""
     body = {"id": _check_id(request_id), "method": method.value, **params}
     text = json.dumps(body, separators=(",", ":"), allow_nan=False)
     return text.encode("utf-8") + b"\n"
 
 
 def status_request(request_id: RequestId) -> bytes:
-    return _line(request_id, Method.STATUS)
+    return request_line(request_id, Method.STATUS)
 
 
 def subscribe_request(request_id: RequestId) -> bytes:
-    return _line(request_id, Method.SUBSCRIBE)
+    return request_line(request_id, Method.SUBSCRIBE)
 
 
 def keep_request(request_id: RequestId) -> bytes:
     """Answer a ceiling prompt: "keep awake" (the agent restarts its ceiling)."""
-    return _line(request_id, Method.KEEP)
+    return request_line(request_id, Method.KEEP)
 
 
 def ping_request(request_id: RequestId) -> bytes:
-    return _line(request_id, Method.PING)
+    return request_line(request_id, Method.PING)
 
 
-def settings_request(request_id: RequestId, settings: CeilingSettings) -> bytes:
-    """Hand the agent this computer's ceiling settings (already shaped for the host's provider)."""
-    return _line(request_id, Method.SETTINGS, **settings.as_request_params())
+def settings_request(request_id: RequestId, settings: CeilingSettings,
+                     reported: dict[str, object] | None = None) -> bytes:
+    """Hand the agent this computer's ceiling settings (already shaped for the host's provider). `reported`:
+    what its status holds, so a field it predates is not sent (`CeilingSettings.as_request_params`)."""
+    return request_line(request_id, Method.SETTINGS, **settings.as_request_params(reported))
 
 
 def handoff_request(request_id: RequestId, bundle: str, sha256: str) -> bytes:
@@ -446,18 +550,18 @@ def handoff_request(request_id: RequestId, bundle: str, sha256: str) -> bytes:
         raise ValueError(f"a bundle path must be a non-empty single line, got {bundle!r}")
     if not _SHA256_HEX.fullmatch(sha256):
         raise ValueError(f"sha256 must be 64 lowercase hex digits, got {sha256!r}")
-    return _line(request_id, Method.HANDOFF, bundle=bundle, sha256=sha256)
+    return request_line(request_id, Method.HANDOFF, bundle=bundle, sha256=sha256)
 
 
 def timeline_request(request_id: RequestId, since: float | None = None) -> bytes:
     """The why-awake record from `since` (Unix seconds; None: all the agent keeps)."""
     if since is None:
-        return _line(request_id, Method.TIMELINE)
-    return _line(request_id, Method.TIMELINE, since=float(since))
+        return request_line(request_id, Method.TIMELINE)
+    return request_line(request_id, Method.TIMELINE, since=float(since))
 
 
 def exclusions_request(request_id: RequestId, names: list[str] | None = None) -> bytes:
     """Read (None) or replace the host's "never work" process names."""
     if names is None:
-        return _line(request_id, Method.EXCLUSIONS)
-    return _line(request_id, Method.EXCLUSIONS, names=list(names))
+        return request_line(request_id, Method.EXCLUSIONS)
+    return request_line(request_id, Method.EXCLUSIONS, names=list(names))

@@ -12,17 +12,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from workroom.core.busy_reasons import strip_words
+from workroom.core.durations import format_duration
 from workroom.core.protocol import TimelineReply, TimelineSpan
 
 __all__ = [
     "DAY_SECONDS",
+    "KINDS",
     "STRIP_LEGEND",
+    "KindSpec",
     "Segment",
     "SegmentKind",
     "TimelineSummary",
     "activity",
     "cost_words",
-    "format_duration",
     "parse_since",
     "period_words",
     "summarise",
@@ -46,54 +49,9 @@ class SegmentKind(StrEnum):
 AWAKE_KINDS = frozenset({SegmentKind.BUSY, SegmentKind.HELD, SegmentKind.CEILING})
 """Published (or, past the ceiling, would-be) BUSY: the box was being kept up for work."""
 
-# Process names (comm, at most 15 characters) that mean "compiling" to a developer.
-_COMPILERS = frozenset({
-    "cc", "cc1", "cc1plus", "cc1obj", "gcc", "g++", "c++", "clang", "clang++", "ld", "ld.lld", "ld.gold",
-    "lld", "mold", "as", "collect2", "rustc", "cargo", "make", "gmake", "ninja", "cmake", "javac", "kotlinc",
-    "go", "compile", "link", "tsc", "esbuild", "swiftc", "swift-frontend", "ghc", "bazel", "gradle",
-    "msbuild", "dotnet", "zig", "nvcc", "ocamlopt", "scalac", "webpack", "vite",
-})
-_TEST_RUNNERS = frozenset({"pytest", "py.test", "jest", "vitest", "mocha", "rspec", "ctest", "tox", "nox"})
-_SSH = frozenset({"ssh", "scp", "sftp", "mosh-client", "mosh-server", "autossh"})
-_FETCHERS = frozenset({"curl", "wget", "git", "git-remote-http", "pip", "pip3", "npm", "yarn", "pnpm",
-                       "apt", "apt-get", "http", "rsync", "aria2c", "docker-pull"})
-_CLASS_WORDS = {
-    "cpu": "running {s}",
-    "disk": "disk work by {s}",
-    "sleep": "a job waiting on a timer ({s})",
-    "fifo": "a pipeline stage waiting for its partner ({s})",
-    "tcp": "a network connection held by {s}",
-    "tty_output": "terminal output",
-    "keystroke": "typing in a terminal",
-    "net": "network traffic",
-    "operation": "an agent operation",
-    "other": "other work",
-}
-_CLASS_WORDS_NO_SUBJECT = {
-    "cpu": "CPU work",
-    "disk": "disk work",
-    "sleep": "a job waiting on a timer",
-    "tcp": "a network connection",
-    "fifo": "a pipeline stage waiting for its partner",
-}
-
-
 def activity(reason_class: str, subject: str) -> str:
-    """A reason class and process in a developer's words: ("cpu", "cc1") -> "compiling"."""
-    if reason_class in ("cpu", "disk", "sleep") and subject in _COMPILERS:
-        return "compiling"
-    if reason_class in ("cpu", "disk", "sleep") and subject in _TEST_RUNNERS:
-        return "running tests"
-    if reason_class == "tcp" and subject in _SSH:
-        return "an ssh session"
-    if reason_class in ("tcp", "cpu") and subject in _FETCHERS:
-        return "downloading"
-    if not subject and reason_class in _CLASS_WORDS_NO_SUBJECT:
-        return _CLASS_WORDS_NO_SUBJECT[reason_class]
-    template = _CLASS_WORDS.get(reason_class)
-    if template is None:
-        return "other work"
-    return template.format(s=subject) if "{s}" in template else template
+    """A reason class and process in a developer's words: ("cpu", "cc1") -> "compiling" (`core.busy_reasons`)."""
+    return strip_words(reason_class, subject)
 
 
 @dataclass(frozen=True)
@@ -118,13 +76,25 @@ class Segment:
         return _KIND_WORDS[self.kind]
 
 
-_KIND_WORDS = {
-    SegmentKind.HELD: "held after work",
-    SegmentKind.CEILING: "busy past the awake ceiling",
-    SegmentKind.IDLE: "idle",
-    SegmentKind.ASLEEP: "asleep",
-    SegmentKind.OFFLINE: "no record (agent not running or unreachable)",
+@dataclass(frozen=True)
+class KindSpec:
+    """How a kind of stretch reads: in a tooltip and a sentence, in the legend, and as the text strip's character."""
+
+    words: str
+    legend: str
+    char: str
+
+
+KINDS: dict[SegmentKind, KindSpec] = {
+    SegmentKind.BUSY: KindSpec("busy", "busy", "#"),
+    SegmentKind.HELD: KindSpec("held after work", "kept awake after work", "+"),
+    SegmentKind.CEILING: KindSpec("busy past the awake ceiling", "past ceiling", "!"),
+    SegmentKind.IDLE: KindSpec("idle", "idle", "-"),
+    SegmentKind.ASLEEP: KindSpec("asleep", "asleep", "z"),
+    SegmentKind.OFFLINE: KindSpec("no record (agent not running or unreachable)", "no record", " "),
 }
+"""Every kind of stretch, in the legend's order. A busy stretch's words are its activity (`core.busy_reasons`)."""
+_KIND_WORDS = {kind: spec.words for kind, spec in KINDS.items()}
 
 
 @dataclass(frozen=True)
@@ -221,9 +191,8 @@ def _merge(segments: Iterable[Segment]) -> list[Segment]:
     return out
 
 
-_STRIP_CHARS = {SegmentKind.BUSY: "#", SegmentKind.HELD: "+", SegmentKind.CEILING: "!", SegmentKind.IDLE: "-",
-                SegmentKind.ASLEEP: "z", SegmentKind.OFFLINE: " "}
-STRIP_LEGEND = "# busy, + held after work, ! past ceiling, - idle, z asleep, blank no record"
+STRIP_LEGEND = ", ".join(f"{'blank' if spec.char == ' ' else spec.char} {spec.legend}" for spec in KINDS.values())
+"""The text strip's legend: "# busy, + kept awake after work, ! past ceiling, - idle, z asleep, blank no record"."""
 
 
 def text_strip(summary: TimelineSummary, width: int = 48) -> str:
@@ -240,19 +209,8 @@ def text_strip(summary: TimelineSummary, width: int = 48) -> str:
                 filled[seg.kind] = filled.get(seg.kind, 0.0) + overlap
         best = max(filled, key=lambda k: (filled[k] + (slice_seconds if k in AWAKE_KINDS and filled[k] >= 60 else 0),
                                           k in AWAKE_KINDS), default=SegmentKind.OFFLINE)
-        out.append(_STRIP_CHARS[best])
+        out.append(KINDS[best].char)
     return "".join(out)
-
-
-def format_duration(seconds: float) -> str:
-    """Whole minutes in words: "9 h 20 min", "6 h", "20 min", "under a minute"."""
-    minutes = round(seconds / 60.0)
-    if minutes < 1:
-        return "under a minute"
-    hours, minutes = divmod(minutes, 60)
-    if hours and minutes:
-        return f"{hours} h {minutes} min"
-    return f"{hours} h" if hours else f"{minutes} min"
 
 
 def cost_words(summary: TimelineSummary, hourly_price: float | None) -> str | None:

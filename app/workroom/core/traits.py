@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import math
 from enum import StrEnum
-from types import MappingProxyType
 from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from workroom.core.errors import UserError
 
 DEFAULT_HEARTBEAT_INTERVAL_SECONDS = 60.0
 """The agent's heartbeat cadence on network-metered boxes (docs/agent.md, Heartbeat)."""
@@ -31,16 +28,18 @@ class IdleMetering(StrEnum):
 
 
 class Transport(StrEnum):
-    """How the app reaches a host's agent."""
+    """How the app reaches a host's agent: it decides whether a host is this computer (no address, port, user
+    or key file; the window says "this computer") or a machine reached with SSH.
+
+    Whether that SSH goes straight to the box or through a proxy the provider runs (the simulated box's TCP
+    proxy, a platform's HTTP tunnel) is the address's and ~/.ssh/config's business: nothing in the app
+    decides from it, so it is not a trait.
+    """
 
     LOCAL = "local"
     """The agent's Unix socket on this computer."""
     SSH = "ssh"
-    """SSH straight to the host (honouring ~/.ssh/config)."""
-    SSH_VIA_PROVIDER_PROXY = "ssh_via_provider_proxy"
-    """SSH through a TCP port the provider listens on: it sees (and wakes on) every connection."""
-    SSH_VIA_HTTP_PROXY = "ssh_via_http_proxy"
-    """SSH tunnelled through the provider's HTTP endpoint proxy (request-metered platforms)."""
+    """SSH to the host (honouring ~/.ssh/config, its ProxyJump and ProxyCommand)."""
 
 
 class ProviderTraits(BaseModel):
@@ -51,14 +50,10 @@ class ProviderTraits(BaseModel):
     sleeps_when_idle: bool
     idle_metering: IdleMetering
     transport: Transport
-    keep_awake_holds_credential: bool = False
-    """Whether keeping the box awake needs a secret on the box (false for every provider we ship)."""
     idle_window_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """How long the box may be idle before the provider sleeps it; None when unknown."""
     heartbeat_interval_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     """The agent heartbeat cadence this provider expects (network metering only)."""
-    reads_state_without_waking: bool = False
-    """The provider can say a box is asleep without touching (and so waking) it."""
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -94,65 +89,20 @@ class ProviderTraits(BaseModel):
         return ProviderTraits.model_validate({**self.model_dump(), "heartbeat_interval_seconds": seconds})
 
 
+# The traits the provider rows (core.provider_specs) declare; several rows may share one.
 LOCAL_TRAITS = ProviderTraits(
     sleeps_when_idle=False, idle_metering=IdleMetering.NEVER, transport=Transport.LOCAL
 )
 SSH_TRAITS = ProviderTraits(sleeps_when_idle=False, idle_metering=IdleMetering.NEVER, transport=Transport.SSH)
-EXE_DEV_TRAITS = ProviderTraits(
-    sleeps_when_idle=False, idle_metering=IdleMetering.NEVER, transport=Transport.SSH
-)
-CONTAINER_TRAITS = ProviderTraits(
-    sleeps_when_idle=False, idle_metering=IdleMetering.NEVER, transport=Transport.SSH
-)
 BOXD_TRAITS = ProviderTraits(
     sleeps_when_idle=True,
     idle_metering=IdleMetering.NETWORK,
     transport=Transport.SSH,
     heartbeat_interval_seconds=DEFAULT_HEARTBEAT_INTERVAL_SECONDS,
-    reads_state_without_waking=True,
 )
-SIMBOX_TRAITS = ProviderTraits(
-    sleeps_when_idle=True,
-    idle_metering=IdleMetering.NETWORK,
-    transport=Transport.SSH_VIA_PROVIDER_PROXY,
-    heartbeat_interval_seconds=DEFAULT_HEARTBEAT_INTERVAL_SECONDS,
-    reads_state_without_waking=True,
-)
+SIMBOX_TRAITS = BOXD_TRAITS
 REQUEST_METERED_TRAITS = ProviderTraits(
     sleeps_when_idle=True,
     idle_metering=IdleMetering.REQUESTS,
-    transport=Transport.SSH_VIA_HTTP_PROXY,
+    transport=Transport.SSH,
 )
-
-PROVIDER_KINDS: MappingProxyType[str, ProviderTraits] = MappingProxyType(
-    {
-        "local": LOCAL_TRAITS,
-        "ssh": SSH_TRAITS,
-        "exe.dev": EXE_DEV_TRAITS,
-        "container": CONTAINER_TRAITS,
-        "boxd": BOXD_TRAITS,
-        "simbox": SIMBOX_TRAITS,
-        "request-metered": REQUEST_METERED_TRAITS,
-    }
-)
-"""Provider kind name -> its default traits. Provider modules may refine these (e.g. a known window)."""
-
-
-class UnknownProviderError(UserError, ValueError):
-    """A provider kind this app does not know."""
-
-    def __init__(self, kind: str) -> None:
-        super().__init__(
-            "Unknown provider",
-            f"There is no provider called {kind!r}.",
-            f"Use one of: {', '.join(PROVIDER_KINDS)}.",
-        )
-        self.kind = kind
-
-
-def traits_for_kind(kind: str) -> ProviderTraits:
-    """The default traits of a provider kind, or `UnknownProviderError`."""
-    try:
-        return PROVIDER_KINDS[kind]
-    except KeyError:
-        raise UnknownProviderError(kind) from None

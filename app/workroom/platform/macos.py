@@ -124,3 +124,102 @@ class AppNapGuard:
             b.msg(info, "endActivity:", self.token)
             b.msg(self.token, "release")
             self.token = None
+
+
+# -- this Mac's idle sleep ------------------------------------------------------------------------------------
+# A request-metered box is kept awake by this Mac's polls: if this Mac idle-sleeps, they stop and the box may be
+# suspended mid-job. An IOKit power assertion (PreventUserIdleSystemSleep) holds off idle sleep only; closing the
+# lid still sleeps the Mac (no assertion a user app may take prevents that, nor should it).
+IDLE_SLEEP_ASSERTION = "PreventUserIdleSystemSleep"
+ASSERTION_REASON = "Workroom keeps a busy remote box awake"
+_CF_UTF8 = 0x08000100
+_ASSERTION_LEVEL_ON = 255
+
+
+class PowerBridge(Protocol):
+    def create_assertion(self, kind: str, reason: str) -> int | None: ...
+    def release_assertion(self, assertion_id: int) -> None: ...
+
+
+class IOKitPower:
+    """IOPMAssertionCreateWithName / IOPMAssertionRelease through ctypes (C functions, not Objective-C)."""
+
+    def __init__(self) -> None:
+        self.iokit = ctypes.cdll.LoadLibrary("/System/Library/Frameworks/IOKit.framework/IOKit")
+        self.cf = ctypes.cdll.LoadLibrary("/System/Library/Frameworks/CoreFoundation.framework/CoreFoundation")
+        self.cf.CFStringCreateWithCString.restype = ctypes.c_void_p
+        self.cf.CFStringCreateWithCString.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint32]
+        self.cf.CFRelease.argtypes = [ctypes.c_void_p]
+        self.iokit.IOPMAssertionCreateWithName.restype = ctypes.c_int32
+        self.iokit.IOPMAssertionCreateWithName.argtypes = [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_void_p,
+                                                           ctypes.POINTER(ctypes.c_uint32)]
+        self.iokit.IOPMAssertionRelease.restype = ctypes.c_int32
+        self.iokit.IOPMAssertionRelease.argtypes = [ctypes.c_uint32]
+
+    def create_assertion(self, kind: str, reason: str) -> int | None:
+        cf_kind = self.cf.CFStringCreateWithCString(None, kind.encode(), _CF_UTF8)
+        cf_reason = self.cf.CFStringCreateWithCString(None, reason.encode(), _CF_UTF8)
+        try:
+            out = ctypes.c_uint32(0)
+            result = self.iokit.IOPMAssertionCreateWithName(cf_kind, _ASSERTION_LEVEL_ON, cf_reason, ctypes.byref(out))
+            return int(out.value) if result == 0 else None
+        finally:
+            for ref in (cf_kind, cf_reason):
+                if ref:
+                    self.cf.CFRelease(ref)
+
+    def release_assertion(self, assertion_id: int) -> None:
+        self.iokit.IOPMAssertionRelease(assertion_id)
+
+
+_power: PowerBridge | None = None
+
+
+def power() -> PowerBridge | None:
+    """IOKit's power assertions on macOS (made once), None elsewhere or when they cannot be loaded."""
+    global _power
+    if _power is None and sys.platform == "darwin":
+        try:
+            _power = IOKitPower()
+        except (OSError, AttributeError) as exc:
+            log.warning("IOKit power assertions unavailable: %s", exc)
+    return _power
+
+
+class IdleSleepGuard:
+    """Holds one PreventUserIdleSystemSleep assertion while any host needs this Mac awake (`hold(key)` /
+    `release(key)`), only while `enabled` (the user's setting); a no-op off macOS."""
+
+    def __init__(self) -> None:
+        self.enabled = False
+        self.pending: set[str] = set()
+        self.assertion: int | None = None
+
+    def set_enabled(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._sync()
+
+    def hold(self, key: str) -> None:
+        self.pending.add(key)
+        self._sync()
+
+    def release(self, key: str) -> None:
+        self.pending.discard(key)
+        self._sync()
+
+    @property
+    def holding(self) -> bool:
+        return self.assertion is not None
+
+    def _sync(self) -> None:
+        p = power()
+        if p is None:
+            return
+        want = self.enabled and bool(self.pending)
+        if want and self.assertion is None:
+            self.assertion = p.create_assertion(IDLE_SLEEP_ASSERTION, ASSERTION_REASON)
+            if self.assertion is None:
+                log.warning("this Mac's idle sleep could not be held off (IOPMAssertionCreateWithName failed)")
+        elif not want and self.assertion is not None:
+            p.release_assertion(self.assertion)
+            self.assertion = None

@@ -1,7 +1,10 @@
 """What every provider offers the session: its traits, how to reach the host, where the agent lives.
 
-A provider module declares its traits (core.traits) and implements the few verbs below; the session
-decides everything from the traits, never from the provider's name (docs/providers.md).
+A provider is declared by its row in core.provider_specs (kind, traits, reference fields, this class) and
+implements the few verbs below; the session decides everything from the traits, never from the provider's
+name (docs/providers.md). Every verb has an answer on every provider: the base class's is the one for a
+provider that cannot do it (`box_state` UNKNOWN, `read_idle_clock` None, `poll_health` a failure), so the
+session asks every provider and never has to know which ones override what.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ from workroom.agent_bundle import AgentBundle
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome
+from workroom.core.provider_specs import ProviderSpec
 from workroom.core.questions import SecretRequest
-from workroom.core.traits import ProviderTraits, traits_for_kind
+from workroom.core.traits import ProviderTraits
 from workroom.remote.agent_install import PYTHON3, AgentLayout, ServeOptions
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
@@ -47,15 +51,20 @@ class ProviderContext:
 
 
 class Provider:
-    """Base provider. Subclasses set `kind` and override what differs."""
+    """Base provider: one instance per provider row (`spec`); subclasses override what differs."""
 
-    kind: str = ""
-
-    def __init__(self, context: ProviderContext) -> None:
+    def __init__(self, context: ProviderContext, spec: ProviderSpec) -> None:
         self.context = context
+        self.spec = spec
+
+    @property
+    def kind(self) -> str:
+        return self.spec.kind
 
     def traits(self, host: Host) -> ProviderTraits:
-        return traits_for_kind(self.kind).with_idle_window(host.idle_window_seconds)
+        """The host's traits, as its spec computes them (`Host.traits`: the one place). Only stand-ins in
+        tests override this."""
+        return host.traits
 
     def layout(self, host: Host) -> AgentLayout:
         return AgentLayout()
@@ -83,7 +92,10 @@ class Provider:
         raise NotImplementedError
 
     async def box_state(self, host: Host) -> BoxState:
-        """Whether the box sleeps now, read without waking it. UNKNOWN when the provider cannot say."""
+        """Whether the box sleeps now, read without waking it: asked of every provider before every
+        background connect and while a box is asleep. UNKNOWN when the provider cannot tell without waking
+        it (then a sleepable box is left for the user's Connect). Must not raise for an unreachable
+        provider, and must never touch the box itself."""
         return BoxState.UNKNOWN
 
     async def read_idle_clock(self, host: Host) -> IdleClockReading | None:

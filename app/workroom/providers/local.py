@@ -10,7 +10,6 @@ without the network heartbeat.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 from workroom.core.hosts import Host
 from workroom.paths import agent_socket_dir
@@ -22,18 +21,11 @@ from workroom.remote.agent_link import AgentLink, open_unix_link
 from workroom.remote.host_shell import HostShell, LocalShell
 
 
-def short_socket_dir(preferred: Path) -> Path:
-    """`preferred`, or a private folder of this user's when a socket path there would be too long
-    (see paths.agent_socket_dir: never a predictable name in a shared folder)."""
-    return agent_socket_dir(preferred)
-
-
 class LocalProvider(Provider):
-    kind = "local"
-
     def layout(self, host: Host) -> AgentLayout:
         root = self.context.state_dir
-        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(short_socket_dir(root / "run")))
+        # A socket path too long for the kernel moves to a private folder of this user's (paths.agent_socket_dir).
+        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(agent_socket_dir(root / "run")))
 
     def python_command(self, host: Host) -> tuple[str, ...]:
         return local_python_command()

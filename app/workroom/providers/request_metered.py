@@ -3,8 +3,8 @@
 Work inside the box does not count, nor do its own loopback requests; only a caller outside keeps it up.
 While the app runs and the host is BUSY, the session's KeepAwake polls `GET /v1/health` (the agent's
 health endpoint, unauthenticated, telling only busy/verdict/stalled) through the provider's proxy. The
-host's `provider_ref` is that proxy's base URL, optionally with `#idle-clock=URL` where the platform
-reports its idle timer. The simulator's `--metering requests` is such a platform.
+host's reference gives that proxy's base URL (`proxy_url`) and, where the platform reports its idle timer,
+that status page (`idle_clock_url`). The simulator's `--metering requests` is such a platform.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import urllib.request
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome
-from workroom.providers.base import BoxState
+from workroom.core.provider_specs import IDLE_CLOCK_URL, PROXY_BASE_URL
 from workroom.providers.ssh_family import SshProvider
 from workroom.remote.agent_install import ServeOptions
 
@@ -27,22 +27,20 @@ POLL_TIMEOUT_SECONDS = 5.0
 
 
 class RequestMeteredProvider(SshProvider):
-    kind = "request-metered"
-
     def serve_options(self, host: Host) -> ServeOptions:
         base = super().serve_options(host)
         return ServeOptions(workroom=base.workroom, candidates=base.candidates, heartbeat=False,
                             extra=("--health-listen", f"0.0.0.0:{HEALTH_PORT}"))
 
     def health_url(self, host: Host) -> str | None:
-        base = _refs(host)[0]
+        base = PROXY_BASE_URL.of(host.reference)
         return base.rstrip("/") + "/v1/health" if base else None
 
     async def read_idle_clock(self, host: Host) -> IdleClockReading | None:
-        """The platform's idle timer, where it reports one (`#idle-clock=URL` in provider_ref): a successful
+        """The platform's idle timer, where it reports one (the `idle_clock_url` reference): a successful
         poll that does not move it is not a confirmation (docs/providers.md). The URL must be the
         platform's API or status page, never the box's metered endpoint (that read would count)."""
-        url = _refs(host)[1]
+        url = IDLE_CLOCK_URL.of(host.reference)
         if url is None:
             return None
 
@@ -65,7 +63,8 @@ class RequestMeteredProvider(SshProvider):
         """One request through the provider's proxy: it counts as activity and says whether still busy."""
         url = self.health_url(host)
         if url is None:
-            return PollOutcome.failed("this host has no endpoint URL (provider_ref)", retryable=False)
+            return PollOutcome.failed(f"this host has no {PROXY_BASE_URL.label} ({PROXY_BASE_URL.name})",
+                                      retryable=False)
 
         def fetch() -> PollOutcome:
             try:
@@ -83,12 +82,3 @@ class RequestMeteredProvider(SshProvider):
 
         return await asyncio.get_running_loop().run_in_executor(None, fetch)
 
-    async def box_state(self, host: Host) -> BoxState:
-        return BoxState.UNKNOWN  # a platform's suspended state is read by its own API; none here
-
-
-def _refs(host: Host) -> tuple[str | None, str | None]:
-    """provider_ref = "PROXY_BASE_URL[#idle-clock=URL]": where to poll, and where the platform reports its
-    idle timer (optional; a fragment, so the ref stays one word and is never sent with a poll)."""
-    base, _, idle = (host.provider_ref or "").partition("#idle-clock=")
-    return base or None, idle or None

@@ -1,21 +1,21 @@
-"""Providers reached over SSH: plain SSH, exe.dev, containers, boxd.
-
-They differ only in their traits (core.traits) and, for boxd, in reading the machine's state from the
-`boxd` command line so a background look never wakes a sleeping box.
+"""Providers reached over SSH: plain SSH, exe.dev and containers (three rows of core.provider_specs over
+`SshProvider`), and boxd, which also reads the machine's state from the `boxd` command line so a background
+look never wakes a sleeping box.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import shlex
 import shutil
 import time
 
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
+from workroom.core.provider_specs import MACHINE_NAME
 from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_client import EventHandler
+from workroom.remote.agent_install import relay_command
 from workroom.remote.agent_link import AgentLink, open_stream_link
 from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_config import SshTarget, resolve_target
@@ -64,7 +64,7 @@ class _StreamAdapter:
 
 
 class SshProvider(Provider):
-    kind = "ssh"
+    """Any machine reached with SSH (honouring ~/.ssh/config); the agent is reached through its `relay`."""
 
     def target(self, host: Host) -> SshTarget:
         identity = host.identity.value if host.identity is not None and host.identity.kind == "file" else None
@@ -82,30 +82,15 @@ class SshProvider(Provider):
 
     async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
         assert isinstance(shell, SshShell)
-        bundle = _home_relative(self.layout(host).bundle_path)
-        cmd = " ".join(shlex.quote(a) for a in ("python3", bundle, "relay", "--socket", _home_relative(socket_path)))
+        cmd = relay_command(self.python_command(host), self.layout(host).bundle_path, socket_path)
         loop = asyncio.get_running_loop()
         stream = await loop.run_in_executor(None, shell.connection.open_exec_channel, cmd)
         return open_stream_link(_StreamAdapter(stream), on_event, name=host.name)
 
 
-def _home_relative(path: str) -> str:
-    """`~/x` as `x`: SSH commands start in the user's home, and a quoted `~` would not expand."""
-    return path[2:] if path.startswith("~/") else path
-
-
-class ExeDevProvider(SshProvider):
-    kind = "exe.dev"
-
-
-class ContainerProvider(SshProvider):
-    kind = "container"
-
-
 class BoxdProvider(SshProvider):
     """boxd VMs hibernate after network silence; the `boxd` CLI tells their state without waking them."""
 
-    kind = "boxd"
     cli = "boxd"
 
     async def box_state(self, host: Host) -> BoxState:
@@ -123,7 +108,7 @@ class BoxdProvider(SshProvider):
         if exe is None:
             return None
         proc = await asyncio.create_subprocess_exec(
-            exe, "machine", "status", host.provider_ref or host.connect_address, "--json",
+            exe, "machine", "status", MACHINE_NAME.of(host.reference) or host.connect_address, "--json",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
         )
         try:
@@ -162,8 +147,4 @@ def parse_boxd_state(output: bytes) -> BoxState:
         return BoxState.AWAKE
     return BoxState.UNKNOWN
 
-
-PROVIDERS: dict[str, type[Provider]] = {
-    p.kind: p for p in (SshProvider, ExeDevProvider, ContainerProvider, BoxdProvider)
-}
 

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.errors import UserError
 from workroom.core.protocol import (
+    PROTOCOL_VERSION,
     ErrorReply,
     Hello,
     PromptEvent,
@@ -44,10 +45,6 @@ EventHandler = Callable[[StatusEvent | PromptEvent], None]
 HELLO_TIMEOUT_SECONDS = 15.0
 REQUEST_TIMEOUT_SECONDS = 15.0
 MAX_LINES_BEFORE_HELLO = 20
-
-
-def _timeline_line(request_id: int, since: float | None) -> bytes:
-    return timeline_request(request_id, since)
 
 
 class AgentGone(UserError):
@@ -165,7 +162,7 @@ class AgentClient:
             raise RequestTimedOut("hello", seconds) from None
         if not hello.speaks_our_protocol:
             raise ProtocolError(
-                "protocol", f"The agent speaks protocol {hello.protocol}; this app speaks protocol 1."
+                "protocol", f"The agent speaks protocol {hello.protocol}; this app speaks protocol {PROTOCOL_VERSION}."
             )
         return hello
 
@@ -193,8 +190,12 @@ class AgentClient:
     async def keep(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
         return (await self._request("keep", keep_request, timeout)).status()
 
-    async def settings(self, settings: CeilingSettings, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
-        return (await self._request("settings", lambda i: settings_request(i, settings), timeout)).status()
+    async def settings(self, settings: CeilingSettings, timeout: float = REQUEST_TIMEOUT_SECONDS,
+                       reported: dict[str, object] | None = None) -> Status:
+        """Hand the agent these settings; `reported` (its last status's `settings_values`) leaves out a field
+        it predates."""
+        return (await self._request("settings", lambda i: settings_request(i, settings, reported),
+                                    timeout)).status()
 
     async def ping(self, timeout: float) -> float:
         """Liveness: the agent's monotonic clock, or `TimeoutError` when the peer is frozen."""
@@ -206,7 +207,7 @@ class AgentClient:
         spans: list[TimelineSpan] = []
         cursor = since
         for _ in range(max_pages):
-            build = functools.partial(_timeline_line, since=cursor)
+            build = functools.partial(timeline_request, since=cursor)
             page = (await self._request("timeline", build, timeout)).timeline()
             spans.extend(s for s in page.spans if not spans or s.start > spans[-1].start)
             if page.more_since is None or (cursor is not None and page.more_since <= cursor):

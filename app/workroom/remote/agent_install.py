@@ -315,6 +315,22 @@ def _python_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> t
     return cmd, script.encode()
 
 
+def agent_command(python: tuple[str, ...], bundle_path: str, *args: str) -> str:
+    """The command that runs the installed agent with the host's Python (`python`: the provider's
+    `python_command`), for every step that runs it after the install: the hand-off and the relay."""
+    return " ".join(shlex.quote(a) for a in (*python, bundle_path, *args))
+
+
+def relay_command(python: tuple[str, ...], bundle_path: str, socket_path: str) -> str:
+    """The command an SSH channel runs to reach the agent's socket (`wr-agent relay`). Paths under `~` are
+    given relative to the home the command starts in: a quoted `~` would not expand."""
+    return agent_command(python, _home_relative(bundle_path), "relay", "--socket", _home_relative(socket_path))
+
+
+def _home_relative(path: str) -> str:
+    return path[2:] if path.startswith("~/") else path
+
+
 def launchd_label(socket_path: str) -> str:
     """One LaunchAgent per agent socket: two app homes (a test, a second user profile) never clash."""
     return f"{LAUNCHD_LABEL_PREFIX}.{hashlib.sha256(socket_path.encode()).hexdigest()[:8]}"
@@ -477,11 +493,8 @@ class AgentInstaller:
             )
 
     def _handoff(self, probe: Probe) -> None:
-        cmd = " ".join(
-            shlex.quote(a)
-            for a in (*self.python, probe.bundle_path, "handoff", "--socket", probe.socket_path,
-                      "--bundle", probe.bundle_path, "--sha256", self.bundle.sha256)
-        )
+        cmd = agent_command(self.python, probe.bundle_path, "handoff", "--socket", probe.socket_path,
+                            "--bundle", probe.bundle_path, "--sha256", self.bundle.sha256)
         done = self.shell.run(cmd, timeout=30)
         if not done.ok:
             raise AgentInstallError(

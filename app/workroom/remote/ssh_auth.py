@@ -23,7 +23,7 @@ from workroom.core.questions import SecretRequest
 from workroom.regular_file import read_regular_file
 from workroom.remote.host_keys import fingerprint
 from workroom.remote.ssh_config import SshTarget
-from workroom.remote.ssh_errors import AuthFailed, HostUnreachable, LoginInterrupted, SshError
+from workroom.remote.ssh_errors import LOGIN_REFUSED_HINT, AuthFailed, HostUnreachable, LoginInterrupted, SshError
 
 __all__ = ["AskSecret", "LoginAttempts", "SecretRequest", "agent_at"]
 
@@ -235,13 +235,7 @@ class LoginAttempts(AuthStrategy):
             message += f" The server closed the connection{reason}."
         if "publickey" not in allowed:
             message += f" The server only accepts: {', '.join(allowed) or 'nothing'}."
-        return AuthFailed(
-            "Login refused",
-            message,
-            "Check the user name, that your public key is in ~/.ssh/authorized_keys on the host, and "
-            "which key to use (--identity FILE or IdentityFile in ~/.ssh/config).",
-            rejected_secret=self.rejected_secret,
-        )
+        return AuthFailed("Login refused", message, LOGIN_REFUSED_HINT, rejected_secret=self.rejected_secret)
 
     def close(self) -> None:
         if self.agent is not None:

@@ -14,13 +14,14 @@ import time
 
 import paramiko
 
-from workroom.core.errors import UserError
+from workroom.core.errors import ErrorKind, UserError
 from workroom.core.questions import SecretRequest
 from workroom.platform import local_network
 from workroom.remote.ssh_config import SshTarget
 from workroom.remote.ssh_transport import algorithm_mismatch
 
 __all__ = [
+    "LOGIN_REFUSED_HINT",
     "AuthFailed",
     "CommandFailed",
     "CommandTimedOut",
@@ -57,10 +58,16 @@ class AuthFailed(SshError):
     """
 
     retryable = False
+    error_kind = ErrorKind.LOGIN_REFUSED  # the faces word it their own way: the app names its Key file field
 
     def __init__(self, title: str, message: str, hint: str = "", rejected_secret: SecretRequest | None = None) -> None:
         super().__init__(title, message, hint)
         self.rejected_secret = rejected_secret
+
+
+LOGIN_REFUSED_HINT = ("Check the user name, that your public key is in ~/.ssh/authorized_keys on the host, and which "
+                      "key to use (--identity FILE or IdentityFile in ~/.ssh/config).")
+"""What to do about a refused login, in the command line's words (the app names its own field: core.errors)."""
 
 
 class LoginInterrupted(HostUnreachable):
@@ -173,8 +180,7 @@ def handshake_error(target: SshTarget, exc: BaseException, timeout: float, trans
                                "Allow one of workroom's methods on the server (sshd_config), or connect "
                                "to a server with a current OpenSSH.")
     if isinstance(exc, paramiko.AuthenticationException):
-        return AuthFailed("Login refused", f"{target.describe()} refused the login ({exc}).",
-                          "Check the user name and key for this host.")
+        return AuthFailed("Login refused", f"{target.describe()} refused the login ({exc}).", LOGIN_REFUSED_HINT)
     if isinstance(exc, TimeoutError | socket.timeout):
         return HostUnreachable("Host not answering", f"{target.describe()} did not complete the SSH "
                                f"handshake within {timeout:g} s.", "The host may be overloaded or asleep.")

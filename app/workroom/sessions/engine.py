@@ -201,9 +201,16 @@ class Engine:
 
     # -- settings ----------------------------------------------------------------------------------
 
+    async def update_app_settings(self, **changes: object) -> None:
+        """Save app settings other than the ceiling (nothing goes to the hosts); raises OSError when the file
+        cannot be written (the settings stay changed in memory for this run)."""
+        self.settings = self.settings.model_copy(update=changes)
+        await asyncio.get_running_loop().run_in_executor(None, save_settings, self.paths, self.settings)
+
     async def set_ceiling_settings(self, ceiling: CeilingSettings) -> dict[str, UserError | None]:
         """Persist and hand to every connected host at once. Returns each host's outcome."""
-        self.settings = self.settings.model_copy(update={"ceiling": ceiling})
+        # Fields a newer app wrote into the file stay in it.
+        self.settings = self.settings.model_copy(update={"ceiling": ceiling.keeping_unknown(self.settings.ceiling)})
         await asyncio.get_running_loop().run_in_executor(None, save_settings, self.paths, self.settings)
         names = list(self.sessions)
         results = await asyncio.gather(*(self.sessions[n].apply_settings(ceiling) for n in names),

@@ -25,7 +25,7 @@ from typing import Any
 from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
-from workroom.core.errors import UserError
+from workroom.core.errors import Face, UserError
 from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
@@ -76,8 +76,8 @@ class HostSnapshot:
     status_received_at: float | None = None
     install: InstallReport | None = None
 
-    def badge(self, now_monotonic: float | None = None) -> Badge:
-        return badge(self.status, self.traits, self.connection, now_monotonic=now_monotonic)
+    def badge(self, now_monotonic: float | None = None, face: Face = Face.APP) -> Badge:
+        return badge(self.status, self.traits, self.connection, now_monotonic=now_monotonic, face=face)
 
 
 Listener = Callable[[HostSnapshot], None]
@@ -224,7 +224,8 @@ class HostSession:
         link = self._rt.link
         if link is None or link.client.closed:
             return None
-        status = await link.client.settings(settings.for_provider(self.traits))
+        reported = self.status.settings_values if self.status is not None else None
+        status = await link.client.settings(settings.for_provider(self.traits), reported=reported)
         self._on_status(status)
         return status
 
@@ -409,9 +410,8 @@ class HostSession:
 
     def _watch_asleep(self) -> None:
         """While ASLEEP, look again now and then (without waking it): a box woken by someone else is
-        connected to again, so its prompts and badge are live."""
-        if not self.traits.reads_state_without_waking:
-            return
+        connected to again, so its prompts and badge are live. (Only a provider that can read the state
+        says ASLEEP, so every asleep box is watched.)"""
 
         async def watch() -> None:
             while self.connection.state is ConnectionState.ASLEEP and not self._wanted:
@@ -424,8 +424,7 @@ class HostSession:
         self._asleep_watch = asyncio.get_running_loop().create_task(watch(), name=f"asleep-{self.host.name}")
 
     async def _box_state(self) -> BoxState:
-        if not self.traits.reads_state_without_waking:
-            return BoxState.UNKNOWN
+        """The provider's word on the box, read without waking it (every provider answers: docs/providers.md)."""
         try:
             return await self.provider.box_state(self.host)
         except Exception:
@@ -503,10 +502,8 @@ class HostSession:
         status = await link.client.subscribe()
         self.phase_seconds["subscribe"] = self._clock() - start
         wanted = self._settings.for_provider(self.traits)
-        if (status.ceiling_seconds, status.prompt_timeout_seconds, status.ask_at_ceiling) != (
-            wanted.ceiling_seconds, wanted.prompt_timeout_seconds, wanted.ask_at_ceiling
-        ) or status.settings_error is not None:
-            status = await link.client.settings(wanted)
+        if wanted.differs_from(status.settings_values) or status.settings_error is not None:
+            status = await link.client.settings(wanted, reported=status.settings_values)
         return status
 
     def _go_live(self, link: AgentLink, status: Status, *, was_asleep: bool, seconds: float) -> None:

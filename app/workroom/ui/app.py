@@ -11,17 +11,26 @@ import contextlib
 import logging
 import signal
 import socket
+import sys
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QEvent, QObject, QSocketNotifier
+from PySide6.QtCore import QEvent, QObject, QSocketNotifier, Qt
 from PySide6.QtWidgets import QApplication
 
-from workroom.platform.macos import AppNapGuard, bring_to_front, hide_dock_icon
+from workroom.core.connection import ConnectionState
+from workroom.core.errors import UserError
+from workroom.paths import app_log_folder
+from workroom.platform.desktop_open import DesktopOpenError, open_terminal
+from workroom.platform.login_item import LoginItem
+from workroom.platform.logs import LOG_FILE_NAME
+from workroom.platform.macos import AppNapGuard, IdleSleepGuard, bring_to_front, hide_dock_icon, power
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
+from workroom.ui.about_dialog import AboutDialog, QuitDialog, show_help
 from workroom.ui.app_controller import AppController
+from workroom.ui.computer_sleep import ComputerSleepWatch
 from workroom.ui.host_notices import HostNotices
 from workroom.ui.main_window import SETTINGS_TAB, MainWindow
 from workroom.ui.notifications import BackendFactory, Notice, NoticeButton, Notifications, choose_backend
@@ -43,14 +52,26 @@ def prompt_key(name: str) -> str:
 
 
 class WorkroomApp:
-    def __init__(self, engine: Engine, notification_backend: BackendFactory = choose_backend) -> None:
+    def __init__(self, engine: Engine, *, login_item: LoginItem | None = None,
+                 notification_backend: BackendFactory = choose_backend) -> None:
         self.controller = AppController(engine)
-        self.window = MainWindow(self.controller)
+        self.idle_sleep = IdleSleepGuard()
+        self.idle_sleep.set_enabled(engine.settings.hold_idle_sleep)
+        self.window = MainWindow(self.controller, login_item=login_item, can_hold_idle_sleep=power() is not None)
         self.tray = TrayController()
         self.notifications = Notifications(self.tray.icon, notification_backend)
         self.host_notices = HostNotices(self.notifications, lambda: self.controller.notice_settings)
         self.quit_event = asyncio.Event()
         self.app_nap = AppNapGuard()
+        self.sleep_watch = ComputerSleepWatch()
+        self._kept_by_this_computer: set[str] = set()
+        """Hosts whose keep-awake is this computer's own polls (request-metered, busy): they stop while it sleeps."""
+        self.can_stop_local_agent = False
+        self.stop_local_agent_on_quit = False
+        self.about: AboutDialog | None = None
+        self.quit_dialog: QuitDialog | None = None
+        self._slept_while_kept: set[str] = set()
+        """After this computer slept: the hosts it was keeping awake, to be told about if they are found asleep."""
         self._last_state: dict[str, str] = {}
         self._quit_filter = _QuitFilter(self.request_quit)
         self._signal_pipe: tuple[socket.socket, socket.socket] | None = None
@@ -70,6 +91,9 @@ class WorkroomApp:
         c.snapshot_changed.connect(self._track_pending)
         c.host_removed.connect(lambda name: self.app_nap.release(name))
         c.host_removed.connect(self._forget_notices)
+        c.host_removed.connect(lambda name: self.idle_sleep.release(name))
+        w.computer.hold_idle_sleep_changed.connect(self.idle_sleep.set_enabled)
+        self.sleep_watch.woke.connect(self._computer_woke)
         c.host_added.connect(t.update)
         c.host_removed.connect(t.remove)
         t.open_requested.connect(bring_to_front)
@@ -77,8 +101,12 @@ class WorkroomApp:
         t.settings_requested.connect(bring_to_front)
         t.settings_requested.connect(w.show_settings)
         t.connect_all_requested.connect(w.connect_all)
-        t.quit_requested.connect(self.request_quit)
-        w.quit_requested.connect(self.request_quit)
+        t.quit_requested.connect(self.confirm_quit)
+        w.quit_requested.connect(self.confirm_quit)
+        t.about_requested.connect(self.show_about)
+        t.help_requested.connect(lambda: show_help(self.window))
+        t.disconnect_requested.connect(c.disconnect_host)
+        t.terminal_requested.connect(self.open_terminal)
         t.host_requested.connect(self._show_host)
         t.connect_requested.connect(c.connect_host)
         t.keep_requested.connect(self._keep)
@@ -100,6 +128,34 @@ class WorkroomApp:
         if not self.window.cards.keep_host(name):
             self.window.keep_host(name)
 
+    def open_terminal(self, name: str) -> None:
+        """Open in terminal: the user's terminal app running the host's ssh command."""
+        snapshot = self.window.model.snapshot(name)
+        command = row_text.ssh_command(snapshot) if snapshot is not None else None
+        if command is None:
+            return
+        try:
+            open_terminal(command, terminal=self.controller.engine.settings.terminal_app)
+        except DesktopOpenError as error:
+            self.window.show_error(UserError("No terminal opened", str(error), ""))
+
+    def show_about(self) -> None:
+        bring_to_front()
+        self.about = AboutDialog(self.controller.engine.context.bundle, app_log_folder() / LOG_FILE_NAME,
+                                 self.window)
+        self.about.open()
+
+    def confirm_quit(self) -> None:
+        """Quit from the menu or the keyboard says what keeps running first (a system quit does not ask)."""
+        bring_to_front()
+        self.quit_dialog = QuitDialog(self._quit_answered, can_stop_local_agent=self.can_stop_local_agent,
+                                      parent=self.window)
+        self.quit_dialog.open()
+
+    def _quit_answered(self, stop_local_agent: bool) -> None:
+        self.stop_local_agent_on_quit = stop_local_agent
+        self.request_quit()
+
     def _copy_ssh(self, name: str) -> None:
         snapshot = self.window.model.snapshot(name)
         command = row_text.ssh_command(snapshot) if snapshot is not None else None
@@ -115,6 +171,26 @@ class WorkroomApp:
             self.app_nap.hold(snapshot.host.name)
         else:
             self.app_nap.release(snapshot.host.name)
+        name = snapshot.host.name
+        if snapshot.connection.keepawake_running:
+            self._kept_by_this_computer.add(name)
+            self.idle_sleep.hold(name)
+        else:
+            self._kept_by_this_computer.discard(name)
+            self.idle_sleep.release(name)
+        if name in self._slept_while_kept and snapshot.connection.state is ConnectionState.ASLEEP:
+            self._slept_while_kept.discard(name)
+            self.notifications.post(Notice(
+                f"slept:{name}", f"{name} went to sleep while this computer slept",
+                f"This computer was keeping {name} awake while it was busy, and its provider "
+                "suspended it meanwhile: work on it may have been cut short. "
+                + ("Settings can hold off this Mac's idle sleep while a box it keeps awake is busy."
+                   if power() is not None else "Keep this computer awake while such a job runs.")))
+
+    def _computer_woke(self, slept_seconds: float) -> None:
+        """This computer was asleep: the boxes it was keeping awake by its own polls may have been suspended."""
+        log.info("this computer was asleep for about %.0f s", slept_seconds)
+        self._slept_while_kept = set(self._kept_by_this_computer)
 
     def _show_host(self, name: str) -> None:
         bring_to_front()
@@ -174,16 +250,33 @@ class WorkroomApp:
         if show_window or not has_tray:
             self.window.bring_up()
         hide_dock_icon()  # a no-op off macOS
+        self.sleep_watch.start()
         if connect:
             self.controller.connect_all()  # never wakes a sleeping box just to look
 
     def request_quit(self) -> None:
         self.quit_event.set()
 
+    def show_for_another_launch(self) -> None:
+        """Another launch of the app for this home (Finder, Spotlight, a login item, the binary again): it
+        ends, and this one shows its window instead (workroom.single_instance)."""
+        bring_to_front()
+        self.window.bring_up()
+
+    def on_application_state(self, state: Qt.ApplicationState) -> None:
+        """macOS reopen: opening the app again while it runs (its menu-bar icon may be hidden by a crowded
+        menu bar or the notch) reaches Qt as the app turning active; show the window then. Not when a
+        dialog of ours activated the app, and not elsewhere (activation means nothing there)."""
+        if sys.platform != "darwin" or state != Qt.ApplicationState.ApplicationActive:
+            return
+        if QApplication.activeModalWidget() is None and not self.window.isVisible():
+            self.window.bring_up()
+
     async def run_until_quit(self) -> None:
         app = QApplication.instance()
         if isinstance(app, QApplication):
             app.lastWindowClosed.connect(self._last_window_closed)
+            app.applicationStateChanged.connect(self.on_application_state)
             app.installEventFilter(self._quit_filter)
         self._catch_sigterm()
         try:
@@ -241,6 +334,8 @@ class WorkroomApp:
         except TimeoutError:
             log.warning("the notification service did not take back every notification within %.0f s",
                         NOTIFICATIONS_DRAIN_SECONDS)
+        self.sleep_watch.stop()
+        self.idle_sleep.set_enabled(False)
         self.tray.icon.hide()
         await self.controller.close()
         self.window.close()

@@ -16,7 +16,7 @@ from PySide6.QtCore import QObject, Signal
 from workroom.core.app_settings import NoticeSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
-from workroom.core.errors import UserError
+from workroom.core.errors import Face, UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import Status, TimelineReply, UserExclusions
@@ -205,7 +205,7 @@ class AppController(QObject):
             return True, (f"Reached {host.connect_address}. Its host key is new to this computer "
                           f"({unknown.question.fingerprint}); you will be asked to trust it when you add it.")
         except UserError as error:
-            return False, f"{error.title}: {without_exception_names(error.message)} {error.hint}".strip()
+            return False, f"{error.title}: {without_exception_names(error.message)} {error.advice(Face.APP)}".strip()
         except (OSError, TimeoutError, EOFError) as error:
             log.info("test connection to %s failed", host.name, exc_info=error)
             return False, f"Could not reach {host.connect_address}: {without_exception_names(str(error))}"
@@ -314,6 +314,17 @@ class AppController(QObject):
             return  # saved; a host whose provider cannot be made has no session to update
         session.host = updated
         self.snapshot_changed.emit(session.snapshot())
+
+    def save_app_settings(self, **changes: object) -> None:
+        """Save app settings that stay on this computer (open-at-login offer, idle-sleep hold)."""
+        async def save() -> None:
+            try:
+                await self.engine.update_app_settings(**changes)
+            except OSError as error:
+                self.failed.emit(UserError("Setting not saved", str(error),
+                                           "Check that the settings folder is writable."))
+
+        self.tasks.run("app-settings", save())
 
     async def close(self) -> None:
         await self.tasks.cancel_all()

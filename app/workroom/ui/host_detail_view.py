@@ -26,6 +26,7 @@ from PySide6.QtWidgets import (
 
 from workroom.core.app_settings import NoticeSettings
 from workroom.core.connection import ConnectionState
+from workroom.core.errors import Face
 from workroom.core.hosts import LOCAL_PROVIDER
 from workroom.core.plain_errors import without_exception_names
 from workroom.sessions.host_session import HostSnapshot
@@ -233,6 +234,6 @@ class HostDetailView(QWidget):
             return
         self.error.setText(f"{info.title}: {without_exception_names(info.message)}")
         self.error.show()
-        self.error_details.setText(info.text())
+        self.error_details.setText(info.text(Face.APP))
         self.details_button.show()
         self.error_details.setVisible(self.details_button.isChecked())

@@ -26,7 +26,6 @@ from PySide6.QtWidgets import (
 )
 
 from workroom.core.hosts import (
-    LOCAL_PROVIDER,
     Host,
     HostsFile,
     IdentityRef,
@@ -35,35 +34,34 @@ from workroom.core.hosts import (
     check_edited_host,
     check_new_host,
 )
-from workroom.core.traits import PROVIDER_KINDS
+from workroom.core.provider_specs import PROVIDER_SPECS, ProviderSpec, ReferenceField
 from workroom.ui import styles
 from workroom.ui.ssh_aliases import config_aliases
 
 Tester = Callable[[Host], Awaitable[tuple[bool, str]]]
 """Try to reach a host once: (reached?, what happened in words)."""
 
-FIELDS = ("name", "provider", "address", "port", "user", "identity", "provider_ref", "idle_window_seconds",
+FIELDS = ("name", "provider", "address", "port", "user", "identity", "reference", "idle_window_seconds",
           "agent_candidates")
 """The Host fields the dialog shows; an edit keeps every other one (the hourly price, set in the timeline)."""
 GENERAL = "general"
 DIALOG_MIN_WIDTH = 560
 """Wide enough that every placeholder and a one-line error show whole."""
 CANDIDATE_CHOICES = {"Provider default": "", "Only my processes": "user", "Every process": "all"}
-REF_HELP: dict[str, tuple[str, str]] = {
-    "ssh": ("not used", "A plain SSH host needs no provider reference."),
-    "exe.dev": ("machine name", "The exe.dev machine name; empty means the address."),
-    "container": ("not used", "A container needs no provider reference."),
-    "boxd": ("machine name", "The boxd machine name (as `boxd machine list` shows it), used to read whether it "
-             "sleeps without waking it; empty means the address."),
-    "simbox": ("health page URL", "The simulated box's health page, e.g. http://127.0.0.1:8765/ (printed when the "
-               "box is created); without it the app cannot tell asleep from offline."),
-    "request-metered": ("proxy base URL", "The platform proxy's base URL, e.g. https://app.example.dev; the app "
-                        "keeps the box awake through its /v1/health."),
-    LOCAL_PROVIDER: ("not used", "This computer needs no provider reference."),
-}
-"""Per provider: (placeholder, description) of the provider reference field."""
-REF_REQUIRED = frozenset({"simbox", "request-metered"})
-"""Providers that cannot tell a sleeping box from a dead one, or keep it awake, without a reference."""
+PROVIDER_CHOICES = tuple(PROVIDER_SPECS)
+"""The provider list, in the specs' order (this computer last)."""
+REFERENCE_FIELDS: dict[str, ReferenceField] = {f.name: f for spec in PROVIDER_SPECS.values() for f in spec.reference}
+"""Every reference field any provider asks for, by name: one row each, shown for the providers that ask."""
+
+
+def ref_key(field: ReferenceField) -> str:
+    """The dialog's key (and widget name suffix) for a reference field."""
+    return f"ref_{field.name}"
+
+
+def spec_of(provider: str) -> ProviderSpec:
+    """The spec of a provider the list shows (every entry is a spec's kind)."""
+    return PROVIDER_SPECS[provider]
 
 
 def _clean(text: str) -> str | None:
@@ -79,7 +77,7 @@ def host_from_fields(fields: dict[str, str], existing: HostsFile,
     """
     errors: dict[str, str] = {}
     values: dict[str, object] = {"name": fields.get("name", ""), "provider": fields.get("provider", "")}
-    for key in ("address", "user", "agent_candidates", "provider_ref"):
+    for key in ("address", "user", "agent_candidates"):
         value = _clean(fields.get(key, ""))
         if value is not None:
             values[key] = value
@@ -102,9 +100,19 @@ def host_from_fields(fields: dict[str, str], existing: HostsFile,
         except ValidationError as error:
             errors["identity"] = _message(error.errors()[0])
     provider = fields.get("provider", "")
-    if provider in REF_REQUIRED and _clean(fields.get("provider_ref", "")) is None:
-        placeholder, _ = REF_HELP[provider]
-        errors["provider_ref"] = f"A {provider} host needs its {placeholder} here."
+    spec = PROVIDER_SPECS.get(provider)
+    reference: dict[str, str] = {}
+    for asked in spec.reference if spec is not None else ():
+        value = _clean(fields.get(ref_key(asked), ""))
+        if value is None:
+            if asked.required:
+                errors[ref_key(asked)] = f"A {provider} host needs its {asked.label} here."
+            continue
+        try:
+            reference[asked.name] = asked.check(value)
+        except ValueError as error:
+            errors[ref_key(asked)] = _sentence(str(error))
+    values["reference"] = reference
     if errors:
         return errors
     try:
@@ -137,7 +145,7 @@ def fields_of(host: Host) -> dict[str, str]:
     return {
         "name": host.name, "provider": host.provider, "address": text(host.address), "port": text(host.port),
         "user": text(host.user), "identity": host.identity.value if host.identity is not None else "",
-        "provider_ref": text(host.provider_ref),
+        **{ref_key(field): text(field.of(host.reference)) for field in REFERENCE_FIELDS.values()},
         "idle_window_seconds": "" if window is None else _exact(window),
         "agent_candidates": text(host.agent_candidates),
     }
@@ -155,7 +163,11 @@ def _message(item: object) -> str:
         return "A port is a whole number from 1 to 65535."
     if loc and loc[0] == "idle_window_seconds":
         return "The idle window must be a positive number of seconds."
-    msg = str(item.get("msg", item) if isinstance(item, dict) else item).removeprefix("Value error, ").strip()
+    return _sentence(str(item.get("msg", item) if isinstance(item, dict) else item).removeprefix("Value error, "))
+
+
+def _sentence(msg: str) -> str:
+    msg = msg.strip()
     return msg[:1].upper() + msg[1:] + ("" if msg.endswith(".") else ".")
 
 
@@ -190,7 +202,7 @@ class AddHostDialog(QDialog):
             self.alias_picker.hide()
         self._line("name", "Workroom name", form, "e.g. gpu-box")
         provider = QComboBox()
-        provider.addItems([k for k in PROVIDER_KINDS if k != LOCAL_PROVIDER] + [LOCAL_PROVIDER])
+        provider.addItems(list(PROVIDER_CHOICES))
         self._row("provider", "Provider", provider, form)
         self._line("address", "Address", form, "host name or IP; empty = the name (an ~/.ssh/config alias)")
         self._line("port", "Port", form, "22 or ~/.ssh/config's")
@@ -200,12 +212,17 @@ class AddHostDialog(QDialog):
         self.browse_button.clicked.connect(self.browse_key)
         self._line("identity", "Key file", form, "path to a private key file (never the key itself)",
                    extra=self.browse_button)
-        self._line("provider_ref", "Provider reference", form, "")
-        self.ref_help = QLabel()
-        self.ref_help.setObjectName("provider_ref_help")
-        self.ref_help.setWordWrap(True)
-        styles.set_role(self.ref_help, styles.MUTED)
-        form.addRow("", self.ref_help)
+        self.ref_help: dict[str, QLabel] = {}
+        self.ref_rows: dict[str, QVBoxLayout] = {}
+        self._form = form
+        for field in REFERENCE_FIELDS.values():
+            help_label = QLabel(field.help)
+            help_label.setObjectName(f"{ref_key(field)}_help")
+            help_label.setWordWrap(True)
+            styles.set_role(help_label, styles.MUTED)
+            self.ref_help[field.name] = help_label
+            self._line(ref_key(field), field.label[:1].upper() + field.label[1:], form,
+                       field.label if field.required else f"{field.label} (optional)", below=help_label)
         self._line("idle_window_seconds", "Idle window (s)", form, "the provider's, when empty")
         candidates = QComboBox()
         candidates.addItems(list(CANDIDATE_CHOICES))
@@ -266,8 +283,8 @@ class AddHostDialog(QDialog):
         else:
             address.setText(alias)
         self._last_alias = alias
-        if provider.currentText() == LOCAL_PROVIDER:
-            provider.setCurrentText("ssh")
+        if spec_of(provider.currentText()).is_this_computer:
+            provider.setCurrentText(next(k for k, spec in PROVIDER_SPECS.items() if not spec.is_this_computer))
 
     _last_alias = ""
 
@@ -313,12 +330,10 @@ class AddHostDialog(QDialog):
         self._test_task = asyncio.ensure_future(run())
 
     def _provider_changed(self, provider: str) -> None:
-        placeholder, description = REF_HELP.get(provider, ("", ""))
-        ref = self.inputs["provider_ref"]
-        assert isinstance(ref, QLineEdit)
-        ref.setPlaceholderText(placeholder)
-        ref.setEnabled(placeholder != "not used")
-        self.ref_help.setText(description)
+        """Show the reference fields this provider asks for (its spec's), and only those."""
+        asked = {field.name for field in spec_of(provider).reference}
+        for name, field in REFERENCE_FIELDS.items():
+            self._form.setRowVisible(self.ref_rows[ref_key(field)], name in asked)
         if self.isVisible():
             self.fit_height()
 
@@ -326,13 +341,14 @@ class AddHostDialog(QDialog):
         super().showEvent(event)
         self.fit_height()
 
-    def _line(self, key: str, label: str, form: QFormLayout, placeholder: str, extra: QWidget | None = None) -> None:
+    def _line(self, key: str, label: str, form: QFormLayout, placeholder: str, extra: QWidget | None = None,
+              below: QWidget | None = None) -> None:
         edit = QLineEdit()
         edit.setPlaceholderText(placeholder)
-        self._row(key, label, edit, form, extra)
+        self._row(key, label, edit, form, extra, below)
 
     def _row(self, key: str, label: str, widget: QLineEdit | QComboBox, form: QFormLayout,
-             extra: QWidget | None = None) -> None:
+             extra: QWidget | None = None, below: QWidget | None = None) -> None:
         widget.setObjectName(f"field_{key}")
         error = QLabel()
         error.setObjectName(f"error_{key}")
@@ -348,10 +364,14 @@ class AddHostDialog(QDialog):
             line.addWidget(widget, 1)
             line.addWidget(extra)
             box.addLayout(line)
+        if below is not None:
+            box.addWidget(below)
         box.addWidget(error)
         form.addRow(label, box)
         self.inputs[key] = widget
         self.errors[key] = error
+        if key.startswith("ref_"):
+            self.ref_rows[key] = box
 
     def fields(self) -> dict[str, str]:
         out: dict[str, str] = {}

@@ -6,15 +6,17 @@ cost a hundred small repaints, not a hundred table resets.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from enum import IntEnum
 from typing import Any
 
 from PySide6 import QtGui
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QTimer
 
 from workroom.core.badge import Badge
+from workroom.core.errors import Face
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.badge_icons import icon_for
@@ -49,6 +51,13 @@ class HostTableModel(QAbstractTableModel):
         self._clock = clock
         self._snapshots: list[HostSnapshot] = []
         self._rows: dict[str, int] = {}
+        self.expiry = QTimer(self)
+        """Fires once, when the earliest row's badge stops being true (`Badge.valid_until`), to redraw the rows:
+        nothing else would arrive then from an idle box that sleeps."""
+        self.expiry.setSingleShot(True)
+        self.expiry.setTimerType(Qt.TimerType.PreciseTimer)
+        self.expiry.timeout.connect(self._badges_expired)
+        self._valid_until: dict[str, float] = {}
 
     # -- feeding ----------------------------------------------------------------------------------
 
@@ -57,6 +66,8 @@ class HostTableModel(QAbstractTableModel):
         self._snapshots = list(snapshots)
         self._rows = {s.host.name: i for i, s in enumerate(self._snapshots)}
         self.endResetModel()
+        self._valid_until.clear()
+        self._note_expiry(self._snapshots)
 
     def update(self, snapshot: HostSnapshot) -> None:
         """Replace one host's snapshot (appending a row for a host not seen yet)."""
@@ -67,9 +78,10 @@ class HostTableModel(QAbstractTableModel):
             self._snapshots.append(snapshot)
             self._rows[snapshot.host.name] = row
             self.endInsertRows()
-            return
-        self._snapshots[row] = snapshot
-        self.dataChanged.emit(self.index(row, 0), self.index(row, len(Column) - 1))
+        else:
+            self._snapshots[row] = snapshot
+            self.dataChanged.emit(self.index(row, 0), self.index(row, len(Column) - 1))
+        self._note_expiry([snapshot])
 
     def remove(self, name: str) -> None:
         row = self._rows.get(name)
@@ -79,11 +91,33 @@ class HostTableModel(QAbstractTableModel):
         del self._snapshots[row]
         self._rows = {s.host.name: i for i, s in enumerate(self._snapshots)}
         self.endRemoveRows()
+        self._note_expiry([])
 
     def refresh_times(self) -> None:
         """Re-render the time-dependent columns (state ages, awake time, retry countdown)."""
         if self._snapshots:
             self.dataChanged.emit(self.index(0, Column.BADGE), self.index(len(self._snapshots) - 1, Column.CONNECTION))
+
+    def _note_expiry(self, snapshots: list[HostSnapshot]) -> None:
+        now = self._clock()
+        for snap in snapshots:
+            until = snap.badge(now).valid_until
+            if until is None:
+                self._valid_until.pop(snap.host.name, None)
+            else:
+                self._valid_until[snap.host.name] = until
+        names = set(self._rows)
+        for gone in [n for n in self._valid_until if n not in names]:
+            del self._valid_until[gone]
+        if not self._valid_until:
+            self.expiry.stop()
+            return
+        wait = max(0.0, min(self._valid_until.values()) - now)
+        self.expiry.start(min(math.ceil(wait * 1000) + 1, 2**31 - 1))
+
+    def _badges_expired(self) -> None:
+        self.refresh_times()
+        self._note_expiry(self._snapshots)
 
     # -- reading ----------------------------------------------------------------------------------
 
@@ -137,7 +171,7 @@ class HostTableModel(QAbstractTableModel):
                 return QtGui.Qt.convertFromPlainText(row_text.raw_signal_text(snap))
             if column is Column.CONNECTION:  # the cell may be elided
                 error = snap.connection.error
-                return error.text() if error is not None else self._text(snap, column, now)
+                return error.text(Face.APP) if error is not None else self._text(snap, column, now)
         return None
 
     @staticmethod
@@ -149,7 +183,7 @@ class HostTableModel(QAbstractTableModel):
         if column is Column.BADGE:
             return row_text.badge_text(snap, now)
         if column is Column.BUSY:
-            return row_text.busy_text(snap)
+            return row_text.busy_text(snap, now)
         if column is Column.AWAKE:
             return row_text.awake_text(snap, now)
         return row_text.connection_text(snap, now)

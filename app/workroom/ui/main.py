@@ -12,11 +12,18 @@ import logging
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workroom.single_instance import InstanceLock
 
 log = logging.getLogger("workroom")
 
 STARTUP_FAILED = ("Something went wrong while starting Workroom. Open it again; if this repeats, "
                   "the log below says what happened.")
+ALREADY_RUNNING = "workroom-app: Workroom is already running for this home; its window was brought forward."
+NO_ANSWER = ("workroom-app: Workroom is already running for this home but did not answer. If it is stuck, "
+             "quit it (or end it in Activity Monitor / with kill) and open it again.")
 NO_DISPLAY_MESSAGE = (
     "workroom-app: no display found (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot open.\n"
     "Showing the live status view in this terminal instead (Ctrl-C to stop). "
@@ -47,6 +54,21 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_app(*, show_window: bool = False) -> int:
+    from workroom import single_instance
+    from workroom.paths import app_paths
+
+    claimed = single_instance.claim(app_paths())
+    if isinstance(claimed, int):
+        print(ALREADY_RUNNING if claimed == single_instance.EXIT_HANDED_OVER else NO_ANSWER, file=sys.stderr)
+        return claimed
+    try:
+        return _run_app(claimed, show_window=show_window)
+    finally:
+        if claimed is not None:
+            claimed.release()
+
+
+def _run_app(lock: InstanceLock | None, *, show_window: bool) -> int:
     import qasync
     from PySide6.QtWidgets import QApplication
 
@@ -67,7 +89,7 @@ def run_app(*, show_window: bool = False) -> int:
     asyncio.set_event_loop(loop)
     try:
         with loop:
-            code: int = loop.run_until_complete(_run(show_window))
+            code: int = loop.run_until_complete(_run(show_window, lock))
             return code
     except UserError as error:
         log.error("start-up failed: %s", error.info().text())
@@ -83,10 +105,10 @@ def run_app(*, show_window: bool = False) -> int:
 
 def start_logging() -> Path | None:
     """The log file (platform.logs); None when it cannot be made (then only stderr, and the dialog says so)."""
-    from workroom.paths import HOME_ENV, app_paths
-    from workroom.platform.logs import app_log_dir, setup_logging
+    from workroom.paths import app_log_folder
+    from workroom.platform.logs import setup_logging
 
-    folder = app_log_dir(app_paths().log_dir, workroom_home_set=bool(os.environ.get(HOME_ENV, "").strip()))
+    folder = app_log_folder()
     try:
         return setup_logging(folder)
     except OSError as exc:
@@ -117,7 +139,7 @@ def _version() -> str:
     return __version__
 
 
-async def _run(show_window: bool) -> int:
+async def _run(show_window: bool, lock: InstanceLock | None = None) -> int:
     from workroom.agent_bundle import load_agent_bundle
     from workroom.paths import app_paths
     from workroom.platform.login_env import adopt_login_env
@@ -133,7 +155,12 @@ async def _run(show_window: bool) -> int:
     from PySide6.QtWidgets import QApplication
 
     QApplication.setWindowIcon(app_icon())
-    app = WorkroomApp(engine)
+    from workroom.paths import profile_env
+    from workroom.platform.login_item import login_item
+
+    app = WorkroomApp(engine, login_item=login_item(profile_env()))
+    if lock is not None:
+        await lock.serve(app.show_for_another_launch)
     app.start(show_window=show_window or first_run)
     await app.run_until_quit()
     return 0

@@ -30,12 +30,14 @@ from PySide6.QtWidgets import (
 
 from workroom.core.badge import LABELS, BadgeKind
 from workroom.core.connection import ConnectionState
-from workroom.core.errors import UserError
-from workroom.core.hosts import LOCAL_PROVIDER, Host
+from workroom.core.errors import Face, UserError
+from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
+from workroom.platform.login_item import LoginItem, LoginItemState
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
 from workroom.ui.app_controller import AppController
+from workroom.ui.computer_options_view import ComputerOptionsView, LoginItemOffer
 from workroom.ui.host_detail_view import HostDetailView
 from workroom.ui.host_dialog import AddHostDialog
 from workroom.ui.host_key_dialog import ask_host_key
@@ -56,7 +58,10 @@ class MainWindow(QMainWindow):
     quit_requested = Signal()
     """⌘/Ctrl+Q: the app quits (not only this window)."""
 
-    def __init__(self, controller: AppController) -> None:
+    def __init__(self, controller: AppController, *, login_item: LoginItem | None = None,
+                 can_hold_idle_sleep: bool = False) -> None:
+        """`login_item`: how this computer opens the app at login (None: not offered); `can_hold_idle_sleep`:
+        this computer can hold off its idle sleep (a Mac): the setting is shown."""
         super().__init__()
         styles.install()
         self.controller = controller
@@ -98,6 +103,16 @@ class MainWindow(QMainWindow):
         self.settings.load(controller.ceiling_settings)
         self.settings.load_notices(controller.notice_settings)
         self.detail.set_notice_settings(controller.notice_settings)
+        app_settings = controller.engine.settings
+        self.computer = ComputerOptionsView(
+            login_item, hold_idle_sleep=app_settings.hold_idle_sleep if can_hold_idle_sleep else None,
+            terminal=app_settings.terminal_app)
+        self.computer.hold_idle_sleep_changed.connect(lambda on: controller.save_app_settings(hold_idle_sleep=on))
+        self.computer.terminal_changed.connect(lambda name: controller.save_app_settings(terminal_app=name))
+        self.login_offer: LoginItemOffer | None = None
+        if (login_item is not None and not app_settings.login_item_offered
+                and login_item.state() is LoginItemState.OFF):
+            self.login_offer = LoginItemOffer(login_item, self._login_offer_answered)
 
         self.problems = QLabel()
         self.problems.setObjectName("problems_banner")
@@ -143,6 +158,8 @@ class MainWindow(QMainWindow):
         hosts_page = QWidget()
         hosts_layout = QVBoxLayout(hosts_page)
         hosts_layout.addWidget(self.problems)
+        if self.login_offer is not None:
+            hosts_layout.addWidget(self.login_offer)
         hosts_layout.addWidget(self.cards)
         hosts_layout.addLayout(toolbar)
         hosts_layout.addWidget(self.action_error)
@@ -150,7 +167,12 @@ class MainWindow(QMainWindow):
         hosts_layout.addWidget(splitter, 1)
         self.tabs = QTabWidget()
         self.tabs.addTab(hosts_page, "Hosts")
-        self.tabs.addTab(self.settings, "Settings")
+        settings_page = QWidget()
+        settings_layout = QVBoxLayout(settings_page)
+        settings_layout.addWidget(self.settings)
+        settings_layout.addWidget(self.computer)
+        settings_layout.addStretch(1)
+        self.tabs.addTab(settings_page, "Settings")
         self.setCentralWidget(self.tabs)
         self.add_dialog: AddHostDialog | None = None
         self.left_asleep: list[str] = []
@@ -271,7 +293,7 @@ class MainWindow(QMainWindow):
         selected = self.detail.snapshot is not None
         self.remove_button.setEnabled(selected)
         self.edit_button.setEnabled(selected and self.detail.snapshot is not None
-                                    and self.detail.snapshot.host.provider != LOCAL_PROVIDER)
+                                    and not self.detail.snapshot.host.is_this_computer)
 
     # -- keyboard, context menu, double-click --------------------------------------------------------
 
@@ -315,7 +337,7 @@ class MainWindow(QMainWindow):
             if command is not None:
                 menu.addAction("Copy ssh command", lambda: copy_text(command))
             menu.addSeparator()
-            if snapshot.host.provider != LOCAL_PROVIDER:
+            if not snapshot.host.is_this_computer:
                 menu.addAction("Edit host…", self.open_edit_dialog)
             menu.addAction("Remove host…", self.confirm_remove)
         return menu
@@ -383,7 +405,7 @@ class MainWindow(QMainWindow):
 
     def open_edit_dialog(self) -> AddHostDialog | None:
         snapshot = self.detail.snapshot
-        if snapshot is None or snapshot.host.provider == LOCAL_PROVIDER:
+        if snapshot is None or snapshot.host.is_this_computer:
             return None
         dialog = AddHostDialog(self.controller.engine.hosts, self, editing=snapshot.host,
                                tester=self.host_dialog_tester)
@@ -435,7 +457,8 @@ class MainWindow(QMainWindow):
 
     def show_error(self, error: UserError) -> None:
         self.action_error.setText(f"<b>{html.escape(error.title)}</b>: "
-                                  f"{html.escape(without_exception_names(error.message))} {html.escape(error.hint)}")
+                                  f"{html.escape(without_exception_names(error.message))} "
+                                  f"{html.escape(error.advice(Face.APP))}")
         self.action_error.show()
 
     def _show_problems(self, problems: list[UserError]) -> None:
@@ -448,7 +471,12 @@ class MainWindow(QMainWindow):
 
     def show_settings(self) -> None:
         self.tabs.setCurrentIndex(SETTINGS_TAB)
+        self.computer.refresh()  # the login item may have been changed in the system's own settings
         self.bring_up()
+
+    def _login_offer_answered(self, accepted: bool) -> None:
+        self.controller.save_app_settings(login_item_offered=True)
+        self.computer.refresh()
 
     def bring_up(self) -> None:
         self.show()

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import shlex
 
-from workroom.core.busy_words import plain_reasons
+from workroom.core.busy_reasons import reason_words
 from workroom.core.connection import ConnectionState
 from workroom.core.durations import format_duration
+from workroom.core.errors import Face
 from workroom.core.protocol import Verdict
 from workroom.sessions.host_session import HostSnapshot
 
@@ -63,11 +64,13 @@ def verdict_text(snap: HostSnapshot, now_monotonic: float | None = None) -> str:
     return seen
 
 
-def busy_text(snap: HostSnapshot) -> str:
-    """What keeps a live host busy, in plain words; nothing for a row that is not live."""
+def busy_text(snap: HostSnapshot, now_monotonic: float | None = None) -> str:
+    """What keeps a live host busy, in plain words (`core.busy_reasons`); nothing for a row that is not live.
+    With `now_monotonic`, a reason with a start time says for how long."""
     if not is_live(snap) or snap.status is None or not snap.status.busy_reasons:
         return NO_VALUE
-    return "; ".join(plain_reasons(snap.status.busy_reasons))
+    now = agent_now(snap, now_monotonic) if now_monotonic is not None else None
+    return "; ".join(reason_words(snap.status, agent_now=now))
 
 
 def raw_signal_text(snap: HostSnapshot) -> str:
@@ -158,11 +161,11 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
     lines = [
         ("Workroom", workroom_name(snap)),
         ("Provider", snap.host.provider),
-        ("Address", snap.host.connect_address if snap.host.provider != "local" else "this computer"),
+        ("Address", "this computer" if snap.host.is_this_computer else snap.host.connect_address),
         ("Sleeps when idle", sleeps),
         ("Connection", connection_text(snap, now_monotonic)),
         ("Agent sees", verdict_text(snap, now_monotonic)),
-        ("Busy because", busy_text(snap)),
+        ("Busy because", busy_text(snap, now_monotonic)),
         ("Raw signal", raw_signal_text(snap)),
         ("Awake for", awake_text(snap, now_monotonic)),
     ]
@@ -179,7 +182,7 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
     if seen:
         lines.append(("Keep-awake seen", seen))
     if snap.connection.error is not None:
-        lines.append(("Last error", snap.connection.error.text()))
+        lines.append(("Last error", snap.connection.error.text(Face.APP)))
     return lines
 
 
@@ -203,7 +206,7 @@ def keep_awake_seen_text(snap: HostSnapshot, now_monotonic: float) -> str:
 def ssh_command(snap: HostSnapshot) -> str | None:
     """The ssh command a person would type to reach this host (None for this computer)."""
     host = snap.host
-    if host.provider == "local":
+    if host.is_this_computer:
         return None
     parts = ["ssh"]
     if host.port is not None:

@@ -30,6 +30,8 @@ from workroom.core.ceiling import (
     DURATION_FIELDS,
     MAX_DURATION_SECONDS,
     MIN_DURATION_SECONDS,
+    SETTING_FIELDS,
+    SETTINGS_BY_NAME,
     CeilingSettings,
     SettingsError,
 )
@@ -37,7 +39,7 @@ from workroom.core.durations import exact_duration, format_duration
 from workroom.core.errors import UserError
 from workroom.ui import styles
 
-FIELD_WORDS = {"ceiling_seconds": "The awake ceiling", "prompt_timeout_seconds": "The prompt timeout"}
+FIELD_WORDS = {f.name: f.words for f in SETTING_FIELDS}
 BOUNDS_TEXT = (
     f"Each between {format_duration(MIN_DURATION_SECONDS)} and {format_duration(MAX_DURATION_SECONDS)}."
 )
@@ -240,10 +242,14 @@ class SettingsView(QWidget):
             settings = self.entered()
         except SettingsError as error:
             value = self._entered_seconds().get(error.field)
+            row = SETTINGS_BY_NAME.get(error.field)
             what = FIELD_WORDS.get(error.field, error.field)
             got = f"; {format_duration(value)} is not" if value is not None else ""
-            self.error.setText(f"{what} must be between {format_duration(MIN_DURATION_SECONDS)} and "
-                               f"{format_duration(MAX_DURATION_SECONDS)}{got}. Not applied.")
+            if row is not None and row.minimum is not None and row.maximum is not None:
+                self.error.setText(f"{what} must be between {format_duration(row.minimum)} and "
+                                   f"{format_duration(row.maximum)}{got}. Not applied.")
+            else:
+                self.error.setText(f"{error.message} Not applied.")
             self.error.show()
             self.apply_button.setEnabled(False)
             return None

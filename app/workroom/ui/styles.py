@@ -15,6 +15,8 @@ from PySide6.QtCore import QEvent, QObject
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPalette, QPixmap
 from PySide6.QtWidgets import QApplication, QWidget
 
+from workroom.core.busy_reasons import ColourRole
+
 AA_TEXT = 4.5
 """WCAG 2 AA contrast for body text."""
 TARGET_TEXT = 5.5
@@ -113,12 +115,13 @@ def card_text(palette: QPalette) -> QColor:
 NON_TEXT = 3.0
 """WCAG 2 non-text contrast: a stretch of the strip that carries meaning stands out this much from the
 strip's background."""
-_SERIES_HUES = {
-    "cpu": QColor(47, 111, 219), "disk": QColor(123, 75, 209), "sleep": QColor(11, 143, 143),
-    "fifo": QColor(11, 143, 143), "tcp": QColor(217, 119, 6), "tty_output": QColor(42, 157, 58),
-    "keystroke": QColor(42, 157, 58), "net": QColor(194, 65, 12), "operation": QColor(107, 114, 128),
+_SERIES_HUES: dict[ColourRole, QColor] = {
+    ColourRole.COMPUTE: QColor(47, 111, 219), ColourRole.DISK: QColor(123, 75, 209),
+    ColourRole.WAITING: QColor(11, 143, 143), ColourRole.NETWORK: QColor(217, 119, 6),
+    ColourRole.TERMINAL: QColor(42, 157, 58), ColourRole.AGENT: QColor(107, 114, 128),
+    ColourRole.OTHER: QColor(55, 65, 81),
 }
-_OTHER_BUSY_HUE = QColor(55, 65, 81)
+"""A hue per colour role (which class has which role: core/busy_reasons.py)."""
 _CEILING_HUE = QColor(214, 40, 40)
 _ASLEEP_HUE = QColor(63, 66, 112)
 
@@ -139,10 +142,10 @@ def strip_idle(palette: QPalette) -> QColor:
     return mix(strip_background(palette), palette.color(QPalette.ColorRole.Text), 0.18)
 
 
-def strip_series(palette: QPalette, reason_class: str) -> QColor:
+def strip_series(palette: QPalette, role: ColourRole) -> QColor:
     """A busy stretch: a fixed hue for what kept it busy, moved toward black or white until it stands out
     from the strip's background (3:1) in this palette."""
-    return readable_on(_SERIES_HUES.get(reason_class, _OTHER_BUSY_HUE), strip_background(palette), NON_TEXT)
+    return readable_on(_SERIES_HUES[role], strip_background(palette), NON_TEXT)
 
 
 def strip_ceiling(palette: QPalette) -> QColor:
@@ -157,7 +160,7 @@ def strip_asleep(palette: QPalette) -> QColor:
 
 def strip_held(palette: QPalette) -> QColor:
     """Kept awake after work: a pale (in a dark palette, deep) tint of the CPU hue over the background."""
-    return mix(strip_series(palette, "cpu"), strip_background(palette), 0.55)
+    return mix(strip_series(palette, ColourRole.COMPUTE), strip_background(palette), 0.55)
 
 
 def stylesheet(palette: QPalette) -> str:

@@ -30,8 +30,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workroom.core import busy_reasons
 from workroom.core import timeline as tl
 from workroom.core.connection import ConnectionState
+from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
 from workroom.core.protocol import TimelineReply, UserExclusions
 from workroom.sessions.host_session import HostSnapshot
@@ -41,14 +43,17 @@ from workroom.ui.tasks import TaskKeeper
 AUTO_REFRESH_SECONDS = 60.0
 CONNECTED = frozenset({ConnectionState.LIVE, ConnectionState.QUIET})
 
-LEGEND = (("cpu", "busy (CPU)"), ("tcp", "busy (network, ssh)"), ("keystroke", "busy (terminal)"),
-          (tl.SegmentKind.HELD, "kept awake after work"), (tl.SegmentKind.CEILING, "past ceiling"),
-          (tl.SegmentKind.IDLE, "idle"), (tl.SegmentKind.ASLEEP, "asleep"),
-          (tl.SegmentKind.OFFLINE, "offline / no record"))
-"""The legend's swatches: a busy reason class or a kind of stretch, and its words."""
+LEGEND: tuple[tuple[busy_reasons.ColourRole | tl.SegmentKind, str], ...] = (
+    *busy_reasons.COLOUR_LEGEND.items(),
+    *((kind, spec.legend) for kind, spec in tl.KINDS.items() if kind is not tl.SegmentKind.BUSY),
+)
+"""The legend's swatches: each colour a busy stretch can take (by what kept it busy), then each other kind of
+stretch; words from the core tables."""
 
 
-def _kind_colour(kind: tl.SegmentKind | str, palette: QPalette) -> QColor:
+def _kind_colour(kind: busy_reasons.ColourRole | tl.SegmentKind, palette: QPalette) -> QColor:
+    if isinstance(kind, busy_reasons.ColourRole):
+        return styles.strip_series(palette, kind)
     if kind is tl.SegmentKind.HELD:
         return styles.strip_held(palette)
     if kind is tl.SegmentKind.CEILING:
@@ -59,22 +64,27 @@ def _kind_colour(kind: tl.SegmentKind | str, palette: QPalette) -> QColor:
         return styles.strip_asleep(palette)
     if kind is tl.SegmentKind.OFFLINE:
         return styles.strip_background(palette)
-    return styles.strip_series(palette, str(kind))  # a busy reason class
+    return styles.strip_series(palette, busy_reasons.ColourRole.OTHER)
 
 
 def colour_for(segment: tl.Segment, palette: QPalette | None = None) -> QColor:
     """The colour a stretch is painted in, from `palette` (the application's by default)."""
     pal = palette if palette is not None else QGuiApplication.palette()
     if segment.kind is tl.SegmentKind.BUSY:
-        return styles.strip_series(pal, segment.reason_class)
+        return styles.strip_series(pal, busy_reasons.colour_role(segment.reason_class))
     return _kind_colour(segment.kind, pal)
 
 
 def legend_html(palette: QPalette) -> str:
     border = styles.strip_frame(palette).name()
-    return " ".join(
-        f"<span style='background:{_kind_colour(kind, palette).name()};border:1px solid {border}'>"
-        f"&nbsp;&nbsp;&nbsp;</span>&nbsp;{html.escape(words)}" for kind, words in LEGEND)
+
+    def swatch(kind: busy_reasons.ColourRole | tl.SegmentKind, words: str) -> str:
+        return (f"<span style='background:{_kind_colour(kind, palette).name()};border:1px solid {border}'>"
+                f"&nbsp;&nbsp;&nbsp;</span>&nbsp;{html.escape(words)}")
+
+    busy = [swatch(kind, words) for kind, words in LEGEND if isinstance(kind, busy_reasons.ColourRole)]
+    others = [swatch(kind, words) for kind, words in LEGEND if not isinstance(kind, busy_reasons.ColourRole)]
+    return "busy: " + " ".join(busy) + " · " + " ".join(others)
 
 
 class TimelineSource(Protocol):
@@ -166,7 +176,7 @@ def _clock(t: float) -> str:
 
 
 def segment_tooltip(seg: tl.Segment) -> str:
-    return f"{_clock(seg.start)}–{_clock(seg.end)}: {seg.words} ({tl.format_duration(seg.seconds)})"
+    return f"{_clock(seg.start)}–{_clock(seg.end)}: {seg.words} ({format_duration(seg.seconds)})"
 
 
 class TimelineView(QWidget):
@@ -413,7 +423,7 @@ class TimelineView(QWidget):
                 self.headline.setText("Connect (or press Refresh) to see what kept this host awake.")
             return
         s = self.summary
-        self.axis.setText(f"{tl.format_duration(s.end - s.start)} ago ({_clock(s.start)}) … now ({_clock(s.end)}, "
+        self.axis.setText(f"{format_duration(s.end - s.start)} ago ({_clock(s.start)}) … now ({_clock(s.end)}, "
                           "the host's clock)")
         words = s.headline("in the last 24 h")
         self.headline.setText(html.escape(words[:1].upper() + words[1:]))

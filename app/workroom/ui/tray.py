@@ -3,41 +3,48 @@
 
 Menu, top to bottom: a summary line ("3 of 4 live · box2 needs an answer"); each pending prompt pinned
 with "Keep awake" and "Let it sleep"; one line per host (its state word and how long) opening a submenu
-(Connect or Wake and connect, Keep awake, Copy ssh command, Details…); then Open Workroom, Settings…,
-Connect all, Quit. Where the platform has no tray the app opens its window instead (see ui/app.py).
+(Connect or Wake and connect, or Disconnect; Keep awake; Copy ssh command, Open in terminal; Details…); then
+Open Workroom, Settings…, Connect all, About Workroom, Help, Quit… (which says what keeps running). Where the
+platform has no tray the app opens its window instead (see ui/app.py).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, Signal, SignalInstance
+from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance
 from PySide6.QtGui import QAction, QGuiApplication, Qt
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from workroom.core.badge import LABELS, BadgeKind, worst_badge_kind
+from workroom.core.badge import LABELS, Badge, BadgeKind, MenuTime, tray_summary, worst_badge_kind
 from workroom.core.connection import ConnectionState
 from workroom.core.durations import format_duration
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.badge_icons import icon_for, tray_icon_for
 
-BUSY_KINDS = (BadgeKind.BUSY, BadgeKind.BUSY_PAST_CEILING, BadgeKind.BUSY_NOT_KEPT_AWAKE)
+MAX_TIMER_MS = 2**31 - 1
 
 
 def host_menu_text(snapshot: HostSnapshot, now: float) -> str:
-    """One line per host: its one state word and how long it has been in it ("gpu-box — Busy 42 min")."""
+    """One line per host: its one state word and how long, as its badge kind's row says (`BadgeSpec.menu_time`):
+    "gpu-box — Busy 42 min", "box2 — Asleep 3 min", "box1 — Asking to keep awake, answer within 9 min"."""
     badge = snapshot.badge(now)
-    awake = row_text.awake_seconds(snapshot, now)
-    if badge.kind in BUSY_KINDS and awake is not None:
-        return f"{snapshot.host.name} — {LABELS[badge.kind]} {format_duration(awake)}"
-    if badge.kind is BadgeKind.IDLE:  # the agent does not say since when; connected-for would mislead
-        return f"{snapshot.host.name} — {badge.label}"
-    since = snapshot.connection.since_monotonic
-    age = f" {format_duration(max(0.0, now - since))}" if since is not None else ""
-    return f"{snapshot.host.name} — {LABELS[badge.kind]}{age}"
+    name, when = snapshot.host.name, badge.spec.menu_time
+    if when is MenuTime.AWAKE:
+        awake = row_text.awake_seconds(snapshot, now)
+        if awake is not None:
+            return f"{name} — {LABELS[badge.kind]} {format_duration(awake)}"
+    if when is MenuTime.LEFT:
+        left = row_text.prompt_seconds_left(snapshot, now)
+        if left is not None:
+            return f"{name} — {LABELS[badge.kind]}, answer within {format_duration(left)}"
+    if when is MenuTime.IN_STATE and snapshot.connection.since_monotonic is not None:
+        return f"{name} — {LABELS[badge.kind]} {format_duration(max(0.0, now - snapshot.connection.since_monotonic))}"
+    return f"{name} — {badge.label}"
 
 
 class HostMenu(QMenu):
@@ -48,8 +55,10 @@ class HostMenu(QMenu):
         self.setObjectName(f"tray_host_{name}")
         self.name = name
         self.connect_action = self._action("Connect", tray.connect_requested)
+        self.disconnect_action = self._action("Disconnect", tray.disconnect_requested)
         self.keep_action = self._action("Keep awake", tray.keep_requested)
         self.copy_action = self._action("Copy ssh command", tray.copy_requested)
+        self.terminal_action = self._action("Open in terminal", tray.terminal_requested)
         self.addSeparator()
         self.details_action = self._action("Details…", tray.host_requested)
 
@@ -67,8 +76,12 @@ class HostMenu(QMenu):
         self.connect_action.setText("Wake and connect" if asleep else "Connect")
         self.connect_action.setVisible(asleep or state in (ConnectionState.DISCONNECTED, ConnectionState.ERROR,
                                                            ConnectionState.LOST, ConnectionState.BACKING_OFF))
+        self.disconnect_action.setVisible(not self.connect_action.isVisible()
+                                          and state is not ConnectionState.HOST_KEY_QUESTION)
         self.keep_action.setVisible(badge.offers_keep)
-        self.copy_action.setVisible(row_text.ssh_command(snapshot) is not None)
+        has_ssh = row_text.ssh_command(snapshot) is not None
+        self.copy_action.setVisible(has_ssh)
+        self.terminal_action.setVisible(has_ssh)
 
 
 class TrayController(QObject):
@@ -79,6 +92,11 @@ class TrayController(QObject):
     host_requested = Signal(str)
     """Details…: open the window on that host."""
     connect_requested = Signal(str)
+    disconnect_requested = Signal(str)
+    terminal_requested = Signal(str)
+    """Open in terminal: the user's terminal running the host's ssh command."""
+    about_requested = Signal()
+    help_requested = Signal()
     keep_requested = Signal(str)
     let_sleep_requested = Signal(str)
     copy_requested = Signal(str)
@@ -100,12 +118,20 @@ class TrayController(QObject):
         self._add_action("Settings…", self.settings_requested)
         self._add_action("Connect all", self.connect_all_requested)
         self.menu.addSeparator()
-        self._add_action("Quit", self.quit_requested)
+        self._add_action("About Workroom", self.about_requested)
+        self._add_action("Help", self.help_requested)
+        self._add_action("Quit…", self.quit_requested)
         self.host_menus: dict[str, HostMenu] = {}
         self.prompt_actions: dict[str, list[QAction]] = {}
-        self._kinds: dict[str, BadgeKind] = {}
+        self._badges: dict[str, Badge] = {}
         self._snapshots: dict[str, HostSnapshot] = {}
         self.worst_kind: BadgeKind | None = None
+        self.expiry = QTimer(self)
+        """One single-shot timer for the earliest time a host's badge stops being true (`Badge.valid_until`,
+        e.g. a prompt's deadline): an idle box that sleeps sends no snapshot then, yet the icon must change."""
+        self.expiry.setSingleShot(True)
+        self.expiry.setTimerType(Qt.TimerType.PreciseTimer)
+        self.expiry.timeout.connect(self._badges_expired)
         self.answered_prompts: dict[str, float] = {}
         """{host: deadline} of prompts answered here: not pinned again, not counted as needing an answer."""
         self.icon.activated.connect(self._activated)
@@ -150,12 +176,8 @@ class TrayController(QObject):
         if menu is None:
             menu = self.host_menus[name] = HostMenu(name, self)
             self.menu.insertMenu(self._hosts_end, menu)
-        menu.render_snapshot(snapshot, now)
-        kind = snapshot.badge(now).kind
-        if self._kinds.get(name) is not kind:
-            menu.setIcon(icon_for(kind))
-            self._kinds[name] = kind
-            self._set_worst()
+        self._render_host(name, now)
+        self._set_worst()
         deadline = row_text.prompt_deadline(snapshot)
         if deadline is not None and self.answered_prompts.get(name) != deadline:
             self._render_prompt(snapshot, now)
@@ -163,12 +185,32 @@ class TrayController(QObject):
             self._drop_prompt(name)  # answered anywhere (here, a card, another computer) or run out
         self._render_summary()
 
+    def _render_host(self, name: str, now: float) -> None:
+        """A host's line, submenu and icon from its badge as of `now`."""
+        snapshot, menu = self._snapshots[name], self.host_menus[name]
+        menu.render_snapshot(snapshot, now)
+        badge = snapshot.badge(now)
+        previous = self._badges.get(name)
+        if previous is None or previous.kind is not badge.kind:
+            menu.setIcon(icon_for(badge.kind))
+        self._badges[name] = badge
+
+    def _badges_expired(self) -> None:
+        """A badge's time ran out with nothing heard: every host is evaluated again as of now."""
+        now = self._clock()
+        for name in self._snapshots:
+            self._render_host(name, now)
+        for name in self.prompt_actions:
+            self._render_prompt(self._snapshots[name], now)
+        self._set_worst()
+        self._render_summary()
+
     def remove(self, name: str) -> None:
         menu = self.host_menus.pop(name, None)
         if menu is not None:
             self.menu.removeAction(menu.menuAction())
         self._drop_prompt(name)
-        self._kinds.pop(name, None)
+        self._badges.pop(name, None)
         self._snapshots.pop(name, None)
         self._set_worst()
         self._render_summary()
@@ -211,15 +253,25 @@ class TrayController(QObject):
         self._prompts_end.setVisible(bool(self.prompt_actions))
 
     def _set_worst(self) -> None:
-        """The icon shows the worst kind (drawn again only when that kind changes); the tooltip also counts the
-        hosts and those of the worst kind, so it is set whenever its words change, even under the same icon."""
-        worst = worst_badge_kind(self._kinds.values())
+        """The icon shows the kind that most needs the user (drawn again only when that kind changes); the
+        tooltip names who needs the user, else counts the hosts per state, so it is set whenever its words
+        change, even under the same icon. Then the next badge expiry is scheduled."""
+        worst = worst_badge_kind(b.kind for b in self._badges.values())
         if worst is not self.worst_kind:
             self.worst_kind = worst
             self.icon.setIcon(tray_icon_for(worst))
-        tooltip = f"Workroom: {_summary(self._kinds)}"
+        tooltip = tray_summary(self._badges)
         if self.icon.toolTip() != tooltip:
             self.icon.setToolTip(tooltip)
+        self._schedule_expiry()
+
+    def _schedule_expiry(self) -> None:
+        due = [b.valid_until for b in self._badges.values() if b.valid_until is not None]
+        if not due:
+            self.expiry.stop()
+            return
+        wait_ms = math.ceil(max(0.0, min(due) - self._clock()) * 1000) + 1
+        self.expiry.start(min(wait_ms, MAX_TIMER_MS))
 
     def show(self) -> bool:
         if not self.available:
@@ -234,14 +286,6 @@ def _bold(action: QAction) -> None:
     font = action.font()
     font.setBold(True)
     action.setFont(font)
-
-
-def _summary(kinds: dict[str, BadgeKind]) -> str:
-    if not kinds:
-        return "no hosts"
-    worst = worst_badge_kind(kinds.values())
-    count = sum(1 for k in kinds.values() if k is worst)
-    return f"{len(kinds)} host{'s' if len(kinds) != 1 else ''}; worst: {LABELS[worst]} ({count})"
 
 
 def _menu_on_click() -> bool:

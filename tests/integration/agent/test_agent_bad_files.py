@@ -13,7 +13,7 @@ import time
 import pytest
 from agentrun import Agent, agent_env, private_dir, serve_argv, stop, wait_answering
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.linux(reason="reads /proc (boot id, a process's children)")]
 
 HUGE = "1" + "0" * 400
 

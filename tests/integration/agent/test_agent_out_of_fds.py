@@ -15,7 +15,7 @@ import pytest
 from agentrun import Client, private_dir, start_agent, stop, wait_until
 from test_agent_health import get_health, health_addr
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.linux(reason="counts a process's files in /proc")]
 
 LIMIT = 64  # soft and hard (the agent lifts its soft limit to the hard one); below its 64-client cap
 CLK_TCK = os.sysconf("SC_CLK_TCK")

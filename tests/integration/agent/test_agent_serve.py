@@ -24,11 +24,11 @@ from agentrun import (
 )
 from wr_agent import bundle
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.linux(reason="reads /proc (process names)")]
 
-STATUS_FIELDS = {"verdict", "classifier_verdict", "busy_reasons", "stalled", "monotonic", "awake_seconds",
-                 "ceiling_seconds", "prompt_timeout_seconds", "ask_at_ceiling", "awake_ceiling_exceeded",
-                 "prompt_pending", "prompt_deadline", "suppressed", "asserting", "keep_awake",
+STATUS_FIELDS = {"verdict", "classifier_verdict", "busy_reasons", "structured_reasons", "stalled", "monotonic",
+                 "awake_seconds", "ceiling_seconds", "prompt_timeout_seconds", "ask_at_ceiling",
+                 "awake_ceiling_exceeded", "prompt_pending", "prompt_deadline", "suppressed", "asserting", "keep_awake",
                  "settings_error", "workroom", "agent", "sampler"}
 
 

@@ -9,7 +9,7 @@ import time
 import pytest
 from agentrun import agent_env, private_dir, serve_argv, stop, wait_answering, wait_until
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.linux(reason="follows the supervisor's children in /proc")]
 
 
 def child_of(pid):

@@ -16,7 +16,8 @@ from agentrun import Agent, agent_env, private_dir, start_agent, wait_answering,
 from test_agent_handoff import newer_bundle
 from wr_agent import bundle
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow,
+              pytest.mark.linux(reason="busy reasons from the agent's /proc sampler")]
 ARGS = ("--no-heartbeat", "--candidates", "user", "--hold-seconds", "2")
 
 

@@ -17,7 +17,7 @@ from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.protocol import Verdict
-from workroom.providers.ssh_family import SshProvider
+from workroom.providers import make_provider
 from workroom.remote.agent_install import AgentInstaller, AgentLayout
 from workroom.sessions.engine import Engine
 from workroom.storage import save_settings
@@ -92,7 +92,7 @@ def test_changed_bundle_hands_off_keeping_settings_and_ceiling_clock(sshd, app_h
         assert before["verdict"] == "BUSY"
         pid_before = agent_pids(sshd.uid)
         newer = variant_bundle(agent_bundle, "v2")
-        provider = SshProvider(Engine(app_home, newer, auto_reconnect=False).context)
+        provider = make_provider("ssh", Engine(app_home, newer, auto_reconnect=False).context)
         host = ssh_host(sshd)
         shell = provider.open_shell(host)
         try:
@@ -123,7 +123,7 @@ def test_upload_cut_midway_leaves_old_agent_running_and_next_connect_completes(s
     asyncio.run(install_first())
     newer = variant_bundle(agent_bundle, "v3")
     host = ssh_host(sshd)
-    provider = SshProvider(Engine(app_home, newer, auto_reconnect=False).context)
+    provider = make_provider("ssh", Engine(app_home, newer, auto_reconnect=False).context)
     shell = provider.open_shell(host)
     real_put = shell.connection.sftp_put
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 from fixtures.procs import kill_local_agents, stop_process
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration,
+              pytest.mark.linux(reason="a CPU job turns BUSY through the agent's /proc sampler")]
 
 
 def test_status_watch_with_json_prints_only_json(tmp_path: Path) -> None:

@@ -1,8 +1,12 @@
-"""The agent under launchd: the LaunchAgent plist and the `launchctl` commands, checked with plistlib.
+"""The agent under launchd: the LaunchAgent plist and the `launchctl` commands, checked with plistlib; and
+a killed agent restarted within ~2 s, by the real launchd on a Mac.
 
-launchctl exists only on macOS, so a fake one stands in (the only fake here): it records its arguments
-and, for `bootstrap`, starts the plist's ProgramArguments in a new session the way launchd would. The
-shell, the installer and the agent are real (docs/macos.md).
+launchctl exists only on macOS, so here a fake one stands in (the only fake): it records its arguments
+and, for `bootstrap`, starts the plist's ProgramArguments in a new session the way launchd would; for the
+restart test, a keeper does what launchd does with KeepAlive and ThrottleInterval. On a Mac the restart test
+also runs for real (marked mac): the real launchctl in this user's GUI domain, or, where there is none
+(nobody logged in), the installer's documented fallback, the agent's own supervisor. The shell, the
+installer and the agent are real (docs/macos.md).
 """
 
 from __future__ import annotations
@@ -11,14 +15,18 @@ import json
 import os
 import plistlib
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from fixtures.procs import processes_naming
 from workroom.agent_bundle import AgentBundle, locate_agent_bundle
 from workroom.core.connection import ConnectionInfo
 from workroom.core.hosts import Host
+from workroom.paths import agent_socket_dir
 from workroom.remote.agent_install import (
     SUPERVISOR_LAUNCHD,
     SUPERVISOR_OWN,
@@ -131,3 +139,140 @@ def test_no_gui_domain_falls_back_to_the_agents_own_supervisor(tmp_path: Path, b
         assert [json.loads(line)[0] for line in record.read_text().splitlines()] == ["bootout", "bootstrap"]
     finally:
         _kill_agents(str(tmp_path / "agent" / "wr-agent.pyz"))
+
+
+# --- restarted after kill -9 -----------------------------------------------------------------------------
+
+RESTART_WITHIN = 2.0  # seconds from kill -9 to a new agent process (ThrottleInterval 1; own supervisor 0.5 s)
+FINDER_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
+
+# launchctl and launchd in one stand-in: `bootstrap` starts a keeper that runs the plist's job and, as launchd
+# does with KeepAlive, starts it again when it exits, no sooner than ThrottleInterval after its last start.
+KEEPING_LAUNCHCTL = """#!{python}
+import os, signal, subprocess, sys
+state = {state!r}
+cmd = sys.argv[1:]
+def label_of(target):
+    return target.rsplit("/", 1)[1]
+def keeper_pid(label):
+    try:
+        return int(open(os.path.join(state, label)).read())
+    except (OSError, ValueError):
+        return None
+if cmd[0] == "bootstrap":
+    import plistlib
+    label = plistlib.load(open(cmd[2], "rb"))["Label"]
+    keeper = subprocess.Popen([sys.executable, {keeper!r}, cmd[2]], start_new_session=True,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    open(os.path.join(state, label), "w").write(str(keeper.pid))
+    sys.exit(0)
+if cmd[0] in ("bootout", "print"):
+    pid = keeper_pid(label_of(cmd[1]))
+    if pid is None:
+        sys.stderr.write("Boot-out failed: 3: No such process\\n" if cmd[0] == "bootout" else "not found\\n")
+        sys.exit(3 if cmd[0] == "bootout" else 113)
+    if cmd[0] == "bootout":
+        os.kill(pid, signal.SIGTERM)
+        os.unlink(os.path.join(state, label_of(cmd[1])))
+    sys.exit(0)
+sys.exit(64)
+"""
+KEEPER = """import os, plistlib, signal, subprocess, sys, time
+job = plistlib.load(open(sys.argv[1], "rb"))
+stopping, child = [], [None]
+def stop(*_):
+    stopping.append(1)
+    if child[0] is not None:
+        child[0].kill()
+signal.signal(signal.SIGTERM, stop)
+os.umask(job.get("Umask", 0o022))
+log = os.open(job["StandardErrorPath"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+deadline = time.monotonic() + 600  # never outlives a test run by much
+while not stopping and time.monotonic() < deadline:
+    started = time.monotonic()
+    child[0] = subprocess.Popen(job["ProgramArguments"], stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                cwd=job["WorkingDirectory"])
+    child[0].wait()
+    if stopping or not job.get("KeepAlive"):
+        break
+    time.sleep(max(0.0, job.get("ThrottleInterval", 10) - (time.monotonic() - started)))
+"""
+
+
+def _gui_domain() -> bool:
+    """Whether this user has a GUI launchd domain (someone is logged in at the screen)."""
+    return subprocess.run(["launchctl", "print", f"gui/{os.getuid()}"], capture_output=True,
+                          timeout=30).returncode == 0
+
+
+def _agents(bundle_path: str) -> set[int]:
+    """The serving agents (not an own supervisor, whose command carries --supervise)."""
+    return {pid for pid, cmd in processes_naming(bundle_path).items() if "--supervise" not in cmd.split()}
+
+
+def _answers(sock: str) -> bool:
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(2)
+            s.connect(sock)
+            return bool(json.loads(s.makefile("rb").readline()).get("build"))
+    except (OSError, ValueError):
+        return False
+
+
+def _wait(what: str, timeout: float, check):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+
+
+@pytest.mark.parametrize("launchd", ["stand-in", pytest.param("real", marks=pytest.mark.mac)])
+def test_a_killed_agent_is_running_again_within_two_seconds(tmp_path: Path, bundle: AgentBundle,
+                                                             launchd: str) -> None:
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    if launchd == "real":
+        shell = ShellWith(FINDER_PATH, home)  # the real /bin/launchctl, as the app from Finder finds it
+        expected = SUPERVISOR_LAUNCHD if _gui_domain() else SUPERVISOR_OWN
+    else:
+        fakebin, state = tmp_path / "fakebin", tmp_path / "launchd"
+        fakebin.mkdir()
+        state.mkdir()
+        (tmp_path / "keeper.py").write_text(KEEPER)
+        fake = fakebin / "launchctl"
+        fake.write_text(KEEPING_LAUNCHCTL.format(python=sys.executable, state=str(state),
+                                                 keeper=str(tmp_path / "keeper.py")))
+        fake.chmod(0o755)
+        shell = ShellWith(f"{fakebin}:/usr/bin:/bin", home)
+        expected = SUPERVISOR_LAUNCHD
+    run_dir = agent_socket_dir(tmp_path / "run")  # a Mac's temp folders are too deep for a socket address
+    layout = AgentLayout(install_dir=str(tmp_path / "agent"), state_dir=str(run_dir))
+    installer = AgentInstaller(shell, bundle, layout, ServeOptions(workroom="mac", heartbeat=False),
+                               python=(sys.executable,))
+    bundle_path = str(tmp_path / "agent" / "wr-agent.pyz")
+    report = None
+    try:
+        report = installer.ensure()
+        assert report.supervisor == expected, report
+        first = _wait("the agent", 10, lambda: _agents(bundle_path))
+        assert len(first) == 1, first
+        old = first.pop()
+        killed = time.monotonic()
+        os.kill(old, signal.SIGKILL)
+        _wait("a new agent", 10, lambda: _agents(bundle_path) - {old})
+        restarted = time.monotonic() - killed
+        _wait("the new agent to answer", 10, lambda: _answers(report.socket_path))
+        print(f"\n[launchd {launchd}, {report.supervisor}] agent running again {restarted:.2f} s after kill -9")
+        assert restarted <= RESTART_WITHIN, f"restarted after {restarted:.2f} s"
+    finally:
+        label = launchd_label(report.socket_path if report else layout.socket_path)
+        shell.run(f"launchctl bootout gui/$(id -u)/{label}", timeout=30)
+        for pid in processes_naming(bundle_path):  # the own supervisor first: it would start another
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

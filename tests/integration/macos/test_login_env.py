@@ -2,6 +2,8 @@
 
 Real bash as the login shell (its ~/.bash_profile adds the tool's folder, as Homebrew's shellenv does),
 the real OpenSSH server and the app's own SSH connection; only the PATH is narrowed to what Finder gives.
+The login shell's PATH read within the limit runs with bash here and, on a Mac (marked mac), with the Mac's
+own zsh and a ~/.zshrc that loads completion.
 """
 
 from __future__ import annotations
@@ -76,3 +78,34 @@ def test_a_hanging_login_shell_is_cut_off_and_the_path_kept(tmp_path: Path, monk
     assert time.monotonic() - started < 5
     assert found is not None and found.error is not None and "longer than 1 s" in found.error
     assert os.environ["PATH"].startswith(FINDER_PATH)
+
+
+LOGIN_SHELLS = {
+    "bash": ("/bin/bash", ".bash_profile", None),
+    # The Mac's own zsh, its default login shell, with a ~/.zshrc that loads completion as oh-my-zsh does.
+    "zsh": ("/bin/zsh", ".zprofile", "autoload -Uz compinit && compinit -u\nPROMPT='%n@%m %~ %# '\n"),
+}
+
+
+@pytest.mark.parametrize("shell", ["bash", pytest.param("zsh", marks=pytest.mark.mac)])
+def test_the_login_shells_path_is_read_within_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         shell: str) -> None:
+    program, profile, rc = LOGIN_SHELLS[shell]
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    tools = tmp_path / "brew" / "bin"
+    tools.mkdir(parents=True)
+    (home / profile).write_text(f'export PATH="{tools}:$PATH"\n')
+    if rc is not None:
+        (home / ".zshrc").write_text(rc)
+    monkeypatch.setenv("PATH", FINDER_PATH)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SHELL", program)
+    monkeypatch.delenv(login_env.DISABLE_ENV, raising=False)
+    started = time.monotonic()
+    found = login_env.adopt_login_env()
+    took = time.monotonic() - started
+    assert found is not None and found.error is None, found
+    assert os.environ["PATH"].split(":")[0] == str(tools)
+    assert took < login_env.TIME_LIMIT_SECONDS, took
+    print(f"\n[login env] {program} -l -i: {took:.2f} s")

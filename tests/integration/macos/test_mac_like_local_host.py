@@ -2,13 +2,15 @@
 
 A Mac has no setsid, flock, ionice, taskset, unshare, nsenter, runuser, prlimit, chrt or systemctl. The
 stand-in is this computer with a PATH folder of links to everything else in /usr/bin:/bin:/usr/sbin:/sbin;
-the real CLI, real shell and real agent run on it (docs/macos.md).
+the real CLI, real shell and real agent run on it. On a Mac the same body runs for real (marked mac): Finder's
+PATH itself and the real /usr/bin tools, the agent under launchd (docs/macos.md).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +20,7 @@ from fixtures.procs import kill_local_agents
 
 pytestmark = pytest.mark.integration
 
+FINDER_PATH = "/usr/bin:/bin:/usr/sbin:/sbin"
 LINUX_ONLY = {"setsid", "flock", "ionice", "taskset", "unshare", "nsenter", "runuser", "prlimit", "chrt",
               "systemctl"}
 
@@ -36,13 +39,17 @@ def mac_like_path(folder: Path) -> str:
     return str(folder)
 
 
-def test_this_computer_comes_up_without_linux_only_tools(tmp_path: Path) -> None:
-    path = mac_like_path(tmp_path / "bin")
+@pytest.mark.parametrize("mac", ["stand-in", pytest.param("real", marks=pytest.mark.mac)])
+def test_this_computer_comes_up_without_linux_only_tools(tmp_path: Path, mac: str) -> None:
+    path = FINDER_PATH if mac == "real" else mac_like_path(tmp_path / "bin")
     for name in LINUX_ONLY:
-        assert not (Path(path) / name).exists()
+        assert shutil.which(name, path=path) is None, name
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKROOM_", "XDG_"))}
     env.update(PATH=path, WORKROOM_HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
+    if mac == "real":  # the LaunchAgent's plist goes to this test's home, not the runner's
+        (tmp_path / "user").mkdir()
+        env["HOME"] = str(tmp_path / "user")
     try:
         out = subprocess.run([sys.executable, "-m", "workroom.cli", "status", "--json"], env=env,
                              capture_output=True, text=True, timeout=90)

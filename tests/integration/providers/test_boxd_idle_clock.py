@@ -18,13 +18,13 @@ from workroom.agent_bundle import AgentBundle
 from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
 from workroom.core.hosts import Host
 from workroom.paths import app_paths
+from workroom.providers import make_provider
 from workroom.providers.base import ProviderContext
-from workroom.providers.ssh_family import BoxdProvider, SshProvider
 from workroom.sessions.heartbeat_watch import HeartbeatWatch
 
 pytestmark = pytest.mark.integration
 
-HOST = Host(name="m1", provider="boxd", address="m1.example", provider_ref="m1")
+HOST = Host(name="m1", provider="boxd", address="m1.example", reference={"machine": "m1"})
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def _context(tmp_path: Path) -> ProviderContext:
 def test_idle_clock_from_the_boxd_cli(tmp_path: Path, answer: Path, reply: dict[str, object],
                                       idle: float | None, window: float | None) -> None:
     answer.write_text(json.dumps(reply))
-    reading = asyncio.run(BoxdProvider(_context(tmp_path)).read_idle_clock(HOST))
+    reading = asyncio.run(make_provider("boxd", _context(tmp_path)).read_idle_clock(HOST))
     if idle is None:
         assert reading is None
     else:
@@ -64,7 +64,7 @@ def test_idle_clock_from_the_boxd_cli(tmp_path: Path, answer: Path, reply: dict[
 
 
 def test_the_proof_loop_confirms_then_notices_the_clock_running_away(tmp_path: Path, answer: Path) -> None:
-    provider = BoxdProvider(_context(tmp_path))
+    provider = make_provider("boxd", _context(tmp_path))
     answer.write_text(json.dumps({"state": "running", "idle_seconds": 0.5, "idle_window_seconds": 60}))
     proofs: list[HeartbeatProof] = []
 
@@ -98,7 +98,7 @@ def test_the_proof_loop_confirms_then_notices_the_clock_running_away(tmp_path: P
 
 def test_a_provider_without_an_idle_clock_is_unconfirmed(tmp_path: Path) -> None:
     proofs: list[HeartbeatProof] = []
-    provider = SshProvider(_context(tmp_path))
+    provider = make_provider("ssh", _context(tmp_path))
 
     async def scenario() -> None:
         watch = HeartbeatWatch(lambda: provider.read_idle_clock(HOST), interval_seconds=4.0, window_seconds=None,

@@ -18,8 +18,9 @@ from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host
 from workroom.paths import app_paths
-from workroom.providers.base import BoxState, ProviderContext
-from workroom.providers.ssh_family import BoxdProvider, parse_boxd_state
+from workroom.providers import make_provider
+from workroom.providers.base import BoxState, Provider, ProviderContext
+from workroom.providers.ssh_family import parse_boxd_state
 from workroom.sessions.host_session import HostSession
 
 pytestmark = pytest.mark.integration
@@ -34,9 +35,9 @@ def _stand_in(tmp_path: Path, body: str) -> Path:
     return bindir
 
 
-def _provider(tmp_path: Path) -> BoxdProvider:
+def _provider(tmp_path: Path) -> Provider:
     paths = app_paths({"WORKROOM_HOME": str(tmp_path / "home")}).ensure()
-    return BoxdProvider(ProviderContext(bundle=AgentBundle(b"x", "0" * 64, "0.0.0"), known_hosts=None,
+    return make_provider("boxd", ProviderContext(bundle=AgentBundle(b"x", "0" * 64, "0.0.0"), known_hosts=None,
                                         state_dir=paths.state_dir))
 
 
@@ -51,7 +52,7 @@ def test_box_state_from_the_boxd_cli(tmp_path: Path, monkeypatch: pytest.MonkeyP
     log = tmp_path / "calls"
     bindir = _stand_in(tmp_path, f'echo "$@" >> {log}\necho \'{answer}\'\n')
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
-    host = Host(name="m1", provider="boxd", address="m1.example", provider_ref="m1")
+    host = Host(name="m1", provider="boxd", address="m1.example", reference={"machine": "m1"})
     assert asyncio.run(_provider(tmp_path).box_state(host)) is expected
     assert log.read_text().split() == ["machine", "status", "m1", "--json"]
 
@@ -74,7 +75,7 @@ def test_a_hibernated_box_is_shown_asleep_and_not_connected_to(tmp_path: Path, m
         raise AssertionError("the app must not open SSH to a sleeping box just to look")
 
     provider.open_shell = no_ssh  # type: ignore[method-assign]
-    host = Host(name="m1", provider="boxd", address="203.0.113.7", provider_ref="m1")
+    host = Host(name="m1", provider="boxd", address="203.0.113.7", reference={"machine": "m1"})
 
     async def go() -> ConnectionState:
         session = HostSession(host, provider, CeilingSettings(), auto_reconnect=False)

@@ -12,7 +12,7 @@ from workroom.core.plain_errors import shows_exception_name
 from workroom.remote.host_shell import LocalShell
 from workroom.remote.ssh_errors import CommandTimedOut
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.linux(reason="reads process states in /proc")]
 
 
 def _running(pid: int) -> bool:

@@ -53,7 +53,7 @@ def _engine(tmp: Path, bundle: AgentBundle, info: dict[str, Any], name: str) -> 
     engine = Engine(paths, bundle, auto_reconnect=False)
     engine.add_host(Host(name=name, provider="simbox", address="127.0.0.1", port=box["ssh_port"],
                          user=box["user"], identity=IdentityRef.file(box["client_key"]),
-                         idle_window_seconds=box["idle_window_s"], provider_ref=box["health_url"]))
+                         idle_window_seconds=box["idle_window_s"], reference={"health_url": box["health_url"]}))
     return engine
 
 
@@ -267,7 +267,8 @@ def test_request_metered_polls_that_do_not_move_the_platforms_timer_are_not_a_co
         engine = Engine(paths, bundle, auto_reconnect=False)
         engine.add_host(Host(name=box["name"], provider="request-metered", address="127.0.0.1",
                              port=box["ssh_port"], user=box["user"], identity=IdentityRef.file(box["client_key"]),
-                             idle_window_seconds=WINDOW, provider_ref=f"{poll_at}#idle-clock={box['health_url']}"))
+                             idle_window_seconds=WINDOW,
+                             reference={"proxy_url": poll_at, "idle_clock_url": box["health_url"]}))
         engines.append(engine)
     interval = WINDOW / 3  # KeepAwake's default: a third of the window
     limit = interval + margin_for(interval)

@@ -3,39 +3,43 @@
 from __future__ import annotations
 
 import pytest
+from wr_agent import reasons
 from wr_agent.busy_span import BusySpan
 
 pytestmark = pytest.mark.unit
 
-CC = "cpu: cc1plus (pid 41)"
+CC = reasons.make(reasons.CPU, "cc1plus", 41)
+HELD = reasons.make(reasons.HOLD, after=CC)
+CURL = reasons.make(reasons.TCP, "curl", 5)
+ONLY_HELD = reasons.make(reasons.HOLD, after=reasons.make(reasons.RESTORED))
 
 
-def run(span: BusySpan, ticks: list[tuple[bool, bool, list[str]]], start: float = 100.0,
+def run(span: BusySpan, ticks: list[tuple[bool, bool, list[dict[str, object]]]], start: float = 100.0,
         gap_at: int | None = None) -> float:
     now = start
-    for i, (busy, published_before, reasons) in enumerate(ticks):
-        span.step(now, busy, published_before, reasons, gap_at == i)
+    for i, (busy, published_before, said) in enumerate(ticks):
+        span.step(now, busy, published_before, said, gap_at == i)
         now += 1.0
     return now
 
 
 def test_a_compile_then_its_hold_is_told_with_its_work_seconds_and_class() -> None:
     span = BusySpan(1.0)
-    ticks = [(True, True, [CC])] * 600 + [(True, True, ["hold: after " + CC])] * 30 + [(False, True, [])]
+    ticks = [(True, True, [CC])] * 600 + [(True, True, [HELD])] * 30 + [(False, True, [])]
     run(span, ticks)
     assert span.last == {"ended": 730.0, "seconds": 600.0, "class": "cpu", "subject": "cc1plus", "slept": False}
 
 
 def test_the_class_that_voted_longest_names_the_span() -> None:
     span = BusySpan(1.0)
-    run(span, [(True, True, ["tcp: curl (pid 5)"])] * 10 + [(True, True, [CC])] * 50 + [(False, True, [])])
+    run(span, [(True, True, [CURL])] * 10 + [(True, True, [CC])] * 50 + [(False, True, [])])
     assert span.last is not None and (span.last["class"], span.last["subject"]) == ("cpu", "cc1plus")
     assert span.last["seconds"] == 60.0
 
 
 def test_a_span_that_was_only_held_has_no_work_and_no_class() -> None:
     span = BusySpan(1.0)
-    run(span, [(True, True, ["hold: after restored"])] * 5 + [(False, True, [])])
+    run(span, [(True, True, [ONLY_HELD])] * 5 + [(False, True, [])])
     assert span.last is not None and span.last["seconds"] == 0.0 and span.last["class"] == ""
 
 

@@ -1,6 +1,13 @@
-"""Policy P4 on a fake clock: each signal, the hold, and the resume mask after a tick gap."""
+"""Policy P4 on a fake clock: each signal, the hold, and the resume mask after a tick gap.
+
+Reasons are compared as the text `busy_reasons` carries (that text is part of the wire and must not change);
+their data form (`structured_reasons`) has its own tests below.
+"""
+
+import json
 
 import pytest
+from wr_agent import reasons as R
 from wr_agent.classifier import Classifier
 from wr_agent.signals import Signals
 
@@ -8,7 +15,8 @@ pytestmark = pytest.mark.unit
 
 
 def run(c, t, **sig):
-    return c.step(t, Signals(**sig))
+    busy, reasons = c.step(t, Signals(**sig))
+    return busy, [R.text(r) for r in reasons]
 
 
 def test_idle_without_signals():
@@ -138,3 +146,37 @@ def test_loop_of_short_sleeps_stays_busy_through_the_hold():
 def test_fifo_open_waiting_for_its_partner_is_work():
     busy, reasons = run(Classifier(), 0.0, fifo_wait=[("tee", "8")])
     assert busy and reasons == ["fifo: tee (pid 8) waiting for its partner"]
+
+
+def test_reasons_are_data_beside_their_text():
+    c = Classifier()
+    _, reasons = c.step(0.0, Signals(cpu=[("cc1", "5", 1.0)], tcp=[("curl", "9", {"peer": "10.0.0.5", "port": 443,
+                                                                                   "since": 12.5, "unacked": 3})]))
+    assert reasons[0] == {"class": "cpu", "subject": "cc1", "pid": 5, "detail": {}}
+    # Only the row's own facts reach the wire: a passing figure (unacked) would change from tick to tick.
+    assert reasons[1] == {"class": "tcp", "subject": "curl", "pid": 9,
+                          "detail": {"peer": "10.0.0.5", "port": 443, "since": 12.5}}
+    assert R.text(reasons[1]) == "tcp: curl (pid 9)"
+    _, held = c.step(29.0, Signals())
+    assert held == [{"class": "hold", "subject": "", "pid": None, "detail": {"after": reasons[0]}}]
+    _, coarse = Classifier().step(0.0, Signals(dstate=[("dd", "7")], coarse=True))
+    assert coarse[0]["detail"] == {"coarse": True} and R.text(coarse[0]) == "disk: dd (pid 7) in D state (coarse)"
+
+
+def test_more_than_eight_reasons_end_in_a_count():
+    busy, texts = run(Classifier(), 0.0, cpu=[(f"job{i}", str(i), 1.0 - i / 100) for i in range(11)])
+    assert busy and len(texts) == 9 and texts[-1] == "+3 more"
+
+
+def test_a_hand_off_keeps_the_reasons_as_data_and_reads_an_older_agents_text():
+    c = Classifier()
+    c.step(10.0, Signals(cpu=[("cc1", "5", 1.0)]))
+    d = Classifier()
+    d.restore(json.loads(json.dumps(c.to_state())))  # the state file is JSON
+    assert [R.text(r) for r in d.reasons] == ["hold: after cpu: cc1 (pid 5)"]
+    older = Classifier()
+    older.restore({"last_busy": 10.0, "busy": True, "last_busy_reasons": ["cpu: cc1 (pid 5)"]})
+    assert [R.text(r) for r in older.reasons] == ["hold: after restored"]
+    for bad in ([{"class": "teleport"}], [{"class": "cpu", "pid": "5"}], [{"class": "hold", "detail": {}}], "x"):
+        with pytest.raises(ValueError):
+            Classifier().restore({"last_busy": 10.0, "busy": True, "last_busy_reasons": bad})

@@ -334,6 +334,7 @@ def test_candidates_user_only_counts_own_uid(fake):
     assert sig.dstate == [("make", "70")]
 
 
+@pytest.mark.linux(reason="reads this machine's /proc")
 def test_live_proc_parses():
     """A live /proc read through the same code: at least this test process is a candidate."""
     s = ProcSampler(self_pid=1)

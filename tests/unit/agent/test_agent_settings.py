@@ -33,9 +33,9 @@ def test_wrong_type_is_invalid(value):
     assert e.value.code == "invalid"
 
 
-def test_bounds_inclusive_and_all_fields_required():
+def test_bounds_inclusive_and_every_required_field_required_in_a_request():
     sm.validate(dict(GOOD, ceiling_seconds=30, prompt_timeout_seconds=2592000))
-    for field in sm.FIELDS:
+    for field in (f.name for f in sm.FIELDS if f.required):
         bad = dict(GOOD)
         del bad[field]
         with pytest.raises(sm.SettingsError) as e:
@@ -86,3 +86,26 @@ def test_a_file_with_a_huge_integer_is_explained_not_fatal(tmp_path):
     p.write_text('{"ceiling_seconds": 1%s, "prompt_timeout_seconds": 600, "ask_at_ceiling": false}' % ("0" * 400))
     settings, error = sm.load(str(p))
     assert settings is None and "ceiling_seconds" in error and "must be between" in error
+
+
+def test_a_file_an_older_agent_wrote_loads_with_defaults_for_what_it_lacks(tmp_path):
+    """A field added to FIELDS must not make the agent refuse the file every earlier version wrote."""
+    path = tmp_path / "s"
+    path.write_text(json.dumps({"ceiling_seconds": 3600}))
+    settings, error = sm.load(str(path))
+    assert error is None
+    assert settings.to_dict() == {"ceiling_seconds": 3600.0, "prompt_timeout_seconds": sm.DEFAULT_PROMPT_TIMEOUT,
+                                  "ask_at_ceiling": False}
+
+
+def test_fields_a_newer_agent_wrote_are_kept_when_the_file_is_saved_again(tmp_path):
+    path = str(tmp_path / "s")
+    with open(path, "w") as f:
+        json.dump(dict(GOOD, quiet_hours="22-07"), f)
+    settings, error = sm.load(path)
+    assert error is None and settings.extra == {"quiet_hours": "22-07"}
+    changed = sm.validate(dict(GOOD, ceiling_seconds=7200))
+    changed.extra = settings.extra
+    sm.save(path, changed)
+    with open(path) as f:
+        assert json.load(f) == dict(GOOD, ceiling_seconds=7200.0, prompt_timeout_seconds=600.0, quiet_hours="22-07")

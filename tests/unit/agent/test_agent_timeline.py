@@ -9,6 +9,7 @@ import pytest
 from agentfake import make_agent
 from fixtures.fifo import within
 from wr_agent import exclusions
+from wr_agent import reasons as R
 from wr_agent import timeline as tl
 from wr_agent.settings import Settings, SettingsError
 from wr_agent.user_exclusions import UserExclusions
@@ -34,18 +35,25 @@ def run(t, wall, key, seconds):
 
 
 def test_reason_classes_and_keys():
-    assert tl.reason_class("cpu: cc1 (pid 5)") == ("cpu", "cc1")
-    assert tl.reason_class("cpu: my prog (pid 5) (coarse)") == ("cpu", "my prog")
-    assert tl.reason_class("tcp: ssh (pid 9)") == ("tcp", "ssh")
-    assert tl.reason_class("tty: keystroke") == ("keystroke", "")
-    assert tl.reason_class("net: traffic") == ("net", "")
-    assert tl.reason_class("fifo: cat (pid 8) waiting for its partner") == ("fifo", "cat")
-    assert tl.reason_class("something new") == ("other", "")
-    assert tl.key_for(True, True, False, False, ["cpu: cc1 (pid 5)"]) == CC1
-    assert tl.key_for(True, False, False, False, ["hold: after cpu: cc1 (pid 5)"]) == (tl.HELD, "cpu", "cc1")
-    assert tl.key_for(True, True, True, False, ["cpu: cc1 (pid 5)"]) == (tl.CEILING, "cpu", "cc1")
-    assert tl.key_for(False, True, True, True, ["sleep: sh (pid 7)"]) == (tl.CEILING, "sleep", "sh")
+    cc1 = R.make(R.CPU, "cc1", "5")
+    assert R.timeline_key(cc1) == ("cpu", "cc1")
+    assert R.timeline_key(R.make(R.CPU, "my prog", "5", coarse=True)) == ("cpu", "my prog")
+    assert R.timeline_key(R.make(R.TCP, "ssh", "9", peer="10.0.0.5")) == ("tcp", "ssh")
+    assert R.timeline_key(R.make(R.KEYSTROKE)) == ("keystroke", "")
+    assert R.timeline_key(R.make(R.FIFO, "cat", "8")) == ("fifo", "cat")
+    assert R.timeline_key(R.make(R.MORE, count=3)) == ("other", "")
+    assert tl.key_for(True, True, False, False, [cc1]) == CC1
+    assert tl.key_for(True, False, False, False, [R.make(R.HOLD, after=cc1)]) == (tl.HELD, "cpu", "cc1")
+    assert tl.key_for(True, True, True, False, [cc1]) == (tl.CEILING, "cpu", "cc1")
+    assert tl.key_for(False, True, True, True, [R.make(R.SLEEP, "sh", "7")]) == (tl.CEILING, "sleep", "sh")
+    assert tl.key_for(True, True, False, False, [R.make(R.RESUME)]) == (tl.HELD, "other", "")
     assert tl.key_for(False, False, False, False, []) == IDLE
+
+
+def test_every_class_the_record_can_hold_comes_from_the_reason_table():
+    assert set(R.TIMELINE_CLASSES) == {row.timeline for row in R.ROWS if row.timeline}
+    assert set(R.TIMELINE_CLASSES) >= {"cpu", "disk", "sleep", "fifo", "tcp", "tty_output", "keystroke", "net",
+                                       "operation", "other"}
 
 
 def test_a_steady_hour_is_one_span_and_a_change_starts_another():

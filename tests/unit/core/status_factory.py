@@ -1,4 +1,5 @@
-"""Builds agent status objects for core tests, shaped exactly as docs/protocol.md says."""
+"""Builds agent status objects for core tests, shaped as docs/protocol.md says (busy reasons as text only, as an
+agent older than `structured_reasons` sends them, unless a test gives `structured_reasons` too)."""
 
 from __future__ import annotations
 

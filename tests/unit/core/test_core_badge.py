@@ -8,21 +8,23 @@ from typing import Any
 import pytest
 from unit.core.status_factory import busy_dict, make_busy, make_status, status_dict
 from workroom.core.badge import (
+    BADGE_SPECS,
     SEVERITY_ORDER,
     Badge,
     BadgeKind,
     NotKeptAwakeReason,
     badge,
+    tray_summary,
     worst_badge_kind,
 )
 from workroom.core.connection import ConnectionInfo, ConnectionState
-from workroom.core.errors import ErrorInfo
+from workroom.core.errors import ErrorInfo, ErrorKind, Face
 from workroom.core.heartbeat_proof import IdleClockReading, judge
 from workroom.core.protocol import Status
+from workroom.core.provider_specs import PROVIDER_SPECS
 from workroom.core.traits import (
     BOXD_TRAITS,
     LOCAL_TRAITS,
-    PROVIDER_KINDS,
     REQUEST_METERED_TRAITS,
     SIMBOX_TRAITS,
     SSH_TRAITS,
@@ -66,14 +68,19 @@ CASES: dict[str, Case] = {
     "busy boxd heartbeat": Case(busy_dict(), BOXD_TRAITS, LIVE, BadgeKind.BUSY, ("heartbeat (every 1 min)",)),
     "busy simbox ok window": Case(busy_dict(keep_awake={"interval_seconds": 3, "enabled": True}),
                                   OK_WINDOW_SIMBOX, LIVE, BadgeKind.BUSY),
+    # A host that never sleeps has nothing to keep awake: the ceiling there is a note, with no Keep awake.
     "past ceiling advisory": Case(busy_dict(awake_ceiling_exceeded=True, awake_seconds=15000), SSH_TRAITS,
-                                  LIVE, BadgeKind.BUSY_PAST_CEILING, ("4 h awake ceiling",), offers_keep=True),
-    "prompt pending boxd": Case(busy_dict(**PENDING), BOXD_TRAITS, LIVE, BadgeKind.BUSY_PAST_CEILING,
+                                  LIVE, BadgeKind.BUSY_PAST_CEILING, ("4 h awake ceiling", "nothing to keep awake")),
+    "past ceiling advisory boxd": Case(busy_dict(awake_ceiling_exceeded=True, awake_seconds=15000), BOXD_TRAITS,
+                                       LIVE, BadgeKind.BUSY_PAST_CEILING, ("4 h awake ceiling",), offers_keep=True),
+    "prompt pending boxd": Case(busy_dict(**PENDING), BOXD_TRAITS, LIVE, BadgeKind.ASKING,
                                 ("Keep awake within 5 min",), offers_keep=True),
+    "prompt pending on a host that never sleeps is a note": Case(
+        busy_dict(**PENDING), SSH_TRAITS, LIVE, BadgeKind.BUSY_PAST_CEILING, ("never sleeps",)),
     "suppressed boxd": Case(busy_dict(**SUPPRESSED), BOXD_TRAITS, LIVE, BadgeKind.BUSY_NOT_KEPT_AWAKE,
                             ("nobody answered",), NotKeptAwakeReason.UNANSWERED_PROMPT, offers_keep=True),
     "suppressed ssh is not alarming": Case(busy_dict(**SUPPRESSED), SSH_TRAITS, LIVE,
-                                           BadgeKind.BUSY_PAST_CEILING, ("never sleeps",), offers_keep=True),
+                                           BadgeKind.BUSY_PAST_CEILING, ("never sleeps",)),
     "stalled boxd": Case(busy_dict(stalled=True), BOXD_TRAITS, LIVE, BadgeKind.BUSY_NOT_KEPT_AWAKE,
                          ("stopped checking",), NotKeptAwakeReason.STALLED_AGENT),
     "stalled ssh": Case(busy_dict(stalled=True), SSH_TRAITS, LIVE, BadgeKind.UNKNOWN, ("out of date",)),
@@ -144,6 +151,11 @@ CASES: dict[str, Case] = {
         BadgeKind.OFFLINE, ("Connection lost: No reply for 10 s.", "Check it.")),
     "backing off": Case(None, SSH_TRAITS, ConnectionInfo(state=ConnectionState.BACKING_OFF),
                         BadgeKind.OFFLINE, ("keep trying",)),
+    "login refused": Case(None, SSH_TRAITS, ConnectionInfo(
+        state=ConnectionState.ERROR, error=ErrorInfo(title="Login refused", message="h:22 did not accept user 'u'.",
+                                                     hint="(--identity FILE)", kind=ErrorKind.LOGIN_REFUSED)),
+        BadgeKind.OFFLINE, ("refused the login", "did not accept user", "Key file field in Edit host"),
+        label_words=("Login refused",)),
     "error": Case(None, SSH_TRAITS, ConnectionInfo(
         state=ConnectionState.ERROR, error=ErrorInfo(title="No python3", message="python3 was not found.")),
         BadgeKind.OFFLINE, ("python3 was not found",)),
@@ -179,9 +191,9 @@ def test_every_badge_kind_and_reason_is_covered_by_the_table() -> None:
     assert reasons == set(NotKeptAwakeReason)
 
 
-@pytest.mark.parametrize("kind", [k for k, t in PROVIDER_KINDS.items() if not t.sleeps_when_idle])
+@pytest.mark.parametrize("kind", [k for k, s in PROVIDER_SPECS.items() if not s.traits.sleeps_when_idle])
 def test_never_not_kept_awake_on_hosts_that_never_sleep(kind: str) -> None:
-    traits = PROVIDER_KINDS[kind]
+    traits = PROVIDER_SPECS[kind].traits
     hostile = [
         busy_dict(**SUPPRESSED),
         busy_dict(stalled=True),
@@ -198,9 +210,35 @@ def test_prompt_countdown_uses_this_computers_clock_since_the_status_arrived() -
     status = make_busy(**PENDING)  # agent monotonic 1000, deadline 1300: 5 min left at arrival
     connection = ConnectionInfo(state=ConnectionState.LIVE, status_received_monotonic=50.0)
     later = badge(status, BOXD_TRAITS, connection, now_monotonic=50.0 + 240)
-    assert "within 1 min" in later.tooltip
-    gone = badge(status, BOXD_TRAITS, connection, now_monotonic=50.0 + 999)
-    assert "within 0 s" in gone.tooltip
+    assert "within 1 min" in later.tooltip and later.kind is BadgeKind.ASKING
+
+
+def test_a_prompt_badge_is_true_until_its_deadline_then_the_box_is_not_kept_awake() -> None:
+    """Nothing new is heard from an idle box that sleeps: the badge says when it stops being true, and past
+    that time it says what the agent's rule has done by then (an unanswered prompt lets the box sleep)."""
+    status = make_busy(**PENDING)
+    connection = ConnectionInfo(state=ConnectionState.LIVE, status_received_monotonic=50.0)
+    asking = badge(status, BOXD_TRAITS, connection, now_monotonic=60.0)
+    assert asking.kind is BadgeKind.ASKING and asking.valid_until == pytest.approx(50.0 + 300)
+    gone = badge(status, BOXD_TRAITS, connection, now_monotonic=50.0 + 300)
+    assert gone.kind is BadgeKind.BUSY_NOT_KEPT_AWAKE and gone.reason is NotKeptAwakeReason.UNANSWERED_PROMPT
+    assert gone.valid_until is None and "nobody answered" in gone.tooltip
+    assert badge(make_busy(), BOXD_TRAITS, connection, now_monotonic=60.0).valid_until is None
+    # Without knowing when the status arrived there is no deadline on this computer's clock to keep.
+    assert badge(status, BOXD_TRAITS, LIVE, now_monotonic=1e9).kind is BadgeKind.ASKING
+
+
+def test_a_refused_login_advises_each_face_in_its_own_terms() -> None:
+    error = ErrorInfo(title="Login refused", message="h:22 did not accept user 'u'.",
+                      hint="Check which key to use (--identity FILE or IdentityFile in ~/.ssh/config).",
+                      kind=ErrorKind.LOGIN_REFUSED)
+    connection = ConnectionInfo(state=ConnectionState.ERROR, error=error)
+    app = badge(None, SSH_TRAITS, connection)
+    cli = badge(None, SSH_TRAITS, connection, face=Face.CLI)
+    assert app.label == cli.label == "Login refused"
+    assert "cannot reach" not in app.tooltip and "cannot reach" not in cli.tooltip
+    assert "Key file field in Edit host" in app.hint and "--identity" not in app.tooltip
+    assert "--identity FILE" in cli.hint
 
 
 def test_tooltip_lists_at_most_three_reasons() -> None:
@@ -221,3 +259,36 @@ def test_worst_state_order() -> None:
     assert worst_badge_kind([BadgeKind.ASLEEP, BadgeKind.BUSY_NOT_KEPT_AWAKE]) is BadgeKind.BUSY_NOT_KEPT_AWAKE
     assert worst_badge_kind([]) is BadgeKind.UNKNOWN
     assert len({k.severity for k in BadgeKind}) == len(BadgeKind)
+
+
+def test_what_needs_the_user_outranks_every_note() -> None:
+    """This computer busy past an advisory ceiling all day must not hide a lost host (it used to)."""
+    assert worst_badge_kind([BadgeKind.BUSY_PAST_CEILING, BadgeKind.OFFLINE]) is BadgeKind.OFFLINE
+    assert worst_badge_kind([BadgeKind.OFFLINE, BadgeKind.ASKING]) is BadgeKind.ASKING
+    needs = [spec.rank for spec in BADGE_SPECS.values() if spec.needs_user]
+    notes = [spec.rank for spec in BADGE_SPECS.values() if not spec.needs_user]
+    assert min(needs) > max(notes)
+    assert {k for k, spec in BADGE_SPECS.items() if spec.needs_user} == {
+        BadgeKind.OFFLINE, BadgeKind.ASKING, BadgeKind.BUSY_NOT_KEPT_AWAKE}
+
+
+def test_one_spec_row_per_kind() -> None:
+    assert set(BADGE_SPECS) == set(BadgeKind)
+    assert all(spec.kind is kind for kind, spec in BADGE_SPECS.items())
+    assert len({spec.icon for spec in BADGE_SPECS.values()}) == len(BadgeKind)
+    assert len({spec.label for spec in BADGE_SPECS.values()}) == len(BadgeKind)
+
+
+def _badge(kind: BadgeKind, label: str | None = None) -> Badge:
+    return Badge(kind=kind, label=label or BADGE_SPECS[kind].label, tooltip="t")
+
+
+def test_the_tray_tooltip_names_who_needs_the_user() -> None:
+    assert tray_summary({}) == "Workroom: no hosts"
+    fine = {"laptop": _badge(BadgeKind.BUSY_PAST_CEILING), "a": _badge(BadgeKind.IDLE), "b": _badge(BadgeKind.IDLE)}
+    assert tray_summary(fine) == "Workroom: 3 hosts: 1 busy past ceiling, 2 idle"
+    lost = {**fine, "box2": _badge(BadgeKind.OFFLINE, "Login refused"), "box1": _badge(BadgeKind.ASKING)}
+    assert tray_summary(lost) == "Workroom: box1 (Asking to keep awake), box2 (Login refused) need you; 5 hosts"
+    assert "worst" not in tray_summary(fine) + tray_summary(lost)
+    one = {"box2": _badge(BadgeKind.OFFLINE)}
+    assert tray_summary(one) == "Workroom: box2 (Offline) needs you; 1 host"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -20,7 +21,8 @@ from workroom.core.ceiling import (
     split_hours_minutes,
 )
 from workroom.core.durations import format_duration
-from workroom.core.traits import BOXD_TRAITS, PROVIDER_KINDS, SSH_TRAITS
+from workroom.core.provider_specs import PROVIDER_SPECS
+from workroom.core.traits import BOXD_TRAITS, SSH_TRAITS
 
 pytestmark = pytest.mark.unit
 
@@ -102,7 +104,7 @@ def test_ask_mode_only_reaches_providers_that_sleep() -> None:
     asking = CeilingSettings(ask_at_ceiling=True)
     assert asking.for_provider(BOXD_TRAITS).ask_at_ceiling is True
     assert asking.for_provider(SSH_TRAITS).ask_at_ceiling is False
-    for traits in PROVIDER_KINDS.values():
+    for traits in (spec.traits for spec in PROVIDER_SPECS.values()):
         shaped = asking.for_provider(traits)
         assert shaped.ask_at_ceiling is traits.sleeps_when_idle
         assert shaped.ceiling_seconds == asking.ceiling_seconds
@@ -135,8 +137,9 @@ def test_split_rounds_to_the_nearest_minute() -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "text"),
-    [(0, "0 s"), (45, "45 s"), (60, "1 min"), (100, "1 min 40 s"), (14400, "4 h"), (5400, "1 h 30 min"),
-     (2_592_000, "30 d"), (90000, "1 d 1 h"), (math.nan, "unknown")],
+    [(0, "0 s"), (45, "45 s"), (60, "1 min"), (90, "1 min 30 s"), (100, "1 min 40 s"), (14400, "4 h"),
+     (5400, "1 h 30 min"), (86400, "24 h"), (90000, "25 h"), (2 * 86400 + 3 * 3600, "2 d 3 h"),
+     (7 * 86400, "7 d"), (2_592_000, "30 d"), (math.nan, "unknown")],
 )
 def test_format_duration(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
@@ -147,3 +150,36 @@ def test_exact_duration_says_what_the_boxes_round() -> None:
 
     assert [exact_duration(s) for s in (30, 90, 90.5, 3630, 5400, 100800, 2592000)] == [
         "30 s", "1 min 30 s", "1 min 30.5 s", "1 h 30 s", "1 h 30 min", "1 d 4 h", "30 d"]
+
+
+def test_every_setting_decides_whether_the_settings_are_sent_again() -> None:
+    """The session re-sends when the agent holds anything else: every row counts (a comparison that left one
+    out would never re-send a change to it)."""
+    from workroom.core.ceiling import SETTING_FIELDS
+
+    wanted = CeilingSettings()
+    assert not wanted.differs_from(wanted.known())
+    for field in SETTING_FIELDS:
+        other = (not field.default) if isinstance(field.default, bool) else float(field.default) + 60
+        assert wanted.differs_from({**wanted.known(), field.name: other}), field.name
+        missing = {k: v for k, v in wanted.known().items() if k != field.name}
+        assert wanted.differs_from(missing) is not field.optional_for_older_peers, field.name
+    assert set(wanted.as_request_params()) == {f.name for f in SETTING_FIELDS}
+
+
+def test_settings_a_newer_app_wrote_are_kept_not_a_reason_to_refuse() -> None:
+    from workroom.core.app_settings import AppSettings
+
+    newer = AppSettings.model_validate({"version": 1, "theme": "dark",
+                                        "ceiling": {"ceiling_seconds": 3600, "quiet_hours": "22-07"}})
+    assert newer.ceiling.ceiling_seconds == 3600 and newer.ceiling.model_extra == {"quiet_hours": "22-07"}
+    changed = newer.ceiling.replaced(prompt_timeout_seconds=120)
+    assert changed.model_extra == {"quiet_hours": "22-07"}
+    assert "quiet_hours" not in changed.as_request_params()
+    typed = CeilingSettings.checked(ceiling_seconds=60).keeping_unknown(newer.ceiling)
+    assert typed.model_extra == {"quiet_hours": "22-07"} and typed.ceiling_seconds == 60
+    assert json.loads(newer.model_dump_json())["theme"] == "dark"
+
+
+def test_the_cli_summary_names_every_setting() -> None:
+    assert CeilingSettings().summary() == "ceiling 14400 s, prompt timeout 600 s, ask mode off"

@@ -7,13 +7,14 @@ from typing import Any
 import pytest
 from workroom.core.protocol import TimelineReply
 from workroom.core.timeline import (
+    STRIP_LEGEND,
     SegmentKind,
     activity,
     cost_words,
-    format_duration,
     parse_since,
     period_words,
     summarise,
+    text_strip,
 )
 
 pytestmark = pytest.mark.unit
@@ -45,7 +46,7 @@ def day() -> TimelineReply:
 def test_the_sentence_a_user_reads() -> None:
     summary = summarise(day())
     assert summary.headline(period_words(24 * H)) == (
-        "awake 9 h 40 min in the last 24 h: 6 h compiling, 3 h an ssh session, 20 min running python3, "
+        "awake 9 h 40 min in the last 24 h: 3 h building, 3 h compiling, 3 h ssh session, 20 min running python3, "
         "20 min held after work")
     assert summary.totals[SegmentKind.ASLEEP] == 4 * H
     assert summary.other_lines() == ["1 h idle", "4 h asleep", "9 h 20 min no record"]
@@ -89,15 +90,16 @@ def test_a_corrupt_record_is_carried_to_the_summary() -> None:
 
 
 @pytest.mark.parametrize(("cls", "subject", "words"), [
-    ("cpu", "cc1plus", "compiling"), ("cpu", "rustc", "compiling"), ("sleep", "make", "compiling"),
-    ("cpu", "pytest", "running tests"), ("tcp", "ssh", "an ssh session"), ("tcp", "curl", "downloading"),
-    ("keystroke", "", "typing in a terminal"), ("tty_output", "", "terminal output"),
-    ("net", "", "network traffic"), ("sleep", "sh", "a job waiting on a timer (sh)"),
-    ("tcp", "psql", "a network connection held by psql"),
-    ("fifo", "cat", "a pipeline stage waiting for its partner (cat)"), ("disk", "dd", "disk work by dd"),
-    ("cpu", "", "CPU work"), ("operation", "", "an agent operation"), ("weird", "x", "other work"),
+    ("cpu", "cc1plus", "compiling"), ("cpu", "rustc", "compiling"), ("cpu", "make", "building"),
+    ("sleep", "make", "waiting in a job (make)"), ("cpu", "pytest", "testing"), ("tcp", "ssh", "ssh session"),
+    ("tcp", "curl", "downloading"), ("keystroke", "", "someone typing"), ("tty_output", "", "terminal output"),
+    ("net", "", "network traffic"), ("sleep", "sh", "waiting in a job (sh)"),
+    ("tcp", "psql", "waiting on the network (psql)"), ("fifo", "cat", "waiting in a pipeline (cat)"),
+    ("disk", "dd", "waiting on disk (dd)"), ("cpu", "", "CPU work"), ("operation", "", "the agent's own task"),
+    ("weird", "x", "other work"),
 ])
 def test_activities_in_a_developers_words(cls: str, subject: str, words: str) -> None:
+    """The same words as a host's row says for a live reason (core.busy_reasons), as a stretch of the day."""
     assert activity(cls, subject) == words
 
 
@@ -109,10 +111,16 @@ def test_cost_at_the_users_hourly_price() -> None:
     assert cost_words(summary, float("nan")) is None and cost_words(summary, -1) is None
 
 
-@pytest.mark.parametrize(("seconds", "words"), [(0, "under a minute"), (59, "1 min"), (3600, "1 h"),
-                                                (9 * 3600 + 20 * 60, "9 h 20 min"), (20 * 60, "20 min")])
-def test_durations_in_words(seconds: float, words: str) -> None:
-    assert format_duration(seconds) == words
+def test_durations_read_as_everywhere_else() -> None:
+    """One duration style for every face: seconds under a minute, days from two days on."""
+    short = summarise(reply([(NOW - 45, NOW, "busy", "cpu", "cc1")]), window_seconds=7 * 24 * H)
+    assert short.headline(period_words(7 * 24 * H)) == "awake 45 s in the last 7 d: 45 s compiling"
+    assert period_words(24 * H) == "in the last 24 h"
+
+
+def test_the_text_strip_legend_names_every_kind() -> None:
+    assert STRIP_LEGEND == "# busy, + kept awake after work, ! past ceiling, - idle, z asleep, blank no record"
+    assert len(set(text_strip(summarise(day())))) >= 4
 
 
 @pytest.mark.parametrize(("text", "seconds"), [("24h", 86400), ("90m", 5400), ("2d", 172800), ("3600", 3600),

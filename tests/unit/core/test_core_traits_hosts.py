@@ -23,31 +23,28 @@ from workroom.core.hosts import (
     check_host_name,
     local_host_name,
 )
-from workroom.core.traits import (
-    PROVIDER_KINDS,
-    IdleMetering,
-    ProviderTraits,
-    Transport,
-    UnknownProviderError,
-    traits_for_kind,
-)
+from workroom.core.provider_specs import PROVIDER_SPECS, UnknownProviderError, spec_for
+from workroom.core.traits import IdleMetering, ProviderTraits, Transport
 
 pytestmark = pytest.mark.unit
 
 CORE = Path(__file__).resolve().parents[3] / "app" / "workroom" / "core"
 
 
+def traits_for_kind(kind: str) -> ProviderTraits:
+    return spec_for(kind).traits
+
+
 def test_provider_kinds_declare_the_designed_traits() -> None:
-    sleepers = {k for k, t in PROVIDER_KINDS.items() if t.sleeps_when_idle}
+    sleepers = {k for k, spec in PROVIDER_SPECS.items() if spec.traits.sleeps_when_idle}
     assert sleepers == {"boxd", "simbox", "request-metered"}
     assert traits_for_kind("boxd").idle_metering is IdleMetering.NETWORK
     assert traits_for_kind("request-metered").idle_metering is IdleMetering.REQUESTS
     assert traits_for_kind("request-metered").needs_outside_keep_awake
     assert traits_for_kind("local").transport is Transport.LOCAL
-    assert traits_for_kind("simbox").transport is Transport.SSH_VIA_PROVIDER_PROXY
-    assert not any(t.keep_awake_holds_credential for t in PROVIDER_KINDS.values())
+    assert {k for k, spec in PROVIDER_SPECS.items() if spec.is_this_computer} == {"local"}
     with pytest.raises(UnknownProviderError, match="boxd"):
-        traits_for_kind("cloud9")
+        spec_for("cloud9")
 
 
 def test_traits_must_be_consistent() -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from unit.agent.agentfake import make_agent
 from workroom.agent_bundle import AgentBundle
 from workroom.core.hosts import Host
+from workroom.core.provider_specs import ProviderSpec
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider, ProviderContext
@@ -91,11 +92,9 @@ class ScriptedProvider(Provider):
     """Declares `traits`, reports `box` as the box's state, and opens shells as scripted: each entry of
     `shell_failures` is raised by one `open_shell` call, in order; after them the shell is `UpToDateShell`."""
 
-    kind = "stand-in"
-
     def __init__(self, context: ProviderContext, traits: ProviderTraits, *, box: BoxState = BoxState.UNKNOWN,
                  agent: InProcessAgent | None = None, shell_failures: list[Exception] | None = None) -> None:
-        super().__init__(context)
+        super().__init__(context, ProviderSpec("stand-in", "(a test's stand-in)", traits, "a scripted stand-in"))
         self._traits = traits
         self.box = box
         self.agent = agent

@@ -105,6 +105,21 @@ def test_a_box_asleep_is_left_asleep_by_a_background_start(tmp_path: Path, agent
     run(scenario())
 
 
+@pytest.mark.parametrize("traits", [REQUEST_METERED_TRAITS, SSH_TRAITS], ids=["request-metered", "ssh"])
+def test_every_providers_word_on_the_box_is_asked(tmp_path: Path, agent: InProcessAgent, traits: Any) -> None:
+    """box_state is part of every provider's contract: a provider that says ASLEEP is heard whatever its traits
+    (it was asked only when a trait said so, a trap for the next provider that could read the state)."""
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), traits, box=BoxState.ASLEEP, agent=agent)
+        session = session_for(provider)
+        session.start()
+        await until(lambda: session.connection.state is ConnectionState.ASLEEP)
+        assert provider.box_reads >= 1 and provider.shell_attempts == 0
+        await session.close()
+
+    run(scenario())
+
+
 def test_a_sleepable_box_of_unknown_state_is_not_woken(tmp_path: Path) -> None:
     async def scenario() -> None:
         provider = ScriptedProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.UNKNOWN)

@@ -1,0 +1,143 @@
+"""One running app per app home: a second launch hands over to the first and ends.
+
+Finder, Spotlight, `open`, the binary started again, a login item plus a manual start: each would otherwise
+start a second engine that connects to every host twice (twice the traffic on boxes that should sleep, two
+answers to each prompt). The first app holds an exclusive lock on `app.lock` in its private runtime folder
+and listens on `app.sock` beside it; a later launch that finds the lock taken asks the holder to show its
+window and exits. The lock is per app home (`WORKROOM_HOME`), not per user, so separate homes (tests, a
+second profile) still run side by side.
+
+The folder is private to this user (checked, as for the agent's socket); the holder also checks the peer's
+uid before it acts on a request, and answers only the one word it knows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import logging
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workroom.paths import AppPaths, agent_socket_dir, check_private_dir
+from workroom.remote.agent_link import peer_uid
+
+log = logging.getLogger(__name__)
+
+LOCK_NAME = "app.lock"
+SOCKET_NAME = "app.sock"
+SHOW = b"show\n"
+SHOWN = b"shown\n"
+HAND_OVER_SECONDS = 5.0
+"""How long a second launch waits for the first to answer (the first may itself be starting)."""
+EXIT_HANDED_OVER = 0
+EXIT_NO_ANSWER = 3
+"""A second launch found this home's app running but it did not answer (docs/ui.md, "One app per home")."""
+
+
+@dataclass
+class InstanceLock:
+    """This process is the app for its home while it holds this (release it on the way out)."""
+
+    folder: Path
+    fd: int
+    server: asyncio.AbstractServer | None = field(default=None)
+
+    @property
+    def socket_path(self) -> Path:
+        return self.folder / SOCKET_NAME
+
+    async def serve(self, on_show: Callable[[], None]) -> None:
+        """Listen for later launches; each `show` calls `on_show` on the loop."""
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()  # a crashed app's socket: ours, since we hold the lock
+        self.server = await asyncio.start_unix_server(lambda r, w: _answer(r, w, on_show),
+                                                      path=str(self.socket_path))
+        os.chmod(self.socket_path, 0o600)
+
+    def release(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        with contextlib.suppress(FileNotFoundError):
+            self.socket_path.unlink()
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+        self.fd = -1
+
+
+async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, on_show: Callable[[], None]) -> None:
+    try:
+        sock = writer.get_extra_info("socket")
+        uid = peer_uid(sock) if sock is not None else None
+        if uid is not None and uid != os.getuid():
+            log.warning("another launch: refused a request from uid %s", uid)
+            return
+        line = await asyncio.wait_for(reader.readline(), timeout=2.0)
+        if line == SHOW:
+            log.info("another launch of this app: showing the window instead")
+            on_show()
+            writer.write(SHOWN)
+            await writer.drain()
+    except (TimeoutError, OSError, ValueError):
+        pass
+    finally:
+        writer.close()
+
+
+def instance_folder(paths: AppPaths) -> Path:
+    """The private folder that holds this home's lock and socket (a short one when the runtime folder's path
+    would not fit in a socket address)."""
+    paths.runtime_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder = agent_socket_dir(paths.runtime_dir)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    check_private_dir(folder)
+    return folder
+
+
+def claim(paths: AppPaths) -> InstanceLock | int | None:
+    """The lock when this is the first app for its home; an exit code when another app has it (it was asked to
+    show its window); None when no lock can be taken here (the app then runs without one, and says why)."""
+    try:
+        folder = instance_folder(paths)
+        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        log.warning("one app per home: cannot use the runtime folder (%s); running without the check", exc)
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            log.warning("one app per home: cannot lock %s (%s); running without the check", folder, exc)
+            return None
+        return hand_over(folder / SOCKET_NAME)
+    os.ftruncate(fd, 0)
+    os.write(fd, f"{os.getpid()}\n".encode())
+    return InstanceLock(folder, fd)
+
+
+def hand_over(socket_path: Path, timeout: float = HAND_OVER_SECONDS) -> int:
+    """Ask the running app to show its window. Its socket may not be up yet (it is starting): try again
+    until `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(max(0.1, deadline - time.monotonic()))
+                sock.connect(str(socket_path))
+                sock.sendall(SHOW)
+                answer = sock.recv(len(SHOWN))
+            if answer == SHOWN:
+                return EXIT_HANDED_OVER
+        except OSError:
+            pass
+        if time.monotonic() >= deadline:
+            return EXIT_NO_ANSWER
+        time.sleep(0.1)

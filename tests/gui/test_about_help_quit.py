@@ -1,0 +1,126 @@
+"""About, Help, Quit and Open in terminal, as real widgets in the real app wiring. Opening a terminal and a file
+runs a stand-in program on PATH that records its argv (no terminal emulator or desktop opener here: said so)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from demo_states import make_snapshot
+from gui_helpers import feed
+from PySide6.QtWidgets import QApplication
+from workroom.core.connection import ConnectionState
+from workroom.platform import desktop_open
+from workroom.ui.about_dialog import QUIT_WORDS, AboutDialog, QuitDialog, app_version
+from workroom.ui.app import WorkroomApp
+
+pytestmark = pytest.mark.gui
+
+
+@pytest.fixture
+def app(engine: Any, qtbot: Any) -> Any:
+    workroom_app = WorkroomApp(engine)
+    qtbot.addWidget(workroom_app.window)
+    yield workroom_app
+    workroom_app.window.cards.timer.stop()
+    workroom_app.tray.icon.hide()
+
+
+@pytest.fixture
+def recorder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """`xdg-open` and `x-terminal-emulator` on PATH that write their argv, one per line, to a file."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    out = tmp_path / "argv.txt"
+    for name in ("xdg-open", "x-terminal-emulator", "my-term"):
+        script = bin_dir / name
+        script.write_text(f'#!/bin/sh\nprintf "%s\\n" "$(basename "$0")" "$@" >> "{out}"\n')
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("TERMINAL", raising=False)
+    return out
+
+
+def _wait_lines(path: Path, count: int) -> list[str]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        lines = path.read_text().splitlines() if path.exists() else []
+        if len(lines) >= count:
+            return lines
+        time.sleep(0.05)
+    raise AssertionError(f"the stand-in was not run: {path}")
+
+
+def test_about_names_the_version_the_agent_build_and_the_log(app: Any, engine: Any, recorder: Path) -> None:
+    app.tray.about_requested.emit()
+    about = app.about
+    assert isinstance(about, AboutDialog) and about.isVisible()
+    text = about.text.text()
+    assert app_version() in text and engine.context.bundle.sha256[:12] in text
+    assert str(about.log_file) in text and about.log_file.name == "workroom.log"
+    about.open_log.click()
+    assert _wait_lines(recorder, 2) == ["xdg-open", str(about.log_file)]
+    about.reveal_log.click()
+    assert _wait_lines(recorder, 4)[2:] == ["xdg-open", str(about.log_file.parent)]
+    about.accept()
+
+
+def test_quit_says_what_keeps_running_and_quits_on_the_answer(app: Any) -> None:
+    app.tray.quit_requested.emit()
+    dialog = app.quit_dialog
+    assert isinstance(dialog, QuitDialog) and dialog.isVisible()
+    assert "this computer's agent keeps running" in dialog.text() and dialog.text() == QUIT_WORDS
+    assert not app.quit_event.is_set()  # asking, not quitting yet
+    dialog.cancel_button.click()
+    assert not app.quit_event.is_set()
+    app.window.quit_requested.emit()  # ⌘Q in the window asks the same
+    app.quit_dialog.quit_button.click()
+    assert app.quit_event.is_set() and not app.stop_local_agent_on_quit
+
+
+def test_the_tray_connects_disconnects_and_opens_a_terminal(app: Any, engine: Any, recorder: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    feed(engine, make_snapshot("box1", "ssh", ConnectionState.LIVE))
+    menu = app.tray.host_menus["box1"]
+    assert menu.disconnect_action.isVisible() and not menu.connect_action.isVisible()
+    disconnected: list[str] = []
+    monkeypatch.setattr(app.controller, "disconnect_host", disconnected.append)
+    app.tray.disconnect_requested.disconnect()
+    app.tray.disconnect_requested.connect(app.controller.disconnect_host)
+    menu.disconnect_action.trigger()
+    assert disconnected == ["box1"]
+    feed(engine, make_snapshot("box1", "ssh", ConnectionState.DISCONNECTED))
+    assert menu.connect_action.isVisible() and not menu.disconnect_action.isVisible()
+    snapshot = app.window.model.snapshot("box1")
+    from workroom.ui import row_text
+
+    command = row_text.ssh_command(snapshot)
+    assert command is not None and menu.terminal_action.isVisible()
+    menu.terminal_action.trigger()
+    assert _wait_lines(recorder, 5) == ["x-terminal-emulator", "-e", "sh", "-c", command]
+    engine.settings = engine.settings.model_copy(update={"terminal_app": "my-term"})  # the user's pick
+    menu.terminal_action.trigger()
+    assert _wait_lines(recorder, 10)[5:] == ["my-term", "-e", "sh", "-c", command]
+
+
+def test_no_terminal_program_is_said_in_words(app: Any, engine: Any, monkeypatch: pytest.MonkeyPatch,
+                                              tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # nothing to run
+    monkeypatch.delenv("TERMINAL", raising=False)
+    feed(engine, make_snapshot("box1", "ssh", ConnectionState.LIVE))
+    app.open_terminal("box1")
+    assert "No terminal program found" in app.window.action_error.text()
+
+
+def test_macos_opens_a_command_file_with_the_chosen_terminal(tmp_path: Path) -> None:
+    argv = desktop_open.terminal_argv("ssh -p 2222 dev@box1", terminal="iTerm", platform="darwin",
+                                      script_dir=tmp_path)
+    opener, *rest = argv  # macOS's own `open`, not run here: only the command line is checked
+    assert opener == "open" and rest == ["-a", "iTerm", str(tmp_path / "workroom-ssh.command")]
+    script = tmp_path / "workroom-ssh.command"
+    assert script.read_text() == "#!/bin/sh\nssh -p 2222 dev@box1\n" and script.stat().st_mode & 0o777 == 0o700
+    assert desktop_open.terminal_argv("x", platform="darwin", script_dir=tmp_path)[2] == "Terminal"
+    assert QApplication.instance() is not None

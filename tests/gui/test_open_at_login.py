@@ -1,0 +1,182 @@
+"""Open at login: the XDG autostart entry written, read back and removed for real, started by a real XDG
+autostart runner (Debian's `dex -a`, as a desktop session does at login); the macOS login item's calls with the
+Objective-C seam faked (no Cocoa here: the only fake; docs/macos.md says what a real Mac must confirm); the
+settings row and the first-run offer as real widgets."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gui_helpers import kill_agents_under, wait_for
+from workroom.paths import profile_env
+from workroom.platform import login_item as li
+from workroom.platform.login_item import LoginItemState, MacLoginItem, XdgAutostart
+
+pytestmark = pytest.mark.gui
+
+
+def _xdg(tmp_path: Path, home: Path | None = None) -> XdgAutostart:
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    return XdgAutostart(env, profile_env({"WORKROOM_HOME": str(home)} if home else {}))
+
+
+def test_the_entry_is_written_read_back_and_removed(tmp_path: Path) -> None:
+    item = _xdg(tmp_path, tmp_path / "my home")
+    assert item.state() is LoginItemState.OFF
+    item.enable()
+    assert item.state() is LoginItemState.ON
+    text = item.path.read_text()
+    assert item.path.parent == tmp_path / "xdg" / "autostart"
+    assert "Type=Application" in text and "Name=Workroom" in text
+    exec_line = next(line for line in text.splitlines() if line.startswith("Exec="))
+    assert f'"WORKROOM_HOME={tmp_path}/my home"' in exec_line  # a path with a space, quoted per the spec
+    assert oct(item.path.stat().st_mode & 0o777) == "0o644"
+    item.disable()
+    assert not item.path.exists() and item.state() is LoginItemState.OFF
+    item.disable()  # already gone: nothing to do, no error
+
+
+def test_two_profiles_get_two_entries(tmp_path: Path) -> None:
+    assert _xdg(tmp_path).path.name == "workroom.desktop"
+    assert _xdg(tmp_path, tmp_path / "a").path != _xdg(tmp_path, tmp_path / "b").path
+
+
+def test_an_entry_the_desktop_turned_off_reads_off(tmp_path: Path) -> None:
+    item = _xdg(tmp_path)
+    item.enable()
+    item.path.write_text(item.path.read_text() + "Hidden=true\n")
+    assert item.state() is LoginItemState.OFF
+
+
+def test_an_unwritable_folder_is_said_in_words(tmp_path: Path) -> None:
+    item = _xdg(tmp_path)
+    (tmp_path / "xdg").write_text("a file where the folder should be")
+    with pytest.raises(li.LoginItemError, match="Could not write"):
+        item.enable()
+
+
+def test_exec_quoting_follows_the_desktop_entry_spec() -> None:
+    assert li.desktop_exec(["/opt/app/bin/workroom-app"]) == "/opt/app/bin/workroom-app"
+    assert li.desktop_exec(["env", 'A=x "y" $z `w` \\', "100%"]) == 'env "A=x \\"y\\" \\$z \\`w\\` \\\\" 100%%'
+
+
+@pytest.mark.skipif(shutil.which("dex") is None, reason="needs dex (an XDG autostart runner; ./dev installs it)")
+def test_a_login_session_starts_the_app_from_the_entry(tmp_path: Path) -> None:
+    """`dex -a` runs the autostart entries in $XDG_CONFIG_HOME/autostart as an XDG session does at login."""
+    home = tmp_path / "home"
+    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "xdg"), QT_QPA_PLATFORM="offscreen",
+               WORKROOM_LOGIN_ENV="0")
+    env.pop("WORKROOM_HOME", None)
+    item = XdgAutostart(env, profile_env({"WORKROOM_HOME": str(home)}))
+    item.enable()
+    log = home / "logs" / "workroom.log"
+    # The app outlives dex (as it outlives the login session's start-up): nothing of ours is left on its pipes.
+    subprocess.run(["dex", "-a", "-e", "GNOME"], env=env, check=True, timeout=30, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline and "starting (Python" not in (log.read_text() if log.exists() else ""):
+            time.sleep(0.2)
+        assert "starting (Python" in log.read_text(), "the autostart entry did not start the app"
+    finally:
+        lock = next(home.rglob("app.lock"), None)
+        pid = int(lock.read_text().split()[0]) if lock is not None and lock.read_text().strip() else None
+        if pid:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+                time.sleep(0.1)
+        kill_agents_under(home)
+    assert pid is not None  # the started app held its home's lock (workroom.single_instance)
+
+
+class LoginItemBridge:
+    """A stand-in for the Objective-C runtime (no Cocoa here): SMAppService's status and its (un)register."""
+
+    def __init__(self, register_ok: bool = True) -> None:
+        self.status = 0
+        self.register_ok = register_ok
+        self.calls: list[str] = []
+
+    def cls(self, name: str) -> int:
+        return 10 if name == "SMAppService" else 0
+
+    def string(self, text: str) -> int:
+        return 2
+
+    def msg(self, receiver: int, selector: str, *args: object) -> int:
+        self.calls.append(selector)
+        if selector == "mainAppService":
+            return 11
+        if selector == "status":
+            return self.status
+        if selector == "registerAndReturnError:":
+            if self.register_ok:
+                self.status = 1
+            return int(self.register_ok)
+        if selector == "unregisterAndReturnError:":
+            self.status = 0
+            return 1
+        return 0
+
+
+def test_macos_login_item_registers_and_unregisters_the_main_app() -> None:
+    seam = LoginItemBridge()
+    item = MacLoginItem(seam)
+    assert item.state() is LoginItemState.OFF
+    item.enable()
+    assert item.state() is LoginItemState.ON
+    assert "registerAndReturnError:" in seam.calls
+    seam.status = 2
+    assert item.state() is LoginItemState.NEEDS_APPROVAL
+    item.disable()
+    assert item.state() is LoginItemState.OFF and "unregisterAndReturnError:" in seam.calls
+    with pytest.raises(li.LoginItemError, match="System Settings"):
+        MacLoginItem(LoginItemBridge(register_ok=False)).enable()
+
+
+def test_the_settings_row_reads_the_system_back(qtbot: Any, tmp_path: Path) -> None:
+    from workroom.ui.computer_options_view import ComputerOptionsView
+
+    item = _xdg(tmp_path)
+    view = ComputerOptionsView(item, hold_idle_sleep=None)
+    qtbot.addWidget(view)
+    assert not view.open_at_login.isChecked() and view.hold_idle_sleep.isHidden()
+    view.open_at_login.click()
+    assert item.state() is LoginItemState.ON and view.open_at_login.isChecked()
+    assert str(item.path) in view.login_note.text()
+    item.disable()  # turned off outside the app (the desktop's own settings)
+    view.refresh()
+    assert not view.open_at_login.isChecked()
+
+
+def test_the_first_run_offer_answers_once(engine: Any, qtbot: Any, run: Any, tmp_path: Path) -> None:
+    from workroom.ui.app_controller import AppController
+    from workroom.ui.main_window import MainWindow
+
+    item = _xdg(tmp_path)
+    win = MainWindow(AppController(engine), login_item=item)
+    qtbot.addWidget(win)
+    assert win.login_offer is not None
+    offer = win.login_offer
+
+    async def accept() -> None:
+        offer.accept_button.click()
+        await wait_for(lambda: engine.paths.settings_file.exists() and '"login_item_offered":true' in
+                       engine.paths.settings_file.read_text().replace(" ", ""), 5, "the saved answer")
+
+    run(accept())
+    assert item.state() is LoginItemState.ON and offer.isHidden()
+    assert engine.settings.login_item_offered
+    again = MainWindow(AppController(engine), login_item=_xdg(tmp_path / "other"))
+    qtbot.addWidget(again)
+    assert again.login_offer is None  # answered once: not offered again
+    win.cards.timer.stop()
+    again.cards.timer.stop()
