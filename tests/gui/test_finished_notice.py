@@ -21,6 +21,7 @@ from test_live_app import NeverSleepsProvider
 from workroom.core.app_settings import NoticeSettings
 from workroom.core.hosts import Host
 from workroom.core.protocol import Verdict
+from workroom.core.provider_specs import spec_for
 from workroom.ui.app import WorkroomApp
 from workroom.ui.notifications import Notice
 
@@ -57,7 +58,7 @@ def app(engine: Any, qtbot: Any) -> Iterator[Any]:
 
 def test_a_long_span_notifies_once_and_a_short_one_does_not(app: Any, engine: Any, run: Any,
                                                              namespace: PidNamespace) -> None:
-    provider = NamespacedSteady(engine.context)
+    provider = NamespacedSteady(engine.context, spec_for("ssh"))
     provider.namespace = namespace
     engine.use_provider(provider)
     short_threshold = NoticeSettings.model_construct(**{**NoticeSettings().model_dump(),

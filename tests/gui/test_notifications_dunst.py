@@ -29,6 +29,7 @@ from gui_helpers import OrphanJob, wait_for
 from test_live_app import SleepyProvider
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.hosts import Host
+from workroom.core.provider_specs import spec_for
 from workroom.ui.app import WorkroomApp
 from x_desktop import Desktop, DesktopUnavailable, desktop
 
@@ -174,7 +175,7 @@ PROMPT_BUTTONS = ["keep", "Keep awake", "sleep", "Let it sleep"]
 
 def test_a_prompt_is_answered_from_its_notification_and_withdrawn_when_answered_elsewhere(
         server: NotificationServer, app: Any, engine: Any, run: Any, cpu_job: OrphanJob) -> None:
-    engine.use_provider(SleepyProvider(engine.context))
+    engine.use_provider(SleepyProvider(engine.context, spec_for("boxd")))
     ceiling = CeilingSettings.model_construct(ceiling_seconds=2.0, prompt_timeout_seconds=120.0, ask_at_ceiling=True)
     engine.settings = engine.settings.model_copy(update={"ceiling": ceiling})
     cards = app.window.cards
