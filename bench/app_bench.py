@@ -1,10 +1,12 @@
 """Desktop app benchmark: start-to-visible-window, event-loop lag with 100 hosts streaming status,
 resident memory with 100 hosts, and lag while a real agent push runs.
 
-    QT_QPA_PLATFORM=offscreen .venv/bin/python bench/app_bench.py [--seconds 10] [--rate 100]
+    QT_QPA_PLATFORM=offscreen .venv/bin/python bench/app_bench.py [--seconds 10] [--rate 100] [--quick]
+
+As root it also times the real start-up (login shell skipped) to the tray shown and to this computer and
+`--live-hosts` (10) loopback hosts live: goals (issue 26) <= 0.5 s and <= 1.5 s.
 
 Goals (issue 5): window <= 1.5 s; lag p99 <= 50 ms; RSS <= 200 MB; lag during a push <= 50 ms.
-`--quick`: one start-up, 10 hosts for 1 s, one push (seconds; no figures asserted).
 The 100 hosts' status changes are constructed snapshots handed to the engine's listeners (what each
 HostSession does on a change), at `--rate` changes per second spread over the hosts.
 """
@@ -63,6 +65,94 @@ def child_startup() -> int:
     with loop:
         loop.run_until_complete(run())
     return 0
+
+
+def child_live(hosts_json: str) -> int:
+    """Run as a fresh process: the real start-up (`ui.main.open_app`, login shell skipped); print when the
+    tray (offscreen: the window) is shown, then when this computer and every host are live."""
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication([sys.argv[0]])
+    app.setQuitOnLastWindowClosed(False)
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+
+    async def run() -> None:
+        from workroom.core.connection import ConnectionState
+        from workroom.ui import main
+
+        wapp = main.open_app(show_window=False)
+        while not (wapp.tray.icon.isVisible() or wapp.window.isVisible()):
+            await asyncio.sleep(0.001)
+        print("shown", flush=True)
+        want = len(json.loads(hosts_json)) + 1
+        live = (ConnectionState.LIVE, ConnectionState.QUIET)
+        deadline = time.monotonic() + 60
+        while sum(s.connection.state in live for s in wapp.controller.snapshots()) < want:
+            if time.monotonic() > deadline:
+                print("timeout", flush=True)
+                return
+            await asyncio.sleep(0.002)
+        print("live", flush=True)
+        await wapp.close()
+
+    with loop:
+        loop.run_until_complete(run())
+    os._exit(0)
+
+
+def bench_live_hosts(runs: int, hosts: int) -> dict[str, object]:
+    """App start -> tray shown, and -> this computer + `hosts` loopback hosts live (one sshd; the agent is
+    installed first, so each host is a reconnect). Needs root (sshd logs in a throwaway user)."""
+    sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tools" / "simbox")]
+    from fixtures import sshd as sshd_mod
+    from workroom.agent_bundle import load_agent_bundle
+    from workroom.core.hosts import Host, IdentityRef
+    from workroom.paths import app_paths
+    from workroom.sessions.engine import Engine
+
+    server = sshd_mod.launch(sshd_mod.make_workdir())
+    home = tempfile.mkdtemp(prefix="wr-bench-live-")
+    try:
+        os.environ["WORKROOM_HOME"] = home
+        paths = app_paths().ensure()
+        paths.known_hosts_file.write_text(server.host_key_line + "\n")
+        engine = Engine(paths, load_agent_bundle(paths), auto_reconnect=False)
+        names = [f"loop-{i:02d}" for i in range(hosts)]
+        for name in names:
+            engine.add_host(Host(name=name, provider="ssh", address=server.host, port=server.port,
+                                 user=server.user, identity=IdentityRef.file(str(server.key_path)),
+                                 agent_candidates="user"))
+
+        async def install() -> None:  # once, so every start below is a reconnect (and this computer's too)
+            await engine.session(names[0]).connect(timeout=60)
+            await engine.session(engine.hosts.hosts[0].name).connect(timeout=60)
+            await engine.close()
+
+        asyncio.run(install())
+        shown, live = [], []
+        env = dict(os.environ, WORKROOM_HOME=home, WORKROOM_LOGIN_ENV="0")
+        for _ in range(runs):
+            start = time.perf_counter()
+            proc = subprocess.Popen([sys.executable, __file__, "--child-live", json.dumps(names)],
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "shown":
+                raise SystemExit("live-hosts child failed before the window")
+            shown.append(time.perf_counter() - start)
+            line = proc.stdout.readline().strip()
+            if line != "live":
+                raise SystemExit(f"live-hosts child: {line or 'no answer'}")
+            live.append(time.perf_counter() - start)
+            proc.wait(30)
+        return {"hosts": hosts, "runs": runs, "start_to_tray_shown_s": round(statistics.median(shown), 3),
+                "start_to_all_live_s": round(statistics.median(live), 3),
+                "goals": {"start_to_tray_shown_s": "<= 0.5", "start_to_all_live_s": "<= 1.5"}}
+    finally:
+        _kill_under(home)
+        subprocess.run(["pkill", "-u", str(server.uid)], check=False)
+        sshd_mod.shutdown(server)
 
 
 def bench_startup(runs: int) -> list[float]:
@@ -211,18 +301,27 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=100.0, help="status changes per second over all hosts")
     parser.add_argument("--stress", action="store_true", help="also run at 5x the rate for half as long")
-    parser.add_argument("--quick", action="store_true", help="a few seconds: one of each, no figures asserted")
+    parser.add_argument("--child-live", help=argparse.SUPPRESS)
+    parser.add_argument("--live-hosts", type=int, default=10,
+                        help="loopback hosts for start -> all live (as root; 0 to skip)")
+    parser.add_argument("--quick", action="store_true", help="a short run of each (CI: the bench still works)")
     args = parser.parse_args()
-    if args.quick:
-        args.runs, args.hosts, args.seconds, args.stress = 1, 10, 1.0, False
     if args.child_startup:
         return child_startup()
+    if args.child_live:
+        return child_live(args.child_live)
+    if args.quick:
+        args.runs, args.hosts, args.seconds, args.stress, args.live_hosts = 1, 10, 1.0, False, min(args.live_hosts, 2)
     import qasync
     from PySide6.QtWidgets import QApplication
 
     startup = bench_startup(args.runs)
     results: dict[str, object] = {"startup_to_window_s": {"median": round(statistics.median(startup), 3),
                                                           "max": round(max(startup), 3), "runs": args.runs}}
+    if args.live_hosts and os.geteuid() == 0:
+        results["start_to_live"] = bench_live_hosts(args.runs, args.live_hosts)
+    elif args.live_hosts:
+        results["start_to_live"] = "skipped: run as root (it starts sshd for a throwaway user)"
     app = QApplication([sys.argv[0]])
     app.setQuitOnLastWindowClosed(False)
     loop = qasync.QEventLoop(app)

@@ -8,6 +8,7 @@ Measures:
 
 Run as root (it creates a throwaway user for sshd):  .venv/bin/python bench/engine_bench.py [--runs 15]
 `--quick`: one reconnect and one change, the agent started with a 1 s hold (seconds; no figures asserted).
+(`bench/connect_bench.py` times the same reconnect beside `ssh host true` and the CLI.)
 """
 
 from __future__ import annotations
@@ -123,6 +124,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--quick", action="store_true", help="a few seconds: one of each, no figures asserted")
     args = parser.parse_args()
+    if args.quick:
+        args.runs = 3
     if os.geteuid() != 0:
         print("run as root: the benchmark starts sshd for a throwaway user", file=sys.stderr)
         return 2

@@ -21,7 +21,7 @@ except ImportError:
 SHEBANG = b"#!/usr/bin/env python3\n"
 SUFFIXES = (".py", ".in")
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
-ROOT_MAIN = b"import sys\n\nfrom wr_agent.cli import main\n\nsys.exit(main())\n"
+ROOT_MAIN = b"import sys\n\nfrom wr_agent.__main__ import entry\n\nsys.exit(entry())\n"
 _build_cache = []
 
 

@@ -2,12 +2,10 @@
 
 import json
 import os
-import select
 import socket
-import sys
 import time
 
-from wr_agent.runtime import set_comm
+from wr_agent import relay
 
 
 class AgentUnreachable(Exception):
@@ -86,37 +84,11 @@ def cmd_request(path, text):
 
 
 def cmd_relay(path, drain_seconds=5.0):
-    """Copy stdin to the socket and the socket to stdout, byte for byte, until either side closes.
-
-    When stdin closes, the socket is half-closed so replies to what was already sent still come out
-    (the agent closes its end when it sees the half-close); that wait is bounded."""
-    set_comm("wr-agent-relay")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    """`relay` (the copy loop lives in relay.py, which the bundle's entry point runs without this module)."""
     try:
-        sock.connect(path)
-    except OSError as exc:
-        raise AgentUnreachable("no wr-agent answers on %s: %s" % (path, exc.strerror or exc)) from None
-    fin, fout = sys.stdin.fileno(), sys.stdout.fileno()
-    reading, deadline = [fin, sock], None
-    while True:
-        timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-        ready, _, _ = select.select(reading, [], [], timeout)
-        if not ready and deadline is not None:
-            return 0
-        if sock in ready:
-            data = sock.recv(65536)
-            if not data:
-                return 0
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fout, view):]
-        if fin in ready:
-            data = os.read(fin, 65536)
-            if not data:
-                sock.shutdown(socket.SHUT_WR)
-                reading, deadline = [sock], time.monotonic() + drain_seconds
-                continue
-            sock.sendall(data)
+        return relay.run(path, drain_seconds)
+    except relay.Unreachable as exc:
+        raise AgentUnreachable(str(exc)) from None
 
 
 def cmd_handoff(path, bundle_path, sha256, wait=15.0):

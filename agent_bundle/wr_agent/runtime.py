@@ -11,6 +11,8 @@ import stat
 import sys
 import time
 
+from wr_agent.proc_name import set_comm  # noqa: F401 (runtime.set_comm, as before)
+
 log = logging.getLogger("wr_agent")
 LOCK_FD_ENV, LISTEN_FD_ENV = "WR_AGENT_LOCK_FD", "WR_AGENT_LISTEN_FD"
 STATE_MAX_AGE = 120.0
@@ -114,15 +116,6 @@ def remove_leftovers(directory, prefixes):
                 except OSError:
                     pass
     return removed
-
-
-def set_comm(name):
-    """Name this process in /proc (ps, top, and our own exclusion list) — best effort, Linux only."""
-    try:
-        with open("/proc/self/comm", "w") as f:
-            f.write(name[:15])
-    except OSError:
-        pass
 
 
 def prepare_dir(sock_path):

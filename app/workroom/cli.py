@@ -6,26 +6,33 @@ Exit codes (documented in docs/cli.md): `core.errors.ExitCode`; an error's code 
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import contextlib
-import json
 import sys
 import time
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
 
 from workroom import __version__
-from workroom.core.errors import ExitCode, Face, UserError
-from workroom.core.provider_specs import PROVIDER_SPECS
+
+# `workroom --version` and `--help` import nothing more than this (argparse and the version): asyncio, pydantic
+# (core.errors), the engine and paramiko are imported by the commands that use them (docs/cli.md, start-up).
+# Not even `typing` (mypy reads a module's own TYPE_CHECKING constant as typing's).
+TYPE_CHECKING = False
 
 if TYPE_CHECKING:  # the engine is imported only by the commands that need it (a fast `workroom --help`)
+    import argparse
+    from collections.abc import AsyncIterator
+    from contextlib import AbstractAsyncContextManager
+    from typing import Any
+
+    from workroom.core.errors import UserError
     from workroom.core.questions import HostKeyQuestion
     from workroom.sessions.engine import Engine
     from workroom.sessions.host_session import HostSession, HostSnapshot
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from workroom.core.provider_specs import PROVIDER_SPECS
+
     parser = argparse.ArgumentParser(prog="workroom", description="Workroom companion, headless.")
     parser.add_argument("--version", action="version", version=f"workroom {__version__}")
     sub = parser.add_subparsers(dest="command")
@@ -98,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _err(error: UserError) -> None:
+    from workroom.core.errors import Face
+
     print(f"workroom: {error.title}: {error.message}", file=sys.stderr)
     hint = error.advice(Face.CLI)
     if hint:
@@ -117,6 +126,8 @@ def _engine(auto_reconnect: bool = False) -> Engine:
 
 
 def _snapshot_json(snap: HostSnapshot) -> dict[str, Any]:
+    from workroom.core.errors import Face
+
     b = snap.badge(time.monotonic(), Face.CLI)
     out: dict[str, Any] = {
         "name": snap.host.name,
@@ -151,6 +162,7 @@ def _snapshot_line(snap: HostSnapshot) -> str:
     """One host: its badge, connection and what keeps it busy, in the words the app uses (core.busy_reasons)."""
     from workroom.core.badge import agent_clock
     from workroom.core.busy_reasons import reason_words
+    from workroom.core.errors import Face
 
     now = time.monotonic()
     b = snap.badge(now, Face.CLI)
@@ -165,6 +177,11 @@ def _snapshot_line(snap: HostSnapshot) -> str:
 
 
 async def _cmd_connect(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from workroom.core.errors import ExitCode
+
     engine = _engine()
     session = engine.session(args.name)
 
@@ -193,6 +210,11 @@ async def _cmd_connect(args: argparse.Namespace) -> int:
 
 
 async def _cmd_status(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+
+    from workroom.core.errors import ExitCode, UserError
+
     engine = _engine(auto_reconnect=args.watch)
     code = ExitCode.OK
     try:
@@ -222,10 +244,7 @@ class _NeverSleeps(Exception):
     """The command changes something only on a box that sleeps, and this host never does."""
 
 
-@contextlib.asynccontextmanager
-async def _connected(name: str, *, only_if_it_sleeps: bool = False) -> AsyncIterator[HostSession]:
-    """A session to host `name`, connected, for one command; the engine closes when the command is done.
-    `only_if_it_sleeps`: raise `_NeverSleeps` before connecting to a host that never sleeps."""
+async def _connected_session(name: str, only_if_it_sleeps: bool = False) -> AsyncIterator[HostSession]:
     engine = _engine()
     try:
         session = engine.session(name)
@@ -237,7 +256,17 @@ async def _connected(name: str, *, only_if_it_sleeps: bool = False) -> AsyncIter
         await engine.close()
 
 
+def _connected(name: str, *, only_if_it_sleeps: bool = False) -> AbstractAsyncContextManager[HostSession]:
+    """A session to host `name`, connected, for one command; the engine closes when the command is done.
+    `only_if_it_sleeps`: raise `_NeverSleeps` before connecting to a host that never sleeps."""
+    import contextlib  # here, not at the top: `workroom --version` imports nothing it does not use
+
+    return contextlib.asynccontextmanager(_connected_session)(name, only_if_it_sleeps)
+
+
 async def _cmd_keep(args: argparse.Namespace) -> int:
+    from workroom.core.errors import ExitCode
+
     try:
         async with _connected(args.name, only_if_it_sleeps=True) as session:
             status = await session.keep()
@@ -250,7 +279,10 @@ async def _cmd_keep(args: argparse.Namespace) -> int:
 
 
 async def _cmd_why(args: argparse.Namespace) -> int:
+    import json
+
     from workroom.core import timeline as tl
+    from workroom.core.errors import ExitCode
 
     try:
         window = tl.parse_since(args.since)
@@ -287,6 +319,10 @@ async def _cmd_why(args: argparse.Namespace) -> int:
 
 
 async def _cmd_exclusions(args: argparse.Namespace) -> int:
+    import json
+
+    from workroom.core.errors import ExitCode
+
     async with _connected(args.name) as session:
         current = await session.exclusions()
         if args.add or args.remove:
@@ -305,7 +341,11 @@ async def _cmd_exclusions(args: argparse.Namespace) -> int:
 
 
 def _cmd_hosts(args: argparse.Namespace) -> int:
+    import json
+
+    from workroom.core.errors import ExitCode
     from workroom.core.hosts import Host, IdentityRef
+    from workroom.core.provider_specs import PROVIDER_SPECS
     from workroom.paths import app_paths
     from workroom.storage import load_hosts, save_hosts
 
@@ -355,6 +395,9 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
 
 
 async def _cmd_settings(args: argparse.Namespace) -> int:
+    import json
+
+    from workroom.core.errors import ExitCode
     from workroom.paths import app_paths
     from workroom.storage import load_settings
 
@@ -391,6 +434,7 @@ def _cmd_secret(args: argparse.Namespace) -> int:
     import getpass
     from pathlib import Path
 
+    from workroom.core.errors import ExitCode
     from workroom.credentials import CredentialKey, CredentialStore
 
     if args.passphrase:
@@ -423,23 +467,22 @@ def _cmd_secret(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if (sys.argv[1:] if argv is None else argv) == ["--version"]:  # the commonest probe of a CLI: no parser
+        print(f"workroom {__version__}")
+        return 0
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # --version and --help end here, having imported nothing heavy
+    from workroom.core.errors import ExitCode, UserError
+
+    on_the_loop = {"settings": _cmd_settings, "connect": _cmd_connect, "status": _cmd_status, "keep": _cmd_keep,
+                   "why": _cmd_why, "exclusions": _cmd_exclusions}
     try:
         if args.command == "hosts":
             return _cmd_hosts(args)
-        if args.command == "settings":
-            return asyncio.run(_cmd_settings(args))
-        if args.command == "connect":
-            return asyncio.run(_cmd_connect(args))
-        if args.command == "status":
-            return asyncio.run(_cmd_status(args))
-        if args.command == "keep":
-            return asyncio.run(_cmd_keep(args))
-        if args.command == "why":
-            return asyncio.run(_cmd_why(args))
-        if args.command == "exclusions":
-            return asyncio.run(_cmd_exclusions(args))
+        if args.command in on_the_loop:
+            import asyncio
+
+            return asyncio.run(on_the_loop[args.command](args))
         if args.command == "secret" and args.secret_command:
             return _cmd_secret(args)
     except UserError as error:

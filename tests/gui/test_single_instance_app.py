@@ -92,14 +92,16 @@ def test_reopen_on_macos_shows_the_hidden_window(engine: Any, qtbot: Any, monkey
     qtbot.addWidget(app.window)
     try:
         app.window.hide()
-        monkeypatch.setattr(sys, "platform", "linux")
-        app.on_application_state(Qt.ApplicationState.ApplicationActive)
-        assert not app.window.isVisible()  # activation means nothing off macOS
-        monkeypatch.setattr(sys, "platform", "darwin")
-        app.on_application_state(Qt.ApplicationState.ApplicationInactive)
-        assert not app.window.isVisible()
-        app.on_application_state(Qt.ApplicationState.ApplicationActive)
-        assert app.window.isVisible()
+        # A context of its own: the home's teardown (which asks launchd on macOS) must see the real platform.
+        with monkeypatch.context() as patch:
+            patch.setattr(sys, "platform", "linux")
+            app.on_application_state(Qt.ApplicationState.ApplicationActive)
+            assert not app.window.isVisible()  # activation means nothing off macOS
+            patch.setattr(sys, "platform", "darwin")
+            app.on_application_state(Qt.ApplicationState.ApplicationInactive)
+            assert not app.window.isVisible()
+            app.on_application_state(Qt.ApplicationState.ApplicationActive)
+            assert app.window.isVisible()
     finally:
         app.window.hide()
         app.tray.icon.hide()

@@ -87,3 +87,52 @@ def test_a_logged_run_writes_the_log_and_sigterm_closes_every_session(tmp_path: 
     for line in ("starting", ": live", "quit requested by a signal", "quit: every session closed"):
         assert line in text, text
     assert (log_file.stat().st_mode & 0o777) == 0o600
+
+
+def test_the_window_shows_before_a_slow_login_shell_and_hosts_connect_after(
+        qapp: Any, run: Any, wr_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The real start-up (`main.open_app`) with a login shell that takes 2 s: a test $SHELL script that
+    sleeps, notes when it finished, then runs the command it was given with /bin/sh."""
+    from workroom.core.connection import ConnectionState
+    from workroom.ui import main
+
+    finished = tmp_path / "shell-finished"
+    shell = tmp_path / "slow-shell"
+    shell.write_text(f'#!/bin/sh\nsleep 2\npython3 -c "import time; print(time.time())" > {finished}\n'
+                     'shift 3\nexec /bin/sh -c "$1"\n')  # called as: SHELL -l -i -c COMMAND
+    shell.chmod(0o755)
+    monkeypatch.setenv("SHELL", str(shell))
+    monkeypatch.delenv("WORKROOM_LOGIN_ENV", raising=False)
+    first_connecting: dict[str, float] = {}
+
+    async def go() -> tuple[float, float, float | None]:
+        started = time.time()
+        app = main.open_app(show_window=False)  # a first run: this computer, and the window (offscreen: no tray)
+
+        def seen(snapshot: Any) -> None:
+            if snapshot.connection.state is not ConnectionState.DISCONNECTED:
+                first_connecting.setdefault(snapshot.host.name, time.time())
+
+        app.controller.snapshot_changed.connect(seen)
+        try:
+            while not (app.window.isVisible() or app.tray.icon.isVisible()) and time.time() - started < 10:
+                await asyncio.sleep(0.01)
+            shown = time.time()
+            assert not finished.exists(), "the window waited for the login shell"
+            assert first_connecting == {}, "a host connected before the login shell's PATH was read"
+            deadline = time.time() + 30
+            while time.time() < deadline and not any(
+                    s.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET)
+                    for s in app.controller.snapshots()):
+                await asyncio.sleep(0.05)
+            live = [s.host.name for s in app.controller.snapshots()
+                    if s.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET)]
+            assert live, "no host connected after the login shell was read"
+        finally:
+            await app.close()
+        return started, shown, float(finished.read_text()) if finished.exists() else None
+
+    _started, shown, shell_done = run(go(), timeout=60)
+    assert shell_done is not None
+    assert shown < shell_done
+    assert first_connecting and min(first_connecting.values()) >= shell_done

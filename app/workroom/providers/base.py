@@ -91,6 +91,17 @@ class Provider:
         """A live stream to the agent on the host."""
         raise NotImplementedError
 
+    def relay_argv(self, host: Host, socket_path: str) -> list[str] | None:
+        """The relay's command on the host (run by `python_command`), or None when the agent is reached
+        another way (this computer: its socket). A provider with one offers `open_probed_link`."""
+        return None
+
+    async def open_probed_link(self, host: Host, shell: HostShell, command: str,
+                               on_event: EventHandler) -> AgentLink:
+        """A stream running `command` -- the install probe, then perhaps the relay in the same process
+        (`AgentInstaller.probe_then_relay_command`) -- whose first line, the probe's answer, is `link.preamble`."""
+        raise NotImplementedError
+
     async def box_state(self, host: Host) -> BoxState:
         """Whether the box sleeps now, read without waking it: asked of every provider before every
         background connect and while a box is asleep. UNKNOWN when the provider cannot tell without waking

@@ -15,7 +15,7 @@ from workroom.core.hosts import Host
 from workroom.core.provider_specs import MACHINE_NAME
 from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_client import EventHandler
-from workroom.remote.agent_install import relay_command
+from workroom.remote.agent_install import PROBE_ANSWER_LIMIT, relay_argv, relay_command
 from workroom.remote.agent_link import AgentLink, open_stream_link
 from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_config import SshTarget, resolve_target
@@ -80,12 +80,24 @@ class SshProvider(Provider):
         )
         return SshShell(connection)
 
+    def relay_argv(self, host: Host, socket_path: str) -> list[str]:
+        # The same Python as every install step (`python_command`), from the home the SSH command starts in.
+        return relay_argv(self.python_command(host), self.layout(host).bundle_path, socket_path)
+
     async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
-        assert isinstance(shell, SshShell)
         cmd = relay_command(self.python_command(host), self.layout(host).bundle_path, socket_path)
+        return await self._stream_link(host, shell, cmd, on_event, None)
+
+    async def open_probed_link(self, host: Host, shell: HostShell, command: str,
+                               on_event: EventHandler) -> AgentLink:
+        return await self._stream_link(host, shell, command, on_event, PROBE_ANSWER_LIMIT)
+
+    async def _stream_link(self, host: Host, shell: HostShell, cmd: str, on_event: EventHandler,
+                           preamble: int | None) -> AgentLink:
+        assert isinstance(shell, SshShell)
         loop = asyncio.get_running_loop()
         stream = await loop.run_in_executor(None, shell.connection.open_exec_channel, cmd)
-        return open_stream_link(_StreamAdapter(stream), on_event, name=host.name)
+        return open_stream_link(_StreamAdapter(stream), on_event, name=host.name, preamble=preamble)
 
 
 class BoxdProvider(SshProvider):

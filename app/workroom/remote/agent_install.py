@@ -135,7 +135,7 @@ _NAME_SELF = textwrap.dedent(
 
 _PROBE = textwrap.dedent(
     r"""
-    import fcntl, hashlib, json, os, re, shutil, stat, subprocess, sys, zipfile
+    import fcntl, hashlib, json, os, re, shutil, stat, sys  # zipfile, subprocess: only where needed (start-up)
     bundle, sock, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
     out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
            "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
@@ -172,6 +172,7 @@ _PROBE = textwrap.dedent(
     if out["sha256"] and out["sha256"] != expected:
         # A bundle whose hash is not ours is never run to ask its version: it is read from the archive.
         try:
+            import zipfile
             with zipfile.ZipFile(bundle) as z:
                 m = re.search(r'__version__ = "([0-9.]+)"', z.read("wr_agent/__init__.py").decode("utf-8"))
             out["version"] = "wr-agent %s" % m.group(1) if m else "unreadable: no version in the bundle"
@@ -207,6 +208,7 @@ _PROBE = textwrap.dedent(
         except (OSError, ValueError, AttributeError):
             pass
     if os.environ.get("XDG_RUNTIME_DIR") and shutil.which("systemctl") and shutil.which("loginctl"):
+        import subprocess
         p = subprocess.run(["systemctl", "--user", "is-system-running"], capture_output=True, timeout=10)
         # A user manager without linger stops (with the agent) soon after the last session ends: then the
         # agent's own supervisor is the one that outlives the app's SSH connection.
@@ -226,6 +228,26 @@ _PROBE = textwrap.dedent(
     print(json.dumps(out))
     """
 )
+
+_RELAY_AFTER_PROBE = textwrap.dedent(
+    r"""
+    # Run after the probe above has printed its answer (the stream's first line): when nothing needs to
+    # change -- the bundle's sha256, checked above, is the app's and an agent of that build runs, checking --
+    # this process goes on as the relay from that bundle, and the protocol follows on the same stream (in
+    # this process: a second interpreter would cost its start-up). Otherwise it ends here and the app
+    # pushes, hands off or restarts first (`relay_follows` is the same rule, app side).
+    sys.stdout.flush()
+    if (sys.argv[4:] == ["relay"] and out["sha256"] is not None and out["sha256"] == expected and out["running"]
+            and out.get("running_build") == expected and not out.get("running_stalled")):
+        sys.path.insert(0, bundle)
+        from wr_agent import relay
+        sys.exit(relay.main(["relay", "--socket", sock]))
+    """
+)
+
+PROBE_ANSWER_LIMIT = 64 * 1024
+"""The most the host may print before the probe's answer (a login script's chatter included)."""
+
 
 _VERIFY_AND_PLACE = textwrap.dedent(
     r"""
@@ -304,15 +326,24 @@ _LAUNCHD_BOOTSTRAP = (
 _STUB_MARKERS = ("xcode-select", "developer tools", "xcrun: error", "CommandLineTools")
 
 
-def _python_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> tuple[str, bytes]:
-    """A command that runs `script` (sent on stdin) with `python`, or says there is no such Python."""
-    quoted = " ".join(shlex.quote(a) for a in args)
-    script = _NAME_SELF + script
+def _python_exec(python: tuple[str, ...]) -> str:
+    """`exec PYTHON`, or says there is no such Python (exit 127, "wr: no python3") when the host has none."""
     exe = shlex.quote(python[-1])
     check = f"[ -x {exe} ]" if python[-1].startswith("/") else f"command -v {exe} >/dev/null 2>&1"
     run = " ".join(shlex.quote(a) for a in python)
-    cmd = f"{check} || {{ echo 'wr: no python3' >&2; exit 127; }}; exec {run} - {quoted}"
-    return cmd, script.encode()
+    return f"{check} || {{ echo 'wr: no python3' >&2; exit 127; }}; exec {run}"
+
+
+def _python_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> tuple[str, bytes]:
+    """A command that runs `script` (sent on stdin) with `python`, or says there is no such Python."""
+    quoted = " ".join(shlex.quote(a) for a in args)
+    return f"{_python_exec(python)} - {quoted}", (_NAME_SELF + script).encode()
+
+
+def _python_inline_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> str:
+    """`script` on the command line (`-c`), leaving stdin to whatever the script becomes (the relay)."""
+    quoted = " ".join(shlex.quote(a) for a in (_NAME_SELF + script, *args))
+    return f"{_python_exec(python)} -c {quoted}"
 
 
 def agent_command(python: tuple[str, ...], bundle_path: str, *args: str) -> str:
@@ -321,10 +352,15 @@ def agent_command(python: tuple[str, ...], bundle_path: str, *args: str) -> str:
     return " ".join(shlex.quote(a) for a in (*python, bundle_path, *args))
 
 
+def relay_argv(python: tuple[str, ...], bundle_path: str, socket_path: str) -> list[str]:
+    """What an SSH channel runs to reach the agent's socket (`wr-agent relay`). Paths under `~` are given
+    relative to the home the command starts in: a quoted `~` would not expand."""
+    return [*python, _home_relative(bundle_path), "relay", "--socket", _home_relative(socket_path)]
+
+
 def relay_command(python: tuple[str, ...], bundle_path: str, socket_path: str) -> str:
-    """The command an SSH channel runs to reach the agent's socket (`wr-agent relay`). Paths under `~` are
-    given relative to the home the command starts in: a quoted `~` would not expand."""
-    return agent_command(python, _home_relative(bundle_path), "relay", "--socket", _home_relative(socket_path))
+    """`relay_argv` as one shell command line."""
+    return " ".join(shlex.quote(a) for a in relay_argv(python, bundle_path, socket_path))
 
 
 def _home_relative(path: str) -> str:
@@ -366,7 +402,22 @@ class AgentInstaller:
     def probe(self) -> Probe:
         cmd, script = _python_cmd(_PROBE, self.layout.bundle_path, self.layout.socket_path, self.bundle.sha256,
                                   python=self.python)
-        result = self.shell.run(cmd, input=script, timeout=30)
+        return self.read_probe(self.shell.run(cmd, input=script, timeout=30))
+
+    def probe_then_relay_command(self) -> str:
+        """One remote command for a reconnect: the probe (the same script as `probe`, the same Python), whose
+        answer is the stream's first line, then -- only when `relay_follows`, the bundle's hash checked -- the
+        relay of that bundle in the same process, speaking the protocol on the same stream."""
+        return _python_inline_cmd(_PROBE + _RELAY_AFTER_PROBE, self.layout.bundle_path, self.layout.socket_path,
+                                  self.bundle.sha256, "relay", python=self.python)
+
+    def relay_follows(self, probe: Probe) -> bool:
+        """Whether the probe-then-relay command went on as the relay: nothing to push, hand off or restart."""
+        sha = self.bundle.sha256
+        return probe.sha256 == sha and probe.running and probe.running_build == sha and not probe.running_stalled
+
+    def read_probe(self, result: ExecResult) -> Probe:
+        """The probe's answer (the last line of its output), or the host's refusal in words."""
         if result.exit_status == 127 and "no python3" in result.error_text():
             raise HostNotSuitable(
                 "No Python on the host",
@@ -411,10 +462,10 @@ class AgentInstaller:
             launchd=bool(data.get("launchd")), supervisor=data.get("supervisor"),
         )
 
-    def ensure(self) -> InstallReport:
-        """Probe, push if needed, hand off or start. Blocking."""
+    def ensure(self, probe: Probe | None = None) -> InstallReport:
+        """Probe (unless the answer is given), push if needed, hand off or start. Blocking."""
         t0 = time.monotonic()
-        probe = self.probe()
+        probe = self.probe() if probe is None else probe
         report = InstallReport(socket_path=probe.socket_path, bundle_path=probe.bundle_path,
                                supervisor=probe.supervisor)
         report.seconds["probe"] = time.monotonic() - t0

@@ -38,8 +38,14 @@ class AgentLink:
         self.closed: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self.end_error: UserError | None = None
         """How the stream said it ended, when it said so as a `UserError` (set before `closed` completes)."""
+        self.preamble: asyncio.Future[bytes] | None = None
+        """For a stream that starts with a command's answer before the protocol (`open_stream_link(preamble=)`):
+        the lines up to and including the first JSON object line; fails with `PreambleError` past its limit or
+        when the stream ends first."""
 
     def _ended(self, why: str, error: UserError | None = None) -> None:
+        if self.preamble is not None and not self.preamble.done():
+            self.preamble.set_exception(PreambleError(why, error))
         self.client.feed_eof(why)
         if not self.closed.done():
             self.end_error = error
@@ -49,6 +55,37 @@ class AgentLink:
         with contextlib.suppress(Exception):
             self._closer()
         self._ended(why)
+
+
+class PreambleError(Exception):
+    """The stream ended (or said too much) before the answer that leads it: `why` in words, `error` when the
+    stream said how it ended as a `UserError`, `too_long` when it went past the limit."""
+
+    def __init__(self, why: str, error: UserError | None = None, *, too_long: bool = False) -> None:
+        super().__init__(why)
+        self.why, self.error, self.too_long = why, error, too_long
+
+
+class _Preamble:
+    """Takes the lines before the protocol: up to and including the first that is a JSON object (a login
+    script's chatter before it is kept, as a command's output would be), at most `limit` bytes in all."""
+
+    def __init__(self, future: asyncio.Future[bytes], limit: int) -> None:
+        self.future, self.limit, self._buf = future, limit, bytearray()
+
+    def take(self, lines: list[bytes]) -> list[bytes]:
+        """Feeds the preamble from `lines`; returns the lines that follow it (the protocol's)."""
+        for i, line in enumerate(lines):
+            if self.future.done():
+                return lines[i:]
+            self._buf += line
+            if len(self._buf) > self.limit:
+                self.future.set_exception(PreambleError(
+                    f"the host printed more than {self.limit // 1024} KiB before the probe's answer", too_long=True))
+                return []
+            if line.lstrip().startswith(b"{"):
+                self.future.set_result(bytes(self._buf))
+        return []
 
 
 class _LineSplitter:
@@ -157,8 +194,12 @@ class BlockingStream(Protocol):
     def close(self) -> None: ...
 
 
-def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name: str = "agent") -> AgentLink:
-    """Wrap a blocking stream (e.g. `relay` over SSH): one reader thread, sends off the event loop."""
+def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name: str = "agent",
+                     *, preamble: int | None = None) -> AgentLink:
+    """Wrap a blocking stream (e.g. `relay` over SSH): one reader thread, sends off the event loop.
+
+    `preamble` (a byte limit): the stream starts with a command's answer (the install probe's), handed over
+    as `link.preamble` and never to the client; the protocol follows it."""
     loop = asyncio.get_running_loop()
     send_lock = threading.Lock()
 
@@ -184,6 +225,11 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
     client = AgentClient(send, on_event)
     link = AgentLink(client, close_off_loop)
     splitter = _LineSplitter()
+    lead: _Preamble | None = None
+    if preamble is not None:
+        link.preamble = loop.create_future()
+        link.preamble.add_done_callback(lambda f: f.cancelled() or f.exception())  # nobody waiting is no error
+        lead = _Preamble(link.preamble, preamble)
 
     def reader() -> None:
         why = "the host closed the connection"
@@ -213,6 +259,11 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
                     loop.call_soon_threadsafe(link._ended, why, end_error)
 
     def _deliver(lines: list[bytes]) -> None:
+        if lead is not None and not lead.future.done():
+            lines = lead.take(lines)
+            if lead.future.done() and not lead.future.cancelled() and lead.future.exception() is not None:
+                link.close("the host said too much before the probe's answer")
+                return
         for line in lines:
             client.feed_line(line)
 

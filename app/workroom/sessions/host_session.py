@@ -34,10 +34,10 @@ from workroom.core.questions import HostKeyQuestion
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_client import AgentClient
-from workroom.remote.agent_install import AgentInstaller, InstallReport
-from workroom.remote.agent_link import AgentLink, plain_reason
+from workroom.remote.agent_install import AgentInstaller, AgentInstallError, InstallReport, Probe
+from workroom.remote.agent_link import AgentLink, PreambleError, plain_reason
 from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
-from workroom.remote.host_shell import HostShell
+from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_errors import AuthFailed
 from workroom.sessions.blocking_runner import BlockingRunner
 from workroom.sessions.heartbeat_watch import HeartbeatWatch, keep_awake_interval
@@ -50,6 +50,8 @@ PING_INTERVAL_SECONDS = 3.0
 PING_TIMEOUT_SECONDS = 5.0
 LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
 """Worst case from a peer freezing to the session calling it lost (the issue asks for <= 10 s)."""
+PROBE_TIMEOUT_SECONDS = 30.0
+"""How long the probe's answer may take (as long as the probe run on its own may)."""
 BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 ASLEEP_RECHECK_SECONDS = 60.0
 """The longest wait between reads of an asleep box's state (the provider answers without waking it)."""
@@ -437,8 +439,8 @@ class HostSession:
         shell = await self._open_shell()
         self.phase_seconds = {"ssh": self._clock() - start}
         self._rt.shell = shell
-        link = await self._install_and_link(shell, start)
-        status = await self._sync_settings(link, start)
+        link, subscribed = await self._install_and_link(shell, start)
+        status = await self._sync_settings(link, start, subscribed)
         self._go_live(link, status, was_asleep=was_asleep, seconds=self._clock() - start)
         # Connected: what follows (a reconnect after a loss) is the app's doing, not the user's Connect,
         # so it may not wake the box, nor try a box whose state it cannot read.
@@ -463,14 +465,29 @@ class HostSession:
             self._set_state(ConnectionState.CONNECTING)
         return was_asleep
 
-    async def _install_and_link(self, shell: HostShell, start: float) -> AgentLink:
-        """Push the agent if its hash differs (or start it), and open a live, greeted link to it."""
+    async def _install_and_link(self, shell: HostShell,
+                                start: float) -> tuple[AgentLink, asyncio.Future[Status] | None]:
+        """Push the agent if its hash differs (or start it), and open a live, greeted link to it; with it, the
+        answer to a `subscribe` already sent on it when the link came from the probe's own command."""
         self._set_state(ConnectionState.PUSHING)
         layout = self.provider.layout(self.host)
         installer = AgentInstaller(shell, self.provider.context.bundle, layout,
                                    self.provider.serve_options(self.host), self.provider.python_command(self.host))
-        # Reconnecting to an up-to-date host is the common case: open the relay while the probe runs,
-        # and keep it only if the probe finds nothing to change.
+        if self.provider.relay_argv(self.host, layout.socket_path) is not None:  # a relay over a command
+            probed = await self._probe_then_relay(shell, installer, start)
+            if isinstance(probed, tuple):
+                return probed
+            # The probe said what to change (or said nothing usable: then it runs again on its own, and says
+            # why in its own words): change it, then a relay of its own -- never one before the probe.
+            install = self.install = await self._runner.run(installer.ensure, probed)
+            self.phase_seconds["install"] = self._clock() - start
+            after = self._rt.link = await self.provider.open_link(self.host, shell, install.socket_path,
+                                                                  self._on_event)
+            await after.client.hello()
+            self.phase_seconds["hello"] = self._clock() - start
+            return after, None
+        # Without one command for both (this computer: its socket), open the link while the probe runs, and
+        # keep it only if the probe finds nothing to change.
         early = asyncio.ensure_future(self.provider.open_link(self.host, shell, layout.socket_path, self._on_event))
         try:
             install = self.install = await self._runner.run(installer.ensure)
@@ -495,11 +512,61 @@ class HostSession:
             await link.client.hello()
         self._rt.link = link
         self.phase_seconds["hello"] = self._clock() - start
-        return link
+        return link, None
 
-    async def _sync_settings(self, link: AgentLink, start: float) -> Status:
-        """Subscribe, and hand the agent this computer's ceiling settings if its own differ."""
-        status = await link.client.subscribe()
+    async def _probe_then_relay(self, shell: HostShell, installer: AgentInstaller,
+                                start: float) -> tuple[AgentLink, asyncio.Future[Status]] | Probe | None:
+        """A reconnect in one round trip after login: one command probes (the installed bundle's sha256 is
+        checked first) and, when nothing needs to change, becomes the relay on the same stream. `subscribe`
+        is sent at once, so the agent's hello and its answer follow the probe's answer without waiting for
+        us. Returns the live link and that answer to come; else the probe (a push, hand-off or restart is
+        needed first); else None when the command said nothing usable (the probe on its own then says why,
+        in the same words as ever)."""
+        link = self._rt.link = await self.provider.open_probed_link(
+            self.host, shell, installer.probe_then_relay_command(), self._on_event)
+        assert link.preamble is not None
+        subscribed = asyncio.ensure_future(link.client.subscribe())
+        subscribed.add_done_callback(lambda f: f.cancelled() or f.exception())  # unused when no relay follows
+        keep = False
+        try:
+            try:
+                answer = await asyncio.wait_for(asyncio.shield(link.preamble), PROBE_TIMEOUT_SECONDS)
+            except TimeoutError:
+                raise AgentInstallError(
+                    "Could not read the host",
+                    f"The probe of the host gave no answer within {PROBE_TIMEOUT_SECONDS:.0f} s.",
+                    "Check that the host's shell works for this user.") from None
+            except PreambleError as ended:
+                if ended.too_long:
+                    raise AgentInstallError(
+                        "Could not read the host", f"The probe of the host failed: {ended.why}.",
+                        "Make the host's shell start-up files print nothing for a command "
+                        "(e.g. only when the shell is interactive), then connect again.") from None
+                log.info("the probe-then-relay command on %s ended early (%s): probing on its own",
+                         self.host.name, ended.why)
+                return None
+            probe = installer.read_probe(ExecResult(0, answer, b""))
+            if not installer.relay_follows(probe):
+                return probe
+            install = self.install = await self._runner.run(installer.ensure, probe)  # nothing to do: no command
+            if install.action != "none":  # one rule on both sides makes this impossible; never trust it anyway
+                return probe
+            self.phase_seconds["install"] = self._clock() - start
+            await link.client.hello()
+            self.phase_seconds["hello"] = self._clock() - start
+            keep = True
+            return link, subscribed
+        finally:
+            if not keep:
+                subscribed.cancel()
+                link.close("replaced")
+                self._rt.link = None
+
+    async def _sync_settings(self, link: AgentLink, start: float,
+                             subscribed: asyncio.Future[Status] | None = None) -> Status:
+        """Subscribe (or take the answer to the subscribe already sent), and hand the agent this computer's
+        ceiling settings if its own differ."""
+        status = await (subscribed if subscribed is not None else link.client.subscribe())
         self.phase_seconds["subscribe"] = self._clock() - start
         wanted = self._settings.for_provider(self.traits)
         if wanted.differs_from(status.settings_values) or status.settings_error is not None:

@@ -12,7 +12,7 @@ import logging
 import signal
 import socket
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSocketNotifier, Qt
@@ -78,6 +78,7 @@ class WorkroomApp:
         self._signal_notifier: QSocketNotifier | None = None
         self._previous_wakeup_fd = -1
         self._previous_sigterm: Any = signal.SIG_DFL
+        self._connect_after: asyncio.Task[None] | None = None
         self._announced: dict[str, float] = {}
         """Per host, the deadline of the prompt last notified: the same prompt back after a reconnect is
         shown again, not announced again."""
@@ -254,6 +255,21 @@ class WorkroomApp:
         if connect:
             self.controller.connect_all()  # never wakes a sleeping box just to look
 
+    def connect_when(self, ready: Awaitable[object]) -> asyncio.Task[None]:
+        """Connect every host once `ready` is done (the login shell's environment read), unless quitting by
+        then; a `ready` that failed is logged and the hosts connect all the same."""
+
+        async def connect() -> None:
+            try:
+                await ready
+            except Exception:
+                log.exception("reading the login shell's environment failed; connecting with this one")
+            if not self.quit_event.is_set():
+                self.controller.connect_all()  # never wakes a sleeping box just to look
+
+        self._connect_after = asyncio.get_running_loop().create_task(connect(), name="connect-after-login-env")
+        return self._connect_after
+
     def request_quit(self) -> None:
         self.quit_event.set()
 
@@ -336,6 +352,8 @@ class WorkroomApp:
                         NOTIFICATIONS_DRAIN_SECONDS)
         self.sleep_watch.stop()
         self.idle_sleep.set_enabled(False)
+        if self._connect_after is not None:
+            self._connect_after.cancel()
         self.tray.icon.hide()
         await self.controller.close()
         self.window.close()

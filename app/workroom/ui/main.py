@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from workroom.single_instance import InstanceLock
+    from workroom.ui.app import WorkroomApp
 
 log = logging.getLogger("workroom")
 
@@ -140,30 +141,46 @@ def _version() -> str:
 
 
 async def _run(show_window: bool, lock: InstanceLock | None = None) -> int:
+    app = open_app(show_window)
+    if lock is not None:
+        await lock.serve(app.show_for_another_launch)
+    await app.run_until_quit()
+    return 0
+
+
+def open_app(show_window: bool) -> WorkroomApp:
+    """The tray (and on a first run the window) at once; every host connects, all at once, as soon as the
+    login shell's environment is read (ProxyCommands and local commands need its PATH and SSH agent): a slow
+    ~/.zshrc delays the connects, never the menu-bar item. Call on the running loop."""
+    from PySide6.QtWidgets import QApplication
+
     from workroom.agent_bundle import load_agent_bundle
-    from workroom.paths import app_paths
-    from workroom.platform.login_env import adopt_login_env
+    from workroom.paths import app_paths, profile_env
+    from workroom.platform.login_item import login_item
     from workroom.resources import app_icon
     from workroom.sessions.engine import Engine
     from workroom.ui.app import WorkroomApp
 
-    # Before any host is reached: ProxyCommands and local commands need the login shell's PATH.
-    await asyncio.to_thread(adopt_login_env)
     paths = app_paths()
     first_run = not paths.hosts_file.exists()
     engine = Engine(paths, load_agent_bundle(paths))
-    from PySide6.QtWidgets import QApplication
-
     QApplication.setWindowIcon(app_icon())
-    from workroom.paths import profile_env
-    from workroom.platform.login_item import login_item
-
     app = WorkroomApp(engine, login_item=login_item(profile_env()))
-    if lock is not None:
-        await lock.serve(app.show_for_another_launch)
-    app.start(show_window=show_window or first_run)
-    await app.run_until_quit()
-    return 0
+    app.start(show_window=show_window or first_run, connect=False)
+    app.connect_when(_adopt_login_env())
+    return app
+
+
+async def _adopt_login_env() -> None:
+    """Read the login shell's environment off the loop, then take its PATH and SSH agent on the loop's thread
+    (the GUI thread reads the environment meanwhile: it is never written from another thread)."""
+    from workroom.platform.login_env import TAKEN, adopt_login_env
+
+    scratch = dict(os.environ)
+    await asyncio.to_thread(adopt_login_env, scratch)
+    for key in TAKEN:
+        if scratch.get(key) and scratch[key] != os.environ.get(key):
+            os.environ[key] = scratch[key]
 
 
 if __name__ == "__main__":

@@ -77,3 +77,20 @@ def test_sha256_file_refuses_non_regular_files(tmp_path):
     f = tmp_path / "f"
     f.write_bytes(b"abc")
     assert bundle.sha256_file(str(f)) == hashlib.sha256(b"abc").hexdigest()
+
+
+def test_the_relay_starts_without_the_parser_and_the_rest_of_the_agent(tmp_path):
+    """`relay --socket PATH` (every connect over SSH runs it) imports only the relay; it fails as before."""
+    out = tmp_path / "wr-agent.pyz"
+    bundle.write_bundle(str(out))
+    missing = str(tmp_path / "no-agent.sock")
+    relay = subprocess.run([sys.executable, "-X", "importtime", str(out), "relay", "--socket", missing],
+                           capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in relay.stderr.splitlines() if "import time" in line}
+    assert "wr_agent.relay" in imported
+    assert not imported & {"argparse", "wr_agent.cli", "wr_agent.runtime", "wr_agent.client", "logging"}
+    assert relay.returncode == 1
+    assert f"wr-agent: no wr-agent answers on {missing}" in relay.stderr
+    other = subprocess.run([sys.executable, str(out), "relay", "--socket"], capture_output=True, text=True,
+                           timeout=60)
+    assert other.returncode == 2 and "usage" in other.stderr  # anything else: the full command line, as ever

@@ -1,0 +1,129 @@
+"""Connect side by side with OpenSSH (issue 26): one loopback sshd, the same host, key and known host.
+
+Times, interleaved run by run (so a busy machine slows every column alike), median of N:
+  * `ssh -o BatchMode=yes host true`                      the floor: an OpenSSH login and one command;
+  * `workroom connect host --json` (agent already there)  the CLI: start, log in, probe, relay, first status;
+  * `workroom status --json`                              the CLI's other everyday command;
+  * `workroom --version`                                  the CLI's start alone (imports);
+  * the in-process reconnect (an Engine, as the app does it) to first status, and its SSH-login phase alone;
+then the ratios the issue's goals are stated in.
+
+Run as root (sshd logs in a throwaway user):
+    .venv/bin/python bench/connect_bench.py [--runs 8] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "app"), str(ROOT / "tools" / "simbox")]
+
+from fixtures import sshd as sshd_mod  # noqa: E402
+
+WORKROOM = [str(Path(sys.executable).parent / "workroom")]
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+    elapsed = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr.decode(errors='replace')}")
+    return elapsed
+
+
+async def _reconnect(home: Path) -> tuple[float, dict[str, float], int]:
+    """One in-process reconnect: seconds to the first status, its phases (from its start), bytes pushed."""
+    from workroom.agent_bundle import load_agent_bundle
+    from workroom.paths import app_paths
+    from workroom.sessions.engine import Engine
+
+    paths = app_paths({"WORKROOM_HOME": str(home)})
+    engine = Engine(paths, load_agent_bundle(paths), auto_reconnect=False)
+    session = engine.session("bench")
+    t0 = time.perf_counter()
+    snap = await session.connect(timeout=60)
+    elapsed = time.perf_counter() - t0
+    phases = dict(session.phase_seconds)
+    await engine.close()
+    return elapsed, phases, snap.install.pushed_bytes if snap.install else -1
+
+
+def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, object]:
+    home = work / "home"
+    env = dict(os.environ, WORKROOM_HOME=str(home))
+    known = work / "known_hosts"
+    known.write_text(server.host_key_line + "\n")
+    subprocess.run([*WORKROOM, "hosts", "add", "bench", "--provider", "ssh", "--host", server.host, "--port",
+                    str(server.port), "--user", server.user, "--identity", str(server.key_path),
+                    "--candidates", "user"], env=env, check=True, capture_output=True, timeout=60)
+    from workroom.paths import app_paths
+
+    app_paths({"WORKROOM_HOME": str(home)}).ensure().known_hosts_file.write_text(server.host_key_line + "\n")
+    _timed([*WORKROOM, "connect", "bench", "--json"], env)  # the first push, not timed
+    ssh = ["ssh", "-F", "/dev/null", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={known}",
+           "-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes", "-i", str(server.key_path),
+           "-p", str(server.port), f"{server.user}@{server.host}", "true"]
+    columns: dict[str, list[float]] = {k: [] for k in (
+        "ssh_true", "workroom_connect", "workroom_status", "workroom_version", "reconnect", "reconnect_ssh_phase")}
+    pushed: set[int] = set()
+    phases: list[dict[str, float]] = []
+    for _ in range(runs):
+        columns["ssh_true"].append(_timed(ssh, env))
+        columns["workroom_connect"].append(_timed([*WORKROOM, "connect", "bench", "--json"], env))
+        columns["workroom_status"].append(_timed([*WORKROOM, "status", "--json"], env))
+        columns["workroom_version"].append(_timed([*WORKROOM, "--version"], env))
+        total, phase, sent = asyncio.run(_reconnect(home))
+        columns["reconnect"].append(total)
+        columns["reconnect_ssh_phase"].append(phase["ssh"])
+        phases.append(phase)
+        pushed.add(sent)
+    med = {k: statistics.median(v) * 1000 for k, v in columns.items()}
+    return {
+        "load_average": [round(x, 2) for x in os.getloadavg()],  # a shared machine: read the figures with it
+        "median_ms": {k: round(v, 1) for k, v in med.items()},
+        "min_ms": {k: round(min(v) * 1000, 1) for k, v in columns.items()},
+        "ratios": {
+            "workroom_connect / ssh_true": round(med["workroom_connect"] / med["ssh_true"], 2),
+            "workroom_status / ssh_true": round(med["workroom_status"] / med["ssh_true"], 2),
+            "reconnect / reconnect_ssh_phase": round(med["reconnect"] / med["reconnect_ssh_phase"], 2),
+        },
+        "goals": {"workroom_connect / ssh_true": "<= 1.3", "reconnect / reconnect_ssh_phase": "<= 1.3",
+                  "workroom_version": "<= 60 ms"},
+        "reconnect_phases_ms": {k: round(statistics.median(p[k] for p in phases) * 1000, 1) for k in phases[0]},
+        "reconnect_pushed_bytes": sorted(pushed),
+        "runs": runs,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--quick", action="store_true", help="3 runs (CI: the bench still works)")
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        print("run as root: the benchmark starts sshd for a throwaway user", file=sys.stderr)
+        return 2
+    work = Path(tempfile.mkdtemp(prefix="wr-connect-bench-"))
+    server = sshd_mod.launch(sshd_mod.make_workdir())
+    try:
+        result = bench(server, 3 if args.quick else args.runs, work)
+    finally:
+        subprocess.run(["pkill", "-u", str(server.uid)], check=False)
+        sshd_mod.shutdown(server)
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""The `workroom` command starts in a blink: `--version` and `--help` import nothing heavy, and each command
+imports only what it uses (Qt never). Checked by the modules a fresh interpreter holds after the command, not
+by timing (a timing would depend on the machine; `bench/connect_bench.py` measures it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.unit
+
+HEAVY = ("paramiko", "cryptography", "pydantic", "asyncio", "PySide6", "qasync", "keyring",
+         "workroom.core.errors", "workroom.sessions.engine", "workroom.remote.ssh_connection")
+QT = ("PySide6", "qasync", "shiboken6")
+
+CHILD = """
+import contextlib, io, json, sys
+from workroom.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    try:
+        main(json.loads(sys.argv[1]))
+    except SystemExit:
+        pass
+print(json.dumps({"out": out.getvalue(), "modules": sorted(sys.modules)}))
+"""
+
+
+def modules_after(argv: list[str], home: Path) -> tuple[str, set[str]]:
+    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(argv)], capture_output=True, text=True,
+                          timeout=60, env={"WORKROOM_HOME": str(home), "PATH": "/usr/bin:/bin"}, check=True)
+    result = json.loads(done.stdout.splitlines()[-1])
+    return result["out"], set(result["modules"])
+
+
+def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return [n for n in names if n in modules]
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["connect", "--help"], ["status", "--help"]])
+def test_version_and_help_import_nothing_heavy(argv: list[str], tmp_path: Path) -> None:
+    out, modules = modules_after(argv, tmp_path)
+    assert "workroom" in out  # it did answer
+    assert loaded(modules, HEAVY) == []
+
+
+def test_version_builds_no_parser(tmp_path: Path) -> None:
+    out, modules = modules_after(["--version"], tmp_path)
+    assert out.strip().startswith("workroom ")
+    assert "argparse" not in modules
+
+
+@pytest.mark.parametrize("argv", [["hosts", "list"], ["settings", "get"], ["status", "--json"]])
+def test_no_command_imports_qt(argv: list[str], tmp_path: Path) -> None:
+    _, modules = modules_after(argv, tmp_path)
+    assert loaded(modules, QT) == []
+
+
+def test_a_command_without_hosts_to_reach_imports_no_ssh(tmp_path: Path) -> None:
+    _, modules = modules_after(["hosts", "list"], tmp_path)
+    assert loaded(modules, ("paramiko", "cryptography", "asyncio", "workroom.sessions.engine")) == []
