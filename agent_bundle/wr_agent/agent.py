@@ -12,6 +12,7 @@ import time
 from wr_agent import PROTOCOL, VERSION
 from wr_agent import reasons as reasons_mod
 from wr_agent import settings as settings_mod
+from wr_agent.busy_span import BusySpan
 from wr_agent.ceiling import Ceiling
 from wr_agent.classifier import Classifier
 from wr_agent.timeline import Timeline, key_for
@@ -63,6 +64,7 @@ class Agent(object):
         self.min_duration = min_duration
         self.test_min_duration = test_min_duration
         self.clock = clock
+        self.span = BusySpan(tick_seconds)
         self.classifier_busy = False
         self.published_busy = False
         self.last_tick = None
@@ -108,13 +110,16 @@ class Agent(object):
             sig.net_bytes = max(0, sig.net_bytes - own)
             busy, _ = self.classifier.step(now, sig)
             self.classifier_busy = busy
+            published_before = self.published_busy
             self.published_busy = published = self.ceiling.update(now, busy)
             self.last_tick = now
             self.ticks += 1
             c = self.ceiling
             # Plain text before it is kept: any user names processes, and the record is shown in terminals.
-            key = key_for(self.published_busy, busy, c.exceeded, c.suppressed,
-                          [reasons_mod.clean(r) for r in self.classifier.reasons[:1]])
+            reasons = [reasons_mod.clean(r) for r in self.classifier.reasons]
+            key = key_for(self.published_busy, busy, c.exceeded, c.suppressed, reasons[:1])
+            gap = self.classifier.last_gap
+            self.span.step(now, busy, published_before, reasons, gap is not None and gap[0] == now)
         # Outside the lock: a heartbeat to a named target resolves it, and a dead DNS server must not stall
         # every client and the health endpoint for as long as the lookup takes (only this thread sends).
         self.heartbeat.tick(now, published)
@@ -191,6 +196,7 @@ class Agent(object):
                 "sampler": self.sampler.name,
                 "test_min_duration": self.test_min_duration,
                 "health_listen": self.health_listen,
+                "last_busy_span": None if self.span.last is None else dict(self.span.last),
             }
 
     def prompt_event(self, now=None):
@@ -249,6 +255,7 @@ class Agent(object):
     def handoff_state(self):
         with self.lock:
             return {"ceiling": self.ceiling.to_state(), "classifier": self.classifier.to_state(),
+                    "busy_span": self.span.to_state(),
                     "settings": self.ceiling.settings.to_dict(),
                     "classifier_busy": self.classifier_busy, "published_busy": self.published_busy}
 
@@ -260,7 +267,9 @@ class Agent(object):
             ceiling.restore(d.get("ceiling") or {})
             classifier = Classifier(self.classifier.hold_seconds, self.classifier.tick_seconds)
             classifier.restore(d.get("classifier") or {})
-            self.ceiling, self.classifier = ceiling, classifier
+            span = BusySpan(self.tick_seconds)
+            span.restore(d.get("busy_span") or {})
+            self.ceiling, self.classifier, self.span = ceiling, classifier, span
             self.classifier_busy = classifier.busy
             self.published_busy = bool(d.get("published_busy")) and classifier.busy
 

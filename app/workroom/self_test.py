@@ -2,7 +2,8 @@
 
 Checks: Qt loads (offscreen is fine when there is no display), a keyring backend is usable (or which
 backends were rejected and why), the agent bundle is present and its sha256 is the hash of its bytes,
-and every icon is present and readable. Exit 0 when all pass, 1 naming what failed.
+every icon is present and readable, and the notification library with this platform's backend loads.
+Exit 0 when all pass, 1 naming what failed.
 """
 
 from __future__ import annotations
@@ -154,6 +155,21 @@ def check_platform_libraries() -> CheckResult:
     return CheckResult("platform libraries", False, what)
 
 
+def check_notifications() -> CheckResult:
+    """desktop-notifier and this platform's backend import (a frozen app must have shipped them)."""
+    try:
+        from importlib.metadata import version
+
+        from desktop_notifier.main import get_backend_class
+
+        backend = get_backend_class().__name__
+    except Exception as exc:  # a missing module or library is the answer
+        return CheckResult("notifications", False, f"desktop-notifier did not load: {type(exc).__name__}: {exc}")
+    where = ("no notification center outside an app bundle: Qt's balloon is used"
+             if backend == "DummyNotificationCenter" else backend)
+    return CheckResult("notifications", True, f"desktop-notifier {version('desktop-notifier')}, {where}")
+
+
 def run_self_test(cache_dir: Path | None = None) -> list[CheckResult]:
     """Every check, in order; one that raises unexpectedly becomes a failed result, never a crash."""
     checks: list[tuple[str, Callable[[], CheckResult]]] = [
@@ -162,6 +178,7 @@ def run_self_test(cache_dir: Path | None = None) -> list[CheckResult]:
         ("keyring", check_keyring),
         ("agent bundle", lambda: check_agent_bundle(cache_dir)),
         ("icons", check_icons),
+        ("notifications", check_notifications),
     ]
     results: list[CheckResult] = []
     for name, check in checks:

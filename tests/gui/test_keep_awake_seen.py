@@ -57,25 +57,25 @@ def seen_line(app: Any) -> str:
 def test_confirmed_then_not_seen_notifies_once_then_confirmed_again(app: Any, engine: Any) -> None:
     feed(engine, snapshot(proof(4)))
     assert "confirmed; the provider last saw activity 4 s ago" in seen_line(app)
-    assert app.tray.last_notification is None
+    assert app.notifications.last_notification is None
 
     feed(engine, snapshot(proof(41)))
     line = seen_line(app)
     assert "NOT seen; the provider last saw activity 41 s ago" in line
     assert "Busy but not kept awake" in app.window.detail.badge_label.text()
     assert "not seeing the heartbeat (idle 41 s of a 60 s window)" in app.window.detail.tooltip.text()
-    title, message = app.tray.last_notification
+    title, message = app.notifications.last_notification
     assert title == "gpu-box: busy but not kept awake"
     assert "put to sleep in 19 s" in message or "put to sleep in 18 s" in message
     assert app.tray.worst_kind is BadgeKind.BUSY_NOT_KEPT_AWAKE
 
-    app.tray.last_notification = None
+    app.notifications.last_notification = None
     feed(engine, snapshot(proof(45)))  # still not seen: no second notification
-    assert app.tray.last_notification is None
+    assert app.notifications.last_notification is None
     feed(engine, snapshot(proof(2)))
     assert "confirmed" in seen_line(app)
     feed(engine, snapshot(proof(42)))  # not seen again after a recovery: notified again
-    assert app.tray.last_notification is not None
+    assert app.notifications.last_notification is not None
 
 
 @pytest.mark.parametrize("value", [None, CANNOT_READ])

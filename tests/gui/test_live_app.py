@@ -119,8 +119,8 @@ def test_prompt_card_keep_then_unanswered(app: Any, engine: Any, run: Any, cpu_j
         app.controller.add_host(Host(name="steady", provider="ssh"))
         card = await wait_for(lambda: cards.cards.get("sleepy"), 40, "a prompt card for the sleepable host")
         assert card.title.text() == "sleepy: keep it awake?"
-        assert app.tray.last_notification is not None
-        assert app.tray.last_notification[0] == "sleepy: keep it awake?"
+        assert app.notifications.last_notification is not None
+        assert app.notifications.last_notification[0] == "sleepy: keep it awake?"
         first_key = card.key
         card.keep_button.click()
         await wait_for(lambda: "sleepy" not in cards.cards or cards.cards["sleepy"].key != first_key, 15,

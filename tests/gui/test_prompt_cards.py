@@ -101,9 +101,9 @@ def test_card_raises_a_system_notification(engine: Any, qtbot: Any) -> None:
 
     app = WorkroomApp(engine)
     qtbot.addWidget(app.window)
-    assert app.tray.last_notification is None
+    assert app.notifications.last_notification is None
     feed(engine, prompting("render-farm"))
-    title, message = app.tray.last_notification  # type: ignore[misc]
+    title, message = app.notifications.last_notification  # type: ignore[misc]
     assert title == "render-farm: keep it awake?"
     assert "past the 4 h awake ceiling" in message
     app.window.cards.timer.stop()

@@ -103,13 +103,13 @@ def test_after_the_wake_the_user_hears_which_box_slept_while_busy(engine: Any, q
     feed(engine, _metered(ConnectionState.LIVE, polling=True))
     app._computer_woke(3600.0)
     feed(engine, _metered(ConnectionState.LOST, polling=False))
-    assert app.tray.last_notification is None or "sleep" not in app.tray.last_notification[0]
+    assert app.notifications.last_notification is None or "sleep" not in app.notifications.last_notification[0]
     feed(engine, _metered(ConnectionState.ASLEEP, polling=False))
-    assert app.tray.last_notification is not None
-    title, message = app.tray.last_notification
+    assert app.notifications.last_notification is not None
+    title, message = app.notifications.last_notification
     assert title == "api-box went to sleep while this computer slept"
     assert "cut short" in message
-    app.tray.last_notification = None
+    app.notifications.last_notification = None
     feed(engine, _metered(ConnectionState.ASLEEP, polling=False))
-    assert app.tray.last_notification is None  # once per wake
+    assert app.notifications.last_notification is None  # once per wake
     app.tray.icon.hide()

@@ -81,6 +81,7 @@ def test_let_it_sleep_that_cannot_reach_the_host_leaves_the_card_with_why(app: A
     feed(engine, prompting("render-farm"))
     tray = app.tray
     assert "render-farm" in app.window.cards.cards and "render-farm" in tray.prompt_actions
+    assert app.notifications.showing("prompt:render-farm")
 
     async def settle() -> None:
         tray.prompt_actions["render-farm"][2].trigger()
@@ -94,9 +95,9 @@ def test_let_it_sleep_that_cannot_reach_the_host_leaves_the_card_with_why(app: A
 
 def test_a_prompt_answered_elsewhere_unpins_and_withdraws_too(app: Any, engine: Any) -> None:
     feed(engine, prompting("render-farm"))
-    assert "render-farm" in app.tray.notified
+    assert app.notifications.showing("prompt:render-farm")
     feed(engine, make_snapshot("render-farm", "boxd", **busy()))  # the agent says: no prompt pending any more
-    assert "render-farm" not in app.tray.prompt_actions and "render-farm" not in app.tray.notified
+    assert "render-farm" not in app.tray.prompt_actions and not app.notifications.showing("prompt:render-farm")
 
 
 @pytest.mark.parametrize("gone", [ConnectionState.DISCONNECTED, ConnectionState.LOST, ConnectionState.ASLEEP])
@@ -109,7 +110,7 @@ def test_a_prompt_is_shown_only_while_the_link_can_carry_the_answer(app: Any, en
     feed(engine, prompting("render-farm"))
     assert "render-farm" in cards.cards and "render-farm" in tray.prompt_actions
     assert "render-farm needs an answer" in tray.summary.text()
-    assert "render-farm" in app.app_nap.pending and "render-farm" in tray.notified
+    assert "render-farm" in app.app_nap.pending and app.notifications.showing("prompt:render-farm")
 
     feed(engine, prompting("render-farm", gone))  # the same status and prompt, on a link that is gone
     assert "render-farm" not in cards.cards and cards.isHidden() and not cards.timer.isActive()
@@ -120,19 +121,20 @@ def test_a_prompt_is_shown_only_while_the_link_can_carry_the_answer(app: Any, en
     total = app.window.model.rowCount()
     assert tray.summary.text() == f"0 of {total} live"  # nobody needs an answer
     assert "render-farm" not in app.app_nap.pending
-    assert "render-farm" not in tray.notified and tray.last_notification is None
+    assert not app.notifications.showing("prompt:render-farm") and app.notifications.last_notification is None
 
-    tray.last_notification = None
+    app.notifications.last_notification = None
     feed(engine, prompting("render-farm"))  # live again, the agent still asking with the same deadline
     card = cards.cards["render-farm"]
     assert card.isVisibleTo(app.window) and card.countdown.text().startswith("Answer within")
     assert "render-farm" in tray.prompt_actions and "render-farm needs an answer" in tray.summary.text()
     assert "render-farm" in app.app_nap.pending
-    assert tray.last_notification is None, "the same prompt was announced twice"
+    assert app.notifications.last_notification is None, "the same prompt was announced twice"
 
     feed(engine, prompting("render-farm", gone))
     feed(engine, prompting("render-farm", deadline_in=900))  # a later prompt: the agent asks anew
-    assert tray.last_notification is not None and tray.last_notification[0] == "render-farm: keep it awake?"
+    note = app.notifications.last_notification
+    assert note is not None and note[0] == "render-farm: keep it awake?"
 
 
 def test_the_tray_tooltip_counts_every_host_even_when_the_worst_kind_stays(qapp: Any,

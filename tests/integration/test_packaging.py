@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_self_test_passes_here_with_a_usable_keyring(memory_keyring: object, tmp_path: Path) -> None:
     results = self_test.run_self_test(cache_dir=tmp_path)
-    assert [r.name for r in results] == ["platform libraries", "qt", "keyring", "agent bundle", "icons"]
+    assert [r.name for r in results] == ["platform libraries", "qt", "keyring", "agent bundle", "icons",
+                                        "notifications"]
     assert all(r.ok for r in results), [r.line() for r in results if not r.ok]
     agent = next(r for r in results if r.name == "agent bundle")
     path = Path(agent.detail.split(" (")[0])

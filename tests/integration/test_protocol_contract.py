@@ -278,6 +278,59 @@ def test_a_full_record_comes_to_the_app_in_pages_without_loss(tmp_path: Path) ->
     assert starts[0] == pytest.approx(spans[0][0])
 
 
+@pytest.mark.root
+def test_the_status_that_reports_idle_tells_the_busy_span_the_app_reads(tmp_path: Path) -> None:
+    """`last_busy_span` from the real agent, through the app's model and its "finished" rule: a CPU job of
+    about 3 s, then the IDLE event carries how long it ran and its class, with no request for the record.
+    In a PID namespace of its own, so other work on this machine cannot stretch the span."""
+    import os
+    import sys
+
+    from integration.agent.agentrun import Agent, PidNamespace, agent_env, serve_argv, wait_answering
+    from workroom.core.notices import finished_span
+    from workroom.core.protocol import Verdict
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root: namespaces")
+    ns = PidNamespace()
+    try:
+        sock = str(Path(private_dir(tmp_path / "run")) / "agent.sock")
+        proc = ns.popen(serve_argv(sock, "--workroom", "contract", "--no-heartbeat", "--hold-seconds", "2"),
+                        env=agent_env())
+        wait_answering(sock, proc)
+        Agent(sock, proc).wait_status(lambda st: st["verdict"] == "IDLE", 20, "the namespace to be idle")
+        wire = Wire(sock)
+        parse_line(wire.line())
+        first = wire.ask(subscribe_request(1))
+        assert isinstance(first, Reply)
+        previous = first.status()
+        burn = "import time\nend = time.time() + 3\nwhile time.time() < end: pass"
+        job = ns.popen([sys.executable, "-c", burn])
+        seen_busy = False
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            event = parse_line(wire.line())
+            if not isinstance(event, StatusEvent):
+                continue
+            status = event.status
+            seen_busy = seen_busy or status.verdict is Verdict.BUSY
+            if seen_busy and status.verdict is Verdict.IDLE and previous.verdict is Verdict.BUSY:
+                span = status.last_busy_span
+                assert span is not None and not span.slept
+                assert span.reason_class == "cpu" and span.subject, span
+                assert 2.0 <= span.seconds <= 6.0, span
+                assert span.ended <= status.monotonic + 0.01
+                assert finished_span(previous, status, 2.0) == span
+                assert finished_span(status, status, 2.0) is None  # the same status again is not a new finish
+                assert finished_span(previous, status, 10.0) is None  # shorter than asked for
+                ns.kill(job)
+                return
+            previous = status
+        pytest.fail(f"no IDLE event with the busy span within 30 s (saw busy: {seen_busy})")
+    finally:
+        ns.close()
+
+
 # -- busy reasons: every class the agent can emit, through the app's table ------------------------------------
 
 def _drive_every_reason_class():  # type: ignore[no-untyped-def]

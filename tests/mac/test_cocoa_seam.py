@@ -274,12 +274,60 @@ def test_the_login_item_is_registered_and_removed(cocoa: Cocoa) -> None:
             item.enable()
 
 
+class _NotifierStandIn:
+    """desktop-notifier's DesktopNotifier as UNUserNotificationCenter answers it: delivered until removed."""
+
+    def __init__(self) -> None:
+        self.delivered: dict[str, str] = {}
+        self.count = 0
+
+    async def send(self, title: str, message: str, **_options: object) -> str:
+        self.count += 1
+        identifier = f"n{self.count}"
+        self.delivered[identifier] = title
+        return identifier
+
+    async def clear(self, identifier: str) -> None:
+        self.delivered.pop(identifier, None)
+
+    async def get_current_notifications(self) -> list[str]:
+        return list(self.delivered)
+
+    async def has_authorisation(self) -> bool:
+        return True
+
+
 def test_a_notification_is_posted_and_withdrawn(cocoa: Cocoa) -> None:
-    """To write once the call exists: post, find it pending or delivered, withdraw it by its identifier, gone.
+    """Post, find it delivered, withdraw it by its identifier, gone (ui/notifications.py `SystemBackend`).
     A runner can do only part: UNUserNotificationCenter needs a bundled app and the user's permission (asked
-    once, answered by a person), so on a runner the post is refused and only the refusal's handling and the
-    withdrawal call can be checked. Qt's tray balloon, used today, offers no withdrawal at all."""
-    pending_seam(("UNUserNotificationCenter", "desktop_notifier"), "a notification posted and withdrawn")
+    once, answered by a person), so on a runner (no bundle) the notifier is refused at its probe and the app
+    falls back to Qt's balloon; that refusal's handling is what the real run checks."""
+    import asyncio
+
+    from workroom.ui.notifications import Notice, NoticeButton, SystemBackend
+
+    notice = Notice("prompt:box1", "box1: keep it awake?", "busy", (NoticeButton("keep", "Keep awake"),), True)
+    if cocoa.real:
+        from desktop_notifier.backends.macos_support import is_bundle
+
+        backend = SystemBackend(lambda *_: None, lambda *_: None)
+        if not is_bundle():
+            with pytest.raises(RuntimeError, match="app bundle"):
+                asyncio.run(backend.probe())
+            return
+        asyncio.run(backend.post(notice))  # a bundled app: the post is asked for (permission: a person's)
+        asyncio.run(backend.withdraw(notice.key))
+        return
+    stand_in = _NotifierStandIn()
+    backend = SystemBackend(lambda *_: None, lambda *_: None, notifier=stand_in)
+
+    async def scenario() -> None:
+        await backend.post(notice)
+        assert list(stand_in.delivered.values()) == ["box1: keep it awake?"]
+        await backend.withdraw(notice.key)
+        assert await stand_in.get_current_notifications() == []
+
+    asyncio.run(scenario())
 
 
 class _PowerStandIn:

@@ -125,9 +125,11 @@ def test_a_fifo_in_place_of_the_log_file_is_moved_aside_instead_of_hanging_the_s
     assert "was a FIFO, not a file" in path.read_text() and aside[0].name in path.read_text()
 
 
-def test_prompt_notifications_do_not_time_out_on_macos() -> None:
+def test_prompt_balloons_do_not_time_out_on_macos() -> None:
+    """Qt's balloon, the fallback where no notification service answers (an app run outside a bundle)."""
     pytest.importorskip("PySide6")
-    from workroom.ui.tray import notification_timeout_ms
+    from workroom.ui.notifications import balloon_timeout_ms
 
-    assert notification_timeout_ms("darwin") == 0
-    assert notification_timeout_ms("linux") == 15000
+    assert balloon_timeout_ms(True, "darwin") == 0
+    assert balloon_timeout_ms(False, "darwin") == 15000
+    assert balloon_timeout_ms(True, "linux") == 15000

@@ -119,6 +119,8 @@ class NotKeptAwakeReason(StrEnum):
     OUTSIDE_KEEPAWAKE_NOT_RUNNING = "outside_keepawake_not_running"
     OUTSIDE_KEEPAWAKE_FAILING = "outside_keepawake_failing"
     PROVIDER_NOT_SEEING = "provider_not_seeing"
+    SLEPT_WHILE_BUSY = "slept_while_busy"
+    """Asleep, although its agent last said it was busy: the keep-awake did not hold (an ASLEEP badge)."""
 
 
 class Badge(BaseModel):
@@ -244,22 +246,26 @@ def prompt_deadline_here(status: Status, connection: ConnectionInfo) -> float | 
 
 
 SUSPENDED_WHILE_BUSY = (
-    "While the app was not running, the provider suspended this box although its agent last said it was busy: "
+    "The provider suspended this box although its agent last said it was busy: "
     "work on it may have been cut short."
 )
 
 
 def _asleep(traits: ProviderTraits, connection: ConnectionInfo) -> Badge:
     sentences = ["The provider has put this box to sleep."]
+    reason = None
+    hint = "Connecting wakes it."
     if connection.suspended_while_busy:
+        reason = NotKeptAwakeReason.SLEPT_WHILE_BUSY
         sentences.append(
             "It was suspended while its agent still said it was busy, so work on it may have been cut short."
         )
         if traits.needs_outside_keep_awake:
             sentences.append("Only this computer keeps such a box awake, and only while the app runs.")
+        hint = "Wake and connect to see what survived; check its keep-awake before starting long work again."
     if connection.wake_seconds is not None:
         sentences.append(f"Last wake took {connection.wake_seconds:.1f} s.")
-    return _make(BadgeKind.ASLEEP, sentences, hint="Connecting wakes it.")
+    return _make(BadgeKind.ASLEEP, sentences, hint=hint, reason=reason)
 
 
 def _offline(connection: ConnectionInfo, face: Face) -> Badge:

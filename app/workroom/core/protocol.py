@@ -52,6 +52,7 @@ __all__ = [
     "AgentInfo",
     "AgentMessage",
     "BusyReason",
+    "BusySpan",
     "ErrorBody",
     "ErrorCode",
     "ErrorReply",
@@ -173,6 +174,26 @@ class GapInfo(_AgentModel):
     busy_before: bool
 
 
+class BusySpan(_AgentModel):
+    """The agent's last busy span that ended while it was published BUSY (docs/protocol.md)."""
+
+    ended: float
+    """Agent monotonic time the span ended (the tick the verdict turned IDLE)."""
+    seconds: float = Field(ge=0)
+    """From its first BUSY vote to its last (the hold after work not counted); 0: it was only held."""
+    reason_class: str = Field(alias="class")
+    """The class of the reason that voted BUSY longest ("cpu", "disk", …); empty when only held."""
+    subject: str
+    """The process that reason named most (its comm), or empty."""
+    slept: bool
+    """The box was suspended (a tick gap) during the span."""
+
+    @field_validator("reason_class", "subject")
+    @classmethod
+    def _plain(cls, value: str) -> str:
+        return plain(value)  # a process name any user on the box chose
+
+
 class AgentInfo(_AgentModel):
     version: str
     protocol: int
@@ -259,6 +280,8 @@ class Status(_AgentModel):
     sampler: str = "proc"
     last_gap: GapInfo | None = None
     """None from an agent that never slept (or is too old to say)."""
+    last_busy_span: BusySpan | None = None
+    """None until a busy span ended (or from an agent too old to say)."""
     _settings_values: dict[str, object] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="wrap")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from workroom.agent_bundle import AgentBundle
-from workroom.core.app_settings import AppSettings
+from workroom.core.app_settings import AppSettings, NoticeSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
@@ -284,6 +284,15 @@ class Engine:
             else:
                 outcome[name] = None
         return outcome
+
+    def use_notice_settings(self, notices: NoticeSettings) -> None:
+        """Which notifications this computer shows, from now on (nothing goes to the hosts); `save_settings`
+        writes them."""
+        self.settings = self.settings.model_copy(update={"notices": notices})
+
+    async def save_settings(self) -> None:
+        """Write the settings as they are now (off the loop's thread)."""
+        await asyncio.get_running_loop().run_in_executor(None, save_settings, self.paths, self.settings)
 
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.sessions.values()), return_exceptions=True)

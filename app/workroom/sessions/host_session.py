@@ -392,8 +392,12 @@ class HostSession:
             self._teardown(str(error))
             if not self._wanted:
                 return
+            was_live = self.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET)
             box = await self._box_state()
             if box is BoxState.ASLEEP:
+                if was_live:  # put to sleep under our eyes: while its agent said busy, work was cut short
+                    self.connection = self.connection.model_copy(update={"suspended_while_busy": (
+                        self.traits.sleeps_when_idle and self.status is not None and self.status.busy)})
                 self._end_run(_EndOfRun.asleep())  # connecting again would wake it: that is the user's call
                 return
             self.failure = error

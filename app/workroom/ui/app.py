@@ -7,18 +7,17 @@ same way out: every session is closed before the event loop stops (docs/macos.md
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 import socket
 import sys
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, QSocketNotifier, Qt
 from PySide6.QtWidgets import QApplication
 
-from workroom.core import heartbeat_proof
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.paths import app_log_folder
@@ -32,19 +31,36 @@ from workroom.ui import row_text
 from workroom.ui.about_dialog import AboutDialog, QuitDialog, show_help
 from workroom.ui.app_controller import AppController
 from workroom.ui.computer_sleep import ComputerSleepWatch
-from workroom.ui.main_window import MainWindow
+from workroom.ui.host_notices import HostNotices
+from workroom.ui.main_window import SETTINGS_TAB, MainWindow
+from workroom.ui.notifications import BackendFactory, Notice, NoticeButton, Notifications, choose_backend
 from workroom.ui.tray import TrayController, copy_to_clipboard
 
 log = logging.getLogger(__name__)
 
 
+KEEP_BUTTON, SLEEP_BUTTON = "keep", "sleep"
+PROMPT_BUTTONS = (NoticeButton(KEEP_BUTTON, "Keep awake"), NoticeButton(SLEEP_BUTTON, "Let it sleep"))
+"""A ceiling prompt's notification: the same two answers as its card and its pinned menu entry."""
+
+
+NOTIFICATIONS_DRAIN_SECONDS = 2.0
+
+
+def prompt_key(name: str) -> str:
+    return f"prompt:{name}"
+
+
 class WorkroomApp:
-    def __init__(self, engine: Engine, *, login_item: LoginItem | None = None) -> None:
+    def __init__(self, engine: Engine, *, login_item: LoginItem | None = None,
+                 notification_backend: BackendFactory = choose_backend) -> None:
         self.controller = AppController(engine)
         self.idle_sleep = IdleSleepGuard()
         self.idle_sleep.set_enabled(engine.settings.hold_idle_sleep)
         self.window = MainWindow(self.controller, login_item=login_item, can_hold_idle_sleep=power() is not None)
         self.tray = TrayController()
+        self.notifications = Notifications(self.tray.icon, notification_backend)
+        self.host_notices = HostNotices(self.notifications, lambda: self.controller.notice_settings)
         self.quit_event = asyncio.Event()
         self.app_nap = AppNapGuard()
         self.sleep_watch = ComputerSleepWatch()
@@ -62,7 +78,6 @@ class WorkroomApp:
         self._signal_notifier: QSocketNotifier | None = None
         self._previous_wakeup_fd = -1
         self._previous_sigterm: Any = signal.SIG_DFL
-        self._proofs: dict[str, heartbeat_proof.HeartbeatProof | None] = {}
         self._connect_after: asyncio.Task[None] | None = None
         self._announced: dict[str, float] = {}
         """Per host, the deadline of the prompt last notified: the same prompt back after a reconnect is
@@ -76,6 +91,7 @@ class WorkroomApp:
         c.snapshot_changed.connect(t.update)
         c.snapshot_changed.connect(self._track_pending)
         c.host_removed.connect(lambda name: self.app_nap.release(name))
+        c.host_removed.connect(self._forget_notices)
         c.host_removed.connect(lambda name: self.idle_sleep.release(name))
         w.computer.hold_idle_sleep_changed.connect(self.idle_sleep.set_enabled)
         self.sleep_watch.woke.connect(self._computer_woke)
@@ -98,8 +114,16 @@ class WorkroomApp:
         t.let_sleep_requested.connect(w.cards.dismiss)
         t.copy_requested.connect(self._copy_ssh)
         w.cards.card_raised.connect(self._notify_card)
-        c.snapshot_changed.connect(self._notify_not_seen)
+        c.snapshot_changed.connect(self._withdraw_answered)
+        c.snapshot_changed.connect(self.host_notices.on_snapshot)
+        c.notice_settings_changed.connect(self.host_notices.settings_changed)
         w.cards.prompt_answered.connect(t.answered)
+        w.cards.prompt_answered.connect(lambda name: self.notifications.withdraw(prompt_key(name)))
+        self.notifications.button_pressed.connect(self._notification_button)
+        self.notifications.clicked.connect(self._notification_clicked)
+        w.tabs.currentChanged.connect(self._tab_changed)
+        self.notifications.service_changed.connect(
+            lambda: w.settings.show_notification_service(self.notifications.service_words()))
 
     def _keep(self, name: str) -> None:
         if not self.window.cards.keep_host(name):
@@ -157,12 +181,12 @@ class WorkroomApp:
             self.idle_sleep.release(name)
         if name in self._slept_while_kept and snapshot.connection.state is ConnectionState.ASLEEP:
             self._slept_while_kept.discard(name)
-            self.tray.notify(f"{name} went to sleep while this computer slept",
-                             f"This computer was keeping {name} awake while it was busy, and its provider "
-                             "suspended it meanwhile: work on it may have been cut short. "
-                             + ("Settings can hold off this Mac's idle sleep while a box it keeps awake is busy."
-                                if power() is not None else "Keep this computer awake while such a job runs."),
-                             host=name)
+            self.notifications.post(Notice(
+                f"slept:{name}", f"{name} went to sleep while this computer slept",
+                f"This computer was keeping {name} awake while it was busy, and its provider "
+                "suspended it meanwhile: work on it may have been cut short. "
+                + ("Settings can hold off this Mac's idle sleep while a box it keeps awake is busy."
+                   if power() is not None else "Keep this computer awake while such a job runs.")))
 
     def _computer_woke(self, slept_seconds: float) -> None:
         """This computer was asleep: the boxes it was keeping awake by its own polls may have been suspended."""
@@ -183,17 +207,43 @@ class WorkroomApp:
                 return  # this prompt was announced before its link dropped; its card and menu entry are back
             self._announced[name] = deadline
         detail = snapshot.badge().tooltip if isinstance(snapshot, HostSnapshot) else ""
-        self.tray.notify(f"{name}: keep it awake?", detail or f"{name} has been busy past its ceiling.",
-                         host=name)
+        self.notifications.post(Notice(
+            prompt_key(name), f"{name}: keep it awake?", detail or f"{name} has been busy past its ceiling.",
+            buttons=PROMPT_BUTTONS, sticky=True))
 
-    def _notify_not_seen(self, snapshot: HostSnapshot) -> None:
-        """The provider stopped seeing a host's keep-awake: say so before its idle window runs out."""
-        proof = snapshot.connection.heartbeat_proof
-        previous = self._proofs.get(snapshot.host.name)
-        self._proofs[snapshot.host.name] = proof
-        note = heartbeat_proof.notification(snapshot.host.name, proof, previous, time.monotonic())
-        if note is not None:
-            self.tray.notify(*note)
+    def _withdraw_answered(self, snapshot: HostSnapshot) -> None:
+        """A prompt answered anywhere (here, another computer) or run out, or whose link is gone: its
+        notification is taken back (the card and the pinned entry go by the same rule)."""
+        name = snapshot.host.name
+        if self.notifications.showing(prompt_key(name)) and (
+                row_text.prompt_deadline(snapshot) != self._announced.get(name)
+                or self.tray.answered_prompts.get(name) == self._announced.get(name)):
+            self.notifications.withdraw(prompt_key(name))
+
+    def _tab_changed(self, index: int) -> None:
+        if index == SETTINGS_TAB:  # notifications may have been turned off or on in System Settings meanwhile
+            with contextlib.suppress(RuntimeError):  # no loop running (a test driving the window by hand)
+                asyncio.get_running_loop()
+                self.controller.tasks.run("notification-permission", self.notifications.refresh_authorisation())
+
+    def _notification_button(self, key: str, button: str) -> None:
+        """A notification's button: exactly what the card's (and the menu's) buttons do."""
+        kind, _, name = key.partition(":")
+        if kind != "prompt":
+            return
+        if button == KEEP_BUTTON:
+            self._keep(name)
+        elif button == SLEEP_BUTTON:
+            self.window.cards.dismiss(name)
+
+    def _notification_clicked(self, key: str) -> None:
+        _, _, name = key.partition(":")
+        if self.window.model.row_of(name) is not None:  # a host removed since has nothing to show
+            self._show_host(name)
+
+    def _forget_notices(self, name: str) -> None:
+        self.notifications.withdraw(prompt_key(name))
+        self.host_notices.forget(name)
 
     def start(self, *, connect: bool = True, show_window: bool = False) -> None:
         """Show the tray (or, without one, the window) and connect every host in the background."""
@@ -294,6 +344,13 @@ class WorkroomApp:
             self.request_quit()
 
     async def close(self) -> None:
+        for key in list(self.notifications.shown):  # a question left on screen could not be answered any more
+            self.notifications.withdraw(key)
+        try:
+            await asyncio.wait_for(self.notifications.drain(), NOTIFICATIONS_DRAIN_SECONDS)
+        except TimeoutError:
+            log.warning("the notification service did not take back every notification within %.0f s",
+                        NOTIFICATIONS_DRAIN_SECONDS)
         self.sleep_watch.stop()
         self.idle_sleep.set_enabled(False)
         if self._connect_after is not None:

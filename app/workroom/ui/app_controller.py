@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from PySide6.QtCore import QObject, Signal
 
+from workroom.core.app_settings import NoticeSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import Face, UserError
@@ -46,6 +47,8 @@ class AppController(QObject):
     """{host name: UserError | None} after new ceiling settings went out."""
     settings_failed = Signal(object)
     """A UserError: the settings could not be saved."""
+    notice_settings_changed = Signal()
+    """Which notifications to show changed (in memory at once; saved in the background)."""
 
     def __init__(self, engine: Engine) -> None:
         super().__init__()
@@ -66,6 +69,10 @@ class AppController(QObject):
     @property
     def ceiling_settings(self) -> CeilingSettings:
         return self.engine.settings.ceiling
+
+    @property
+    def notice_settings(self) -> NoticeSettings:
+        return self.engine.settings.notices
 
     def host_names(self) -> list[str]:
         return self.engine.hosts.names()
@@ -317,6 +324,38 @@ class AppController(QObject):
             self.settings_applied.emit(outcome)
 
         self.tasks.run("settings", apply())
+
+    def apply_notice_settings(self, notices: NoticeSettings) -> None:
+        """Use these notification settings from now on, and save them (a failure to save is shown)."""
+        if notices == self.engine.settings.notices:
+            return
+        self.engine.use_notice_settings(notices)
+        self.notice_settings_changed.emit()
+
+        async def save() -> None:  # whatever the settings are when it runs: a later change is never undone
+            try:
+                await self.engine.save_settings()
+            except OSError as error:
+                self.settings_failed.emit(UserError("Settings not saved", str(error),
+                                                    "Check that the settings folder is writable."))
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # no loop running (a test toggling a box by hand): save when the loop runs
+            asyncio.get_event_loop().create_task(save())
+            return
+        self.tasks.run("notice-settings", save(), supersede=False)
+
+    def set_finished_notice(self, name: str, wanted: bool, *, this_computer: bool) -> None:
+        """The host's own "tell me when its work finishes" (this computer's is a setting of its own)."""
+        notices = self.notice_settings
+        if this_computer:
+            notices = notices.model_copy(update={"finished_this_computer": wanted})
+            if wanted:
+                notices = notices.with_finished_for(name, True)  # and not muted by name either
+        else:
+            notices = notices.with_finished_for(name, wanted)
+        self.apply_notice_settings(notices)
 
     async def timeline(self, name: str, since: float | None) -> TimelineReply:
         """The host's why-awake record (raises UserError when it is not connected)."""

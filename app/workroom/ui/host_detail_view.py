@@ -13,10 +13,21 @@ import time
 from collections.abc import Callable
 
 from PySide6.QtCore import Qt, Signal, SignalInstance
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QSizePolicy, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
+from workroom.core.app_settings import NoticeSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import Face
+from workroom.core.hosts import LOCAL_PROVIDER
 from workroom.core.plain_errors import without_exception_names
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
@@ -44,6 +55,8 @@ class HostDetailView(QWidget):
     retry_requested = Signal(str)
     disconnect_requested = Signal(str)
     keep_requested = Signal(str)
+    finished_notice_toggled = Signal(str, bool, bool)
+    """(host, wanted, this computer): the user changed "Tell me when its work finishes" for this host."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
@@ -84,6 +97,10 @@ class HostDetailView(QWidget):
         self.connect_button.clicked.connect(self._connect_clicked)
         self.disconnect_button.clicked.connect(lambda: self._emit(self.disconnect_requested))
         self.keep_button.clicked.connect(lambda: self._emit(self.keep_requested))
+        self._notices = NoticeSettings()
+        self.finished_box = QCheckBox("Tell me when its work finishes")
+        self.finished_box.setObjectName("detail_finished_notice")
+        self.finished_box.toggled.connect(self._finished_toggled)
         head = QHBoxLayout()
         head.addWidget(self.icon)
         head.addWidget(self.title, 1)
@@ -103,6 +120,7 @@ class HostDetailView(QWidget):
         layout.addLayout(error_row)
         layout.addWidget(self.error_details)
         layout.addWidget(self.fields)
+        layout.addWidget(self.finished_box)
         self.sections: list[QWidget] = []
         """Further sections (the why-awake timeline), shown below the buttons and given every snapshot."""
         layout.addStretch(1)
@@ -152,6 +170,7 @@ class HostDetailView(QWidget):
             self._show_error(None)
             for button in (self.connect_button, self.disconnect_button, self.keep_button):
                 button.hide()
+            self.finished_box.hide()
             self._set_primary(None)
             return
         now = self._clock()
@@ -167,6 +186,7 @@ class HostDetailView(QWidget):
         )
         self.fields.setText(f"<table>{rows}</table>")
         self._show_error(snapshot)
+        self._show_finished_box(snapshot)
         state = snapshot.connection.state
         active = state in ACTIVE_STATES
         retrying = state in RETRYING_STATES
@@ -199,6 +219,27 @@ class HostDetailView(QWidget):
                 button.setFocus(Qt.FocusReason.OtherFocusReason)
                 return
         self.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def set_notice_settings(self, notices: NoticeSettings) -> None:
+        self._notices = notices
+        if self.snapshot is not None:
+            self._show_finished_box(self.snapshot)
+
+    def _show_finished_box(self, snapshot: HostSnapshot) -> None:
+        wanted = self._notices.finished_for(snapshot.host.name,
+                                            this_computer=snapshot.host.provider == LOCAL_PROVIDER)
+        self.finished_box.blockSignals(True)
+        self.finished_box.setChecked(wanted)
+        self.finished_box.blockSignals(False)
+        self.finished_box.setEnabled(self._notices.finished)
+        self.finished_box.setToolTip("" if self._notices.finished else
+                                     "Turned off for every host in Settings › Notifications.")
+        self.finished_box.show()
+
+    def _finished_toggled(self, wanted: bool) -> None:
+        if self.snapshot is not None:
+            self.finished_notice_toggled.emit(self.snapshot.host.name, wanted,
+                                              self.snapshot.host.provider == LOCAL_PROVIDER)
 
     def _show_error(self, snapshot: HostSnapshot | None) -> None:
         info = snapshot.connection.error if snapshot is not None else None

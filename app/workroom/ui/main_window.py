@@ -111,6 +111,8 @@ class MainWindow(QMainWindow):
         self.cards = PromptCardsView(controller.keep, controller.tasks, sleeper=controller.let_sleep)
         self.settings = SettingsView()
         self.settings.load(controller.ceiling_settings)
+        self.settings.load_notices(controller.notice_settings)
+        self.detail.set_notice_settings(controller.notice_settings)
         app_settings = controller.engine.settings
         self.computer = ComputerOptionsView(
             login_item, hold_idle_sleep=app_settings.hold_idle_sleep if can_hold_idle_sleep else None,
@@ -229,10 +231,19 @@ class MainWindow(QMainWindow):
         self.cards.card_clicked.connect(self.select_host)
         self.cards.ticked.connect(self._tick)
         self.settings.apply_requested.connect(self._apply_settings)
+        self.settings.notices_changed.connect(c.apply_notice_settings)
+        c.notice_settings_changed.connect(self._notice_settings_changed)
+        self.detail.finished_notice_toggled.connect(
+            lambda name, wanted, local: c.set_finished_notice(name, wanted, this_computer=local))
         self.add_button.clicked.connect(self.open_add_dialog)
         self.edit_button.clicked.connect(self.open_edit_dialog)
         self.remove_button.clicked.connect(self.confirm_remove)
         self.connect_all_button.clicked.connect(self.connect_all)
+
+    def _notice_settings_changed(self) -> None:
+        notices = self.controller.notice_settings
+        self.settings.load_notices(notices)
+        self.detail.set_notice_settings(notices)
 
     def on_snapshot(self, snapshot: HostSnapshot) -> None:
         self.model.update(snapshot)

@@ -1,4 +1,6 @@
-"""The settings pane: awake ceiling (hours + minutes), prompt timeout, ask mode.
+"""The settings pane: awake ceiling (hours + minutes), prompt timeout, ask mode; and which notifications this
+computer shows ("finished" after N minutes, also for this computer; lost work), with a line when the
+system will not show them (turned off for the app, or no notification service).
 
 A value the boxes cannot show whole (the CLI takes seconds: a 90 s ceiling shows as 2 min) is kept exactly
 as loaded, and said in words under the boxes, until the user changes that value's boxes: applying
@@ -23,6 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from workroom.core.app_settings import FINISHED_AFTER_MAX_SECONDS, FINISHED_AFTER_MIN_SECONDS, NoticeSettings
 from workroom.core.ceiling import (
     DURATION_FIELDS,
     MAX_DURATION_SECONDS,
@@ -59,6 +62,8 @@ def _spin(suffix: str, name: str) -> QSpinBox:
 class SettingsView(QWidget):
     apply_requested = Signal(object)
     """A checked CeilingSettings the user asked to apply."""
+    notices_changed = Signal(object)
+    """NoticeSettings, as soon as a notification row changes (this computer only: applied at once)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -93,6 +98,22 @@ class SettingsView(QWidget):
         self.apply_button = QPushButton("Apply to all hosts")
         self.apply_button.setObjectName("settings_apply")
         self.apply_button.clicked.connect(self.request_apply)
+        self._notices = NoticeSettings()
+        self.finished = QCheckBox("Tell me when a host's work finishes, if it was busy for at least")
+        self.finished.setObjectName("notice_finished")
+        self.finished_minutes = _spin(int(FINISHED_AFTER_MAX_SECONDS // 60), " min", "notice_finished_minutes")
+        self.finished_minutes.setMinimum(int(FINISHED_AFTER_MIN_SECONDS // 60))
+        self.finished_local = QCheckBox("Also for this computer")
+        self.finished_local.setObjectName("notice_finished_local")
+        self.finished_local.setToolTip("Off by default: you are sitting at it. Each host's details can turn it "
+                                       "off for that host.")
+        self.lost_work = QCheckBox("Tell me when a box is busy but not kept awake, or fell asleep while busy")
+        self.lost_work.setObjectName("notice_lost_work")
+        self.notification_service = QLabel()
+        self.notification_service.setObjectName("notification_service")
+        self.notification_service.setWordWrap(True)
+        styles.set_role(self.notification_service, styles.MUTED)
+        self.notification_service.hide()
 
         ceiling_row = QHBoxLayout()
         ceiling_row.addWidget(self.ceiling_hours)
@@ -123,10 +144,58 @@ class SettingsView(QWidget):
         buttons.addWidget(self.apply_button)
         layout.addLayout(buttons)
         layout.addWidget(self.result)
+        finished_row = QHBoxLayout()
+        finished_row.addWidget(self.finished)
+        finished_row.addWidget(self.finished_minutes)
+        finished_row.addStretch(1)
+        notices = QFormLayout()
+        notices.addRow("Notifications", finished_row)
+        notices.addRow("", self.finished_local)
+        notices.addRow("", self.lost_work)
+        notices.addRow("", self.notification_service)
+        layout.addLayout(notices)
         layout.addStretch(1)
+        for check in (self.finished, self.finished_local, self.lost_work):
+            check.toggled.connect(self._notices_edited)
+        self.finished_minutes.valueChanged.connect(self._notices_edited)
         for box in self._boxes():
             box.valueChanged.connect(self._validate)
         self.ask_mode.toggled.connect(self._validate)
+
+    def load_notices(self, notices: NoticeSettings) -> None:
+        self._notices = notices
+        for widget, value in ((self.finished, notices.finished), (self.finished_local, notices.finished_this_computer),
+                              (self.lost_work, notices.lost_work)):
+            widget.blockSignals(True)
+            widget.setChecked(value)
+            widget.blockSignals(False)
+        self.finished_minutes.blockSignals(True)
+        self.finished_minutes.setValue(round(notices.finished_after_seconds / 60))
+        self.finished_minutes.blockSignals(False)
+        self._enable_finished_rows()
+
+    def _enable_finished_rows(self) -> None:
+        self.finished_minutes.setEnabled(self.finished.isChecked())
+        self.finished_local.setEnabled(self.finished.isChecked())
+
+    def entered_notices(self) -> NoticeSettings:
+        """The notification rows as shown (per-host choices kept as loaded)."""
+        return self._notices.model_copy(update={
+            "finished": self.finished.isChecked(),
+            "finished_after_seconds": float(self.finished_minutes.value() * 60),
+            "finished_this_computer": self.finished_local.isChecked(),
+            "lost_work": self.lost_work.isChecked(),
+        })
+
+    def _notices_edited(self) -> None:
+        self._enable_finished_rows()
+        self._notices = self.entered_notices()
+        self.notices_changed.emit(self._notices)
+
+    def show_notification_service(self, words: str | None) -> None:
+        """Say when the system will not show notifications as designed (off for the app, no service)."""
+        self.notification_service.setText(words or "")
+        self.notification_service.setVisible(bool(words))
 
     def _boxes(self) -> tuple[QSpinBox, ...]:
         return (self.ceiling_hours, self.ceiling_minutes, self.ceiling_seconds, self.timeout_minutes,

@@ -132,10 +132,6 @@ class TrayController(QObject):
         self.expiry.setSingleShot(True)
         self.expiry.setTimerType(Qt.TimerType.PreciseTimer)
         self.expiry.timeout.connect(self._badges_expired)
-        self.last_notification: tuple[str, str] | None = None
-        self.notified: set[str] = set()
-        """Hosts whose prompt is on screen as a notification (withdrawn once answered)."""
-        self._last_notified: str | None = None
         self.answered_prompts: dict[str, float] = {}
         """{host: deadline} of prompts answered here: not pinned again, not counted as needing an answer."""
         self.icon.activated.connect(self._activated)
@@ -186,8 +182,7 @@ class TrayController(QObject):
         if deadline is not None and self.answered_prompts.get(name) != deadline:
             self._render_prompt(snapshot, now)
         else:
-            self._drop_prompt(name)
-            self.withdraw_notification(name)  # answered anywhere (here, a card, another computer)
+            self._drop_prompt(name)  # answered anywhere (here, a card, another computer) or run out
         self._render_summary()
 
     def _render_host(self, name: str, now: float) -> None:
@@ -221,14 +216,12 @@ class TrayController(QObject):
         self._render_summary()
 
     def answered(self, name: str) -> None:
-        """The prompt of `name` was answered (here, in the window or on a card): unpin it, withdraw its
-        notification."""
+        """The prompt of `name` was answered (here, in the window, on a card or its notification): unpin it."""
         snapshot = self._snapshots.get(name)
         deadline = row_text.prompt_deadline(snapshot) if snapshot is not None else None
         if deadline is not None:
             self.answered_prompts[name] = deadline
         self._drop_prompt(name)
-        self.withdraw_notification(name)
         self._render_summary()
 
     # -- prompts pinned at the top ------------------------------------------------------------------
@@ -280,29 +273,6 @@ class TrayController(QObject):
         wait_ms = math.ceil(max(0.0, min(due) - self._clock()) * 1000) + 1
         self.expiry.start(min(wait_ms, MAX_TIMER_MS))
 
-    # -- notifications ------------------------------------------------------------------------------
-
-    def notify(self, title: str, message: str, host: str | None = None) -> None:
-        """A system notification (shown by the tray where the platform has one)."""
-        self.last_notification = (title, message)
-        self._last_notified = host
-        if host is not None:
-            self.notified.add(host)
-        if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
-            self.icon.showMessage(title, message, self.icon.icon(), notification_timeout_ms())
-
-    def withdraw_notification(self, host: str) -> None:
-        """Take a prompt's notification away once answered. Qt has no call to close a notification, so the
-        last one is replaced by a blank that expires at once (on platforms that replace in place)."""
-        if host not in self.notified:
-            return
-        self.notified.discard(host)
-        if self._last_notified == host:
-            self._last_notified = None
-            self.last_notification = None
-            if self.icon.isVisible() and QSystemTrayIcon.supportsMessages():
-                self.icon.showMessage("", "", QSystemTrayIcon.MessageIcon.NoIcon, 1)
-
     def show(self) -> bool:
         if not self.available:
             return False
@@ -327,8 +297,3 @@ def copy_to_clipboard(text: str) -> None:
     if clipboard is not None:
         clipboard.setText(text)
 
-
-def notification_timeout_ms(platform: str = sys.platform) -> int:
-    """macOS: 0, so a ceiling prompt stays in Notification Center until answered or expired
-    (docs/macos.md); elsewhere a 15 s banner (the prompt card stays in the window)."""
-    return 0 if platform == "darwin" else 15000

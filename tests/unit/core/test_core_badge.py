@@ -142,7 +142,8 @@ CASES: dict[str, Case] = {
                    BadgeKind.ASLEEP, ("put this box to sleep", "0.8 s", "Connecting wakes it")),
     "asleep, suspended while busy": Case(
         None, REQUEST_METERED_TRAITS, ConnectionInfo(state=ConnectionState.ASLEEP, suspended_while_busy=True),
-        BadgeKind.ASLEEP, ("suspended while", "only while the app runs")),
+        BadgeKind.ASLEEP, ("suspended while", "only while the app runs", "Wake and connect to see what survived"),
+        NotKeptAwakeReason.SLEPT_WHILE_BUSY),
     "lost with error": Case(
         busy_dict(), BOXD_TRAITS,
         ConnectionInfo(state=ConnectionState.LOST,

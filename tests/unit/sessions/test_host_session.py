@@ -524,3 +524,30 @@ def test_an_agent_that_never_says_hello_is_named_with_the_wait(tmp_path: Path,
         silent.close()
     assert error.message == "The connection to box ended: the agent did not say hello within 0.3 s.", error
     assert not shows_exception_name(str(error))
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_a_live_box_put_to_sleep_while_its_agent_says_busy_is_marked_so(tmp_path: Path, agent: InProcessAgent,
+                                                                         busy: bool) -> None:
+    """The link drops and the provider says asleep: with the last status BUSY the badge says the work may have
+    been cut short (a lost-work episode); an idle box simply sleeps."""
+    from workroom.core.badge import BadgeKind, NotKeptAwakeReason
+
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.AWAKE, agent=agent)
+        session = session_for(provider)
+        await session.connect(timeout=10)
+        if busy:
+            agent.tick(BUSY)
+            await until(lambda: session.status is not None and session.status.verdict is Verdict.BUSY)
+        provider.box = BoxState.ASLEEP
+        assert session._rt.link is not None
+        session._rt.link.close("the box froze")
+        await until(lambda: session.connection.state is ConnectionState.ASLEEP)
+        badge = session.snapshot().badge()
+        assert badge.kind is BadgeKind.ASLEEP
+        assert session.connection.suspended_while_busy is busy
+        assert badge.reason is (NotKeptAwakeReason.SLEPT_WHILE_BUSY if busy else None)
+        await session.close()
+
+    run(scenario())

@@ -1,0 +1,72 @@
+"""What deserves a notification beyond a ceiling prompt, as pure rules over what the app already knows:
+"your job finished" from the status event that reports IDLE, and "lost work" from the badge.
+
+- Finished: a host whose agent was published BUSY goes IDLE, and the status that says so carries the span
+  that just ended (`Status.last_busy_span`: how long, the main reason's class). The app never asks for the
+  why-awake record for this (that request would put bytes on an idle box's wire). Not for a span that was
+  only held, nor one during which the box slept; the caller passes only statuses seen on a live link, so a
+  box that was asleep or offline in between is never said to have finished.
+- Lost work: an episode is a run of badges with a `NotKeptAwakeReason` (busy but not kept awake: a failing
+  heartbeat, a heartbeat the provider does not see, a stalled agent, ...; or asleep after its agent said
+  busy). The badge's own sentences say what happened and what to do; nothing here re-derives them. An
+  unanswered prompt is not lost work: the user was asked, and the prompt said what would happen.
+"""
+
+from __future__ import annotations
+
+from workroom.core import heartbeat_proof
+from workroom.core.badge import Badge, BadgeKind, NotKeptAwakeReason
+from workroom.core.durations import format_duration
+from workroom.core.heartbeat_proof import HeartbeatProof
+from workroom.core.protocol import BusySpan, Status, Verdict
+from workroom.core.timeline import activity
+
+NOT_LOST_WORK = frozenset({NotKeptAwakeReason.UNANSWERED_PROMPT})
+"""Reasons a badge gives that are not lost work (the user was asked and did not answer)."""
+
+
+def span_words(span: BusySpan) -> str:
+    """The span's main reason in a developer's words ("compiling"), from its class id and process; the
+    same words the why-awake timeline uses (`core.timeline.activity`)."""
+    return activity(span.reason_class, span.subject)
+
+
+def finished_span(previous: Status | None, status: Status, min_seconds: float) -> BusySpan | None:
+    """The span that just ended, when `status` (following `previous` on the same live link) reports a host
+    going from BUSY to IDLE after real work of at least `min_seconds`; None otherwise."""
+    if previous is None or previous.verdict is not Verdict.BUSY or status.verdict is not Verdict.IDLE:
+        return None
+    span = status.last_busy_span
+    if span is None or span.slept or not span.reason_class or span.seconds < min_seconds:
+        return None
+    if previous.last_busy_span is not None and previous.last_busy_span.ended == span.ended:
+        return None  # the same span as before: this IDLE did not end it
+    return span
+
+
+def finished_note(name: str, span: BusySpan, *, sleeps: bool) -> tuple[str, str]:
+    """(title, message): "box1 finished — compiling for 42 min; it may sleep now"."""
+    minutes = format_duration(round(span.seconds / 60) * 60 if span.seconds >= 60 else span.seconds)
+    after = "; it may sleep now" if sleeps else ""
+    return f"{name} finished", f"{name} finished — {span_words(span)} for {minutes}{after}."
+
+
+def lost_work_reason(badge: Badge) -> NotKeptAwakeReason | None:
+    """The lost-work episode a badge is in (None: none)."""
+    if badge.reason is None or badge.reason in NOT_LOST_WORK:
+        return None
+    if badge.kind not in (BadgeKind.BUSY_NOT_KEPT_AWAKE, BadgeKind.ASLEEP):
+        return None
+    return badge.reason
+
+
+def lost_work_note(name: str, badge: Badge, proof: HeartbeatProof | None, now: float) -> tuple[str, str]:
+    """(title, message) for a lost-work episode: the badge's own words, which end with what to do."""
+    if badge.kind is BadgeKind.ASLEEP:
+        return f"{name} fell asleep while busy", badge.tooltip
+    message = badge.tooltip
+    if badge.reason is NotKeptAwakeReason.PROVIDER_NOT_SEEING:
+        note = heartbeat_proof.notification(name, proof, None, now)
+        if note is not None:  # the provider's idle clock also says how long the box has left
+            message = f"{note[1]} {badge.hint}".strip()
+    return f"{name}: busy but not kept awake", message

@@ -1,0 +1,90 @@
+"""Notifications about hosts besides ceiling prompts: "your job finished" and "lost work" (docs/ui.md,
+"Notifications"). The rules are core's (`core.notices`, over the badge and the status); this keeps what
+each host last showed, so each job finishes once and each episode of lost work is told once and withdrawn
+when it resolves.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from workroom.core.app_settings import NoticeSettings
+from workroom.core.badge import NotKeptAwakeReason
+from workroom.core.connection import ConnectionState
+from workroom.core.hosts import LOCAL_PROVIDER
+from workroom.core.notices import finished_note, finished_span, lost_work_note, lost_work_reason
+from workroom.core.protocol import Status
+from workroom.sessions.host_session import HostSnapshot
+from workroom.ui.notifications import Notice, Notifications
+
+LIVE_STATES = (ConnectionState.LIVE, ConnectionState.QUIET)
+
+
+def finished_key(name: str) -> str:
+    return f"finished:{name}"
+
+
+def lost_key(name: str) -> str:
+    return f"lost:{name}"
+
+
+class HostNotices:
+    def __init__(self, notifications: Notifications, settings: Callable[[], NoticeSettings],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._notifications = notifications
+        self._settings = settings
+        self._clock = clock
+        self._live: dict[str, Status] = {}
+        """Per host, the last status seen on the live link now open (none: not live)."""
+        self.episodes: dict[str, NotKeptAwakeReason] = {}
+        """Per host, the lost-work episode it is in, as its notification was posted."""
+        self._snapshots: dict[str, HostSnapshot] = {}
+
+    def on_snapshot(self, snapshot: HostSnapshot) -> None:
+        name = snapshot.host.name
+        self._snapshots[name] = snapshot
+        settings = self._settings()
+        self._finished(snapshot, settings)
+        self._lost_work(snapshot, settings)
+
+    def _finished(self, snapshot: HostSnapshot, settings: NoticeSettings) -> None:
+        name, status = snapshot.host.name, snapshot.status
+        if snapshot.connection.state not in LIVE_STATES or status is None:
+            self._live.pop(name, None)  # asleep, offline or not connected: what follows is not "finished"
+            return
+        previous = self._live.get(name)
+        self._live[name] = status
+        if not settings.finished_for(name, this_computer=snapshot.host.provider == LOCAL_PROVIDER):
+            return
+        span = finished_span(previous, status, settings.finished_after_seconds)
+        if span is not None:
+            title, message = finished_note(name, span, sleeps=snapshot.traits.sleeps_when_idle)
+            self._notifications.post(Notice(finished_key(name), title, message))
+
+    def _lost_work(self, snapshot: HostSnapshot, settings: NoticeSettings) -> None:
+        name = snapshot.host.name
+        now = self._clock()
+        badge = snapshot.badge(now)
+        reason = lost_work_reason(badge) if settings.lost_work else None
+        if reason is None:
+            if self.episodes.pop(name, None) is not None:
+                self._notifications.withdraw(lost_key(name))  # resolved (or no longer wanted)
+            return
+        if name in self.episodes:
+            return  # one notification per episode, whatever its reason turns into meanwhile
+        self.episodes[name] = reason
+        title, message = lost_work_note(name, badge, snapshot.connection.heartbeat_proof, now)
+        self._notifications.post(Notice(lost_key(name), title, message, sticky=True))
+
+    def settings_changed(self) -> None:
+        """Settings changed: episodes no longer wanted are withdrawn, new ones are told."""
+        for snapshot in list(self._snapshots.values()):
+            self._lost_work(snapshot, self._settings())
+
+    def forget(self, name: str) -> None:
+        self._live.pop(name, None)
+        self._snapshots.pop(name, None)
+        if self.episodes.pop(name, None) is not None:
+            self._notifications.withdraw(lost_key(name))
+        self._notifications.withdraw(finished_key(name))

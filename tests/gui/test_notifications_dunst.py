@@ -1,0 +1,248 @@
+"""Ceiling-prompt notifications on a real freedesktop notification server, answered from the notification.
+
+Everything a Linux user meets is real: an X server (Xvfb, from scripts/x_desktop.py), a private D-Bus session
+bus (tests/fixtures/secret_service.py, no auto-activation), Debian's dunst on it as the notification server,
+the app's own notification code (desktop-notifier over D-Bus) and the real agent (the boxd stand-in of
+test_live_app.py: this computer's agent declaring a sleepable provider's traits, a 2 s ceiling in ask mode).
+The buttons are pressed the way dunst offers them: `dunstctl context` hands the notification's actions to its
+dmenu hook, here a script that picks the line naming the wanted button. `dbus-monitor` on the same bus reads
+what the app posted (Notify and its actions) and withdrew (CloseNotification); `dunstctl count displayed`
+says what is on screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures import secret_service
+from gui_helpers import OrphanJob, wait_for
+from test_live_app import SleepyProvider
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.hosts import Host
+from workroom.core.provider_specs import spec_for
+from workroom.ui.app import WorkroomApp
+from x_desktop import Desktop, DesktopUnavailable, desktop
+
+pytestmark = [pytest.mark.gui, pytest.mark.integration, pytest.mark.slow,
+              pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a freedesktop desktop (Linux)")]
+
+TOOLS = ("dunst", "dunstctl", "dbus-monitor", "dbus-daemon")
+
+DMENU = """#!/bin/sh
+# dunst's dmenu hook: it gets one line per action ("#Keep awake (title) [id,keep]") and runs the line printed.
+cat > "{folder}/offered.part"
+grep -F "#$(cat "{folder}/want")" "{folder}/offered.part" | head -n 1
+mv "{folder}/offered.part" "{folder}/offered.txt"  # whole, for the test to read
+"""
+
+DUNSTRC = """[global]
+    dmenu = {folder}/dmenu.sh
+    browser = /bin/true
+    notification_limit = 0
+[urgency_low]
+    timeout = 0
+[urgency_normal]
+    timeout = 0
+[urgency_critical]
+    timeout = 0
+"""
+
+
+class NotificationServer:
+    """dunst and dbus-monitor on a private bus; every wait bounded, every process stopped by PID."""
+
+    def __init__(self, folder: Path, bus: secret_service.SecretServiceSession, x: Desktop) -> None:
+        self.folder = folder
+        self.env = bus.env(DISPLAY=x.display)
+        self.address = bus.address
+        (folder / "dmenu.sh").write_text(DMENU.format(folder=folder))
+        (folder / "dmenu.sh").chmod(0o755)
+        (folder / "dunstrc").write_text(DUNSTRC.format(folder=folder))
+        self.monitor_log = folder / "monitor.txt"
+        self.procs: list[subprocess.Popen[bytes]] = []
+        with open(self.monitor_log, "wb") as out, open(folder / "dunst.log", "wb") as dunst_log:
+            self.procs.append(subprocess.Popen(
+                ["dbus-monitor", "--address", bus.address, "interface='org.freedesktop.Notifications'"],
+                stdout=out, stderr=subprocess.STDOUT, env=self.env))
+            self.procs.append(subprocess.Popen(["dunst", "-config", str(folder / "dunstrc")], env=self.env,
+                                               stdout=subprocess.DEVNULL, stderr=dunst_log))
+        deadline = time.monotonic() + 10
+        while self.ctl("is-paused").strip() not in ("true", "false"):
+            if time.monotonic() > deadline or self.procs[-1].poll() is not None:
+                raise RuntimeError(f"dunst did not come up: {(folder / 'dunst.log').read_text()}")
+            time.sleep(0.1)
+
+    def ctl(self, *args: str) -> str:
+        done = subprocess.run(["dunstctl", *args], env=self.env, capture_output=True, text=True, timeout=10,
+                              check=False)
+        return done.stdout
+
+    def displayed(self) -> int:
+        text = self.ctl("count", "displayed").strip()
+        return int(text) if text.isdigit() else -1
+
+    async def press(self, button: str) -> None:
+        """Pick `button` from the displayed notification's actions, as a user does in dunst's menu."""
+        (self.folder / "want").write_text(button)
+        (self.folder / "offered.txt").unlink(missing_ok=True)
+        proc = await asyncio.create_subprocess_exec("dunstctl", "context", env=self.env,
+                                                    stdout=asyncio.subprocess.DEVNULL)
+        await asyncio.wait_for(proc.wait(), 10)
+        # dunst runs its dmenu hook in the background after answering dunstctl
+        await wait_for(lambda: (self.folder / "offered.txt").exists(), 10, "dunst to offer the actions")
+
+    def offered(self) -> str:
+        path = self.folder / "offered.txt"
+        return path.read_text() if path.exists() else ""
+
+    def log(self) -> str:
+        return self.monitor_log.read_text(errors="replace")
+
+    def posted(self) -> list[tuple[str, list[str]]]:
+        """(summary, actions) of every Notify call seen on the bus, in order."""
+        out = []
+        for block in self.log().split("method call")[1:]:
+            if "member=Notify" not in block.splitlines()[0]:
+                continue
+            strings = re.findall(r'^\s+string "(.*)"$', block, re.M)
+            # app name, icon, summary, body, then the actions array (key, label, key, label, ...)
+            actions_part = block.split("array [", 1)[1].split("]", 1)[0]
+            actions = re.findall(r'string "(.*)"', actions_part)
+            out.append((strings[2], actions))
+        return out
+
+    def closed_calls(self) -> int:
+        return sum(1 for line in self.log().splitlines() if "member=CloseNotification" in line)
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NotificationServer]:
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)} (run ./dev setup)")
+    try:
+        with desktop((800, 600)) as x:
+            bus = secret_service.start(keyring=False)
+            try:
+                running = NotificationServer(tmp_path, bus, x)
+                try:
+                    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", bus.address)  # the app's bus from here on
+                    yield running
+                finally:
+                    running.stop()
+            finally:
+                secret_service.stop(bus)
+    except DesktopUnavailable as error:
+        pytest.skip(str(error))
+
+
+@pytest.fixture
+def app(engine: Any, qtbot: Any) -> Iterator[Any]:
+    workroom_app = WorkroomApp(engine)
+    qtbot.addWidget(workroom_app.window)
+    yield workroom_app
+    workroom_app.window.cards.timer.stop()
+
+
+@pytest.fixture
+def cpu_job() -> Iterator[OrphanJob]:
+    job = OrphanJob()
+    yield job
+    job.stop()
+
+
+PROMPT_BUTTONS = ["keep", "Keep awake", "sleep", "Let it sleep"]
+
+
+def test_a_prompt_is_answered_from_its_notification_and_withdrawn_when_answered_elsewhere(
+        server: NotificationServer, app: Any, engine: Any, run: Any, cpu_job: OrphanJob) -> None:
+    engine.use_provider(SleepyProvider(engine.context, spec_for("boxd")))
+    ceiling = CeilingSettings.model_construct(ceiling_seconds=2.0, prompt_timeout_seconds=120.0, ask_at_ceiling=True)
+    engine.settings = engine.settings.model_copy(update={"ceiling": ceiling})
+    cards = app.window.cards
+
+    def prompts() -> list[tuple[str, list[str]]]:
+        return [p for p in server.posted() if p[0] == "sleepy: keep it awake?"]
+
+    async def next_prompt(count: int) -> Any:
+        try:
+            await wait_for(lambda: len(prompts()) >= count and server.displayed() == 1, 40,
+                           f"prompt notification number {count} on the server")
+        except AssertionError as error:
+            raise AssertionError(f"{error}; posted {server.posted()}, displayed {server.displayed()}") from None
+        return await wait_for(lambda: cards.cards.get("sleepy"), 10, "its card")
+
+    async def scenario() -> None:
+        app.controller.add_host(Host(name="sleepy", provider="boxd"))
+
+        # 1. The notification carries both answers; answering on the card takes it back for real.
+        card = await next_prompt(1)
+        assert prompts()[0][1][-4:] == PROMPT_BUTTONS, prompts()[0]
+        assert app.notifications.backend is not None and app.notifications.backend.name == "system"
+        closes = server.closed_calls()
+        card.keep_button.click()
+        await wait_for(lambda: server.closed_calls() > closes, 15, "CloseNotification after the card's answer")
+        await wait_for(lambda: server.displayed() == 0, 10, "the notification gone from the server")
+        assert len(server.posted()) == len(prompts()), "withdrawn by replacing it with another notification"
+
+        # 2. Keep awake on the notification restarts the ceiling on the agent, as the card's button does.
+        first = await next_prompt(2)
+        key = first.key
+        await server.press("Keep awake")
+        assert "#Keep awake" in server.offered() and "#Let it sleep" in server.offered()
+        await wait_for(lambda: "sleepy" not in cards.cards or cards.cards["sleepy"].key != key, 15,
+                       "Keep awake from the notification to answer the prompt")
+        assert key in cards.answered
+        kept = engine.session("sleepy").status
+        assert kept is not None and kept.prompt_deadline != key[1]
+        assert not (kept.prompt_pending and kept.prompt_deadline == key[1])
+        assert kept.awake_seconds < 2.5, "the agent's awake clock did not restart"
+
+        # 3. Let it sleep on the notification does what the card's Let it sleep does.
+        second = await next_prompt(3)
+        key = second.key
+        await server.press("Let it sleep")
+        await wait_for(lambda: key in cards.answered and "sleepy" not in cards.cards, 15,
+                       "Let it sleep from the notification to answer the card")
+        assert "sleepy" not in app.tray.prompt_actions
+        await wait_for(lambda: server.displayed() == 0, 10, "the answered notification gone from the server")
+
+    run(scenario(), timeout=150)
+
+
+def test_without_a_notification_service_the_balloon_is_used_and_said_so(
+        app: Any, run: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
+    """A session bus with no notification server on it: the tray's balloon, and the log says so."""
+    bus = secret_service.start(keyring=False)
+    try:
+        monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", bus.address)
+        from workroom.ui.notifications import Notice
+
+        app.notifications.post(Notice("prompt:x", "x: keep it awake?", "busy"))
+        run(app.notifications.drain(), timeout=20)
+    finally:
+        secret_service.stop(bus)
+    assert app.notifications.backend is not None and app.notifications.backend.name == "tray balloon"
+    assert "no notification service" in caplog.text and "balloon" in caplog.text
+    assert app.notifications.service_words() is not None
+    assert "no buttons" in app.notifications.service_words()
+    assert os.environ["DBUS_SESSION_BUS_ADDRESS"] == bus.address
