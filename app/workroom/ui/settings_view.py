@@ -101,8 +101,8 @@ class SettingsView(QWidget):
         self._notices = NoticeSettings()
         self.finished = QCheckBox("Tell me when a host's work finishes, if it was busy for at least")
         self.finished.setObjectName("notice_finished")
-        self.finished_minutes = _spin(int(FINISHED_AFTER_MAX_SECONDS // 60), " min", "notice_finished_minutes")
-        self.finished_minutes.setMinimum(int(FINISHED_AFTER_MIN_SECONDS // 60))
+        self.finished_minutes = _spin(" min", "notice_finished_minutes")
+        self.finished_minutes.setRange(int(FINISHED_AFTER_MIN_SECONDS // 60), int(FINISHED_AFTER_MAX_SECONDS // 60))
         self.finished_local = QCheckBox("Also for this computer")
         self.finished_local.setObjectName("notice_finished_local")
         self.finished_local.setToolTip("Off by default: you are sitting at it. Each host's details can turn it "
