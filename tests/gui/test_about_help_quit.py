@@ -124,3 +124,34 @@ def test_macos_opens_a_command_file_with_the_chosen_terminal(tmp_path: Path) -> 
     assert script.read_text() == "#!/bin/sh\nssh -p 2222 dev@box1\n" and script.stat().st_mode & 0o777 == 0o700
     assert desktop_open.terminal_argv("x", platform="darwin", script_dir=tmp_path)[2] == "Terminal"
     assert QApplication.instance() is not None
+
+
+def test_quit_and_stop_this_computers_agent_stops_it_and_keeps_its_record(app: Any, engine: Any, run: Any,
+                                                                         wr_home: Path) -> None:
+    """The real local agent, started by the real install path (its own supervisor here): stopped the way it was
+    started, so nothing restarts it; its files stay, and the next connect starts it again."""
+    from gui_helpers import agent_pids_under
+    from workroom.core.connection import ConnectionState as State
+
+    host = engine.this_computer()
+    assert host is not None and app.can_stop_local_agent
+    session = engine.session(host.name)
+    run(session.connect(timeout=60), timeout=90)
+    assert agent_pids_under(wr_home), "the local agent did not start"
+    bundle = Path(engine.provider_for(host).layout(host).bundle_path).expanduser()
+    run(engine.sessions.pop(host.name).close())  # what Quit does first: every session closed
+    app.tray.quit_requested.emit()
+    assert app.quit_dialog is not None and app.quit_dialog.stop_button is not None
+    assert "stop this computer's agent" in app.quit_dialog.stop_button.text()
+    app.quit_dialog.stop_button.click()
+    assert app.quit_event.is_set() and app.stop_local_agent_on_quit
+    run(app.stop_local_agent(), timeout=60)
+    deadline = time.monotonic() + 5
+    while agent_pids_under(wr_home) and time.monotonic() < deadline:  # no supervisor left to restart it
+        time.sleep(0.1)
+    assert agent_pids_under(wr_home) == []
+    time.sleep(1.5)
+    assert agent_pids_under(wr_home) == [], "something started it again"
+    assert bundle.exists()  # its files stay (and with them its why-awake record)
+    snap = run(engine.session(host.name).connect(timeout=60), timeout=90)
+    assert snap.connection.state in (State.LIVE, State.QUIET)

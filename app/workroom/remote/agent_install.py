@@ -334,6 +334,7 @@ _UNINSTALL = textwrap.dedent(
     bundle, sock = os.path.expanduser(sys.argv[1]), os.path.expanduser(sys.argv[2])
     label = "%s.%s" % (sys.argv[3], hashlib.sha256(sock.encode()).hexdigest()[:8])  # as launchd_label() names it
     out = {"stopped": [], "removed": [], "problems": [], "still_running": False}
+    stop_only = sys.argv[4:5] == ["stop-only"]  # stop it the same way, but keep its files (its why-awake record)
     home = os.path.expanduser("~")
 
     def run(argv):
@@ -410,7 +411,7 @@ _UNINSTALL = textwrap.dedent(
         out["stopped"].append("the agent (pid %d)" % pid)
     out["still_running"] = holder() is not None
     # 2. Remove what it left: unit, plist, bundle, state (only the agent's own files), then empty folders.
-    if not out["still_running"]:
+    if not out["still_running"] and not stop_only:
         state_dir, install_dir = os.path.dirname(sock), os.path.dirname(bundle)
         paths = [unit, plist, bundle]
         base = os.path.basename(sock)
@@ -642,11 +643,13 @@ class AgentInstaller:
             launchd=bool(data.get("launchd")), supervisor=_text(data.get("supervisor")),
         )
 
-    def uninstall(self) -> UninstallReport:
-        """Stop the agent and remove everything it installed (blocking). Raises AgentInstallError when it
-        is still running afterwards (nothing is then removed) or the host could not be read."""
+    def uninstall(self, *, stop_only: bool = False) -> UninstallReport:
+        """Stop the agent and remove everything it installed (blocking); `stop_only`: stop it the same way (so
+        nothing starts it again) but keep its files — its why-awake record, its settings — for the next start.
+        Raises AgentInstallError when it is still running afterwards (nothing is then removed) or the host
+        could not be read."""
         cmd, script = _python_cmd(_UNINSTALL, self.layout.bundle_path, self.layout.socket_path,
-                                  LAUNCHD_LABEL_PREFIX, python=self.python)
+                                  LAUNCHD_LABEL_PREFIX, *(["stop-only"] if stop_only else []), python=self.python)
         result = self.shell.run(cmd, input=script, timeout=90)
         try:
             data = json.loads(result.text().strip().splitlines()[-1])

@@ -244,8 +244,9 @@ class Engine:
         self.last_verdicts.pop(host.name, None)
         return report
 
-    async def uninstall_agent(self, host: Host) -> UninstallReport:
-        """Stop the host's agent the way it was started and remove its unit, plist, bundle and state."""
+    async def uninstall_agent(self, host: Host, *, stop_only: bool = False) -> UninstallReport:
+        """Stop the host's agent the way it was started and remove its unit, plist, bundle and state
+        (`stop_only`: keep them; the next connect starts it again)."""
         provider = self.provider_for(host)
 
         def work() -> UninstallReport:
@@ -253,11 +254,15 @@ class Engine:
             try:
                 installer = AgentInstaller(shell, provider.context.bundle, provider.layout(host),
                                            provider.serve_options(host), provider.python_command(host))
-                return installer.uninstall()
+                return installer.uninstall(stop_only=stop_only)
             finally:
                 shell.close()
 
         return await asyncio.get_running_loop().run_in_executor(None, work)
+
+    def this_computer(self) -> Host | None:
+        """This computer's host entry, if it is one of the hosts."""
+        return next((h for h in self.hosts.hosts if self.provider_for(h).spec.is_this_computer), None)
 
     # -- settings ----------------------------------------------------------------------------------
 

@@ -66,7 +66,7 @@ class WorkroomApp:
         self.sleep_watch = ComputerSleepWatch()
         self._kept_by_this_computer: set[str] = set()
         """Hosts whose keep-awake is this computer's own polls (request-metered, busy): they stop while it sleeps."""
-        self.can_stop_local_agent = False
+        self.can_stop_local_agent = engine.this_computer() is not None
         self.stop_local_agent_on_quit = False
         self.about: AboutDialog | None = None
         self.quit_dialog: QuitDialog | None = None
@@ -156,6 +156,19 @@ class WorkroomApp:
     def _quit_answered(self, stop_local_agent: bool) -> None:
         self.stop_local_agent_on_quit = stop_local_agent
         self.request_quit()
+
+    async def stop_local_agent(self) -> None:
+        """Quit and stop this computer's agent: the way it was started (systemd, launchd or its own supervisor,
+        so nothing starts it again); its files, and so its why-awake record, stay for the next start."""
+        host = self.controller.engine.this_computer()
+        if host is None:
+            return
+        try:
+            report = await self.controller.engine.uninstall_agent(host, stop_only=True)
+        except UserError as error:
+            log.warning("quit: this computer's agent was not stopped: %s", error.info().text())
+            return
+        log.info("quit: this computer's agent stopped (%s)", ", ".join(report.stopped) or "it was not running")
 
     def _copy_ssh(self, name: str) -> None:
         snapshot = self.window.model.snapshot(name)
@@ -300,6 +313,8 @@ class WorkroomApp:
             await self.quit_event.wait()
         finally:
             await self.close()
+            if self.stop_local_agent_on_quit:
+                await self.stop_local_agent()
             if app is not None:
                 app.removeEventFilter(self._quit_filter)
             self._release_sigterm()
