@@ -14,6 +14,7 @@ import pytest
 from workroom.agent_bundle import AgentBundle
 from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome, PollOutcomeKind
+from workroom.core.provider_specs import spec_for
 from workroom.providers import bounded_http, idle_clock, request_metered, simbox
 from workroom.providers.base import ProviderContext
 from workroom.providers.ssh_family import parse_boxd_idle
@@ -89,7 +90,8 @@ def head(status: str = "200 OK", extra: str = "") -> bytes:
 
 def provider() -> request_metered.RequestMeteredProvider:
     return request_metered.RequestMeteredProvider(ProviderContext(bundle=AgentBundle(b"x", "0" * 64, "0.0.0"),
-                                                                  known_hosts=None, state_dir=Path("/")))
+                                                                  known_hosts=None, state_dir=Path("/")),
+                                                  spec_for("request-metered"))
 
 
 def host(ref: str) -> Host:
@@ -150,7 +152,11 @@ def test_an_idle_clock_on_a_local_file_is_never_read(tmp_path: Path) -> None:
     """`#idle-clock=file:///…` made the proof say "confirmed" from a file anyone could write."""
     doc = tmp_path / "clock.json"
     doc.write_text('{"state": "awake", "idle_seconds": 1, "idle_window_seconds": 60}')
-    reading = asyncio.run(provider().read_idle_clock(host(f"http://127.0.0.1:1#idle-clock=file://{doc}")))
+    with pytest.raises(ValueError, match="http:// or https://"):  # refused when the host is added or loaded
+        host(f"http://127.0.0.1:1#idle-clock=file://{doc}")
+    forged = Host.model_construct(name="rm", provider="request-metered", address="127.0.0.1",
+                                  reference={"proxy_url": "http://127.0.0.1:1", "idle_clock_url": f"file://{doc}"})
+    reading = asyncio.run(provider().read_idle_clock(forged))  # and never read, however it got there
     assert reading is None
     with pytest.raises(bounded_http.PollFailed, match="only http"):
         bounded_http.get(f"file://{doc}", 1.0)
@@ -195,7 +201,7 @@ def test_one_reader_for_every_idle_clock(serve) -> None:  # type: ignore[no-unty
     assert reading is not None and reading.window_seconds == 60
     body = b'{"state": "awake", "idle_for_s": 2.5, "idle_window_s": 30}'
     server = serve(lambda conn: conn.sendall(head(extra=f"Content-Length: {len(body)}\r\n") + body))
-    box = simbox.SimboxProvider(provider().context)
+    box = simbox.SimboxProvider(provider().context, spec_for("simbox"))
     got = asyncio.run(box.read_idle_clock(Host(name="sb", provider="simbox", address="127.0.0.1",
                                                 provider_ref=server.url)))
     assert got is not None and got.idle_seconds == 2.5
