@@ -1,6 +1,7 @@
 """Per-tick BUSY vote, 30 s hold, resume mask after a tick gap (docs/agent.md, "The classifier").
 
-Pure: it sees only Signals and the monotonic time, so it is unit-tested on a fake clock.
+Pure: it sees only Signals, the monotonic time and (for gaps) a clock that counts suspend, both given, so
+it is unit-tested on fake clocks.
 """
 
 import collections
@@ -19,8 +20,13 @@ TIMER_MIN_SLEEP = 3.0
 
 
 class Classifier(object):
-    def __init__(self, hold_seconds=30.0, tick_seconds=1.0):
+    def __init__(self, hold_seconds=30.0, tick_seconds=1.0, gap_clock=None):
+        """`gap_clock`: the clock tick gaps are measured on, one that counts suspend (clocks.suspend_aware):
+        CLOCK_MONOTONIC stops while a guest is suspended, so a box that slept an hour shows no gap on it.
+        None: the `now` given to step (tests that move one fake clock)."""
         self.hold_seconds = hold_seconds
+        self.gap_clock = gap_clock
+        self._gap_mark = None  # gap_clock at the last tick
         self.tick_seconds = tick_seconds
         self.last_tick = None
         self.last_busy = None  # monotonic time of the last BUSY vote
@@ -28,6 +34,8 @@ class Classifier(object):
         self.mask_until = None
         self.busy = False
         self.reasons = []
+        # Facts behind a reason, by its text (tcp: {"peer", "port", "since"}), for this tick's reasons only.
+        self.facts = {}
         self.operations = 0  # agent-run operations in flight (a BUSY signal)
         self.last_gap = None  # (monotonic at the wake, seconds without a tick, BUSY before it)
         self._tty = collections.deque()
@@ -42,14 +50,15 @@ class Classifier(object):
 
     def step(self, now, sig):
         """Feed one tick's signals; return (busy, reasons)."""
-        if self.last_tick is not None and now - self.last_tick >= GAP_SECONDS:
+        mark = now if self.gap_clock is None else self.gap_clock()
+        if self.last_tick is not None and mark - self._gap_mark >= GAP_SECONDS:
             # Remembered for the status (`last_gap`): the app uses it to say a box slept while busy.
-            self.last_gap = (now, now - self.last_tick, self.busy)
+            self.last_gap = (now, mark - self._gap_mark, self.busy)
             # The box slept: CPU and network right after a wake are the wake itself, not work.
             self.mask_until = now + MASK_SECONDS + self.tick_seconds
             self._tty.clear()
             self._net.clear()
-        self.last_tick = now
+        self.last_tick, self._gap_mark = now, mark
         masked = self.mask_until is not None and now < self.mask_until
         suffix = " (coarse)" if sig.coarse else ""
         reasons = []
@@ -63,8 +72,13 @@ class Classifier(object):
                 reasons.append("sleep: %s (pid %s)" % (t[0], t[1]))
         for comm, pid in sig.fifo_wait:
             reasons.append("fifo: %s (pid %s) waiting for its partner" % (comm, pid))
-        for comm, pid in sig.tcp:
-            reasons.append("tcp: %s (pid %s)" % (comm, pid))
+        facts = {}
+        for t in sig.tcp:
+            # (comm, pid, text, facts) from tcp_rule.reason; a bare (comm, pid) names the process only
+            text = t[2] if len(t) > 2 else "tcp: %s (pid %s)" % (t[0], t[1])
+            reasons.append(text)
+            if len(t) > 3:
+                facts[text] = t[3]
         tty_rate = self._rate(self._tty, now, TTY_WINDOW, sig.tty_bytes)
         if tty_rate >= TTY_BYTES_PER_S:
             # No rate in the text: a reason that changes every tick would push an event every tick,
@@ -79,6 +93,7 @@ class Classifier(object):
             reasons.append("agent: operation in flight")
         if len(reasons) > REASONS_MAX:
             reasons = [*reasons[:REASONS_MAX], "+%d more" % (len(reasons) - REASONS_MAX)]
+        self.facts = facts
         if reasons:
             self.last_busy, self.last_busy_reasons = now, reasons
             self.busy, self.reasons = True, reasons

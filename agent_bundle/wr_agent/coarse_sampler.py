@@ -40,6 +40,7 @@ def parse_ps(output):
 
 class CoarseSampler(object):
     name = "coarse"
+    tcp_kind = None  # no view of connections at all
 
     def __init__(self, every=5.0, only_uid=None, cpu_share=0.05, self_pid=None, clock=time.monotonic,
                  runner=None, exclude_pids=()):
@@ -106,4 +107,7 @@ class CoarseSampler(object):
         self.exclude_pids = self.exclude_pids | {str(pid)}
 
     def close(self):
+        pass
+
+    def shutdown(self):
         pass

@@ -52,7 +52,7 @@ def run(args, argv):
             log.error("%s; starting on flags/defaults and leaving the file alone until a valid settings "
                       "request arrives", settings_error)
         sampler = make_sampler(args)
-        stack.callback(sampler.close)
+        stack.callback(sampler.shutdown)
         heartbeat_on = not args.no_heartbeat and sampler.name == "proc"
         heartbeat = Heartbeat(args.heartbeat_interval, target, heartbeat_on, tick_seconds=args.tick_seconds)
         stack.callback(heartbeat.close)
