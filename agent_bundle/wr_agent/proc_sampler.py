@@ -120,8 +120,11 @@ class ProcSampler(object):
         # Excluded with their descendants: {pid: its start time}, so a pid the kernel hands out again later
         # (the app disconnected, a build got its number) is not left out with it.
         self.exclude_pids = {}
-        for pid in exclude_pids:
-            self.exclude(pid)
+        for spec in exclude_pids:  # a pid, or (pid, start time or None) from --exclude-pid PID[:START]
+            if isinstance(spec, tuple):
+                self.exclude(*spec)
+            else:
+                self.exclude(spec)
         self.inode_owner = {}  # socket inode -> pid string or (None, time looked up)
         self.tcp_counters = None  # (InSegs, OutSegs, CurrEstab) from /proc/net/snmp at the last read
         # sock_diag netlink where the kernel answers, else /proc/net/tcp{,6} ("coarse"), else none.
@@ -191,13 +194,17 @@ class ProcSampler(object):
         if self.tcp_reader is not None:
             self.tcp_reader.close()
 
-    def exclude(self, pid):
+    def exclude(self, pid, start=None):
         """Leave out `pid` and its descendants from now on (called from the server thread when the app
-        subscribes directly). Known processes are looked at afresh on the next tick; dead pids are pruned."""
+        subscribes directly). With `start`, only if the process with that number is the one that started
+        then. Known processes are looked at afresh on the next tick; dead pids are pruned."""
         pid = str(pid)
-        start = self._start_time(pid)
-        if start is None or self.exclude_pids.get(pid) == start:
+        current = self._start_time(pid)
+        if current is None or self.exclude_pids.get(pid) == current:
             return  # already gone, or already left out
+        if start is not None and str(start) != current:
+            return  # that number belongs to another process now
+        start = current
         kept = {p: t for p, t in self.exclude_pids.items() if self._start_time(p) == t}
         kept[pid] = start
         self.exclude_pids = kept  # replaced whole: the tick thread reads it without a lock

@@ -471,3 +471,26 @@ def test_a_process_that_names_itself_ours_after_first_sight_is_left_out(fake):
     fake.proc(97, "wr-agent-relay", runtime_ns=1_800_000_000, ticks=180)
     fake.proc(98, "make", runtime_ns=1_800_000_000, ticks=180)
     assert [c[0] for c in s.sample().cpu] == ["make"]
+
+
+def test_an_excluded_pid_with_a_start_time_binds_only_that_process(fake):
+    """`--exclude-pid PID:START` (the local provider's form): after a restart the number may belong to
+    another process; its start time says so."""
+    fake.proc(90, "make", state="D", start_ticks=900)
+    assert sampler(fake, exclude_pids=[("90", "100")]).sample().dstate == [("make", "90")]
+    assert sampler(fake, exclude_pids=[("90", "900")]).sample().dstate == []
+
+
+def test_bare_exclude_pids_are_pinned_for_every_re_execution():
+    from wr_agent import exclusions
+    starts = {"41": "5000", "self": "1"}
+    argv = ["serve", "--exclude-pid", "41", "--exclude-pid=42", "--exclude-pid", "43:77", "--hold-seconds", "5"]
+    assert exclusions.pin_exclude_argv(argv, starts.get) == [
+        "serve", "--exclude-pid", "41:5000", "--exclude-pid", "43:77", "--hold-seconds", "5"]  # 42 is gone
+    assert exclusions.pin_exclude_argv(argv, lambda pid: None) == [  # no start times here (no /proc)
+        "serve", "--exclude-pid", "41", "--exclude-pid", "42", "--exclude-pid", "43:77", "--hold-seconds", "5"]
+    assert exclusions.parse_exclude("43:77") == ("43", "77") and exclusions.parse_exclude("9") == ("9", None)
+    for bad in ("x", "0", "4:", "4:x", "-4"):
+        with pytest.raises(ValueError):
+            exclusions.parse_exclude(bad)
+    assert exclusions.proc_start_time(os.getpid()) == exclusions.proc_start_time("self")
