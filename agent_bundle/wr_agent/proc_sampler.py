@@ -573,6 +573,7 @@ class ProcSampler(object):
             self.tcp_counters = counters
             return []
         if counters is None or counters != self.tcp_counters:
+            read_at = self.clock()  # the ages in the facts count from the read, which starts now
             try:
                 conns = self.tcp_reader.read()
             except (OSError, ValueError) as exc:
@@ -582,8 +583,7 @@ class ProcSampler(object):
                     log.warning("reading TCP sockets failed: %s; trying again next tick", exc)
             if conns is not None:
                 self.tcp_error = None
-                now = self.clock()  # the ages in the facts are from the read, just now
-                self.tcp_judge.ingest(now, conns)
+                self.tcp_judge.ingest(read_at, conns)
                 self.tcp_counters = counters
                 live = set(self.tcp_judge.tracks)
                 for ino in [i for i in self.inode_owner if i not in live]:

@@ -25,7 +25,9 @@ ANSWER_GAP = 8.0  # seconds: pieces of an answer at most this far apart are one 
 MOVE_RATE, MOVE_WINDOW = 500.0, 3.0  # bytes/s over seconds, as the interface signal
 QUEUE_STALL = 60.0  # a full send queue whose peer took nothing this long is a stuck peer, not an upload
 RETURN_GAP = 60.0  # a long wait starting this soon after the last one ended (no work between) is a heartbeat
-SAME = 0.5  # seconds: two reads of one wait's start that differ less than this are the same wait
+# Seconds: two reads of one wait's start that differ less than this are the same wait. A wait is tracked only
+# once it is WAIT_MIN long, so the next one starts at least that much later; below it, a read's lateness.
+SAME = 1.5
 PEERS_MAX = 4096  # heartbeat memory, oldest forgotten first
 
 ESTABLISHED, CLOSE_WAIT, LISTEN = 1, 8, 10
@@ -91,7 +93,7 @@ class Track(object):
                 if d_out:
                     self.acked_at = now
                 if d_in and self.recv_at is not None:
-                    self._piece(self.recv_at)
+                    self._piece(self.recv_at, quiet=not d_out)
             elif self.recv_at is not None:
                 self.piece_at = self.recv_at
             self.bytes_in, self.bytes_out = c.bytes_in, c.bytes_out
@@ -106,11 +108,12 @@ class Track(object):
             self.queued_reads = 0
         self.wqueue = c.wqueue
 
-    def _piece(self, at):
+    def _piece(self, at, quiet):
         """A piece of data came in at `at`: an answer still arriving if the last one was recent and this
-        end sent nothing between them (a ping answered every few seconds is not a stream)."""
+        end sent nothing since the read that saw it (`quiet`: its byte counter did not move; a ping answered
+        every few seconds is not a stream). Counters, not times: times from two reads differ by how late
+        each read was, and under load that is more than the gap between a request and its first piece."""
         prev = self.piece_at
-        quiet = self.sent_at is None or prev is None or self.sent_at <= prev + 0.05
         if prev is not None and at - prev <= ANSWER_GAP and quiet:
             self.stream_until = at + ANSWER_GAP
         self.piece_at = at

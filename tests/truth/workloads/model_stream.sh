@@ -1,0 +1,8 @@
+#!/bin/bash
+# expect: busy
+# why: a model call whose answer streams a few bytes every 3 s (an agent waiting on tokens)
+. "$TRUTH_TOOLS/lib.sh"
+
+work_started
+$NET model-call --every 3 --seconds "$TRUTH_WORK"
+work_done; stay
