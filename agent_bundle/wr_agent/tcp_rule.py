@@ -10,9 +10,9 @@ A connection is work while
 * bytes move on it at MOVE_RATE or more (the network signal's rate, per connection);
 * its send queue holds unsent bytes on two reads in a row and the peer took some within QUEUE_STALL (an
   upload behind a slow receiver).
-A long wait that comes back to the same peer within RETURN_GAP of the last one's end, with no work in
-between (no bytes moving, no stream, no queue, no CPU by that process), is a listener's heartbeat (a long
-poll answered "nothing", a keep-alive ping): only the first counts. It is keyed by process and peer (the
+A long wait on a key whose last long wait ended with no work since (no bytes moving, no stream, no queue,
+no CPU by that process), after at most RETURN_GAP of silence, is a listener's heartbeat (a long poll answered
+"nothing", a keep-alive ping): only the first counts. It is keyed by process and peer (the
 peer's port outbound, the local port inbound), not by socket, so a listener that reconnects is not new.
 
 Pure: the facts and the clock come in, the busy connections go out, so it is unit-tested on a fake clock.
@@ -24,7 +24,8 @@ WAIT_MIN = 2.0  # seconds a request waits before it counts (an exchange answered
 ANSWER_GAP = 8.0  # seconds: pieces of an answer at most this far apart are one answer still arriving
 MOVE_RATE, MOVE_WINDOW = 500.0, 3.0  # bytes/s over seconds, as the interface signal
 QUEUE_STALL = 60.0  # a full send queue whose peer took nothing this long is a stuck peer, not an upload
-RETURN_GAP = 60.0  # a long wait starting this soon after the last one ended (no work between) is a heartbeat
+RETURN_GAP = 60.0  # a long wait on a key whose last one ended with no work since, after at most this much silence
+REPLY_WINDOW = 0.2  # seconds: inbound data this soon after this end's send is the peer's reply, not a request
 # Seconds: two reads of one wait's start that differ less than this are the same wait. A wait is tracked only
 # once it is WAIT_MIN long, so the next one starts at least that much later; below it, a read's lateness.
 SAME = 1.5
@@ -120,15 +121,25 @@ class Track(object):
 
     def wait_start(self):
         """When the outstanding request began (this end's last send outbound, the peer's inbound), or None.
-        Equal times (one jiffy) are an exchange answered at once."""
+
+        The kernel's times have a jiffy's resolution (1-4 ms), so a send and a receive within one tick read as
+        equal; they are taken in the order a conversation has them, received then sent: outbound a request
+        sent right after what came in (a query after the server's "ready"), inbound an answer. Inbound, data
+        that comes within REPLY_WINDOW of this end's last send is the peer's reply to it (a pong), not a
+        request."""
         if self.state != ESTABLISHED:
             return None
         if self.inbound:
-            if self.recv_ago is not None and (self.sent_ago is None or self.recv_ago < self.sent_ago):
+            if self.recv_ago is not None and (self.sent_ago is None
+                                              or self.sent_ago - self.recv_ago >= REPLY_WINDOW * 1000):
                 return self.recv_at
-        elif self.sent_ago is not None and (self.recv_ago is None or self.sent_ago < self.recv_ago):
+        elif self.sent_ago is not None and (self.recv_ago is None or self.sent_ago <= self.recv_ago):
             return self.sent_at
         return None
+
+    def before_wait(self):
+        """When data last went the other way before this wait began (None: never)."""
+        return self.sent_at if self.inbound else self.recv_at
 
     def active(self, now):
         """Work by bytes, not by waiting: moving, an answer arriving, or a send queue the peer drains."""
@@ -231,8 +242,13 @@ class Judge(object):
                 self._peer(key).work_at = now
             if long_wait and t.wait is None:
                 p = self.peers.get(key)
-                heartbeat = (p is not None and p.ended is not None and start - p.ended <= RETURN_GAP
-                             and (p.work_at is None or p.work_at < p.ended))
+                heartbeat = False
+                if p is not None and p.ended is not None and (p.work_at is None or p.work_at < p.ended):
+                    # Back to the same wait with no work since the last one: a heartbeat, unless the key was
+                    # silent long before this wait (a person at a prompt, back after a while).
+                    before = t.before_wait()
+                    last = max(p.ended, before) if before is not None and before <= start else p.ended
+                    heartbeat = start - last <= RETURN_GAP
                 t.wait = _Wait(start, key, not heartbeat)
             counted = t.wait is not None and t.wait.counted
             if active or counted or tail:

@@ -311,3 +311,37 @@ def test_sockets_of_no_candidate_are_not_work_and_idle_ones_cost_no_owner_lookup
         judge.ingest(t, [busy_sock.conn(t), idle.conn(t)])
         assert judge.busy(t, owner_of, 0.0) == []
     assert set(asked) == {1}
+
+
+def test_a_query_sent_in_the_same_millisecond_as_the_servers_ready_is_outstanding():
+    """psql -c: the server's "ready for query" and the query go out within one jiffy: equal times."""
+    s = Sock(1).receive(0.0, 300).send(0.0, 40)
+    busy = World(s).busy_seconds(1.0, 30.0)
+    assert busy == [float(t) for t in range(2, 31)]
+
+
+def test_an_inbound_reply_to_this_ends_ping_is_no_request_whatever_the_jiffies():
+    s = Sock(1, lport=5173, peer="127.0.0.1", pport=43000)
+    w = World(s, listening=(5173,))
+
+    def ping(t):  # the server pings every 5 s; the pong lands 0-3 ms later (sometimes in the next jiffy)
+        if t % 5 == 0:
+            s.send(t, 6)
+            s.receive(t + (0.003 if t % 15 == 0 else 0.0), 6)
+
+    assert w.busy_seconds(0.0, 120.0, each=ping) == []
+
+
+def test_a_heartbeat_whose_waits_show_only_now_and_then_stays_a_heartbeat():
+    """A client pinging every 3 s: mostly the echo lands in the same jiffy (a wait until the next ping),
+    now and then in the next one (no wait): the heartbeat is remembered across the gaps, by the silence."""
+    s = Sock(1, peer="127.0.0.1", pport=9001)
+    w = World(s)
+
+    def ping(t):
+        if t % 3 == 0:
+            s.send(t, 4)
+            s.receive(t + (0.004 if (t // 3) % 40 else 0.0), 4)  # one wait in 40 pings: 2 minutes apart
+
+    busy = w.busy_seconds(0.0, 600.0, each=ping)
+    assert busy and max(busy) <= 3.0 + tcp_rule.ANSWER_GAP, busy  # the first only
