@@ -18,6 +18,8 @@ TESTERS = frozenset({"pytest", "ctest", "jest", "tox", "nox"})
 
 _PROCESS = re.compile(r"^(?P<kind>[a-z]+): (?P<comm>.+?) \(pid \d+\)(?P<rest>.*?)(?: \(coarse\))?$")
 _SSH = re.compile(r"^ssh session: (?:(?P<user>\S+) )?from (?P<peer>\S+)$")
+_TCP_OUT = re.compile(r"^ to (?P<peer>\S+)$")
+_TCP_IN = re.compile(r"^ from (?P<peer>\S+) on port (?P<port>\d+)$")
 
 
 def _process_words(kind: str, comm: str, rest: str) -> str | None:
@@ -34,6 +36,14 @@ def _process_words(kind: str, comm: str, rest: str) -> str | None:
     if kind == "sleep":
         return f"waiting in a job: {comm}"
     if kind == "tcp":
+        # The agent names the connection: " to ADDR:PORT" (this end waits or receives), " from ADDR:PORT on
+        # port N" (a request to this box's server); an older agent names only the process.
+        out = _TCP_OUT.match(rest)
+        if out:
+            return f"waiting on the network: {comm} → {out.group('peer')}"
+        served = _TCP_IN.match(rest)
+        if served:
+            return f"serving port {served.group('port')}: {comm} ← {served.group('peer')}"
         return "ssh connection out" if comm == "ssh" else f"network connection: {comm}"
     return None
 
