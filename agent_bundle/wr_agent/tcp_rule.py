@@ -63,9 +63,32 @@ class _Wait(object):
 class Track(object):
     """What the judge remembers of one socket between reads (absolute times on the sampler's clock)."""
 
-    __slots__ = ("acked_at", "busy_from", "bytes_in", "bytes_out", "inbound", "inode", "lport", "moved", "peer",
-                 "piece_at", "pport", "queued_reads", "recv_ago", "recv_at", "sent_ago", "sent_at", "since",
-                 "state", "stream_until", "tail_until", "wait", "wqueue")
+    __slots__ = (
+        "acked_at",
+        "busy_from",
+        "bytes_in",
+        "bytes_out",
+        "inbound",
+        "inode",
+        "lport",
+        "moved",
+        "out_at_piece",
+        "peer",
+        "piece_at",
+        "pport",
+        "push_at",
+        "queued_reads",
+        "recv_ago",
+        "recv_at",
+        "sent_ago",
+        "sent_at",
+        "since",
+        "state",
+        "stream_until",
+        "tail_until",
+        "wait",
+        "wqueue",
+    )
 
     def __init__(self, c, inbound):
         self.inode, self.inbound = c.inode, inbound
@@ -73,8 +96,11 @@ class Track(object):
         self.bytes_in = self.bytes_out = None
         self.moved = collections.deque()  # (time, bytes moved since the read before)
         self.piece_at = None  # when the last piece of data came in
+        self.out_at_piece = None  # this end's byte counter at the read that saw it
         self.stream_until = None
         self.tail_until = None  # the answer that ended a counted wait: still that request's, for ANSWER_GAP
+        self.push_at = None  # when data last came in unasked (the connection was not waiting): a server's ping
+        self.state = self.sent_ago = self.recv_ago = self.sent_at = self.recv_at = None
         self.queued_reads = 0
         self.acked_at = None
         self.wqueue = None
@@ -82,6 +108,7 @@ class Track(object):
         self.busy_from = self.since = None  # the current busy streak: when it began (clock, wall)
 
     def update(self, now, c):
+        asked = self.state is None or self.wait_start() is not None  # as the last read left it
         self.state = c.state
         self.sent_ago, self.recv_ago = c.sent_ago, c.recv_ago
         self.sent_at = None if c.sent_ago is None else now - c.sent_ago / 1000.0
@@ -94,9 +121,12 @@ class Track(object):
                 if d_out:
                     self.acked_at = now
                 if d_in and self.recv_at is not None:
-                    self._piece(self.recv_at, quiet=not d_out)
+                    self._piece(self.recv_at, quiet=c.bytes_out == self.out_at_piece)
+                    self.out_at_piece = c.bytes_out
+                    if not asked:
+                        self.push_at = self.recv_at
             elif self.recv_at is not None:
-                self.piece_at = self.recv_at
+                self.piece_at, self.out_at_piece = self.recv_at, c.bytes_out
             self.bytes_in, self.bytes_out = c.bytes_in, c.bytes_out
         unsent = c.notsent if c.notsent is not None else c.wqueue  # the fallback has the queue only
         if unsent > 0:
@@ -111,7 +141,7 @@ class Track(object):
 
     def _piece(self, at, quiet):
         """A piece of data came in at `at`: an answer still arriving if the last one was recent and this
-        end sent nothing since the read that saw it (`quiet`: its byte counter did not move; a ping answered
+        end sent nothing since the read that saw the last one (`quiet`: its byte counter did not move; a ping answered
         every few seconds is not a stream). Counters, not times: times from two reads differ by how late
         each read was, and under load that is more than the gap between a request and its first piece."""
         prev = self.piece_at
@@ -122,18 +152,20 @@ class Track(object):
     def wait_start(self):
         """When the outstanding request began (this end's last send outbound, the peer's inbound), or None.
 
-        The kernel's times have a jiffy's resolution (1-4 ms), so a send and a receive within one tick read as
-        equal; they are taken in the order a conversation has them, received then sent: outbound a request
-        sent right after what came in (a query after the server's "ready"), inbound an answer. Inbound, data
-        that comes within REPLY_WINDOW of this end's last send is the peer's reply to it (a pong), not a
-        request."""
+        The kernel's times have a jiffy's resolution (1-4 ms): a send and a receive within one read as equal,
+        an exchange answered at once (a request answered on loopback, then an idle connection). A reply is
+        no request: inbound, data within REPLY_WINDOW of this end's last send (a pong to our ping); outbound,
+        a send within REPLY_WINDOW of data the peer pushed unasked (a pong to a server's ping), while a send
+        right after an answer (a query after the server's "ready", the next long poll) is one."""
         if self.state != ESTABLISHED:
             return None
         if self.inbound:
             if self.recv_ago is not None and (self.sent_ago is None
                                               or self.sent_ago - self.recv_ago >= REPLY_WINDOW * 1000):
                 return self.recv_at
-        elif self.sent_ago is not None and (self.recv_ago is None or self.sent_ago <= self.recv_ago):
+        elif self.sent_ago is not None and (self.recv_ago is None or self.sent_ago < self.recv_ago):
+            if self.push_at is not None and 0 <= self.sent_at - self.push_at < REPLY_WINDOW:
+                return None
             return self.sent_at
         return None
 
