@@ -78,8 +78,19 @@ def _address(family, raw):
     return text
 
 
+# The same fields in one unpack, for a tcp_info that has them all (Linux 4.6+): a dump of hundreds of sockets
+# every tick is parsed at a fraction of the cost of one call per field.
+_TI_FAST = struct.Struct("=24xI16xI4xI64xQQ8xI4xII")
+
+
 def _tcp_info(buf, start, length, conn):
     """Fill `conn` from a tcp_info of `length` bytes at `start` (fields past its end stay None)."""
+    if length >= _TI_FAST.size:
+        (conn.unacked, sent, recv, conn.bytes_out, conn.bytes_in, conn.notsent, segs_in,
+         segs_out) = _TI_FAST.unpack_from(buf, start)
+        conn.sent_ago = None if segs_out == 0 else sent
+        conn.recv_ago = None if segs_in == 0 else recv
+        return
     end = start + length
 
     def u32(off):

@@ -212,6 +212,10 @@ class Judge(object):
             t = self.tracks.get(c.inode)
             if t is None or (t.peer, t.pport, t.lport) != (c.peer, c.pport, c.lport):
                 t = Track(c, c.lport in listening)
+            elif (c.bytes_in is not None and c.bytes_in == t.bytes_in and c.bytes_out == t.bytes_out
+                  and c.state == t.state and not c.notsent and not c.unacked and not t.queued_reads):
+                tracks[c.inode] = t  # nothing moved on it since the last read: what it knew still holds
+                continue
             t.update(now, c)
             tracks[c.inode] = t
         for ino, t in self.tracks.items():
