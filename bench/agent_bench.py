@@ -2,6 +2,12 @@
 memory, time-to-busy and time-to-idle. Prints the figures; cleans up every process it started by PID.
 
     sudo .venv/bin/python bench/agent_bench.py [--seconds 20] [--mode ns|host] [--full-record]
+        [--connections 200] [--chatty] [--quick]
+
+`--connections N`: N established loopback connections (idle, held by one process) beside the sleepers, as a
+box with a database pool, editors' language servers and browser tabs has. `--chatty`: one of them carries a
+ping every second, so segments move on every tick and the agent reads every socket each time (the gate open).
+`--quick`: one short run (5 s, 20 sleepers, one trial) to check the script works.
 
 `ns` (default as root): the agent and the sleepers run in a fresh PID namespace, so the process count is
 exactly what is measured. `host`: the agent watches the whole host (`--candidates user` when not root).
@@ -28,6 +34,21 @@ SPAWNER = ("import os, signal, sys\n"
            "print('ready', flush=True)\n"
            "signal.pause()\n")
 BURN = "import time\nt = time.monotonic() + 30\nwhile time.monotonic() < t: pass\n"
+# N idle loopback connections in one process (both ends), optionally one ping a second on the first.
+HOLDER = ("import os, signal, socket, sys, time\n"
+          "n, chatty = int(sys.argv[1]), sys.argv[2] == '1'\n"
+          "os.system('ip link set lo up 2>/dev/null')\n"
+          "srv = socket.create_server(('127.0.0.1', 0), backlog=n)\n"
+          "pairs = []\n"
+          "for _ in range(n):\n"
+          "    c = socket.create_connection(srv.getsockname()); a, _ = srv.accept()\n"
+          "    c.sendall(b'hello'); a.recv(5); a.sendall(b'ok'); c.recv(2); pairs.append((c, a))\n"
+          "print('ready', flush=True)\n"
+          "while True:\n"
+          "    if not chatty:\n"
+          "        signal.pause(); continue  # not a timer sleep, which a job step would be\n"
+          "    pairs[0][0].sendall(b'p'); pairs[0][1].recv(1); pairs[0][1].sendall(b'p'); pairs[0][0].recv(1)\n"
+          "    time.sleep(1)\n")
 CLK = os.sysconf("SC_CLK_TCK")
 
 
@@ -143,7 +164,7 @@ def seed_full_record(path, budget=128 * 1024):
     os.chmod(path, 0o600)
 
 
-def measure(mode, extra, seconds, hold, full_record=False, cycles=3, warm_up=3.0):
+def measure(mode, extra, seconds, hold, full_record=False, connections=0, chatty=False, cycles=3, warm_up=3.0):
     r = Runner(mode)
     tmp = tempfile.mkdtemp(prefix="wrbench")
     os.chmod(tmp, 0o700)
@@ -151,6 +172,11 @@ def measure(mode, extra, seconds, hold, full_record=False, cycles=3, warm_up=3.0
     try:
         spawner = r.popen([sys.executable, "-c", SPAWNER, str(extra)], stdout=subprocess.PIPE)
         spawner.stdout.readline()
+        if connections:
+            holder = r.popen([sys.executable, "-c", HOLDER, str(connections), "1" if chatty else "0"],
+                             stdout=subprocess.PIPE)
+            if holder.stdout.readline().strip() != b"ready":
+                raise RuntimeError("the connection holder did not start")
         pyz = os.path.join(tmp, "wr-agent.pyz")  # measured as deployed: the zipapp
         subprocess.run([sys.executable, "-m", "wr_agent", "bundle", "--out", pyz], check=True, timeout=60,
                        env=dict(os.environ, PYTHONPATH=AGENT_SRC), stdout=subprocess.DEVNULL)
@@ -198,7 +224,8 @@ def measure(mode, extra, seconds, hold, full_record=False, cycles=3, warm_up=3.0
             t = time.monotonic()
             idle.append(sub.wait_verdict("IDLE", hold + 10) - t)
             time.sleep(1.2)
-        return {"mode": mode, "extra_sleepers": extra, "cpu_share_pct": round(share * 100, 3),
+        return {"mode": mode, "extra_sleepers": extra, "connections": connections, "chatty": chatty,
+                "cpu_share_pct": round(share * 100, 3),
                 "rss_mb": round(rss / 1024.0, 1), "time_to_busy_max_s": round(max(busy), 2),
                 "time_to_idle_max_s": round(max(idle), 2), "hold_s": hold}
     finally:
@@ -215,18 +242,21 @@ def main():
     ap.add_argument("--counts", default="20,500")
     ap.add_argument("--full-record", action="store_true",
                     help="start the agent with a why-awake record at its byte budget, and read it all once")
+    ap.add_argument("--connections", type=int, default=0, help="established idle loopback connections")
+    ap.add_argument("--chatty", action="store_true", help="one connection pings every second (gate open)")
     ap.add_argument("--quick", action="store_true", help="a few seconds: one small run, no figures asserted")
     args = ap.parse_args()
     if args.quick:
         args.seconds, args.hold, args.counts = 1.0, 1.0, "20"
     rows = []
     for n in [int(x) for x in args.counts.split(",")]:
-        row = measure(args.mode, n, args.seconds, args.hold, args.full_record,
+        row = measure(args.mode, n, args.seconds, args.hold, args.full_record, args.connections, args.chatty,
                       cycles=1 if args.quick else 3, warm_up=1.0 if args.quick else 3.0)
         rows.append(row)
         print(json.dumps(row), flush=True)
-    print(f"\nmode={args.mode} window={args.seconds:g}s  "
-          "(goals: <=0.1% @20, <=0.5% @500, RSS<=20MB, busy<=1s, idle<=hold+1s)")
+    chatty = " chatty" if args.chatty else ""
+    print(f"\nmode={args.mode} window={args.seconds:g}s connections={args.connections}{chatty}"
+          "  (goals: <=0.1% @20, <=0.5% @500 (<=0.35% with connections), RSS<=20MB, busy<=1s, idle<=hold+1s)")
     for row in rows:
         print(f"{row['extra_sleepers']:4d} sleepers: tick cost {row['cpu_share_pct']:.3f}% of a core, "
               f"RSS {row['rss_mb']:.1f} MB, time-to-busy <= {row['time_to_busy_max_s']:.2f} s, "

@@ -9,7 +9,7 @@ import os
 import threading
 import time
 
-from wr_agent import PROTOCOL, VERSION
+from wr_agent import PROTOCOL, VERSION, clocks
 from wr_agent import reasons as reasons_mod
 from wr_agent import settings as settings_mod
 from wr_agent.busy_span import BusySpan
@@ -50,10 +50,12 @@ WIRE_OVERHEAD_PER_MESSAGE = 250
 class Agent(object):
     def __init__(self, sampler, settings, heartbeat, workroom, build, hold_seconds=30.0, tick_seconds=1.0,
                  settings_path=None, settings_error=None, min_duration=settings_mod.MIN_DURATION,
-                 test_min_duration=None, clock=time.monotonic, saved_settings=None, health_listen=None):
+                 test_min_duration=None, clock=time.monotonic, saved_settings=None, health_listen=None,
+                 suspend_clock=clocks.suspend_aware):
         self.lock = threading.RLock()
         self.sampler = sampler
-        self.classifier = Classifier(hold_seconds, tick_seconds)
+        self.suspend_clock = suspend_clock  # tick gaps (the box slept) are measured on it
+        self.classifier = Classifier(hold_seconds, tick_seconds, gap_clock=suspend_clock)
         self.ceiling = Ceiling(settings)
         self.heartbeat = heartbeat
         self.workroom = workroom
@@ -194,6 +196,7 @@ class Agent(object):
                 "workroom": self.workroom,
                 "agent": {"version": VERSION, "protocol": PROTOCOL, "build": self.build},
                 "sampler": self.sampler.name,
+                "tcp": getattr(self.sampler, "tcp_kind", None),
                 "test_min_duration": self.test_min_duration,
                 "health_listen": self.health_listen,
                 "last_busy_span": None if self.span.last is None else dict(self.span.last),
@@ -265,7 +268,8 @@ class Agent(object):
             settings = settings_mod.from_file(d.get("settings"), self.min_duration)
             ceiling = Ceiling(settings)
             ceiling.restore(d.get("ceiling") or {})
-            classifier = Classifier(self.classifier.hold_seconds, self.classifier.tick_seconds)
+            classifier = Classifier(self.classifier.hold_seconds, self.classifier.tick_seconds,
+                                    gap_clock=self.suspend_clock)
             classifier.restore(d.get("classifier") or {})
             span = BusySpan(self.tick_seconds)
             span.restore(d.get("busy_span") or {})

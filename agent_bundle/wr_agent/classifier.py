@@ -1,6 +1,7 @@
 """Per-tick BUSY vote, 30 s hold, resume mask after a tick gap (docs/agent.md, "The classifier").
 
-Pure: it sees only Signals and the monotonic time, so it is unit-tested on a fake clock.
+Pure: it sees only Signals, the monotonic time and (for gaps) a clock that counts suspend, both given, so
+it is unit-tested on fake clocks.
 """
 
 import collections
@@ -20,8 +21,13 @@ TIMER_MIN_SLEEP = 3.0
 
 
 class Classifier(object):
-    def __init__(self, hold_seconds=30.0, tick_seconds=1.0):
+    def __init__(self, hold_seconds=30.0, tick_seconds=1.0, gap_clock=None):
+        """`gap_clock`: the clock tick gaps are measured on, one that counts suspend (clocks.suspend_aware):
+        CLOCK_MONOTONIC stops while a guest is suspended, so a box that slept an hour shows no gap on it.
+        None: the `now` given to step (tests that move one fake clock)."""
         self.hold_seconds = hold_seconds
+        self.gap_clock = gap_clock
+        self._gap_mark = None  # gap_clock at the last tick
         self.tick_seconds = tick_seconds
         self.last_tick = None
         self.last_busy = None  # monotonic time of the last BUSY vote
@@ -29,6 +35,7 @@ class Classifier(object):
         self.mask_until = None
         self.busy = False
         self.reasons = []
+        # Facts behind a reason, by its text (tcp: {"peer", "port", "since"}), for this tick's reasons only.
         self.operations = 0  # agent-run operations in flight (a BUSY signal)
         self.last_gap = None  # (monotonic at the wake, seconds without a tick, BUSY before it)
         self._tty = collections.deque()
@@ -43,14 +50,15 @@ class Classifier(object):
 
     def step(self, now, sig):
         """Feed one tick's signals; return (busy, reasons), each reason one of `reasons.ROWS` (data, see there)."""
-        if self.last_tick is not None and now - self.last_tick >= GAP_SECONDS:
+        mark = now if self.gap_clock is None else self.gap_clock()
+        if self.last_tick is not None and mark - self._gap_mark >= GAP_SECONDS:
             # Remembered for the status (`last_gap`): the app uses it to say a box slept while busy.
-            self.last_gap = (now, now - self.last_tick, self.busy)
+            self.last_gap = (now, mark - self._gap_mark, self.busy)
             # The box slept: CPU and network right after a wake are the wake itself, not work.
             self.mask_until = now + MASK_SECONDS + self.tick_seconds
             self._tty.clear()
             self._net.clear()
-        self.last_tick = now
+        self.last_tick, self._gap_mark = now, mark
         masked = self.mask_until is not None and now < self.mask_until
         coarse = bool(sig.coarse)
         reasons = []
@@ -65,6 +73,8 @@ class Classifier(object):
         for comm, pid in sig.fifo_wait:
             reasons.append(R.make(R.FIFO, comm, pid))
         for t in sig.tcp:
+            # (comm, pid, facts) from the TCP judge (tcp_rule.facts): which peer, since when; a bare (comm, pid)
+            # names the process only
             facts = t[2] if len(t) > 2 and isinstance(t[2], dict) else {}
             reasons.append(R.make(R.TCP, t[0], t[1], **facts))
         tty_rate = self._rate(self._tty, now, TTY_WINDOW, sig.tty_bytes)

@@ -25,6 +25,14 @@ def _nonneg(text):
     return v
 
 
+def _exclude(text):
+    from wr_agent import exclusions
+    try:
+        return exclusions.parse_exclude(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="wr-agent", description="Workroom companion's far-side agent.")
     p.add_argument("--version", action="store_true", help="print version, protocol version and build hash")
@@ -44,8 +52,9 @@ def build_parser():
     s.add_argument("--hold-seconds", type=_nonneg, default=30.0, metavar="S")
     s.add_argument("--tick-seconds", type=_positive, default=1.0, metavar="S")
     s.add_argument("--candidates", choices=("all", "user"), default="all")
-    s.add_argument("--exclude-pid", type=int, action="append", default=[], metavar="PID",
-                   help="never count this process or its descendants as work (the app on this computer)")
+    s.add_argument("--exclude-pid", type=_exclude, action="append", default=[], metavar="PID[:START]",
+                   help="never count this process or its descendants as work; START (field 22 of "
+                        "/proc/PID/stat) pins the number to that one process")
     s.add_argument("--cpu-window", type=_positive, default=None, metavar="S",
                    help="judge a process's CPU over this window (default 10)")
     s.add_argument("--watch-window", type=_positive, default=None, metavar="S",

@@ -41,6 +41,7 @@ def parse_ps(output):
 
 class CoarseSampler(object):
     name = "coarse"
+    tcp_kind = None  # no view of connections at all
 
     def __init__(self, every=5.0, only_uid=None, cpu_share=CPU_SHARE, self_pid=None, clock=time.monotonic,
                  runner=None, exclude_pids=()):
@@ -48,7 +49,9 @@ class CoarseSampler(object):
         self.only_uid = only_uid
         self.cpu_share = cpu_share
         self.self_pid = str(os.getpid() if self_pid is None else self_pid)
-        self.exclude_pids = frozenset(str(p) for p in exclude_pids)  # excluded with their descendants
+        # Excluded with their descendants while they live: `ps` gives no start times, so a pid is held only
+        # until a listing lacks it (a number handed out again later is another process).
+        self.exclude_pids = frozenset(str(p[0] if isinstance(p, tuple) else p) for p in exclude_pids)
         self.clock = clock
         self.runner = runner or self._run_ps
         self.prev = {}
@@ -72,8 +75,11 @@ class CoarseSampler(object):
             return self.last
         sig = Signals(coarse=True)
         cur = {}
-        excluded_tree = {self.self_pid} | self.exclude_pids
         by_pid = dict((r[0], r) for r in rows)
+        gone = self.exclude_pids - frozenset(by_pid)
+        if gone:
+            self.exclude_pids = self.exclude_pids - gone  # forgotten (replaced whole: exclude() is another thread's)
+        excluded_tree = {self.self_pid} | self.exclude_pids
 
         def tree_excluded(pid, depth=0):
             r = by_pid.get(pid)
@@ -107,4 +113,7 @@ class CoarseSampler(object):
         self.exclude_pids = self.exclude_pids | {str(pid)}
 
     def close(self):
+        pass
+
+    def shutdown(self):
         pass

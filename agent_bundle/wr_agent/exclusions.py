@@ -57,3 +57,55 @@ def command_excluded(argv):
             if text == c or text.startswith(c + " "):
                 return True
     return False
+
+
+def parse_exclude(text):
+    """`--exclude-pid PID[:START]` -> (pid, start or None). START is the process's start time as
+    /proc/PID/stat gives it (field 22, clock ticks since boot): with it the number binds only that process."""
+    pid, sep, start = str(text).partition(":")
+    if not pid.isdigit() or int(pid) <= 0 or (sep and not start.isdigit()):
+        raise ValueError("not a PID or PID:START: %r" % text)
+    return str(int(pid)), (str(int(start)) if sep else None)
+
+
+def pin_exclude_argv(argv, start_of):
+    """argv with every bare `--exclude-pid PID` pinned to the process that has that number now
+    (`PID:START`, from `start_of(pid)`), and dropped if none has it; unchanged where start times cannot be
+    read (`start_of` gives None for every pid: no /proc). Re-executions (a hand-off, a supervisor's restart)
+    run the pinned argv, so a number handed out again later never binds another process."""
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        value = None
+        if a == "--exclude-pid" and i + 1 < len(argv):
+            value, step = argv[i + 1], 2
+        elif a.startswith("--exclude-pid="):
+            value, step = a[len("--exclude-pid="):], 1
+        if value is None:
+            out.append(a)
+            i += 1
+            continue
+        i += step
+        try:
+            pid, start = parse_exclude(value)
+        except ValueError:
+            out += argv[i - step:i]  # argparse says what is wrong with it
+            continue
+        if start is None:
+            start = start_of(pid)
+            if start is None:
+                if start_of("self") is None:
+                    out += ["--exclude-pid", pid]  # no start times here (the ps sampler): as given
+                continue  # gone already: nothing to leave out, now or after a restart
+        out += ["--exclude-pid", "%s:%s" % (pid, start)]
+    return out
+
+
+def proc_start_time(pid, root="/proc"):
+    """Field 22 of /proc/PID/stat (start time, clock ticks since boot) as text, or None."""
+    try:
+        with open("%s/%s/stat" % (root, pid), "rb") as f:
+            raw = f.read(4096).decode("utf-8", "replace")
+        return raw[raw.rfind(")") + 2:].split()[19]
+    except (OSError, IndexError):
+        return None

@@ -4,17 +4,21 @@ Per candidate and tick the cheap path is one pread of /proc/PID/schedstat on a h
 runtime): a leader that did not run cannot have changed its state or wchan, so stat and wchan are read
 again only when it ran (or when the process has other threads, whose CPU only stat sums). Static facts
 (comm, exclusion, ancestry, tty) are read once per process; a held fd also pins the process, so a reused
-PID reads as gone (ESRCH) instead of as the old process. /proc/net/tcp(6) is read only when no cheaper
-signal already voted BUSY, and fd links only when an ESTABLISHED socket has no known owner.
+PID reads as gone (ESRCH) instead of as the old process. TCP sockets are read (tcp_diag: sock_diag netlink,
+else /proc/net/tcp{,6}) on every tick where neither CPU nor D state voted, only when segments moved since the
+last read, and fd links only for a connection that may count and has no known owner.
 """
 
 import errno
+import logging
 import os
 import resource
 import time
 
-from wr_agent import exclusions
+from wr_agent import exclusions, tcp_diag, tcp_rule
 from wr_agent.signals import Signals
+
+log = logging.getLogger("wr_agent")
 
 PF_KTHREAD = 0x00200000
 FD_RESERVE = 64
@@ -26,7 +30,7 @@ CPU_SHARE = 0.05  # a candidate using this share of a core (over CPU_WINDOW, or 
 CPU_WINDOW = 10.0  # seconds over which a candidate's CPU (with its reaped children) is judged
 WATCH_WINDOW = 600.0  # pty output counts only on a pty with a keystroke (or an attached client) this recent
 MULTIPLEXER_CLIENTS = frozenset(("tmux: client", "screen"))  # tmux's client retitles itself; screen's is lowercase
-UNOWNED_RECHECK = 30.0  # seconds before an ESTABLISHED socket with no candidate owner is looked up again
+UNOWNED_RECHECK = 30.0  # seconds before a socket with no candidate owner is looked up again
 
 
 def _raise_nofile():
@@ -110,7 +114,7 @@ class ProcSampler(object):
 
     def __init__(self, root="/proc", sys_net="/sys/class/net", pts="/dev/pts", self_pid=None,
                  only_uid=None, cpu_share=CPU_SHARE, clock=time.monotonic, wall=time.time, exclude_pids=(),
-                 cpu_window=CPU_WINDOW, watch_window=WATCH_WINDOW, tick_seconds=1.0):
+                 cpu_window=CPU_WINDOW, watch_window=WATCH_WINDOW, tick_seconds=1.0, tcp_reader="auto"):
         self.root, self.sys_net, self.pts = root, sys_net, pts
         self.self_pid = str(os.getpid() if self_pid is None else self_pid)
         self.only_uid = only_uid
@@ -126,11 +130,19 @@ class ProcSampler(object):
         # Excluded with their descendants: {pid: its start time}, so a pid the kernel hands out again later
         # (the app disconnected, a build got its number) is not left out with it.
         self.exclude_pids = {}
-        for pid in exclude_pids:
-            self.exclude(pid)
-        self.inode_owner = {}  # ESTABLISHED socket inode -> pid string or (None, time looked up)
-        self.tcp_counters = None  # (ActiveOpens, PassiveOpens, CurrEstab) from /proc/net/snmp
-        self.est_prev = None
+        for spec in exclude_pids:  # a pid, or (pid, start time or None) from --exclude-pid PID[:START]
+            if isinstance(spec, tuple):
+                self.exclude(*spec)
+            else:
+                self.exclude(spec)
+        self.inode_owner = {}  # socket inode -> pid string or (None, time looked up)
+        self.tcp_counters = None  # (InSegs, OutSegs, CurrEstab) from /proc/net/snmp at the last read
+        # sock_diag netlink where the kernel answers, else /proc/net/tcp{,6} ("coarse"), else none.
+        self.tcp_reader = tcp_diag.open_reader(root) if tcp_reader == "auto" else tcp_reader
+        self.tcp_kind = None if self.tcp_reader is None else self.tcp_reader.kind
+        self.tcp_judge = tcp_rule.Judge()
+        self.tcp_error = None
+        self._mapped = False
         self.if_kind = {}  # interface name -> counts (box-crossing), for those in the last read
         self.net_prev = None
         self.has_schedstat = None
@@ -183,16 +195,26 @@ class ProcSampler(object):
             p.fds = {}
 
     def close(self):
+        """Forget every process (and close their fds); the TCP reader stays open for the next tick."""
         for pid in list(self.procs):
             self._drop(pid)
 
-    def exclude(self, pid):
+    def shutdown(self):
+        self.close()
+        if self.tcp_reader is not None:
+            self.tcp_reader.close()
+
+    def exclude(self, pid, start=None):
         """Leave out `pid` and its descendants from now on (called from the server thread when the app
-        subscribes directly). Known processes are looked at afresh on the next tick; dead pids are pruned."""
+        subscribes directly). With `start`, only if the process with that number is the one that started
+        then. Known processes are looked at afresh on the next tick; dead pids are pruned."""
         pid = str(pid)
-        start = self._start_time(pid)
-        if start is None or self.exclude_pids.get(pid) == start:
+        current = self._start_time(pid)
+        if current is None or self.exclude_pids.get(pid) == current:
             return  # already gone, or already left out
+        if start is not None and str(start) != current:
+            return  # that number belongs to another process now
+        start = current
         kept = {p: t for p, t in self.exclude_pids.items() if self._start_time(p) == t}
         kept[pid] = start
         self.exclude_pids = kept  # replaced whole: the tick thread reads it without a lock
@@ -328,7 +350,12 @@ class ProcSampler(object):
         sig.keystroke_age, watched = self._keystrokes()
         sig.tty_bytes = sum(n for path, n in tty_out.items() if path in watched or path not in self._pts_seen)
         sig.net_bytes = self._net_bytes()
-        if not (busy_hint or sig.cpu or sig.dstate or sig.timer_sleep):
+        if sig.cpu:  # work by these processes: their next long wait on a connection is a first one again
+            self.tcp_judge.note_work(frozenset((pid, self.procs[pid].start) for _c, pid, _s in sig.cpu
+                                               if pid in self.procs), now)
+        # CPU and D state always vote (the operation hint too); whatever else a tick holds, a timer sleep a
+        # daemon keeps between checks included, the connections are judged.
+        if not (busy_hint or sig.cpu or sig.dstate):
             sig.tcp = self._tcp(now)
         return sig
 
@@ -528,8 +555,8 @@ class ProcSampler(object):
         prev, self.net_prev = self.net_prev, total
         return 0 if prev is None or total < prev else total - prev
 
-    def _snmp_tcp(self):
-        """(ActiveOpens, PassiveOpens, CurrEstab) of this network namespace (IPv4 and IPv6), or None."""
+    def _snmp_segments(self):
+        """(InSegs, OutSegs, CurrEstab) of this network namespace (IPv4 and IPv6 share them), or None."""
         try:
             raw = self._read_once(self.root + "/net/snmp", 65536)
         except OSError:
@@ -539,66 +566,80 @@ class ProcSampler(object):
             return None
         d = dict(zip(rows[0][1:], rows[1][1:]))
         try:
-            return int(d[b"ActiveOpens"]), int(d[b"PassiveOpens"]), int(d[b"CurrEstab"])
+            return int(d[b"InSegs"]), int(d[b"OutSegs"]), int(d[b"CurrEstab"])
         except (KeyError, ValueError):
             return None
 
-    def _established_cached(self):
-        """ESTABLISHED inodes. The tcp tables cost the kernel a walk of the global hash (~1 ms), so they
-        are read only when /proc/net/snmp says a connection was opened or closed since the last read."""
-        counters = self._snmp_tcp()
-        if counters is not None and counters[2] == 0:
-            est = set()
-        elif counters is not None and counters == self.tcp_counters and self.est_prev is not None:
-            est = self.est_prev
-        else:
-            est = self._established()
-        self.tcp_counters, self.est_prev = counters, est
-        return est
-
-    def _established(self):
-        inodes = set()
-        for name in ("net/tcp", "net/tcp6"):
-            try:
-                raw = self._read_all(self.root + "/" + name)
-            except OSError:
-                continue
-            for line in raw.split(b"\n")[1:]:
-                f = line.split()
-                if len(f) > 9 and f[3] == b"01" and f[9] != b"0":
-                    inodes.add(f[9].decode())
-        return inodes
-
     def _tcp(self, now):
-        est = self._established_cached()
-        owners = self.inode_owner
-        for ino in [i for i in owners if i not in est]:
-            del owners[ino]
-        stale = False
-        for ino in est:
-            o = owners.get(ino)
-            if o is None:
-                stale = True
-            elif isinstance(o, tuple):
-                stale = stale or now - o[1] >= UNOWNED_RECHECK
-            elif o not in self.procs:
-                stale = True
-        if stale:
-            self._map_sockets(est, now)
-        hits, seen = [], set()
-        for ino in est:
-            o = owners.get(ino)
-            if isinstance(o, str) and o not in seen:
-                p = self.procs.get(o)
-                if p is not None and not p.excluded and p.state != "Z":
-                    seen.add(o)
-                    hits.append((p.comm, o))
+        """This tick's TCP vote: [(comm, pid, reason text, facts)] for the connections that are work
+        (tcp_rule). The gate: while no segment came in or went out (/proc/net/snmp), the last read's facts
+        still hold (only their ages grow, which the judge computes), so a quiet box reads no socket."""
+        if self.tcp_reader is None:
+            return []
+        counters = self._snmp_segments()
+        if counters is not None and counters[2] == 0 and not self.tcp_judge.tracks:
+            self.tcp_counters = counters
+            return []
+        if counters is None or counters != self.tcp_counters:
+            read_at = self.clock()  # the ages in the facts count from the read, which starts now
+            try:
+                conns = self.tcp_reader.read()
+            except (OSError, ValueError) as exc:
+                conns = None
+                if self.tcp_error != str(exc):
+                    self.tcp_error = str(exc)
+                    log.warning("reading TCP sockets failed: %s; trying again next tick", exc)
+            if conns is not None:
+                self.tcp_error = None
+                self.tcp_judge.ingest(read_at, conns)
+                self.tcp_counters = counters
+                live = set(self.tcp_judge.tracks)
+                for ino in [i for i in self.inode_owner if i not in live]:
+                    del self.inode_owner[ino]
+        self._mapped = False
+        hits, seen = [], {}
+        for owner, track in self.tcp_judge.busy(now, self._owner_of, self.wall()):
+            pid = owner[0]
+            p = self.procs.get(pid)
+            if p is None:
+                continue
+            if pid in seen and seen[pid].busy_from <= track.busy_from:
+                continue  # one reason per process: its connection busy the longest (stable across ticks)
+            seen[pid] = track
+        for pid, track in seen.items():
+            comm = self.procs[pid].comm
+            # since: when this busy streak began, on the sampler's clock (the agent's status clock)
+            hits.append((comm, pid, tcp_rule.facts(track, round(track.busy_from, 1))))
+        hits.sort(key=lambda h: int(h[1]))
         return hits
 
-    def _map_sockets(self, est, now):
+    def _owner_of(self, inode):
+        """(pid, start) of the candidate owning this socket, or None. Looked up by scanning candidates' fd
+        links at most once a tick, only for sockets the judge asks about; a socket of a non-candidate (sshd)
+        is looked up again after UNOWNED_RECHECK seconds."""
+        o = self.inode_owner.get(inode)
+        now = self.clock()
+        if isinstance(o, str):
+            p = self.procs.get(o)
+            if p is not None and not p.excluded and p.state != "Z":
+                return (o, p.start)
+        elif isinstance(o, tuple) and now - o[1] < UNOWNED_RECHECK:
+            return None
+        if self._mapped:
+            self.inode_owner[inode] = (None, now)
+            return None
+        self._mapped = True
+        self._map_sockets(set(self.tcp_judge.tracks), now)
+        o = self.inode_owner.get(inode)
+        if isinstance(o, str):
+            p = self.procs[o]
+            return (o, p.start)
+        return None
+
+    def _map_sockets(self, wanted, now):
         found = {}
         for pid, p in self.procs.items():
-            if p.excluded:
+            if p.excluded or p.state == "Z":
                 continue
             fddir = self._path(pid, "fd")
             try:
@@ -611,8 +652,11 @@ class ProcSampler(object):
                 except OSError:
                     continue
                 if target.startswith("socket:["):
-                    ino = target[8:-1]
-                    if ino in est:
+                    try:
+                        ino = int(target[8:-1])
+                    except ValueError:
+                        continue
+                    if ino in wanted:
                         found[ino] = pid
-        for ino in est:
+        for ino in wanted:
             self.inode_owner[ino] = found.get(ino, (None, now))

@@ -36,9 +36,10 @@ ROWS = (
     ReasonClass(DISK, "disk: {subject} (pid {pid}) in D state", DISK, ("coarse",)),
     ReasonClass(SLEEP, "sleep: {subject} (pid {pid})", SLEEP),
     ReasonClass(FIFO, "fifo: {subject} (pid {pid}) waiting for its partner", FIFO),
-    # peer ("10.0.0.5"), port (443) and since (agent CLOCK_MONOTONIC when the wait began): facts of one connection
-    # that stay put while it waits. The text names only the process, so it reads the same on every tick.
-    ReasonClass(TCP, "tcp: {subject} (pid {pid})", TCP, ("peer", "port", "since")),
+    # peer ("10.0.0.5"), port (443), since (the agent's status clock when the wait began) and, for a connection
+    # that came in, local_port (ours): facts of one connection that stay put while it is work (tcp_rule). The text
+    # names only the process, so it reads the same on every tick.
+    ReasonClass(TCP, "tcp: {subject} (pid {pid})", TCP, ("peer", "port", "since", "local_port")),
     ReasonClass(TTY_OUTPUT, "tty: output", TTY_OUTPUT),
     ReasonClass(KEYSTROKE, "tty: keystroke", KEYSTROKE),
     ReasonClass(NET, "net: traffic", NET),

@@ -13,7 +13,7 @@ import socket
 import sys
 import threading
 
-from wr_agent import bundle, health, log_file, runtime
+from wr_agent import bundle, exclusions, health, log_file, runtime
 from wr_agent import settings as settings_mod
 from wr_agent.agent import Agent
 from wr_agent.heartbeat import Heartbeat, parse_target
@@ -23,6 +23,10 @@ log = logging.getLogger("wr_agent")
 
 def run(args, argv):
     """Serve until a signal; returns the exit status (raises runtime.StartupError to refuse to start)."""
+    # A bare --exclude-pid binds the process that has the number now; every re-execution (hand-off, the
+    # supervisor's restart) carries it pinned to that process's start time.
+    argv = exclusions.pin_exclude_argv(argv, exclusions.proc_start_time)
+    args.exclude_pid = [exclusions.parse_exclude(v) for v in _exclude_values(argv)]
     if args.supervise:
         from wr_agent import supervise
         return supervise.run(supervise.child_argv(supervise.entry_argv(), argv),
@@ -53,7 +57,7 @@ def run(args, argv):
             log.error("%s; starting on flags/defaults and leaving the file alone until a valid settings "
                       "request arrives", settings_error)
         sampler = make_sampler(args)
-        stack.callback(sampler.close)
+        stack.callback(sampler.shutdown)
         heartbeat_on = not args.no_heartbeat and sampler.name == "proc"
         heartbeat = Heartbeat(args.heartbeat_interval, target, heartbeat_on, tick_seconds=args.tick_seconds)
         stack.callback(heartbeat.close)
@@ -85,6 +89,14 @@ def run(args, argv):
             log.info("health endpoint listening on %s (GET %s)", agent.health_listen, health.HEALTH_PATH)
         server.run(stop)
     return 0
+
+
+def _exclude_values(argv):
+    for i, a in enumerate(argv):
+        if a == "--exclude-pid" and i + 1 < len(argv):
+            yield argv[i + 1]
+        elif a.startswith("--exclude-pid="):
+            yield a[len("--exclude-pid="):]
 
 
 # -- start-up steps --------------------------------------------------------------------------------------------

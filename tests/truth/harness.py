@@ -83,6 +83,7 @@ class Workload:
     grace: float | None = None  # a longer time-to-busy the workload's header explains
     work: float | None = None  # seconds of work in CI timings, when the header needs more than the default
     side: str = "inside"  # "outside": sshd runs in the box, the script (an ssh client) in the outside world
+    stay: float | None = None  # IDLE this long before it counts as settled, when a heartbeat must be seen to repeat
 
     @classmethod
     def load(cls, path: Path) -> Workload:
@@ -97,7 +98,8 @@ class Workload:
         grace = meta.get("grace")
         return cls(path.stem, path, expect, meta["why"], meta.get("debatable", ""),
                    tuple(meta.get("needs", "").split()), float(grace.split()[0]) if grace else None,
-                   float(meta["work"].split()[0]) if meta.get("work") else None, meta.get("side", "inside"))
+                   float(meta["work"].split()[0]) if meta.get("work") else None, meta.get("side", "inside"),
+                   float(meta["stay"].split()[0]) if meta.get("stay") else None)
 
     def missing(self) -> list[str]:
         return [n for n in self.needs if shutil.which(n) is None]
@@ -181,11 +183,12 @@ class Result:
 class Suite:
     """One run: a test user, a built agent, a private directory; workloads run in parallel."""
 
-    def __init__(self, timings: Timings, keep: bool = False) -> None:
+    def __init__(self, timings: Timings, keep: bool = False, jobs: int = 8) -> None:
         if os.geteuid() != 0:
             raise PermissionError("the truth suite needs root (namespaces and a test user)")
         self.timings = timings
         self.keep = keep
+        self.jobs = jobs
         self.tag = str(os.getpid())  # the whole pid: stale-user reaping checks /proc/<tag>
         self.root = Path(tempfile.mkdtemp(prefix=f"wr-truth-{self.tag}-"))
         self.root.chmod(0o755)
@@ -233,6 +236,10 @@ class Suite:
         with self._lock:
             self._n += 1
             n = self._n
+        if n <= self.jobs:
+            # The first batch starts a second apart: eight namespaces starting their servers, agents and
+            # interpreters at once on 2 cores delayed a CPU burner's start past its grace.
+            time.sleep(n - 1)
         try:
             self._run(w, n, res)
         except Exception as exc:  # recorded per workload; the suite goes on
@@ -295,7 +302,7 @@ class Suite:
                                                    "--propagation", "private", "sh", "-c", outside_init],
                                                   env=outside_env, cwd=str(d), stdout=log, stderr=log,
                                                   stdin=subprocess.DEVNULL))
-            self._record(d, sock, res, inner)
+            self._record(d, sock, res, inner, max(self.timings.stay, w.stay or 0.0))
         finally:
             for p in reversed(procs):
                 _stop(p)
@@ -338,7 +345,7 @@ class Suite:
                "TERM": "xterm", "LANG": "C.UTF-8"}
         return [sshd, "-D", "-e", "-f", str(config)], env
 
-    def _record(self, d: Path, sock: Path, res: Result, inner: subprocess.Popen[bytes]) -> None:
+    def _record(self, d: Path, sock: Path, res: Result, inner: subprocess.Popen[bytes], stay: float) -> None:
         tm = self.timings
         t0 = time.monotonic()
         conn = None
@@ -350,7 +357,7 @@ class Suite:
             else:
                 time.sleep(0.2)
         wall0 = time.time() - (time.monotonic() - t0)
-        limit = tm.work * 3 + tm.settle + tm.stay + 60  # a workload that never says it started or ended
+        limit = tm.work * 3 + tm.settle + stay + 60  # a workload that never says it started or ended
         k = 0
         try:
             while True:
@@ -365,9 +372,9 @@ class Suite:
                 ref = res.work_end if res.expect == "busy" else res.work_start
                 if ref is not None:
                     tti = res._settled_idle_from(ref)
-                    if tti is not None and t - tti >= tm.stay and t - ref >= tm.stay:
+                    if tti is not None and t - tti >= stay and t - ref >= stay:
                         return
-                    if t - ref > tm.settle + tm.stay:
+                    if t - ref > tm.settle + stay:
                         return  # busy for ever: recorded as such
                 if t > limit:
                     return
@@ -440,7 +447,7 @@ def _tail(path: Path) -> str:
 
 
 def run_suite(workloads: list[Workload], timings: Timings, jobs: int, keep: bool = False) -> list[Result]:
-    suite = Suite(timings, keep=keep)
+    suite = Suite(timings, keep=keep, jobs=jobs)
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
             # Long ones first, so the tail of the run is not one slow workload alone.

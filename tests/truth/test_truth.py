@@ -14,7 +14,7 @@ WORKLOADS = harness.all_workloads()
 
 
 def test_suite_is_large_enough_and_says_why():
-    assert len(WORKLOADS) >= 30
+    assert len(WORKLOADS) >= 54
     for w in WORKLOADS:
         assert w.expect in ("busy", "idle") and len(w.why) > 20
 

@@ -208,7 +208,10 @@ def row_words(reason: BusyReason, agent_now: float | None = None) -> str | None:
         return spec.row.format(count=count) if isinstance(count, int) and not isinstance(count, bool) else None
     subject = reason.subject
     act = _activity(spec.id, subject) if subject else None
-    if act is not None:
+    served = reason.detail.get("local_port") if spec.id == "tcp" else None
+    if isinstance(served, int) and not isinstance(served, bool) and subject:
+        words = f"serving port {served}: {subject}"  # a request came in on our port and is being answered
+    elif act is not None:
         words = f"{act.words}: {subject}"
     else:
         words = spec.row.format(subject=subject) if subject and "{subject}" in spec.row else spec.alone

@@ -10,6 +10,7 @@ without the network heartbeat.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from workroom.core.hosts import Host
 from workroom.paths import agent_socket_dir
@@ -19,6 +20,22 @@ from workroom.remote.agent_client import EventHandler
 from workroom.remote.agent_install import AgentLayout, ServeOptions
 from workroom.remote.agent_link import AgentLink, open_unix_link
 from workroom.remote.host_shell import HostShell, LocalShell
+
+PROC_SELF_STAT = Path("/proc/self/stat")
+
+
+def app_exclusion(stat_path: Path = PROC_SELF_STAT) -> tuple[str, ...]:
+    """`--exclude-pid PID:START` for this app where /proc gives its start time (field 22 of stat): the
+    agent then leaves out this process and only it, also after a restart when the number may belong to
+    another. Where there is no /proc (macOS, whose agent samples with `ps`), nothing: the app is left out
+    as a live subscriber of the agent's socket, and `ps`'s first listing cannot vote CPU before it
+    subscribes."""
+    try:
+        raw = stat_path.read_text(errors="replace")
+        start = raw[raw.rfind(")") + 2:].split()[19]
+    except (OSError, IndexError):
+        return ()
+    return ("--exclude-pid", f"{os.getpid()}:{start}") if start.isdigit() else ()
 
 
 class LocalProvider(Provider):
@@ -33,7 +50,7 @@ class LocalProvider(Provider):
     def serve_options(self, host: Host) -> ServeOptions:
         # The app (and what it runs) is not the user's work: the agent leaves its process tree out.
         return ServeOptions(workroom=host.name, candidates=host.agent_candidates or "user", heartbeat=False,
-                            extra=("--exclude-pid", str(os.getpid())))
+                            extra=app_exclusion())
 
     def open_shell(self, host: Host) -> HostShell:
         return LocalShell()

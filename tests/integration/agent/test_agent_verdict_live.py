@@ -10,10 +10,14 @@ from agentrun import Agent, PidNamespace, agent_env, private_dir, serve_argv, wa
 pytestmark = [pytest.mark.integration, pytest.mark.root]
 
 BURN = "import time\nt = time.monotonic() + 60\nwhile time.monotonic() < t: pass\n"
-TCP_JOB = ("import socket, time\n"
-           "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(1)\n"
-           "c = socket.create_connection(s.getsockname()); a, _ = s.accept()\n"
-           "time.sleep(0) ; import select; select.select([a], [], [], 60)\n")
+# A query over IPv6 loopback answered after 6 s, then the connection left open and idle (a pool's).
+TCP_JOB = ("import socket, sys, threading, time\n"
+           "s = socket.socket(socket.AF_INET6); s.bind(('::1', 0)); s.listen(1)\n"
+           "def serve():\n"
+           "    a, _ = s.accept(); a.recv(64); time.sleep(6); a.sendall(b'42\\n'); a.recv(64)\n"
+           "threading.Thread(target=serve, daemon=True).start()\n"
+           "c = socket.create_connection(s.getsockname()[:2]); c.sendall(b'SELECT slow()\\n')\n"
+           "c.recv(64); print('answered', flush=True); c.recv(64)\n")  # then idle: no timer sleep
 
 
 @pytest.fixture
@@ -56,11 +60,19 @@ def test_job_that_only_sleeps_is_busy(ns, agent):
     agent.wait_status(lambda s: s["verdict"] == "IDLE", 8, "idle after the hold")
 
 
-def test_established_tcp_connection_is_busy(ns, agent):
-    job = ns.popen([sys.executable, "-c", TCP_JOB])
-    st = agent.wait_status(lambda s: any(r.startswith("tcp: python") for r in s["busy_reasons"]), 4,
+def test_a_request_waiting_on_a_connection_is_busy_and_the_open_connection_after_it_is_not(ns, agent):
+    """The kernel's per-connection facts (sock_diag, IPv6 here): BUSY while the query waits, IDLE once it is
+    answered though the connection stays open."""
+    import subprocess
+    job = ns.popen([sys.executable, "-c", TCP_JOB], stdout=subprocess.PIPE)
+    st = agent.wait_status(lambda s: any(r.startswith("tcp: python") for r in s["busy_reasons"]), 5,
                            "tcp reason")
-    assert st["verdict"] == "BUSY"
+    assert st["verdict"] == "BUSY" and st["tcp"] == "sock_diag"
+    assert any("[::1]:" in r for r in st["busy_reasons"]), st["busy_reasons"]
+    assert job.stdout.readline().strip() == b"answered"
+    agent.wait_status(lambda s: s["verdict"] == "IDLE", 2 + 8 + 4, "idle with the connection still open")
+    time.sleep(3)
+    assert agent.status()["verdict"] == "IDLE" and job.poll() is None
     ns.kill(job)
 
 

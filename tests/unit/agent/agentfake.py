@@ -7,6 +7,7 @@ from wr_agent.signals import Signals
 
 class FakeSampler:
     name = "proc"
+    tcp_kind = "sock_diag"
 
     def __init__(self):
         self.sig = Signals()
@@ -29,5 +30,5 @@ class Clock:
 def make_agent(settings, hold_seconds=30):
     clock, sampler = Clock(), FakeSampler()
     agent = Agent(sampler, settings, Heartbeat(enabled=False), "w1", "b" * 64, hold_seconds=hold_seconds,
-                  tick_seconds=1, clock=clock)
+                  tick_seconds=1, clock=clock, suspend_clock=clock)
     return agent, sampler, clock

@@ -58,12 +58,23 @@ class FakeProc:
         shutil.rmtree(os.path.join(self.root, str(pid)))
 
     def tcp(self, conns, name="tcp"):
-        """conns: (state hex, inode) pairs."""
+        """conns: (state hex, inode) or (state hex, inode, send queue bytes) tuples."""
         lines = [TCP_HEADER]
-        for n, (st, inode) in enumerate(conns):
-            lines.append(f"   {n}: 0100007F:1F90 0100007F:C350 {st} 00000000:00000000 00:00000000 00000000     0"
+        for n, (st, inode, *queue) in enumerate(conns):
+            tx = queue[0] if queue else 0
+            timer = "01:00000020" if tx else "00:00000000"
+            ends = "0100007F:1F90 00000000:0000" if st == "0A" else "0100007F:C350 0100007F:1F90"
+            lines.append(f"   {n}: {ends} {st} {tx:08X}:00000000 {timer} 00000000     0"
                          f"        0 {inode} 1 0000000000000000 20 4 30 10 -1\n")
         self._w("net/" + name, "".join(lines))
+
+    def snmp(self, in_segs, out_segs, established):
+        """/proc/net/snmp's Tcp rows (the other counters zero)."""
+        names = ("RtoAlgorithm RtoMin RtoMax MaxConn ActiveOpens PassiveOpens AttemptFails EstabResets CurrEstab "
+                 "InSegs OutSegs RetransSegs InErrs OutRsts InCsumErrors")
+        values = ["1", "200", "120000", "-1", "0", "0", "0", "0", str(established), str(in_segs), str(out_segs),
+                  "0", "0", "0", "0"]
+        self._w("net/snmp", f"Ip: Forwarding\nIp: 1\nTcp: {names}\nTcp: {' '.join(values)}\n")
 
     def dev(self, counters):
         lines = [DEV_HEADER]

@@ -180,3 +180,42 @@ def test_a_hand_off_keeps_the_reasons_as_data_and_reads_an_older_agents_text():
     for bad in ([{"class": "teleport"}], [{"class": "cpu", "pid": "5"}], [{"class": "hold", "detail": {}}], "x"):
         with pytest.raises(ValueError):
             Classifier().restore({"last_busy": 10.0, "busy": True, "last_busy_reasons": bad})
+
+
+def test_a_suspend_is_a_gap_on_the_clock_that_counts_it_though_monotonic_time_barely_moved():
+    """CLOCK_MONOTONIC stops while a guest is suspended: an hour asleep is one second on it. The gap is
+    measured on the suspend-aware clock (clocks.suspend_aware, injected here: a real suspend cannot run)."""
+    boot = [0.0]
+    c = Classifier(hold_seconds=30, tick_seconds=1, gap_clock=lambda: boot[0])
+    for t in range(3):
+        boot[0] = float(t)
+        run(c, float(t), cpu=[("job", "3", 1.0)])
+    boot[0] = 3602.0  # the box slept an hour between two ticks
+    busy, reasons = run(c, 3.0, cpu=[("job", "3", 1.0)])
+    assert c.last_gap == (3.0, 3600.0, True)
+    assert busy and reasons == ["hold: after cpu: job (pid 3)"], "CPU right after the wake is masked"
+    plain = Classifier(hold_seconds=30, tick_seconds=1, gap_clock=lambda: 5.0)
+    run(plain, 0.0)
+    run(plain, 100.0)
+    assert plain.last_gap is None, "no gap on the suspend-aware clock, none recorded"
+
+
+def test_the_agent_measures_gaps_on_the_suspend_aware_clock():
+    from wr_agent import clocks
+    from wr_agent.agent import Agent
+    from wr_agent.heartbeat import Heartbeat
+    from wr_agent.settings import Settings
+
+    class Quiet:
+        name, tcp_kind = "proc", None
+
+        def sample(self, busy_hint=False):
+            from wr_agent.signals import Signals
+            return Signals()
+
+        def close(self):
+            pass
+
+    agent = Agent(Quiet(), Settings(14400, 600, False), Heartbeat(enabled=False), "w", "b" * 64)
+    assert agent.classifier.gap_clock is clocks.suspend_aware
+    assert clocks.SUSPEND_CLOCK_NAME == "boottime"  # Linux: CLOCK_BOOTTIME

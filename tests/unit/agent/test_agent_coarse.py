@@ -50,3 +50,19 @@ def test_cpu_between_samples_d_state_and_exclusions():
     sig = s.sample()
     assert [(c, p) for c, p, _ in sig.cpu] == [("cargo", "600")]  # cron's child is excluded
     assert sig.cpu[0][2] == pytest.approx(0.8)
+
+
+def test_an_excluded_pid_is_forgotten_once_a_listing_lacks_it():
+    """`ps` has no start times: an exclusion holds while its process lives, so the number handed out again
+    later (a build) is not left out with it."""
+    app = "  800     1  1000 R 00:00:00 workroom\n  801   800  1000 D 00:00:00 helper\n"
+    later = "  800     1  1000 D 00:00:00 make\n"
+    outputs = [app, LINUX_PS, later]
+    clock = Clock()
+    s = CoarseSampler(every=5, clock=clock, self_pid=99999, runner=lambda: outputs.pop(0), exclude_pids=[("800", "7")])
+    assert s.sample().dstate == []  # the app's tree is left out
+    clock.t = 5.0
+    s.sample()  # 800 is gone
+    assert s.exclude_pids == frozenset()
+    clock.t = 10.0
+    assert s.sample().dstate == [("make", "800")]

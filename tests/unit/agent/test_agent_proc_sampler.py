@@ -30,8 +30,8 @@ def fake(tmp_path):
 
 def sampler(fake, clock=None, **kw):
     kw.setdefault("self_pid", 99999)
-    return ProcSampler(root=fake.root, sys_net=fake.sys_net, pts=fake.pts, clock=clock or Clock(),
-                       wall=lambda: WALL0 + 5000.0, **kw)
+    kw.setdefault("wall", lambda: WALL0 + 5000.0)
+    return ProcSampler(root=fake.root, sys_net=fake.sys_net, pts=fake.pts, clock=clock or Clock(), **kw)
 
 
 def test_excluded_processes_are_not_candidates(fake):
@@ -133,24 +133,114 @@ def test_gone_process_is_dropped_and_its_fds_closed(fake):
     assert "44" not in s.procs and s.fds_held == 0
 
 
-def test_established_tcp_owned_by_a_candidate(fake):
-    fake.proc(50, "curl", fds=["/dev/null", "socket:[7001]"])
+def test_an_open_connection_is_not_work_but_a_send_queue_the_peer_drains_is(fake):
+    """The /proc/net/tcp fallback (all a FakeProc has): queues and timers only."""
+    fake.proc(50, "curl", fds=["/dev/null", "socket:[7001]", "socket:[7004]"])
     fake.proc(51, "sshd", fds=["socket:[7002]"])
-    fake.tcp([("01", "7001"), ("01", "7002"), ("0A", "7003")])
-    sig = sampler(fake).sample()
-    assert sig.tcp == [("curl", "50")]
+    fake.tcp([("01", "7001"), ("01", "7002", 5000), ("0A", "7003"), ("01", "7004", 0)])
+    clock = Clock()
+    s = sampler(fake, clock)
+    assert s.tcp_kind == "coarse"
+    assert s.sample().tcp == []  # idle connections; sshd's queue is not a candidate's
+    fake.tcp([("01", "7001"), ("01", "7002", 4000), ("01", "7004", 9000)])
+    clock.t += 1
+    assert s.sample().tcp == []  # one read with a queue: a segment in flight
+    fake.tcp([("01", "7001"), ("01", "7002", 3000), ("01", "7004", 7000)])
+    clock.t += 1
+    ((comm, pid, facts),) = s.sample().tcp
+    assert (comm, pid) == ("curl", "50")
+    assert facts["peer"] == "127.0.0.1" and facts["port"] == 8080
 
 
-def test_tcp_lookup_skipped_when_already_busy_and_cached_after(fake):
-    fake.proc(52, "curl", fds=["socket:[8001]"])
-    fake.tcp([("01", "8001")], name="tcp6")
-    s = sampler(fake)
-    assert s.sample(busy_hint=True).tcp == []
-    assert s.sample().tcp == [("curl", "52")]
-    os.unlink(os.path.join(fake.root, "52", "fd", "0"))  # cached owner: no fd re-scan needed
-    assert s.sample().tcp == [("curl", "52")]
-    fake.tcp([], name="tcp6")
-    assert s.sample().tcp == []
+def test_connections_are_judged_while_a_daemon_sleeps_on_a_timer(fake):
+    """A daemon between checks (`time.sleep(10)`, seen to wake) used to make the sampler skip TCP altogether:
+    a job's connection was then never judged, whatever it did."""
+    fake.proc(60, "python3", wchan="hrtimer_nanosleep")
+    fake.proc(61, "rsync", fds=["socket:[7101]"])
+    clock = Clock()
+    s = sampler(fake, clock)
+    for n, queue in enumerate((9000, 8000, 7000)):
+        fake.tcp([("01", "7101", queue)])
+        fake.proc(60, "python3", wchan="hrtimer_nanosleep", runtime_ns=n)  # woke and sleeps again
+        clock.t += 1
+        sig = s.sample()
+    assert sig.timer_sleep and [t[:2] for t in sig.tcp] == [("rsync", "61")]
+
+
+class ListReader:
+    """Connections as a sock_diag read gives them (tcp_diag.Conn), counting the reads."""
+
+    kind = "sock_diag"
+
+    def __init__(self):
+        self.conns, self.reads = [], 0
+
+    def read(self):
+        self.reads += 1
+        return list(self.conns)
+
+    def close(self):
+        pass
+
+
+def conn(inode, sent_ago=None, recv_ago=None, lport=40000, peer="10.0.3.7", pport=5432, out=0, inn=0):
+    from wr_agent import tcp_diag
+    return tcp_diag.Conn(2, tcp_diag.ESTABLISHED, "10.0.0.2", lport, peer, pport, inode, sent_ago=sent_ago,
+                         recv_ago=recv_ago, bytes_out=out, bytes_in=inn, notsent=0)
+
+
+def test_sockets_are_read_only_when_segments_moved_and_waits_grow_between_reads(fake):
+    fake.proc(70, "psql", fds=["socket:[7201]"])
+    fake.snmp(10, 10, 1)
+    reader, clock = ListReader(), Clock()
+    s = sampler(fake, clock, tcp_reader=reader, wall=lambda: 1_700_000_000.0 + clock.t)
+    reader.conns = [conn(7201, sent_ago=0, out=30)]  # a query just sent
+    assert s.sample().tcp == [] and reader.reads == 1
+    for _ in range(3):
+        clock.t += 1
+        sig = s.sample()
+    assert reader.reads == 1, "no segment moved: the last read still holds"
+    ((comm, _pid, facts),) = sig.tcp
+    assert comm == "psql" and facts["peer"] == "10.0.3.7" and facts["since"] == 100.0
+    fake.snmp(11, 10, 1)  # the answer came
+    reader.conns = [conn(7201, sent_ago=3000, recv_ago=0, out=30, inn=40)]
+    clock.t += 1
+    s.sample()
+    assert reader.reads == 2
+    fake.snmp(11, 10, 0)
+    reader.conns = []
+    clock.t += 1
+    s.sample()
+    clock.t += 1
+    assert s.sample().tcp == [] and reader.reads == 3
+    clock.t += 1
+    s.sample()
+    assert reader.reads == 3, "nothing established, nothing tracked: nothing to read"
+
+
+def test_no_tcp_reading_when_cpu_already_voted_and_one_reason_per_process(fake):
+    fake.proc(80, "make", state="R", ticks=0, runtime_ns=0)
+    fake.proc(81, "psql", fds=["socket:[7301]", "socket:[7302]"])
+    reader, clock = ListReader(), Clock()
+    s = sampler(fake, clock, tcp_reader=reader)
+    reader.conns = [conn(7301, sent_ago=0, out=30), conn(7302, sent_ago=0, lport=40001, peer="10.0.3.8", out=30)]
+    s.sample()
+    assert reader.reads == 1
+    fake.proc(80, "make", state="R", ticks=100, runtime_ns=1_000_000_000)  # a second of CPU
+    clock.t += 1
+    assert s.sample().cpu and reader.reads == 1
+    assert s.sample(busy_hint=True).tcp == [] and reader.reads == 1
+    clock.t += 2
+    reader.conns = [conn(7301, sent_ago=3000, out=30), conn(7302, sent_ago=2000, lport=40001, peer="10.0.3.8",
+                                                               out=30)]
+    fake.proc(80, "make", state="S", ticks=100, runtime_ns=1_000_000_000)
+    sig = s.sample()
+    assert [(t[0], t[1], t[2]["peer"]) for t in sig.tcp] == [("psql", "81", "10.0.3.7")]  # the one waiting longest
+
+
+def test_status_names_the_tcp_view(fake):
+    assert sampler(fake, tcp_reader=None).tcp_kind is None
+    assert sampler(fake, tcp_reader=ListReader()).tcp_kind == "sock_diag"
 
 
 def test_net_bytes_count_box_crossing_interfaces_only(fake):
@@ -382,3 +472,26 @@ def test_a_process_that_names_itself_ours_after_first_sight_is_left_out(fake):
     fake.proc(97, "wr-agent-relay", runtime_ns=1_800_000_000, ticks=180)
     fake.proc(98, "make", runtime_ns=1_800_000_000, ticks=180)
     assert [c[0] for c in s.sample().cpu] == ["make"]
+
+
+def test_an_excluded_pid_with_a_start_time_binds_only_that_process(fake):
+    """`--exclude-pid PID:START` (the local provider's form): after a restart the number may belong to
+    another process; its start time says so."""
+    fake.proc(90, "make", state="D", start_ticks=900)
+    assert sampler(fake, exclude_pids=[("90", "100")]).sample().dstate == [("make", "90")]
+    assert sampler(fake, exclude_pids=[("90", "900")]).sample().dstate == []
+
+
+def test_bare_exclude_pids_are_pinned_for_every_re_execution():
+    from wr_agent import exclusions
+    starts = {"41": "5000", "self": "1"}
+    argv = ["serve", "--exclude-pid", "41", "--exclude-pid=42", "--exclude-pid", "43:77", "--hold-seconds", "5"]
+    assert exclusions.pin_exclude_argv(argv, starts.get) == [
+        "serve", "--exclude-pid", "41:5000", "--exclude-pid", "43:77", "--hold-seconds", "5"]  # 42 is gone
+    assert exclusions.pin_exclude_argv(argv, lambda pid: None) == [  # no start times here (no /proc)
+        "serve", "--exclude-pid", "41", "--exclude-pid", "42", "--exclude-pid", "43:77", "--hold-seconds", "5"]
+    assert exclusions.parse_exclude("43:77") == ("43", "77") and exclusions.parse_exclude("9") == ("9", None)
+    for bad in ("x", "0", "4:", "4:x", "-4"):
+        with pytest.raises(ValueError):
+            exclusions.parse_exclude(bad)
+    assert exclusions.proc_start_time(os.getpid()) == exclusions.proc_start_time("self")

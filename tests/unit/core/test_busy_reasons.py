@@ -138,3 +138,9 @@ def test_every_class_has_a_colour_role_with_a_legend() -> None:
         assert spec.colour in br.COLOUR_LEGEND
     assert br.colour_role("sleep") is br.colour_role("fifo") is br.ColourRole.WAITING
     assert br.colour_role("weird") is br.ColourRole.OTHER
+
+
+def test_a_connection_that_came_in_says_which_port_it_serves() -> None:
+    data = BusyReason.model_validate(reason("tcp", "node", 7, peer="127.0.0.1", port=51234, since=100.0,
+                                            local_port=8080))
+    assert br.row_words(data, agent_now=103.0) == "serving port 8080: node (127.0.0.1:51234, for 3 s)"

@@ -1,0 +1,6 @@
+#!/bin/bash
+# expect: idle
+# stay: 30
+# why: a --watch-style client (kubectl get pods --watch): the initial list, then nothing ever arrives
+. "$TRUTH_TOOLS/lib.sh"
+exec $NET watch --keepalive 0

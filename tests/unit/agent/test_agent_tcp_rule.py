@@ -1,0 +1,349 @@
+"""The connection rule (tcp_rule.Judge) on a fake clock: each shape a connection takes in the truth suite,
+driven as the kernel would report it (times since the last data each way, cumulative byte counters)."""
+
+import socket
+
+import pytest
+from wr_agent import tcp_diag, tcp_rule
+from wr_agent.tcp_diag import ESTABLISHED, LISTEN
+
+pytestmark = pytest.mark.unit
+
+OWNER = ("40", 123.0)
+
+
+class Sock:
+    """One socket as the kernel keeps it: last data sent/received (absolute), bytes acked/received."""
+
+    def __init__(self, inode, lport=50000, peer="10.0.3.7", pport=5432, family=socket.AF_INET):
+        self.inode, self.lport, self.peer, self.pport, self.family = inode, lport, peer, pport, family
+        self.sent = self.recv = None
+        self.out = self.inn = 0
+        self.notsent = 0
+        self.state = ESTABLISHED
+
+    def send(self, t, n=100):
+        self.sent, self.out = t, self.out + n
+        return self
+
+    def receive(self, t, n=100):
+        self.recv, self.inn = t, self.inn + n
+        return self
+
+    def conn(self, now):
+        ago = lambda t: None if t is None else round((now - t) * 1000)  # noqa: E731
+        return tcp_diag.Conn(self.family, self.state, "10.200.0.2", self.lport, self.peer, self.pport,
+                             self.inode, sent_ago=ago(self.sent), recv_ago=ago(self.recv), bytes_out=self.out,
+                             bytes_in=self.inn, notsent=self.notsent, wqueue=self.notsent)
+
+
+class World:
+    def __init__(self, *socks, listening=()):
+        self.socks = list(socks)
+        self.listening = listening
+        self.judge = tcp_rule.Judge()
+        self.owners = {s.inode: OWNER for s in socks}
+
+    def tick(self, now):
+        conns = [s.conn(now) for s in self.socks]
+        conns += [tcp_diag.Conn(socket.AF_INET, LISTEN, "0.0.0.0", p, "0.0.0.0", 0, 900 + p) for p in self.listening]
+        self.judge.ingest(now, conns)
+        return self.judge.busy(now, lambda ino: self.owners.get(ino, OWNER), 1_700_000_000.0 + now)
+
+    def busy_seconds(self, start, end, step=1.0, each=None):
+        out, t = [], start
+        while t <= end:
+            if each:
+                each(t)
+            if self.tick(t):
+                out.append(t)
+            t += step
+        return out
+
+
+def test_an_open_connection_after_its_exchange_is_not_work():
+    s = Sock(1).send(0.0).receive(0.001)  # a browser's request answered, then an idle keep-alive
+    w = World(s)
+    assert w.busy_seconds(1.0, 300.0) == []
+
+
+def test_a_connection_that_never_carried_data_is_not_work():
+    w = World(Sock(1))  # silent_tcp: connected, nothing sent either way
+    assert w.busy_seconds(0.0, 120.0) == []
+
+
+def test_one_long_query_is_work_from_the_short_threshold_to_its_answer():
+    s = Sock(1).send(0.0)
+    w = World(s)
+    busy = w.busy_seconds(0.0, 75.0)
+    assert busy[0] == tcp_rule.WAIT_MIN and busy[-1] == 75.0 and len(busy) == 75 - 1
+    s.receive(75.5, 60)
+    assert w.tick(76.0), "its answer is still that query's"
+    assert w.tick(75.5 + tcp_rule.ANSWER_GAP + 0.5) == []
+
+
+def test_reason_names_the_connection_and_does_not_change_while_it_waits():
+    s = Sock(1, peer="10.0.3.7", pport=5432).send(10.0)
+    w = World(s)
+    seen = set()
+    for t in range(12, 60):
+        ((_owner, track),) = w.tick(float(t))
+        facts = tcp_rule.facts(track, track.busy_from)
+        seen.add(tuple(sorted(facts.items())))
+    (facts,) = seen
+    assert dict(facts) == {"peer": "10.0.3.7", "port": 5432, "since": 10.0}  # when the wait began
+
+
+def test_inbound_reason_says_the_local_port_and_ipv6_is_bracketed():
+    s = Sock(1, lport=8080, peer="::1", pport=41000, family=socket.AF_INET6).receive(0.0)
+    w = World(s, listening=(8080,))
+    ((_owner, track),) = w.tick(5.0)
+    facts = tcp_rule.facts(track, track.busy_from)
+    assert facts["local_port"] == 8080 and facts["peer"] == "::1" and facts["port"] == 41000
+
+
+def test_a_long_poll_answered_nothing_counts_once_even_when_it_reconnects():
+    w = World()
+    polls = []
+
+    def poll(t):
+        if t % 15 == 0:  # a new connection per poll, the same service; answered "[]" after 15 s
+            n = len(polls)
+            if polls:
+                polls[-1].receive(t, 150)
+                w.socks.remove(polls[-1])
+            polls.append(Sock(100 + n, lport=40000 + n).send(t, 200))
+            w.socks.append(polls[-1])
+
+    busy = w.busy_seconds(0.0, 120.0, each=poll)
+    assert busy and max(busy) <= 15.0 + tcp_rule.ANSWER_GAP, busy  # the first poll (and its answer) only
+
+
+def test_a_long_poll_on_one_keep_alive_connection_is_a_heartbeat_after_the_first():
+    s = Sock(1)
+    w = World(s)
+
+    def poll(t):
+        if t % 20 == 0:
+            if t:
+                s.receive(t, 150)
+            s.send(t + 0.01, 200)
+
+    busy = w.busy_seconds(0.0, 200.0, each=poll)
+    assert busy and max(busy) <= 20.0 + tcp_rule.ANSWER_GAP, busy  # the first poll and its answer only
+
+
+def test_work_between_waits_makes_the_next_wait_a_first_one_again():
+    s = Sock(1).send(0.0)
+    w = World(s)
+    assert w.tick(5.0)
+    s.receive(10.0, 100).send(10.01)
+    assert w.tick(10.5), "the answer to a counted wait is still that request's"
+    assert w.tick(19.0) == [] and w.tick(19.5) == []  # returned to the same wait: a heartbeat
+    w.judge.note_work({OWNER}, 16.0)  # CPU while it waits is not work between waits
+    s.receive(20.0, 100)
+    w.judge.note_work({OWNER}, 21.0)  # the process used CPU on what came back (that tick: no TCP vote)
+    s.send(21.5)
+    w.tick(22.0)
+    assert w.tick(25.0), "after work, a new long wait counts"
+
+
+def test_a_big_answer_is_work_between_waits():
+    s = Sock(1).send(0.0)
+    w = World(s)
+    assert w.tick(5.0)
+    s.receive(10.0, 64 * 1024).send(10.2)  # a result set, then the next query
+    assert w.tick(10.5)
+    assert w.tick(14.0), "the next query's wait is a first one: bytes moved between"
+
+
+def test_a_wait_long_after_the_last_one_counts_again():
+    s = Sock(1).send(0.0)
+    w = World(s)
+    w.tick(5.0)
+    s.receive(10.0, 100)
+    w.tick(11.0)
+    s.send(11.0 + tcp_rule.RETURN_GAP + 30)  # a person at psql, back after a while, runs another query
+    t = 11.0 + tcp_rule.RETURN_GAP + 30
+    w.tick(t)
+    assert w.tick(t + 5.0)
+
+
+def test_a_streaming_answer_is_work_while_pieces_keep_coming():
+    s = Sock(1).send(0.0, 2000)
+    w = World(s)
+    sizes = [3, 17, 5, 40, 9, 11]
+
+    def stream(t):
+        if t >= 60 and t <= 120 and t % 3 == 0:  # no bytes for 60 s, then a few every 3 s
+            s.receive(t, sizes[int(t) % len(sizes)])
+
+    busy = w.busy_seconds(0.0, 150.0, each=stream)
+    assert [t for t in range(2, 121) if float(t) not in busy] == [], "busy from the wait to the last piece"
+    assert max(busy) <= 120 + tcp_rule.ANSWER_GAP
+
+
+def test_pings_answered_every_few_seconds_are_not_a_stream():
+    s = Sock(1, lport=50100, peer="127.0.0.1", pport=9001)
+    w = World(s)
+
+    def ping(t):  # a notebook server's heartbeat: ping, echoed at once, every 3 s
+        if t % 3 == 0:
+            s.send(t, 40)
+            s.receive(t + 0.002, 40)
+
+    assert w.busy_seconds(0.0, 120.0, 0.5, each=ping) == []
+
+
+def test_server_keepalives_further_apart_than_an_answers_pieces_are_not_a_stream():
+    s = Sock(1).send(0.0, 300).receive(0.05, 2000)  # a --watch request and its first answer
+
+    def keepalive(t):
+        if t % 15 == 0 and t:
+            s.receive(t, 20)
+
+    assert World(s).busy_seconds(1.0, 180.0, each=keepalive) == []
+
+
+def test_a_websocket_client_answering_pings_is_not_waiting():
+    s = Sock(1, peer="127.0.0.1", pport=5173).send(0.0, 300).receive(0.01, 200)  # the upgrade
+
+    def pinged(t):
+        if t % 10 == 0 and t:
+            s.receive(t, 6)
+            s.send(t + 0.001, 6)  # the pong: this end "sent last" until the next ping
+
+    assert World(s).busy_seconds(1.0, 300.0, each=pinged) == [], "a pong is a reply, not a request"
+
+
+def test_bytes_moving_above_a_trickle_are_work_and_a_trickle_alone_is_not():
+    fast, slow = Sock(1).send(0.0, 300), Sock(2, lport=50001).send(0.0, 300)
+    w = World(fast)
+
+    def move(t):
+        fast.receive(t, 2000)  # 2 kB/s
+
+    assert World(fast).busy_seconds(1.0, 30.0, each=move) == [float(t) for t in range(2, 31)]  # from the 2nd read
+    w = World(slow)
+    slow.send(0.0, 10).receive(0.01, 10)
+
+    def trickle(t):
+        if t % 12 == 0:
+            slow.send(t, 100)  # a metrics line every 12 s, never answered
+    busy = w.busy_seconds(1.0, 200.0, each=trickle)
+    assert busy and max(busy) < 24.0, busy
+
+
+def test_an_upload_behind_a_slow_receiver_is_work_until_the_peer_stops_taking():
+    """Served to a client (inbound: no request of ours is outstanding), so only the queue counts."""
+    s = Sock(1, lport=8000, peer="10.0.0.9", pport=40000).receive(0.0, 200).send(0.0, 65536)
+    s.notsent = 400_000
+    w = World(s, listening=(8000,))
+
+    def drain(t):
+        if t % 4 == 0 and t <= 40:
+            s.out += 1024  # the receiver takes 1 kB every 4 s
+            s.send(t, 0)
+
+    busy = w.busy_seconds(1.0, 40.0, each=drain)
+    assert busy[0] <= 2.0 and busy[-1] == 40.0 and len(busy) >= 39
+    # The peer stops reading: a stuck peer is not an upload.
+    late = w.busy_seconds(41.0, 41.0 + tcp_rule.QUEUE_STALL + 5)
+    assert late and max(late) <= 40.0 + tcp_rule.QUEUE_STALL
+
+
+def test_an_inbound_request_not_yet_answered_is_work_and_keep_alive_after_the_answer_is_not():
+    s = Sock(1, lport=8080, peer="127.0.0.1", pport=40001).receive(0.0, 400)
+    w = World(s, listening=(8080,))
+    assert w.tick(1.0) == [] and w.tick(3.0)
+    s.send(10.0, 5000)
+    busy = w.busy_seconds(10.5, 200.0)
+    assert max(busy) < 14.0, busy  # the answer's bytes for a few seconds, then an idle keep-alive
+
+
+def test_inbound_heartbeats_are_keyed_by_the_local_port_not_the_clients_port():
+    w = World(listening=(9000,))
+    socks = []
+
+    def beat(t):  # a client connects anew every 10 s and sends a line nobody answers (a metrics push)
+        if t % 10 == 0:
+            if socks:
+                w.socks.remove(socks[-1])
+            socks.append(Sock(200 + len(socks), lport=9000, peer="10.0.0.9", pport=41000 + len(socks)).receive(t))
+            w.socks.append(socks[-1])
+
+    busy = w.busy_seconds(0.0, 120.0, each=beat)
+    assert busy and max(busy) < 10.0, busy
+
+
+def test_a_closed_connection_peer_is_no_wait_and_fallback_facts_count_only_a_moving_queue():
+    s = Sock(1).send(0.0)
+    s.state = tcp_diag.CLOSE_WAIT  # the server hung up: no answer will come
+    assert World(s).busy_seconds(0.0, 30.0) == []
+    judge = tcp_rule.Judge()
+    c = tcp_diag.Conn(socket.AF_INET, ESTABLISHED, "10.0.0.2", 50000, "10.0.0.1", 22, 5, wqueue=0)
+    queued = [tcp_diag.Conn(socket.AF_INET, ESTABLISHED, "10.0.0.2", 50000, "10.0.0.1", 22, 5, wqueue=w)
+              for w in (9000, 8000, 8000)]
+    judge.ingest(0.0, [c])
+    assert judge.busy(0.0, lambda i: OWNER, 0.0) == []
+    judge.ingest(1.0, [queued[0]])
+    assert judge.busy(1.0, lambda i: OWNER, 0.0) == []  # one read: a segment in flight
+    judge.ingest(2.0, [queued[1]])
+    assert judge.busy(2.0, lambda i: OWNER, 0.0)
+    for t in range(3, 4 + int(tcp_rule.QUEUE_STALL)):
+        judge.ingest(float(t), [queued[2]])
+    assert judge.busy(t, lambda i: OWNER, 0.0) == [], "a queue that never moves is a stuck peer"
+
+
+def test_sockets_of_no_candidate_are_not_work_and_idle_ones_cost_no_owner_lookup():
+    busy_sock, idle = Sock(1).send(0.0), Sock(2, lport=50002).send(0.0).receive(0.01)
+    judge = tcp_rule.Judge()
+    asked = []
+
+    def owner_of(ino):
+        asked.append(ino)
+        return None
+
+    for t in (1.0, 5.0, 9.0):
+        judge.ingest(t, [busy_sock.conn(t), idle.conn(t)])
+        assert judge.busy(t, owner_of, 0.0) == []
+    assert set(asked) == {1}
+
+
+def test_equal_times_are_an_exchange_answered_at_once_and_a_query_after_ready_is_outstanding():
+    """A request answered within one jiffy (loopback) reads as equal times: answered, whatever follows. A
+    query sent after the server's "ready" (psql -c), a jiffy later, is outstanding."""
+    answered = Sock(1).send(0.0, 40).receive(0.0, 300)
+    assert World(answered).busy_seconds(1.0, 120.0) == []
+    query = Sock(2).send(0.0, 100).receive(0.002, 300).send(0.006, 40)  # startup, ready, the query
+    assert World(query).busy_seconds(1.0, 30.0) == [float(t) for t in range(3, 31)]
+
+
+def test_an_inbound_reply_to_this_ends_ping_is_no_request_whatever_the_jiffies():
+    s = Sock(1, lport=5173, peer="127.0.0.1", pport=43000)
+    w = World(s, listening=(5173,))
+
+    def ping(t):  # the server pings every 5 s; the pong lands 0-3 ms later (sometimes in the next jiffy)
+        if t % 5 == 0:
+            s.send(t, 6)
+            s.receive(t + (0.003 if t % 15 == 0 else 0.0), 6)
+
+    assert w.busy_seconds(0.0, 120.0, each=ping) == []
+
+
+def test_a_heartbeat_whose_waits_show_only_now_and_then_stays_a_heartbeat():
+    """A client's heartbeat every 3 s, mostly answered at once, now and then 2.5 s late (a long wait, two
+    minutes apart): the connection never went silent, so the later long waits are still a heartbeat."""
+    s = Sock(1, peer="127.0.0.1", pport=9001)
+    w = World(s)
+    answers = []
+
+    def ping(t):
+        if t % 3 == 0:
+            s.send(t, 4)
+            answers.append(t + (2.5 if (t // 3) % 40 == 1 else 0.004))
+        while answers and answers[0] <= t:  # what has arrived by this read
+            s.receive(answers.pop(0), 4)
+
+    busy = w.busy_seconds(0.0, 600.0, 0.5, each=ping)
+    assert busy and max(busy) <= 6.0 + tcp_rule.ANSWER_GAP, busy  # the first only
