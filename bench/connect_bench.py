@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -120,7 +121,10 @@ def main() -> int:
         result = bench(server, 3 if args.quick else args.runs, work)
     finally:
         subprocess.run(["pkill", "-u", str(server.uid)], check=False)
+        # `workroom status` also reached this computer, whose agent (and its supervisor) runs as us.
+        subprocess.run(["pkill", "-KILL", "-f", f"{work}/home/"], check=False)
         sshd_mod.shutdown(server)
+        shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(result, indent=2))
     return 0
 

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from fixtures.procs import kill_local_agents
 from integration.test_cli_errors import workroom
 
 pytestmark = pytest.mark.integration
@@ -49,6 +50,7 @@ def test_an_ssh_banner_with_escape_sequences_reaches_the_terminal_plain(tmp_path
         status = workroom(tmp_path, "status")
     finally:
         listen.close()
+        kill_local_agents(tmp_path / "home" / "state")  # `status` also reached this computer's agent
     assert connect.returncode != 0
     assert "handshake" in connect.stderr.lower() or "ssh" in connect.stderr.lower(), connect.stderr
     for out in (connect.stdout, connect.stderr, status.stdout, status.stderr):
