@@ -88,7 +88,7 @@ def test_let_it_sleep_stops_keeping_it_awake_now(app: Any, run: Any, where: str)
         assert now.classifier_verdict is Verdict.BUSY  # the work goes on; only the keep-awake stopped
         assert answered < 5 < PROMPT_TIMEOUT
         assert "render" not in app.window.cards.cards and "render" not in app.tray.prompt_actions
-        assert "render" not in app.tray.notified and "needs an answer" not in app.tray.summary.text()
+        assert not app.notifications.showing("prompt:render") and "needs an answer" not in app.tray.summary.text()
         tooltip = app.window.model.snapshot("render").badge().tooltip
         assert "nobody answered" not in tooltip and "let it sleep" in tooltip.lower(), tooltip
 

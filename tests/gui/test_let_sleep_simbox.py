@@ -22,6 +22,7 @@ import pytest
 from gui_helpers import wait_for
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.hosts import Host, IdentityRef
+from workroom.core.provider_specs import spec_for
 from workroom.providers.simbox import SimboxProvider
 from workroom.remote.agent_install import ServeOptions
 from workroom.ui.app import WorkroomApp
@@ -62,7 +63,7 @@ def test_let_it_sleep_puts_the_box_to_sleep_within_its_window(sim: Any, engine: 
     home, info = sim
     b = info["boxes"][0]
     engine.paths.known_hosts_file.write_text(b["host_key_line"] + "\n")
-    engine.use_provider(QuickCeilingSimbox(engine.context))
+    engine.use_provider(QuickCeilingSimbox(engine.context, spec_for("simbox")))
     engine.settings = engine.settings.model_copy(update={"ceiling": CeilingSettings.model_construct(
         ceiling_seconds=3.0, prompt_timeout_seconds=PROMPT_TIMEOUT, ask_at_ceiling=True)})
     simbox.wake("box1", home=home)

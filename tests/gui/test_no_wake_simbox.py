@@ -223,7 +223,7 @@ def test_no_app_action_wakes_an_asleep_box_but_the_explicit_wakes(sim: Sim, engi
         b2 = box(sim, "box2")
         dialog.select_provider("simbox")
         for key, value in (("name", "box2"), ("address", "127.0.0.1"), ("port", str(b2["ssh_port"])),
-                           ("user", b2["user"]), ("identity", b2["client_key"]), ("provider_ref", b2["health_url"]),
+                           ("user", b2["user"]), ("identity", b2["client_key"]), ("ref_health_url", b2["health_url"]),
                            ("idle_window_seconds", str(int(WINDOW)))):
             dialog.inputs[key].setText(value)
         dialog.test_button.click()
@@ -260,7 +260,7 @@ def test_no_app_action_wakes_an_asleep_box_but_the_explicit_wakes(sim: Sim, engi
         edit_again = window.open_add_dialog()
         edit_again.select_provider("simbox")
         for key, value in (("name", "probe"), ("address", "127.0.0.1"), ("port", str(b2["ssh_port"])),
-                           ("user", b2["user"]), ("identity", b2["client_key"]), ("provider_ref", b2["health_url"])):
+                           ("user", b2["user"]), ("identity", b2["client_key"]), ("ref_health_url", b2["health_url"])):
             edit_again.inputs[key].setText(value)
         edit_again.test_button.click()
         await wait_for(lambda: edit_again.test_button.text() == "Wake and test"

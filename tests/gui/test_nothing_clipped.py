@@ -127,9 +127,11 @@ def test_host_table_shows_every_column_whole_at_the_default_size(window: Any, en
 
     spare = header.sectionSize(Column.BADGE) - window.table.sizeHintForColumn(Column.BADGE)
     assert spare < STATE_WIDTH_STEP + 20, spare
-    from workroom.core.busy_words import plain_reasons
+    from workroom.core.busy_reasons import parse_text, row_words
 
-    reason = plain_reasons(["cpu: cc1plus (pid 4121)"])[0]
+    parsed = parse_text("cpu: cc1plus (pid 4121)")
+    reason = row_words(parsed) if parsed is not None else None
+    assert reason == "compiling: cc1plus"
     needed = window.table.fontMetrics().horizontalAdvance(reason) + 16
     assert header.sectionSize(Column.BUSY) >= needed, (header.sectionSize(Column.BUSY), needed)
     bar = window.table.horizontalScrollBar()

@@ -54,13 +54,19 @@ def test_a_prompts_notification_offers_the_cards_two_answers(app: Any, engine: A
 
 
 def test_let_it_sleep_on_the_notification_answers_as_the_card_does(app: Any, engine: Any, run: Any) -> None:
+    """The card's own Let it sleep runs (the agent's `let_sleep`; tests/gui/test_let_sleep.py drives it through a
+    real agent): with no session behind this fed host it fails on the card, in words, and nothing pretends it
+    was answered."""
     feed(engine, prompting())
     card = app.window.cards.cards["render-farm"]
-    app.notifications.pressed("prompt:render-farm", "sleep")
-    run(asyncio.sleep(0.05))  # presses are handled as a callback of the loop
-    assert card.key in app.window.cards.answered and "render-farm" not in app.window.cards.cards
-    assert "render-farm" not in app.tray.prompt_actions
-    assert not app.notifications.showing("prompt:render-farm")
+
+    async def press() -> None:
+        app.notifications.pressed("prompt:render-farm", "sleep")
+        await wait_for(lambda: card.error.text(), 10, "the card to say why Let it sleep did not reach the host")
+
+    run(press())
+    assert "render-farm" in card.error.text() and card.key not in app.window.cards.answered
+    assert "render-farm" in app.window.cards.cards and "render-farm" in app.tray.prompt_actions
 
 
 def test_keep_awake_on_the_notification_runs_the_cards_keep(app: Any, engine: Any, run: Any) -> None:
