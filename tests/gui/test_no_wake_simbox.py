@@ -139,9 +139,14 @@ def test_no_cli_command_wakes_an_asleep_box_without_wake(sim: Sim, wr_home: Path
     # The live view (also `./dev app` without a display): it watches, and wakes nothing.
     watch = subprocess.Popen([*WORKROOM, "status", "--watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, stdin=subprocess.DEVNULL)
-    time.sleep(6)
-    watch.send_signal(signal.SIGINT)
-    out, _ = watch.communicate(timeout=30)
+    try:
+        time.sleep(6)
+        watch.send_signal(signal.SIGINT)
+        out, _ = watch.communicate(timeout=30)
+    finally:
+        if watch.poll() is None:  # never left running past the test, whatever failed
+            watch.kill()
+            watch.communicate(timeout=10)
     assert "box1" in out and wakes(sim) == []
 
     # The explicit wakes: each adds exactly one to the record.
