@@ -137,12 +137,19 @@ def test_no_cli_command_wakes_an_asleep_box_without_wake(sim: Sim, wr_home: Path
     status = workroom("status")
     assert "Asleep" in status.stdout and "not woken" in status.stdout, status.stdout
     # The live view (also `./dev app` without a display): it watches, and wakes nothing.
+    # Ctrl-C as in a terminal. A background job of a non-interactive shell (CI's `./dev test` runs its tiers with
+    # `&`) starts with SIGINT ignored, and the child would inherit that: give it back its default.
     watch = subprocess.Popen([*WORKROOM, "status", "--watch"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, stdin=subprocess.DEVNULL)
+                             text=True, stdin=subprocess.DEVNULL,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         time.sleep(6)
         watch.send_signal(signal.SIGINT)
-        out, _ = watch.communicate(timeout=30)
+        try:
+            out, _ = watch.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # seen once in CI; what it printed and woke is what this test is about
+            watch.kill()
+            out, _ = watch.communicate(timeout=10)
     finally:
         if watch.poll() is None:  # never left running past the test, whatever failed
             watch.kill()
