@@ -81,3 +81,13 @@ def window(engine: Any, qtbot: Any) -> Iterator[Any]:
     win.cards.timer.stop()
 
 
+@pytest.fixture
+def app(engine: Any, qtbot: Any) -> Iterator[Any]:
+    """The whole app (window, tray, controller) over the test engine, as ui.main puts it together."""
+    from workroom.ui.app import WorkroomApp
+
+    workroom_app = WorkroomApp(engine)
+    qtbot.addWidget(workroom_app.window)
+    yield workroom_app
+    workroom_app.window.cards.timer.stop()
+    workroom_app.tray.icon.hide()

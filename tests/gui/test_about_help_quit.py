@@ -15,18 +15,8 @@ from PySide6.QtWidgets import QApplication
 from workroom.core.connection import ConnectionState
 from workroom.platform import desktop_open
 from workroom.ui.about_dialog import QUIT_WORDS, AboutDialog, QuitDialog, app_version
-from workroom.ui.app import WorkroomApp
 
 pytestmark = pytest.mark.gui
-
-
-@pytest.fixture
-def app(engine: Any, qtbot: Any) -> Any:
-    workroom_app = WorkroomApp(engine)
-    qtbot.addWidget(workroom_app.window)
-    yield workroom_app
-    workroom_app.window.cards.timer.stop()
-    workroom_app.tray.icon.hide()
 
 
 @pytest.fixture

@@ -20,14 +20,6 @@ from workroom.ui.notifications import Notice, Notifications
 pytestmark = pytest.mark.gui
 
 
-@pytest.fixture
-def app(engine: Any, qtbot: Any) -> Any:
-    workroom_app = WorkroomApp(engine)
-    qtbot.addWidget(workroom_app.window)
-    yield workroom_app
-    workroom_app.window.cards.timer.stop()
-
-
 def prompting(name: str = "render-farm") -> Any:
     return make_snapshot(name, "boxd", prompt=True, **busy(
         awake_seconds=4 * 3600 + 10.0, awake_ceiling_exceeded=True, ask_at_ceiling=True, prompt_pending=True,

@@ -13,18 +13,9 @@ from PySide6.QtGui import QGuiApplication
 from workroom.core.badge import BadgeKind
 from workroom.core.connection import ConnectionState
 from workroom.ui import tray as tray_module
-from workroom.ui.app import WorkroomApp
 from workroom.ui.tray import TrayController
 
 pytestmark = pytest.mark.gui
-
-
-@pytest.fixture
-def app(engine: Any, qtbot: Any) -> Any:
-    workroom_app = WorkroomApp(engine)
-    qtbot.addWidget(workroom_app.window)
-    yield workroom_app
-    workroom_app.window.cards.timer.stop()
 
 
 def prompting(name: str, state: ConnectionState = ConnectionState.LIVE, deadline_in: float = 300) -> Any:
