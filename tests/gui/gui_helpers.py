@@ -93,11 +93,13 @@ def region_contrast(image: Any, x0: int, y0: int, x1: int, y1: int) -> float:
 
 
 class OrphanJob:
-    """A CPU-bound job started the way a user's would be: not a child of the app (the local agent leaves the
-    app's own process tree out), so it is handed to init through a shell that exits at once."""
+    """A job started the way a user's would be: not a child of the app (the local agent leaves the app's own
+    process tree out once the app subscribes, and here the app is the test process), so it is handed to init
+    through a shell that exits at once. By default CPU-bound; `argv` for another kind of work."""
 
-    def __init__(self) -> None:
-        started = subprocess.run(["sh", "-c", f"'{sys.executable}' -c 'while True: pass' >/dev/null 2>&1 & echo $!"],
+    def __init__(self, argv: list[str] | None = None) -> None:
+        argv = argv or [sys.executable, "-c", "while True: pass"]
+        started = subprocess.run(["sh", "-c", '"$@" </dev/null >/dev/null 2>&1 & echo $!', "sh", *argv],
                                  capture_output=True, text=True, check=True, timeout=10)
         self.pid = int(started.stdout.strip())
 

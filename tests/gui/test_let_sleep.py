@@ -9,12 +9,11 @@ same answer on a real simulated box, timed from the click to the box asleep: tes
 
 from __future__ import annotations
 
-import subprocess
 import time
 from typing import Any
 
 import pytest
-from gui_helpers import wait_for
+from gui_helpers import OrphanJob, wait_for
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.hosts import Host
 from workroom.core.protocol import Verdict
@@ -57,13 +56,12 @@ def app(engine: Any, qtbot: Any) -> Any:
     engine.settings = engine.settings.model_copy(update={"ceiling": CeilingSettings.model_construct(
         ceiling_seconds=2.0, prompt_timeout_seconds=PROMPT_TIMEOUT, ask_at_ceiling=True)})
     engine.add_host(Host(name="render", provider="boxd"))
-    job = subprocess.Popen(["sleep", "300"])  # work: a job waiting in a timer sleep
+    job = OrphanJob(["sleep", "300"])  # work: a job waiting in a timer sleep, outside the app's tree
     workroom_app = WorkroomApp(engine)
     qtbot.addWidget(workroom_app.window)
     yield workroom_app
     workroom_app.window.cards.timer.stop()
-    job.kill()
-    job.wait()
+    job.stop()
 
 
 def status(app: Any) -> Any:
