@@ -23,6 +23,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from fixtures.simboxes import simulated_boxes
 from workroom.agent_bundle import AgentBundle, locate_agent_bundle
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
@@ -74,16 +75,8 @@ def _engine(tmp: Path, label: str, bundle: AgentBundle, box: dict, ceiling: Ceil
 
 @pytest.fixture
 def simbox(tmp_path: Path):  # type: ignore[no-untyped-def]
-    if os.geteuid() != 0:
-        pytest.skip("the simulator needs root (network namespaces, cgroups); CI runs as root")
-    from simbox import control
-
-    home = tmp_path / "sim"
-    state = control.up(3, WINDOW, home=home)
-    try:
-        yield home, control.connection_info(state)
-    finally:
-        control.down(home=home)
+    with simulated_boxes(tmp_path / "sim", 3, WINDOW) as boxes:
+        yield boxes
 
 
 def test_three_boxes_like_the_live_run(simbox, tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 import subprocess
 import time
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.simboxes import simulated_boxes
 from gui_helpers import wait_for
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.hosts import Host, IdentityRef
@@ -44,16 +44,8 @@ class QuickCeilingSimbox(SimboxProvider):
 
 @pytest.fixture
 def sim(tmp_path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
-    if os.geteuid() != 0:
-        pytest.skip("the simulator needs root (network namespaces, cgroups); CI runs as root")
-    import simbox
-
-    home = tmp_path / "sim"
-    state = simbox.up(1, WINDOW, home=home)
-    try:
-        yield home, simbox.connection_info(state)
-    finally:
-        simbox.down(home=home)
+    with simulated_boxes(tmp_path / "sim", 1, WINDOW) as boxes:
+        yield boxes
 
 
 def test_let_it_sleep_puts_the_box_to_sleep_within_its_window(sim: Any, engine: Any, qtbot: Any, run: Any,

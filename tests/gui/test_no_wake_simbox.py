@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.simboxes import Sim, simulated_boxes
 from gui_helpers import open_dialog, wait_for
 from workroom import cli
 from workroom.core.connection import ConnectionState
@@ -37,22 +37,12 @@ WINDOW = 30.0
 """Long enough that a woken box does not fall asleep by itself while a step runs; the test sleeps it."""
 WORKROOM = [sys.executable, "-m", "workroom.cli"]
 LIVE = (ConnectionState.LIVE, ConnectionState.QUIET)
-Sim = tuple[Path, dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
-    if os.geteuid() != 0:
-        pytest.skip("the simulator needs root (network namespaces, cgroups); CI runs as root")
-    import simbox
-
-    home = tmp_path_factory.mktemp("sim")
-    state = simbox.up(2, WINDOW, home=home)
-    try:
-        yield home, simbox.connection_info(state)
-    finally:
-        report = simbox.down(home=home)
-        assert not report["problems"], report
+    with simulated_boxes(tmp_path_factory.mktemp("sim"), 2, WINDOW) as boxes:
+        yield boxes
 
 
 def box(sim: Sim, name: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.simboxes import simulated_boxes
 from gui_helpers import open_dialog, wait_for
 from workroom.core.badge import BadgeKind
 from workroom.core.connection import ConnectionState
@@ -39,17 +40,8 @@ EXCEPTION_NAME = re.compile(r"\b[A-Z]\w*(Error|Exception)\b")
 @pytest.fixture(scope="module")
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
     """Two simulated boxes for the module (bringing them up costs seconds); each test sets their state."""
-    if os.geteuid() != 0:
-        pytest.skip("the simulator needs root (network namespaces, cgroups); CI runs as root")
-    import simbox
-
-    home = tmp_path_factory.mktemp("sim")
-    state = simbox.up(2, WINDOW, home=home)
-    try:
-        yield home, simbox.connection_info(state)
-    finally:
-        report = simbox.down(home=home)
-        assert not report["problems"], report
+    with simulated_boxes(tmp_path_factory.mktemp("sim"), 2, WINDOW) as boxes:
+        yield boxes
 
 
 def health(sim: tuple[Path, dict[str, Any]], name: str) -> dict[str, Any]:

@@ -17,9 +17,11 @@ import ctypes
 import ctypes.util
 import logging
 import sys
-from typing import Protocol
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 ACTIVATION_POLICY_ACCESSORY = 1
 # NSActivityUserInitiatedAllowingIdleSystemSleep: timers run at full rate, but the Mac itself may still sleep
@@ -68,14 +70,22 @@ class CtypesBridge:
 _bridge: ObjcBridge | None = None
 
 
+def _load_on_mac(factory: Callable[[], T], what: str) -> T | None:
+    """`factory()` on macOS, None elsewhere or when the framework cannot be loaded (logged as `what`)."""
+    if sys.platform != "darwin":
+        return None
+    try:
+        return factory()
+    except (OSError, AttributeError) as exc:
+        log.warning("%s unavailable: %s", what, exc)
+        return None
+
+
 def bridge() -> ObjcBridge | None:
     """The Objective-C runtime on macOS (made once), None elsewhere or when it cannot be loaded."""
     global _bridge
-    if _bridge is None and sys.platform == "darwin":
-        try:
-            _bridge = CtypesBridge()
-        except (OSError, AttributeError) as exc:
-            log.warning("Cocoa bridge unavailable: %s", exc)
+    if _bridge is None:
+        _bridge = _load_on_mac(CtypesBridge, "Cocoa bridge")
     return _bridge
 
 
@@ -178,11 +188,8 @@ _power: PowerBridge | None = None
 def power() -> PowerBridge | None:
     """IOKit's power assertions on macOS (made once), None elsewhere or when they cannot be loaded."""
     global _power
-    if _power is None and sys.platform == "darwin":
-        try:
-            _power = IOKitPower()
-        except (OSError, AttributeError) as exc:
-            log.warning("IOKit power assertions unavailable: %s", exc)
+    if _power is None:
+        _power = _load_on_mac(IOKitPower, "IOKit power assertions")
     return _power
 
 

@@ -218,43 +218,35 @@ class PromptCardsView(QScrollArea):
             self._let_sleep(card)
 
     def _let_sleep(self, card: PromptCard) -> None:
-        sleeper = self._sleeper
-        if sleeper is None:
+        if self._sleeper is None:
             self._answer(card)
             return
-
-        async def let_sleep() -> None:
-            card.dismiss_button.setEnabled(False)
-            card.dismiss_button.setText("Letting it sleep…")
-            try:
-                await sleeper(card.host_name)
-            except UserError as error:
-                if self.cards.get(card.host_name) is card:
-                    card.show_error(error)
-                    card.dismiss_button.setEnabled(True)
-                    card.dismiss_button.setText("Let it sleep")
-                    self._resize()
-                return
-            self._answer(card)
-
-        self._tasks.run(f"let-sleep:{card.host_name}", let_sleep())
+        self._send(card, card.dismiss_button, "Letting it sleep…", "let-sleep", self._sleeper)
 
     def _keep(self, card: PromptCard) -> None:
-        async def keep() -> None:
-            card.keep_button.setEnabled(False)
-            card.keep_button.setText("Keeping…")
+        self._send(card, card.keep_button, "Keeping…", "keep", self._keeper)
+
+    def _send(self, card: PromptCard, button: QPushButton, busy_text: str, task: str,
+              answer: Keeper) -> None:
+        """Send one answer over the link: the button says `busy_text` meanwhile; a failure is shown on the
+        card (if it is still the host's) with the button as it was, a success answers the card."""
+        label = button.text()
+
+        async def send() -> None:
+            button.setEnabled(False)
+            button.setText(busy_text)
             try:
-                await self._keeper(card.host_name)
+                await answer(card.host_name)
             except UserError as error:
                 if self.cards.get(card.host_name) is card:
                     card.show_error(error)
-                    card.keep_button.setEnabled(True)
-                    card.keep_button.setText("Keep awake")
+                    button.setEnabled(True)
+                    button.setText(label)
                     self._resize()
                 return
             self._answer(card)
 
-        self._tasks.run(f"keep:{card.host_name}", keep())
+        self._tasks.run(f"{task}:{card.host_name}", send())
 
     def _tick(self) -> None:
         now = self._clock()

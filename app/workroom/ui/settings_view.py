@@ -50,6 +50,18 @@ MAX_TYPED = 999_999_999
 box holds: the bounds are checked in words below the boxes, never by a box silently refusing a digit."""
 
 
+def _note(name: str, role: str | None = None, *, hidden: bool = True) -> QLabel:
+    """A wrapped line of words under the controls (named for tests and styles), hidden until it has some."""
+    label = QLabel()
+    label.setObjectName(name)
+    label.setWordWrap(True)
+    if role is not None:
+        styles.set_role(label, role)
+    if hidden:
+        label.hide()  # never show() here: a widget without its parent yet would open as a window
+    return label
+
+
 def _spin(suffix: str, name: str) -> QSpinBox:
     box = QSpinBox()
     box.setRange(0, MAX_TYPED)
@@ -77,24 +89,14 @@ class SettingsView(QWidget):
         self.ask_mode.setToolTip("Only hosts that sleep when idle are asked; hosts that never sleep just report it.")
         self.bounds = QLabel(BOUNDS_TEXT)
         self.bounds.setObjectName("settings_bounds")
-        self.exact = QLabel()
-        self.exact.setObjectName("settings_exact")
-        self.exact.setWordWrap(True)
-        styles.set_role(self.exact, styles.MUTED)
-        self.exact.hide()
+        self.exact = _note("settings_exact", styles.MUTED)
         self._loaded: dict[str, tuple[tuple[int, ...], float]] = {}
         """Per duration field: (what its two boxes showed when loaded, the exact seconds loaded)."""
-        self.error = QLabel()
-        self.error.setObjectName("settings_error")
-        self.error.setWordWrap(True)
-        styles.set_role(self.error, styles.ERROR)
+        self.error = _note("settings_error", styles.ERROR)
         bold = self.error.font()
         bold.setBold(True)
         self.error.setFont(bold)
-        self.error.hide()
-        self.result = QLabel()
-        self.result.setObjectName("settings_result")
-        self.result.setWordWrap(True)
+        self.result = _note("settings_result", hidden=False)
         self.apply_button = QPushButton("Apply to all hosts")
         self.apply_button.setObjectName("settings_apply")
         self.apply_button.clicked.connect(self.request_apply)
@@ -109,11 +111,7 @@ class SettingsView(QWidget):
                                        "off for that host.")
         self.lost_work = QCheckBox("Tell me when a box is busy but not kept awake, or fell asleep while busy")
         self.lost_work.setObjectName("notice_lost_work")
-        self.notification_service = QLabel()
-        self.notification_service.setObjectName("notification_service")
-        self.notification_service.setWordWrap(True)
-        styles.set_role(self.notification_service, styles.MUTED)
-        self.notification_service.hide()
+        self.notification_service = _note("notification_service", styles.MUTED)
 
         ceiling_row = QHBoxLayout()
         ceiling_row.addWidget(self.ceiling_hours)
