@@ -135,8 +135,11 @@ def desktop(screen: tuple[int, int] = (1440, 900), timeout: float = 15) -> Itera
         procs.append(wm)
         _wait(lambda: "window id #" in here.x("xprop", "-root", "_NET_SUPPORTING_WM_CHECK"), timeout,
               "openbox", wm)
+        # A panel reserves its strip (a strut), as desktop panels do: notifications and maximised windows
+        # stay below it instead of covering the tray.
         tray = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
-                                 "--height", str(PANEL_HEIGHT), "--SetDockType", "true", "--transparent", "false",
+                                 "--height", str(PANEL_HEIGHT), "--SetDockType", "true", "--SetPartialStrut", "true",
+                                 "--transparent", "false",
                                  "--tint", f"0x{PANEL_TINT:06x}", "--expand", "true"],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(tray)
