@@ -9,7 +9,15 @@ sleep. The screenshots show those real states. Two views the boxes cannot produc
 state side by side, a host being lost) are drawn from constructed snapshots (scripts/demo_states.py) and
 named `demo_*`.
 
-    sudo apt-get install xvfb openbox trayer
+The prompt's notification is posted by the app's own notification code over a private D-Bus session bus to a
+real freedesktop notification server on the same X server: GNOME's notification-daemon, which draws a
+notification's actions as buttons (dunst, used by tests/gui/test_notifications_dunst.py, offers them only
+through its context menu). It is drawn in the server's own theme, so there is one picture of it, not two.
+Open at login is a real XDG autostart entry in this run's private folder (the first-run offer above the host
+list is answered Open at login, as a user would); the idle-sleep row of Settings › This computer exists only
+on a Mac and is shown here on purpose, to picture it (the log says so).
+
+    sudo apt-get install xvfb openbox trayer x11-utils dbus-daemon notification-daemon
     .venv/bin/python scripts/render_screenshots.py [--out docs/screenshots] [--theme light|dark|both]
 """
 
@@ -17,24 +25,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "app"), str(ROOT / "agent_bundle"), str(ROOT / "tools" / "simbox"), str(ROOT / "scripts")]
-from x_desktop import DesktopUnavailable, desktop  # noqa: E402
+from x_desktop import Desktop, DesktopUnavailable, desktop  # noqa: E402
 
-SCREEN = (1440, 900)
+SCREEN = (1720, 900)  # wide enough that the notification (top right, below the panel) leaves the window whole
 IDLE_WINDOW = 30.0
 CEILING = 30.0
+NOTIFICATION_SERVER = Path("/usr/lib/notification-daemon/notification-daemon")
 
 
 def log(text: str) -> None:
@@ -88,15 +99,84 @@ def main(argv: list[str] | None = None) -> int:
     home = Path(tempfile.mkdtemp(prefix="wr-shots-"))
     os.environ["WORKROOM_HOME"] = str(home)
     os.environ.pop("QT_QPA_PLATFORM", None)
+    if not NOTIFICATION_SERVER.exists() or shutil.which("dbus-daemon") is None:
+        raise SystemExit("needs a notification server that draws buttons: sudo apt-get install dbus-daemon "
+                         "notification-daemon")
     try:
         with desktop(SCREEN) as here:
             os.environ["DISPLAY"] = here.display
-            return with_simbox(args, home)
+            with notification_server(here):
+                return with_simbox(args, home, here)
     except DesktopUnavailable as error:
         raise SystemExit(str(error)) from None
     finally:
         _stop_processes_under(home)  # this computer's agent outlives the app by design; not this run's
         shutil.rmtree(home, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def notification_server(here: Desktop) -> Iterator[None]:
+    """A private D-Bus session bus (no service activation: only what is started here answers) with GNOME's
+    notification-daemon on it, drawing on this X server; the app's bus from here on. Stopped by PID."""
+    folder = Path(tempfile.mkdtemp(prefix="wr-shots-bus-"))
+    config = folder / "bus.conf"
+    config.write_text(BUS_CONFIG.format(socket=folder / "bus"))
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        bus = subprocess.Popen(["dbus-daemon", f"--config-file={config}", "--nofork", "--print-address=1"],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        procs.append(bus)
+        assert bus.stdout is not None
+        address = bus.stdout.readline().strip()
+        if not address:
+            raise SystemExit("the private D-Bus session bus did not start")
+        env = {**here.env, "DBUS_SESSION_BUS_ADDRESS": address}
+        procs.append(subprocess.Popen([str(NOTIFICATION_SERVER)], env=env, text=True,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 15
+        while "org.freedesktop.Notifications" not in subprocess.run(
+                ["dbus-send", f"--bus={address}", "--print-reply", "--dest=org.freedesktop.DBus", "/",
+                 "org.freedesktop.DBus.ListNames"], capture_output=True, text=True, timeout=10).stdout:
+            if time.monotonic() > deadline or procs[-1].poll() is not None:
+                raise SystemExit("the notification server did not come up on the private bus")
+            time.sleep(0.1)
+        os.environ["DBUS_SESSION_BUS_ADDRESS"] = address
+        log("notification server up (notification-daemon on a private session bus)")
+        yield
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={socket}</listen>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
+def notification_area(here: Desktop) -> tuple[int, int, int, int] | None:
+    """Where notification-daemon's bubble is on screen (x, y, width, height), if one is shown."""
+    for line in here.x("xwininfo", "-root", "-tree").splitlines():
+        match = re.search(r'"Notification": \("notification-daemon" "Notification-daemon"\)\s+'
+                          r"(\d+)x(\d+)\+-?\d+\+-?\d+\s+\+(-?\d+)\+(-?\d+)", line)
+        if match and int(match.group(1)) > 100 and "IsViewable" in here.x("xwininfo", "-id", line.split()[0]):
+            width, height, x, y = (int(g) for g in match.groups())
+            return x, y, width, height
+    return None
 
 
 def _stop_processes_under(home: Path) -> None:
@@ -112,7 +192,7 @@ def _stop_processes_under(home: Path) -> None:
             pass
 
 
-def with_simbox(args: argparse.Namespace, home: Path) -> int:
+def with_simbox(args: argparse.Namespace, home: Path, here: Desktop) -> int:
     import simbox
 
     log("simbox up (2 boxes)")
@@ -127,7 +207,7 @@ def with_simbox(args: argparse.Namespace, home: Path) -> int:
         job = subprocess.Popen(simbox.exec_argv("box1", ["sh", "-c", f"exec {tools}/cc1plus >/dev/null"],
                                                 home=home),
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return run_app(args, info, home)
+        return run_app(args, info, home, here)
     finally:
         if job is not None:
             job.kill()
@@ -137,7 +217,7 @@ def with_simbox(args: argparse.Namespace, home: Path) -> int:
         shutil.rmtree(tools, ignore_errors=True)
 
 
-def run_app(args: argparse.Namespace, info: dict[str, Any], home: Path) -> int:
+def run_app(args: argparse.Namespace, info: dict[str, Any], home: Path, here: Desktop) -> int:
     import qasync
     from PySide6.QtWidgets import QApplication
 
@@ -148,17 +228,19 @@ def run_app(args: argparse.Namespace, info: dict[str, Any], home: Path) -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     with loop:
-        return loop.run_until_complete(shoot(app, light, args, info, home))
+        return loop.run_until_complete(shoot(app, light, args, info, home, here))
 
 
-async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, Any], home: Path) -> int:
+async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, Any], home: Path,
+                here: Desktop) -> int:
     from PySide6.QtCore import QPoint
     from PySide6.QtWidgets import QWidget
     from workroom.agent_bundle import load_agent_bundle
     from workroom.core.ceiling import CeilingSettings
     from workroom.core.connection import ConnectionState
     from workroom.core.hosts import Host, IdentityRef
-    from workroom.paths import app_paths
+    from workroom.paths import app_paths, profile_env
+    from workroom.platform.login_item import XdgAutostart
     from workroom.sessions.engine import Engine
     from workroom.ui.app import WorkroomApp
     from workroom.ui.host_dialog import AddHostDialog
@@ -174,11 +256,17 @@ async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, 
         engine.add_host(Host(name=box["name"], provider="simbox", address=box["ssh_host"], port=box["ssh_port"],
                              user=box["user"], identity=IdentityRef.file(box["client_key"]),
                              reference={"health_url": box["health_url"]}, idle_window_seconds=IDLE_WINDOW))
-    wapp = WorkroomApp(engine)
+    wapp = WorkroomApp(engine, login_item=XdgAutostart({"XDG_CONFIG_HOME": str(home / "xdg")}, profile_env()))
     window = wapp.window
     wapp.start(connect=False, show_window=True)
     window.resize(1240, 680)
     window.move(40, 60)
+    offer = await wait_for(lambda: window.login_offer, 10, "the first run's open-at-login offer")
+    offer.accept_button.click()  # as a user answers it: the autostart entry is written, the offer goes
+    await wait_for(lambda: offer.isHidden() and window.computer.open_at_login.isChecked(), 10,
+                   "the offer answered and the entry written")
+    log("the idle-sleep row (a Mac's) is shown on this Linux desktop to picture it")
+    window.computer.hold_idle_sleep.setVisible(True)
     for name in engine.hosts.names():
         wapp.controller.connect_host(name, wake=True)
     live = (ConnectionState.LIVE, ConnectionState.QUIET)
@@ -192,6 +280,7 @@ async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, 
     await wait_for(lambda: snap("box1").status.busy, 60, "box1 to be busy")
     log("waiting: box1 asks (30 s ceiling), box2 falls asleep (30 s idle window)")
     await wait_for(lambda: "box1" in window.cards.cards, 120, "box1's prompt")
+    bubble = await wait_for(lambda: notification_area(here), 30, "the prompt's notification on the server")
     await wait_for(lambda: snap("box2").connection.state is ConnectionState.ASLEEP, 150, "box2 to fall asleep")
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -216,6 +305,9 @@ async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, 
         screen = app.primaryScreen()
         save(screen.grabWindow(0, *(area or (0, 0, -1, -1))), name)
 
+    await settle()
+    x, y, width, height = bubble
+    await grab_screen("notification_prompt", (x - 12, max(0, y - 6), width + 24, height + 18))
     for theme in themes:
         app.setPalette(dark_palette() if theme == "dark" else light)
         await settle()
@@ -253,6 +345,10 @@ async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, 
         window.show_settings()
         await grab(window, f"settings_{theme}")
         window.tabs.setCurrentIndex(0)
+        wapp.show_about()
+        assert wapp.about is not None
+        await grab(wapp.about, f"about_{theme}")
+        wapp.about.close()
     await demo_views(app, engine, window, out, written, themes, light, settle)
     for path in written:
         print(path.relative_to(ROOT) if path.is_relative_to(ROOT) else path)

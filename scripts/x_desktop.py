@@ -6,12 +6,13 @@ Xvfb picks its own free display number (`-displayfd`), so parallel runs never co
 for with a bound (the WM's _NET_SUPPORTING_WM_CHECK, trayer's panel window), and every process is stopped by
 its PID afterwards.
 
-    sudo apt-get install xvfb openbox trayer x11-utils
+    sudo apt-get install xvfb openbox trayer x11-utils   (wmctrl too, to close a window as its close button does)
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -39,6 +40,37 @@ class Desktop:
         """Run an X client (xprop, xwininfo...) against this display; its stdout ('' if it failed)."""
         done = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=timeout, check=False)
         return done.stdout if done.returncode == 0 else ""
+
+    def pid_of(self, window: int) -> int | None:
+        """The process that owns `window` (its _NET_WM_PID, which Qt sets on each of its windows)."""
+        match = re.search(r"= (\d+)", self.x("xprop", "-id", hex(window), "_NET_WM_PID"))
+        return int(match.group(1)) if match else None
+
+    def root_windows(self, name: str) -> list[int]:
+        """A WINDOW-list property of the root window (_NET_CLIENT_LIST_STACKING: bottom to top)."""
+        text = self.x("xprop", "-root", name)
+        return [int(w, 16) for w in re.findall(r"0x[0-9a-f]+", text.split("#", 1)[1])] if "#" in text else []
+
+    def managed_windows(self, pid: int) -> list[int]:
+        """The windows of process `pid` that the window manager manages now (mapped top-levels: a hidden or
+        closed window leaves _NET_CLIENT_LIST), bottom to top."""
+        return [w for w in self.root_windows("_NET_CLIENT_LIST_STACKING") if self.pid_of(w) == pid]
+
+    def active_window(self) -> int | None:
+        active = self.root_windows("_NET_ACTIVE_WINDOW")
+        return active[0] if active and active[0] else None
+
+    def viewable(self, window: int) -> bool:
+        return "Map State: IsViewable" in self.x("xwininfo", "-id", hex(window))
+
+    def tray_icons(self, pid: int) -> list[int]:
+        """The windows of process `pid` embedded in trayer's panel (XEmbed): the tray icons it shows there."""
+        tree = self.x("xwininfo", "-root", "-tree")
+        panel = next((line.split()[0] for line in tree.splitlines() if '"panel": ("panel" "trayer")' in line), None)
+        if panel is None:
+            return []
+        inside = re.findall(r"^\s+(0x[0-9a-f]+) ", self.x("xwininfo", "-tree", "-id", panel), re.M)
+        return [w for w in (int(i, 16) for i in inside) if self.pid_of(w) == pid]
 
 
 def missing_tools() -> list[str]:
@@ -103,8 +135,11 @@ def desktop(screen: tuple[int, int] = (1440, 900), timeout: float = 15) -> Itera
         procs.append(wm)
         _wait(lambda: "window id #" in here.x("xprop", "-root", "_NET_SUPPORTING_WM_CHECK"), timeout,
               "openbox", wm)
+        # A panel reserves its strip (a strut), as desktop panels do: notifications and maximised windows
+        # stay below it instead of covering the tray.
         tray = subprocess.Popen(["trayer", "--edge", "top", "--align", "right", "--widthtype", "request",
-                                 "--height", str(PANEL_HEIGHT), "--SetDockType", "true", "--transparent", "false",
+                                 "--height", str(PANEL_HEIGHT), "--SetDockType", "true", "--SetPartialStrut", "true",
+                                 "--transparent", "false",
                                  "--tint", f"0x{PANEL_TINT:06x}", "--expand", "true"],
                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         procs.append(tray)

@@ -50,6 +50,10 @@ class _LaterText:
     def __mod__(self, _params: object) -> str:
         return self._make()
 
+    def strip(self, chars: str | None = None) -> str:
+        """argparse (3.11.7 and later) asks whether the help is blank before formatting it."""
+        return self._make().strip(chars)
+
 
 def _provider_help() -> str:
     from workroom.core.provider_specs import PROVIDER_SPECS

@@ -1,11 +1,13 @@
 """GUI-tier fixtures: a private WORKROOM_HOME per test, a qasync loop over pytest-qt's QApplication,
-a real Engine, and cleanup (by PID) of every agent a test's WORKROOM_HOME started."""
+a real Engine, cleanup (by PID) of every agent a test's WORKROOM_HOME started, and a real X desktop for the
+tests that launch the app as its own process."""
 
 from __future__ import annotations
 
 import asyncio
 import gc
 import os
+import sys
 from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,21 @@ import pytest
 from gui_helpers import kill_agents_under
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture(scope="module")
+def x_session() -> Iterator[Any]:
+    """A real X desktop for this module: Xvfb, openbox (window manager), trayer (tray host), from
+    scripts/x_desktop.py; skipped, with what is missing, where one cannot start (./dev setup installs it)."""
+    from x_desktop import DesktopUnavailable, desktop
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("an X11 desktop (Linux)")
+    try:
+        with desktop((1024, 700)) as here:
+            yield here
+    except DesktopUnavailable as error:
+        pytest.skip(str(error))
 
 
 @pytest.fixture

@@ -9,11 +9,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fixtures.procs import boot_out_launch_agents_naming, pids_naming
+
+T = TypeVar("T")
 
 
 def agent_pids_under(home: Path) -> list[int]:
@@ -45,6 +47,32 @@ def _alive(pid: int) -> bool:
             return False
     out = subprocess.run(["ps", "-o", "state=", "-p", str(pid)], capture_output=True, text=True, timeout=10)
     return out.returncode == 0 and not out.stdout.strip().startswith("Z")
+
+
+def desktop_app_env(x: Any) -> dict[str, str]:
+    """The environment for the app as its own process on a real X desktop (`x`, a scripts/x_desktop.Desktop):
+    Qt's X platform, no D-Bus session bus (the tray icon goes to the X tray by XEmbed, notifications to the
+    balloon), and the login shell's environment not read (WORKROOM_LOGIN_ENV=0)."""
+    env = dict(x.env)
+    env.update(QT_QPA_PLATFORM="xcb", WORKROOM_LOGIN_ENV="0")
+    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    env.pop("WORKROOM_HOME", None)
+    return env
+
+
+def poll_until(what: str, condition: Callable[[], T], procs: Sequence[subprocess.Popen[Any]] = (),
+               timeout: float = 30.0) -> T:
+    """Off any loop: `condition()` once truthy (its value), checked every 0.1 s; fails naming `what` after
+    `timeout` s, or as soon as one of `procs` (the app processes it waits on) has exited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        for proc in procs:
+            assert proc.poll() is None, f"the app exited ({proc.returncode}) waiting for {what}"
+        assert time.monotonic() < deadline, f"not within {timeout:.0f} s: {what}"
+        time.sleep(0.1)
 
 
 async def wait_for(condition: Callable[[], Any], timeout: float, what: str, step: float = 0.05) -> Any:

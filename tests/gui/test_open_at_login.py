@@ -1,7 +1,7 @@
 """Open at login: the XDG autostart entry written, read back and removed for real, started by a real XDG
-autostart runner (Debian's `dex -a`, as a desktop session does at login); the macOS login item's calls with the
-Objective-C seam faked (no Cocoa here: the only fake; docs/macos.md says what a real Mac must confirm); the
-settings row and the first-run offer as real widgets."""
+autostart runner (Debian's `dex -a`, as a desktop session does at login) on a real X desktop; the macOS login
+item's calls with the Objective-C seam faked (no Cocoa here: the only fake; docs/macos.md says what a real Mac
+must confirm); the settings row and the first-run offer as real widgets."""
 
 from __future__ import annotations
 
@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gui_helpers import kill_agents_under, wait_for
-from workroom.paths import profile_env
+from gui_helpers import desktop_app_env, kill_agents_under, poll_until, wait_for
+from workroom.core.hosts import HostsFile
+from workroom.paths import app_paths, profile_env
 from workroom.platform import login_item as li
 from workroom.platform.login_item import LoginItemState, MacLoginItem, XdgAutostart
+from workroom.storage import save_hosts, this_host_name
+from x_desktop import Desktop
 
 pytestmark = pytest.mark.gui
 
@@ -67,34 +70,49 @@ def test_exec_quoting_follows_the_desktop_entry_spec() -> None:
     assert li.desktop_exec(["env", 'A=x "y" $z `w` \\', "100%"]) == 'env "A=x \\"y\\" \\$z \\`w\\` \\\\" 100%%'
 
 
+@pytest.mark.linux(reason="an X11 desktop")
 @pytest.mark.skipif(shutil.which("dex") is None, reason="needs dex (an XDG autostart runner; ./dev installs it)")
-def test_a_login_session_starts_the_app_from_the_entry(tmp_path: Path) -> None:
-    """`dex -a` runs the autostart entries in $XDG_CONFIG_HOME/autostart as an XDG session does at login."""
+def test_a_login_session_starts_the_app_from_the_entry(x_session: Desktop, tmp_path: Path) -> None:
+    """`dex -a` runs the autostart entries in $XDG_CONFIG_HOME/autostart as an XDG session does at login, here on
+    a real X desktop (Xvfb, openbox, trayer's panel): the app comes up from the entry with its icon in the tray,
+    once, and (not a first run: the user turned the setting on before) without opening its window."""
+    x = x_session
     home = tmp_path / "home"
-    env = dict(os.environ, XDG_CONFIG_HOME=str(tmp_path / "xdg"), QT_QPA_PLATFORM="offscreen",
-               WORKROOM_LOGIN_ENV="0")
-    env.pop("WORKROOM_HOME", None)
+    env = dict(desktop_app_env(x), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    save_hosts(app_paths({"WORKROOM_HOME": str(home)}), HostsFile.first_run(this_host_name()))
     item = XdgAutostart(env, profile_env({"WORKROOM_HOME": str(home)}))
     item.enable()
     log = home / "logs" / "workroom.log"
-    # The app outlives dex (as it outlives the login session's start-up): nothing of ours is left on its pipes.
-    subprocess.run(["dex", "-a", "-e", "GNOME"], env=env, check=True, timeout=30, stdin=subprocess.DEVNULL,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    pid = None
     try:
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline and "starting (Python" not in (log.read_text() if log.exists() else ""):
-            time.sleep(0.2)
-        assert "starting (Python" in log.read_text(), "the autostart entry did not start the app"
+        # The app outlives dex (as it outlives the login session's start-up): nothing of ours is left on its pipes.
+        subprocess.run(["dex", "-a", "-e", "GNOME"], env=env, check=True, timeout=30, stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        pid = poll_until("the autostart entry to start the app (its home's lock held)", lambda: _lock_holder(home),
+                         timeout=40)
+        poll_until("the app's start in its log", lambda: log.exists() and "starting (Python" in log.read_text(),
+                   timeout=20)
+        icons = poll_until("the app's icon in trayer's panel", lambda: x.tray_icons(pid), timeout=30)
+        assert len(icons) == 1, icons
+        assert x.viewable(icons[0])
+        time.sleep(1.0)  # a window (or a second icon) shown at start-up would be there by now
+        assert x.managed_windows(pid) == [], "a login start opened the window"
+        assert len(x.tray_icons(pid)) == 1
     finally:
-        lock = next(home.rglob("app.lock"), None)
-        pid = int(lock.read_text().split()[0]) if lock is not None and lock.read_text().strip() else None
+        pid = pid or _lock_holder(home)
         if pid:
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
                 time.sleep(0.1)
         kill_agents_under(home)
-    assert pid is not None  # the started app held its home's lock (workroom.single_instance)
+
+
+def _lock_holder(home: Path) -> int | None:
+    """The PID written into the home's app lock by the app that holds it (workroom.single_instance)."""
+    lock = next(home.rglob("app.lock"), None) if home.exists() else None
+    text = lock.read_text().strip() if lock is not None else ""
+    return int(text.split()[0]) if text else None
 
 
 class LoginItemBridge:

@@ -16,24 +16,26 @@ import http.client
 import json
 import socket
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from workroom.daemon_threads import DaemonThreads
 
 MAX_BODY_BYTES = 64 * 1024
 """A health answer or an idle-clock document is a few hundred bytes."""
 POLL_WORKERS = 4
 
-_executor: ThreadPoolExecutor | None = None
+_executor: DaemonThreads | None = None
 _executor_lock = threading.Lock()
 
 
-def poll_executor() -> ThreadPoolExecutor:
-    """The polls' own threads (created on first use)."""
+def poll_executor() -> DaemonThreads:
+    """The polls' own threads (created on first use; daemon threads: a poll in flight never holds a leaving
+    process)."""
     global _executor
     with _executor_lock:
         if _executor is None:
-            _executor = ThreadPoolExecutor(max_workers=POLL_WORKERS, thread_name_prefix="wr-poll")
+            _executor = DaemonThreads("wr-poll", workers=POLL_WORKERS)
         return _executor
 
 

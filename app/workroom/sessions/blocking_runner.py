@@ -5,6 +5,9 @@ such call for a host goes through that host's `BlockingRunner`. Calls never over
 on one connection cannot interleave. The only other threads are the ones a long-lived stream needs to
 read (one per agent relay, in `remote/agent_link.py`): such a stream stays open for hours and cannot sit
 in the host's queue.
+
+The host's thread is a daemon thread (workroom.daemon_threads says why): a call stuck in the network must not
+keep the process alive after Ctrl-C or Quit.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from typing import Any, Protocol, TypeVar
+
+from workroom.daemon_threads import DaemonThreads
 
 T = TypeVar("T")
 
@@ -29,7 +34,7 @@ class BlockingRunner:
     """Runs blocking calls for one host in order on one thread (paramiko never on the event loop)."""
 
     def __init__(self, name: str) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"wr-host-{name}")
+        self._pool = DaemonThreads(f"wr-host-{name}")
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
