@@ -48,8 +48,7 @@ class ComputerOptionsView(QWidget):
         terminal_row = QHBoxLayout()
         terminal_row.addWidget(QLabel("Terminal for Open in terminal:"))
         terminal_row.addWidget(self.terminal, 1)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout = QVBoxLayout(self)  # the settings view's default margins: both sections line up
         layout.addWidget(title)
         layout.addWidget(self.open_at_login)
         layout.addWidget(self.login_note)
