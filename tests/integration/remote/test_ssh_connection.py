@@ -222,6 +222,24 @@ def test_stream_failure_reports_exit_status_and_stderr_once(sshd, tmp_path) -> N
     assert "not found" in got.ends[0].message
 
 
+def test_sending_to_a_command_that_ended_fails_that_stream_and_keeps_the_connection(sshd, tmp_path) -> None:
+    """A probe that said what to change ends at once, while the request the app pipelined after it may still
+    be on its way: that send fails (BrokenPipeError, a stream's end), and the connection the push then needs
+    stays up -- it used to be torn down as lost (a fast probe lost this race and the connect failed)."""
+    with connect(sshd, trusted_known_hosts(tmp_path, sshd)) as conn:
+        stream = conn.open_exec_channel("echo answer")
+        got = reader = StreamReader(stream).start()
+        assert reader.join(5)
+        deadline = time.monotonic() + 5
+        while not stream._channel.closed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with pytest.raises(BrokenPipeError):
+            stream.send(b'{"id": 1, "method": "subscribe"}\n')
+        assert conn.is_open and conn.lost_error is None
+        assert conn.exec("echo still here").stdout == b"still here\n"
+    assert got.lines == [b"answer"] and got.ends == [None]
+
+
 def test_closing_the_connection_ends_streams_without_blame(sshd, tmp_path) -> None:
     conn = connect(sshd, trusted_known_hosts(tmp_path, sshd))
     stream = conn.open_exec_channel("cat")
