@@ -62,3 +62,13 @@ def test_no_command_imports_qt(argv: list[str], tmp_path: Path) -> None:
 def test_a_command_without_hosts_to_reach_imports_no_ssh(tmp_path: Path) -> None:
     _, modules = modules_after(["hosts", "list"], tmp_path)
     assert loaded(modules, ("paramiko", "cryptography", "asyncio", "workroom.sessions.engine")) == []
+
+
+def test_paramiko_comes_without_invoke() -> None:
+    """paramiko imports `invoke` only for its own ssh_config's `Match exec`, which the app never uses: the
+    remote package marks it absent, so a command's start-up does not pay for it, and paramiko still works."""
+    child = ("import sys, workroom.remote.ssh_connection, paramiko.config; "
+             "print(sys.modules.get('invoke') is None, any(m.startswith('invoke.') for m in sys.modules), "
+             "paramiko.config.invoke is None)")
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True", "False", "True"]
