@@ -288,15 +288,26 @@ _RELAY_AFTER_PROBE = textwrap.dedent(
     # pushes or starts first (`relay_follows` is the same rule, app side).
     sys.stdout.flush()
     if relay_after and out["sha256"] is not None and out["sha256"] == expected and out["running"]:
-        for name, source in RELAY_SOURCES:
-            module = sys.modules[name] = type(sys)(name)
-            exec(compile(source, "<wr-agent %s>" % name, "exec"), module.__dict__)
-        sys.exit(sys.modules["wr_agent.relay"].main(["relay", "--socket", sock]))
+    """
+)
+
+_RUN_RELAY = textwrap.dedent(
+    r"""
+    # The relay's modules, their text carried in this command (RELAY_SOURCES), then `relay --socket SOCK`.
+    for name, source in RELAY_SOURCES:
+        module = sys.modules[name] = type(sys)(name)
+        exec(compile(source, "<wr-agent %s>" % name, "exec"), module.__dict__)
+    sys.exit(sys.modules["wr_agent.relay"].main(["relay", "--socket", sock]))
     """
 )
 
 RELAY_MODULES = ("wr_agent", "wr_agent.proc_name", "wr_agent.relay")
-"""What the relay runs, in import order: the modules its code imports, carried by the probe-then-relay command."""
+"""What the relay runs, in import order: the modules its code imports, carried in the relay's commands."""
+
+
+def _relay_sources(bundle: AgentBundle) -> str:
+    sources = tuple((m, bundle.module_source(m, "relay")) for m in RELAY_MODULES)
+    return f"RELAY_SOURCES = {sources!r}\n"
 
 PROBE_ANSWER_LIMIT = 64 * 1024
 """The most the host may print before the probe's answer (a login script's chatter included)."""
@@ -508,9 +519,11 @@ _STUB_MARKERS = ("xcode-select", "developer tools", "xcrun: error", "CommandLine
 
 
 def _python_exec(python: tuple[str, ...], flags: tuple[str, ...] = ()) -> str:
-    """`exec PYTHON FLAGS`, or says there is no such Python (exit 127, "wr: no python3") when the host has none."""
-    exe = shlex.quote(python[-1])
-    check = f"[ -x {exe} ]" if python[-1].startswith("/") else f"command -v {exe} >/dev/null 2>&1"
+    """`exec PYTHON FLAGS`, or says there is no such Python (exit 127, "wr: no python3") when the host has none.
+    The interpreter is the command's last word that is not an option (`env VAR=1 python`, `python3.12 -I`)."""
+    interpreter = next((a for a in reversed(python) if not a.startswith("-")), python[-1])
+    exe = shlex.quote(interpreter)
+    check = f"[ -x {exe} ]" if interpreter.startswith("/") else f"command -v {exe} >/dev/null 2>&1"
     run = " ".join(shlex.quote(a) for a in (*python, *flags))
     return f"{check} || {{ echo 'wr: no python3' >&2; exit 127; }}; exec {run}"
 
@@ -546,9 +559,12 @@ def relay_argv(python: tuple[str, ...], bundle_path: str, socket_path: str) -> l
     return [*python, _home_relative(bundle_path), "relay", "--socket", _home_relative(socket_path)]
 
 
-def relay_command(python: tuple[str, ...], bundle_path: str, socket_path: str) -> str:
-    """`relay_argv` as one shell command line."""
-    return " ".join(shlex.quote(a) for a in relay_argv(python, bundle_path, socket_path))
+def relay_command(python: tuple[str, ...], bundle: AgentBundle, socket_path: str) -> str:
+    """The relay a session opens after a push, hand-off or start (or to a newer agent it keeps): the same
+    `relay --socket PATH` as `relay_argv`, its code carried in the command from the app's own bundle as the
+    probe-then-relay command carries it, so nothing of the installed file runs by its path alone."""
+    script = "import os, sys\n" + _relay_sources(bundle) + "sock = os.path.expanduser(sys.argv[1])\n" + _RUN_RELAY
+    return _python_inline_cmd(script, socket_path, python=python, flags=RELAY_START_FLAGS)
 
 
 def _home_relative(path: str) -> str:
@@ -614,8 +630,8 @@ class AgentInstaller:
         command from this app's bundle (`RELAY_MODULES`): it runs only when the installed bundle's bytes hash to
         this one, so it is that bundle's relay, and the installed file is not read again after its check."""
         # The launcher's folder rule first, as in `probe`: the same checks, the same refusals.
-        sources = tuple((m, self.bundle.module_source(m, "relay")) for m in RELAY_MODULES)
-        script = self.bundle.launcher_source() + _PROBE + f"RELAY_SOURCES = {sources!r}\n" + _RELAY_AFTER_PROBE
+        script = (self.bundle.launcher_source() + _PROBE + _relay_sources(self.bundle) + _RELAY_AFTER_PROBE
+                  + textwrap.indent(_RUN_RELAY, "    "))
         return _python_inline_cmd(script, self.layout.bundle_path, self.layout.socket_path,
                                   self.bundle.sha256, "relay", python=self.python, flags=RELAY_START_FLAGS)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import subprocess
 import time
@@ -23,7 +24,7 @@ from workroom.remote.ssh_connection import (
     HostUnreachable,
     SshConnection,
 )
-from workroom.remote.ssh_errors import SshError
+from workroom.remote.ssh_errors import QuickAckSocket, SshError, dial
 
 pytestmark = pytest.mark.integration
 
@@ -238,6 +239,20 @@ def test_sending_to_a_command_that_ended_fails_that_stream_and_keeps_the_connect
         assert conn.is_open and conn.lost_error is None
         assert conn.exec("echo still here").stdout == b"still here\n"
     assert got.lines == [b"answer"] and got.ends == [None]
+
+
+def test_the_dialled_socket_sends_at_once_and_acknowledges_at_once(sshd, tmp_path) -> None:
+    """TCP_NODELAY, and on Linux an ACK for every read (sshd holds a small packet until our ACK of the one
+    before, and a delayed ACK is ~40 ms: twice per connect). The connection works through it as before."""
+    sock = dial(target_of(sshd), 10)
+    try:
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        assert isinstance(sock, QuickAckSocket) == hasattr(socket, "TCP_QUICKACK")
+        assert sock.recv(64).startswith(b"SSH-2.0-")  # the server's banner, read through the override
+    finally:
+        sock.close()
+    with connect(sshd, trusted_known_hosts(tmp_path, sshd)) as conn:
+        assert conn.exec("echo through").stdout == b"through\n"
 
 
 def test_closing_the_connection_ends_streams_without_blame(sshd, tmp_path) -> None:
