@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import plistlib
 import re
 import secrets
 import shlex
@@ -592,6 +591,8 @@ def launchd_label(socket_path: str) -> str:
 
 def launchd_plist(label: str, argv: list[str], log: str, home: str) -> bytes:
     """The LaunchAgent: started at load and at login, restarted 1 s after it dies, logging to `log`."""
+    import plistlib  # macOS hosts only: not on every command's start-up
+
     return plistlib.dumps({
         "Label": label,
         "ProgramArguments": argv,
