@@ -22,8 +22,8 @@ import stat
 import sys
 
 # json and hashlib are imported where they are used: the install probe carries this file, and a reconnect's
-# probe runs without them (measured on the host: json's start-up, with re's, ~18 ms of CPU; hashlib's, which
-# loads OpenSSL, ~6 ms; the whole probe then took ~38 ms).
+# probe runs without them (measured on a busy host: json's start-up, with re's, ~18 ms of CPU; hashlib's, which
+# loads OpenSSL, ~6 ms; the whole probe-then-relay then took ~38 ms).
 
 EXIT_REFUSED = 5
 RECORD_ENV = "WR_AGENT_LAUNCH"
