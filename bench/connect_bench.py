@@ -6,7 +6,8 @@ Times, interleaved run by run (so a busy machine slows every column alike), medi
   * `workroom status --json`                              the CLI's other everyday command;
   * `workroom --version`                                  the CLI's start alone (imports);
   * the in-process reconnect (an Engine, as the app does it) to first status, and its SSH-login phase alone;
-then the ratios the issue's goals are stated in.
+then the ratios the issue's goals are stated in. The commands run with bytecode kept (PYTHONDONTWRITEBYTECODE
+dropped from their environment), as an installed app runs; the untimed first connect writes it.
 
 Run as root (sshd logs in a throwaway user):
     .venv/bin/python bench/connect_bench.py [--runs 8] [--quick]
@@ -62,7 +63,10 @@ async def _reconnect(home: Path) -> tuple[float, dict[str, float], int]:
 
 def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, object]:
     home = work / "home"
-    env = dict(os.environ, WORKROOM_HOME=str(home))
+    # As a user runs it: Python may keep its bytecode (an installed app has it; with PYTHONDONTWRITEBYTECODE set,
+    # as some shells here do, every run compiles the app's ~50 modules again: ~200 ms that no user pays).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["WORKROOM_HOME"] = str(home)
     known = work / "known_hosts"
     known.write_text(server.host_key_line + "\n")
     subprocess.run([*WORKROOM, "hosts", "add", "bench", "--provider", "ssh", "--host", server.host, "--port",

@@ -1,14 +1,21 @@
 """`relay`: copy stdin to the agent's socket and the socket to stdout (docs/protocol.md, transport).
 
 The app starts it on every connect over SSH, so it is the bundle's hot path: the entry point runs it
-without the command line's parser and the rest of the agent (only the standard modules it needs below).
+without the command line's parser and the rest of the agent (only the standard modules it needs below), and
+a reconnect runs this file's text straight from the install probe's command (docs/protocol.md, transport).
 """
 
 import os
 import select
-import socket
 import sys
 import time
+
+try:  # the socket module's C core: `socket` builds its enums at import (~10 ms of CPU here, as long as Python's start)
+    from _socket import AF_UNIX, SHUT_WR, SOCK_STREAM
+    from _socket import socket as _unix_socket
+except ImportError:  # an interpreter without it
+    from socket import AF_UNIX, SHUT_WR, SOCK_STREAM
+    from socket import socket as _unix_socket
 
 from wr_agent.proc_name import set_comm
 
@@ -23,7 +30,7 @@ def run(path, drain_seconds=5.0):
     When stdin closes, the socket is half-closed so replies to what was already sent still come out
     (the agent closes its end when it sees the half-close); that wait is bounded."""
     set_comm("wr-agent-relay")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _unix_socket(AF_UNIX, SOCK_STREAM)
     try:
         sock.connect(path)
     except OSError as exc:
@@ -45,7 +52,7 @@ def run(path, drain_seconds=5.0):
         if fin in ready:
             data = os.read(fin, 65536)
             if not data:
-                sock.shutdown(socket.SHUT_WR)
+                sock.shutdown(SHUT_WR)
                 reading, deadline = [sock], time.monotonic() + drain_seconds
                 continue
             sock.sendall(data)

@@ -54,11 +54,19 @@ class AgentBundle:
     def launcher_source(self) -> str:
         """The agent's launcher (`wr_agent/launcher.py`), read from these bytes: the checks the host runs
         before it runs the bundle, carried on the command line (docs/security.md)."""
+        return self.module_source("wr_agent.launcher", "launcher")
+
+    def module_source(self, module: str, what: str = "module") -> str:
+        """One module's text (`wr_agent.relay` -> `wr_agent/relay.py`, a package -> its `__init__.py`), read from
+        these bytes: what a command carries to the host instead of running it from the installed file."""
+        name = module.replace(".", "/")
         try:
             with zipfile.ZipFile(io.BytesIO(self.data)) as archive:
-                return archive.read("wr_agent/launcher.py").decode("utf-8")
+                names = set(archive.namelist())
+                path = f"{name}/__init__.py" if f"{name}/__init__.py" in names else f"{name}.py"
+                return archive.read(path).decode("utf-8")
         except (zipfile.BadZipFile, KeyError, UnicodeDecodeError) as error:
-            raise AgentBundleError(f"the agent bundle is damaged: it has no launcher ({error})") from None
+            raise AgentBundleError(f"the agent bundle is damaged: it has no {what} ({error})") from None
 
     def __repr__(self) -> str:  # keep the bytes out of logs
         where = str(self.path) if self.path is not None else None

@@ -62,3 +62,39 @@ def test_no_command_imports_qt(argv: list[str], tmp_path: Path) -> None:
 def test_a_command_without_hosts_to_reach_imports_no_ssh(tmp_path: Path) -> None:
     _, modules = modules_after(["hosts", "list"], tmp_path)
     assert loaded(modules, ("paramiko", "cryptography", "asyncio", "workroom.sessions.engine")) == []
+
+
+def test_paramiko_comes_without_invoke() -> None:
+    """paramiko imports `invoke` only for its own ssh_config's `Match exec`, which the app never uses: the
+    remote package marks it absent, so a command's start-up does not pay for it, and paramiko still works."""
+    child = ("import sys, workroom.remote.ssh_connection, paramiko.config; "
+             "print(sys.modules.get('invoke') is None, any(m.startswith('invoke.') for m in sys.modules), "
+             "paramiko.config.invoke is None)")
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True", "False", "True"]
+
+
+PROGRAM = """
+import atexit, sys
+from workroom.cli import main
+atexit.register(lambda: print("torn down"))
+sys.argv = ["workroom", *sys.argv[1:]]
+sys.exit(main())
+"""
+
+
+@pytest.mark.parametrize(("argv", "code", "torn_down"), [
+    (["why", "nowhere"], 3, False),  # the engine was imported: the process ends at once after its words
+    (["settings", "get"], 0, True),  # no engine: the ordinary exit
+])
+def test_a_command_that_used_the_engine_ends_without_the_teardown_and_loses_no_words(
+        argv: list[str], code: int, torn_down: bool, tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", PROGRAM, *argv], capture_output=True, text=True, timeout=60,
+                          env={"WORKROOM_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == code, done.stderr
+    assert ("torn down" in done.stdout) is torn_down
+    if code:
+        assert done.stderr.startswith("workroom: No such host: There is no host called 'nowhere'.")
+        assert done.stderr.rstrip().endswith("Run `workroom hosts list`.")
+    else:
+        assert "ceiling" in done.stdout

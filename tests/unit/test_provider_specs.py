@@ -183,14 +183,22 @@ def test_the_relay_runs_the_agent_with_the_providers_python(context: ProviderCon
         def python_command(self, host: Host) -> tuple[str, ...]:
             return ("/opt/py/bin/python3.12", "-I")
 
+    from wr_agent import bundle  # the real agent's bytes: the relay's code comes from them
+
+    real = ProviderContext(bundle=AgentBundle(bundle.bundle_bytes(), "0" * 64, "0.1.0"), known_hosts=None,
+                           state_dir=context.state_dir)
     connection = _RecordingConnection()
-    provider = OwnPython(context, spec_for("ssh"))
+    provider = OwnPython(real, spec_for("ssh"))
     host = a_host(spec_for("ssh"))
     with pytest.raises(ConnectionAbortedError):
         asyncio.run(provider.open_link(host, SshShell(connection), "~/.local/state/wr-agent/agent.sock",
                                        lambda _: None))
-    assert connection.commands == ["/opt/py/bin/python3.12 -I .local/share/wr-agent/wr-agent.pyz relay "
-                                   "--socket .local/state/wr-agent/agent.sock"]
+    assert len(connection.commands) == 1
+    command = connection.commands[0]
+    # The relay's code comes in the command (from the app's bundle), run by that Python: no installed file runs.
+    assert "[ -x /opt/py/bin/python3.12 ]" in command
+    assert "; exec /opt/py/bin/python3.12 -I -I -S -c " in command
+    assert command.endswith(" '~/.local/state/wr-agent/agent.sock'") and "wr-agent.pyz" not in command
 
 
 # Options the agent is started with that can carry no secret. A new one (say an API token for a provider's

@@ -90,7 +90,7 @@ class SshProvider(Provider):
         return relay_argv(self.python_command(host), self.layout(host).bundle_path, socket_path)
 
     async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
-        cmd = relay_command(self.python_command(host), self.layout(host).bundle_path, socket_path)
+        cmd = relay_command(self.python_command(host), self.context.bundle, socket_path)
         return await self._stream_link(host, shell, cmd, on_event, None)
 
     async def open_probed_link(self, host: Host, shell: HostShell, command: str,

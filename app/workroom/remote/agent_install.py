@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import plistlib
 import re
 import secrets
 import shlex
@@ -147,8 +146,24 @@ _NAME_SELF = textwrap.dedent(
 
 _PROBE = textwrap.dedent(
     r"""
-    import fcntl, hashlib, json, os, re, shutil, stat, sys  # zipfile, subprocess: only where needed (start-up)
+    import fcntl, os, stat, sys  # the rest only where needed: a reconnect's start-up is its slowest step
+    try:
+        from _json import encode_basestring_ascii as quote  # json.dumps's own quoting, without json's start-up
+    except ImportError:
+        from json.encoder import encode_basestring_ascii as quote
+    def dumps(v):  # json.dumps for the answer's values: dicts, lists, text, booleans and None
+        if isinstance(v, dict):
+            return "{" + ", ".join(quote(k) + ": " + dumps(x) for k, x in v.items()) + "}"
+        if isinstance(v, list):
+            return "[" + ", ".join(dumps(x) for x in v) + "]"
+        if isinstance(v, str):
+            return quote(v)
+        return {None: "null", True: "true", False: "false"}[v] if v is None or isinstance(v, bool) else str(int(v))
+    def which(name):  # shutil.which's answer, without shutil
+        return any(os.access(os.path.join(d, name), os.X_OK) and not os.path.isdir(os.path.join(d, name))
+                   for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d)
     bundle, sock, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
+    relay_after = sys.argv[4:] == ["relay"]
     out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
            "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
            "systemd_user": False, "repaired": [], "launchd": False, "supervisor": None}
@@ -177,14 +192,16 @@ _PROBE = textwrap.dedent(
         if why:
             out["unsafe"] = why
     if "unsafe" in out:
-        print(json.dumps(out))
+        print(dumps(out))
         sys.exit(0)
     try:
         fd = os.open(bundle, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as f:
             fst = os.fstat(f.fileno())
             if stat.S_ISREG(fst.st_mode) and fst.st_uid == os.getuid() and not fst.st_mode & 0o022:
-                out["sha256"] = hashlib.sha256(f.read()).hexdigest()
+                h = sha256()  # the launcher's
+                h.update(f.read())
+                out["sha256"] = h.hexdigest()
     except OSError:
         pass
     if out["sha256"] and out["sha256"] != expected and not trusted:
@@ -192,7 +209,7 @@ _PROBE = textwrap.dedent(
     if out["sha256"] and out["sha256"] != expected:
         # A bundle whose hash is not ours is never run to ask its version: it is read from the archive.
         try:
-            import zipfile
+            import re, zipfile
             with zipfile.ZipFile(bundle) as z:
                 m = re.search(r'__version__ = "([0-9.]+)"', z.read("wr_agent/__init__.py").decode("utf-8"))
             out["version"] = "wr-agent %s" % m.group(1) if m else "unreadable: no version in the bundle"
@@ -209,9 +226,11 @@ _PROBE = textwrap.dedent(
             os.close(fd)
     except OSError:
         pass
-    if out["running"]:
+    # The running agent's build and whether it stalled: asked here when the probe runs on its own. When the relay
+    # follows, the app reads both from the relay's own stream (its hello and the status it subscribes to).
+    if out["running"] and not relay_after:
         try:
-            import socket
+            import json, socket
             s = socket.socket(socket.AF_UNIX)
             s.settimeout(3)
             s.connect(sock)
@@ -227,7 +246,7 @@ _PROBE = textwrap.dedent(
             s.close()
         except (OSError, ValueError, AttributeError):
             pass
-    if os.environ.get("XDG_RUNTIME_DIR") and shutil.which("systemctl") and shutil.which("loginctl"):
+    if os.environ.get("XDG_RUNTIME_DIR") and which("systemctl") and which("loginctl"):
         import subprocess
         p = subprocess.run(["systemctl", "--user", "is-system-running"], capture_output=True, timeout=10)
         # A user manager without linger stops (with the agent) soon after the last session ends: then the
@@ -237,7 +256,7 @@ _PROBE = textwrap.dedent(
         out["systemd_user"] = (p.stdout.strip() in (b"running", b"degraded")
                                and linger.stdout.strip() == b"Linger=yes")
     # launchd: macOS. A LaunchAgent needs the user's GUI domain; the installer falls back when it is absent.
-    out["launchd"] = bool(shutil.which("launchctl")) and not out["systemd_user"]
+    out["launchd"] = which("launchctl") and not out["systemd_user"]
     try:
         fd = os.open(sock + ".supervisor", os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd) as f:
@@ -252,25 +271,42 @@ _PROBE = textwrap.dedent(
         why = unsafe_folder(nearest(os.path.expanduser(config)))
         if why:
             out["unsafe"] = why
-    print(json.dumps(out))
+    print(dumps(out))
     """
 )
 
 _RELAY_AFTER_PROBE = textwrap.dedent(
     r"""
-    # Run after the probe above has printed its answer (the stream's first line): when nothing needs to
-    # change -- the bundle's sha256, checked above, is the app's and an agent of that build runs, checking --
-    # this process goes on as the relay from that bundle, and the protocol follows on the same stream (in
-    # this process: a second interpreter would cost its start-up). Otherwise it ends here and the app
-    # pushes, hands off or restarts first (`relay_follows` is the same rule, app side).
+    # Run after the probe above has printed its answer (the stream's first line): when the installed bundle's
+    # sha256, checked above, is the app's and an agent runs, this process goes on as the relay and the protocol
+    # follows on the same stream (in this process: a second interpreter would cost its start-up). The relay's
+    # code came with this command, from the app's own bundle -- the bytes the installed file's hash was just
+    # checked against -- so nothing of the installed file is read again after its check, nor any zip opened.
+    # The app reads the running agent's build and whether it stalled from the relay's stream, and hands off or
+    # restarts (then with a relay of its own) when either is wrong. Otherwise the command ends here and the app
+    # pushes or starts first (`relay_follows` is the same rule, app side).
     sys.stdout.flush()
-    if (sys.argv[4:] == ["relay"] and out["sha256"] is not None and out["sha256"] == expected and out["running"]
-            and out.get("running_build") == expected and not out.get("running_stalled")):
-        sys.path.insert(0, bundle)
-        from wr_agent import relay
-        sys.exit(relay.main(["relay", "--socket", sock]))
+    if relay_after and out["sha256"] is not None and out["sha256"] == expected and out["running"]:
     """
 )
+
+_RUN_RELAY = textwrap.dedent(
+    r"""
+    # The relay's modules, their text carried in this command (RELAY_SOURCES), then `relay --socket SOCK`.
+    for name, source in RELAY_SOURCES:
+        module = sys.modules[name] = type(sys)(name)
+        exec(compile(source, "<wr-agent %s>" % name, "exec"), module.__dict__)
+    sys.exit(sys.modules["wr_agent.relay"].main(["relay", "--socket", sock]))
+    """
+)
+
+RELAY_MODULES = ("wr_agent", "wr_agent.proc_name", "wr_agent.relay")
+"""What the relay runs, in import order: the modules its code imports, carried in the relay's commands."""
+
+
+def _relay_sources(bundle: AgentBundle) -> str:
+    sources = tuple((m, bundle.module_source(m, "relay")) for m in RELAY_MODULES)
+    return f"RELAY_SOURCES = {sources!r}\n"
 
 PROBE_ANSWER_LIMIT = 64 * 1024
 """The most the host may print before the probe's answer (a login script's chatter included)."""
@@ -481,11 +517,13 @@ _LAUNCHD_BOOTSTRAP = (
 _STUB_MARKERS = ("xcode-select", "developer tools", "xcrun: error", "CommandLineTools")
 
 
-def _python_exec(python: tuple[str, ...]) -> str:
-    """`exec PYTHON`, or says there is no such Python (exit 127, "wr: no python3") when the host has none."""
-    exe = shlex.quote(python[-1])
-    check = f"[ -x {exe} ]" if python[-1].startswith("/") else f"command -v {exe} >/dev/null 2>&1"
-    run = " ".join(shlex.quote(a) for a in python)
+def _python_exec(python: tuple[str, ...], flags: tuple[str, ...] = ()) -> str:
+    """`exec PYTHON FLAGS`, or says there is no such Python (exit 127, "wr: no python3") when the host has none.
+    The interpreter is the command's last word that is not an option (`env VAR=1 python`, `python3.12 -I`)."""
+    interpreter = next((a for a in reversed(python) if not a.startswith("-")), python[-1])
+    exe = shlex.quote(interpreter)
+    check = f"[ -x {exe} ]" if interpreter.startswith("/") else f"command -v {exe} >/dev/null 2>&1"
+    run = " ".join(shlex.quote(a) for a in (*python, *flags))
     return f"{check} || {{ echo 'wr: no python3' >&2; exit 127; }}; exec {run}"
 
 
@@ -495,10 +533,18 @@ def _python_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> t
     return f"{_python_exec(python)} - {quoted}", (_NAME_SELF + script).encode()
 
 
-def _python_inline_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> str:
+def _python_inline_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3,
+                       flags: tuple[str, ...] = ()) -> str:
     """`script` on the command line (`-c`), leaving stdin to whatever the script becomes (the relay)."""
     quoted = " ".join(shlex.quote(a) for a in (_NAME_SELF + script, *args))
-    return f"{_python_exec(python)} -c {quoted}"
+    return f"{_python_exec(python, flags)} -c {quoted}"
+
+
+RELAY_START_FLAGS = ("-I", "-S")
+"""How the relay's commands (the probe-then-relay one, `relay_command`) start Python: isolated (no PYTHON*
+variables, no user site, not the login's folder on the path) and without `site` (no .pth files run): they need
+nothing but the standard library, and `site` was a third of the interpreter's start-up here (21 -> 14 ms of
+CPU for `python3 -c pass`; docs/protocol.md, transport)."""
 
 
 def agent_command(python: tuple[str, ...], bundle_path: str, *args: str) -> str:
@@ -508,14 +554,18 @@ def agent_command(python: tuple[str, ...], bundle_path: str, *args: str) -> str:
 
 
 def relay_argv(python: tuple[str, ...], bundle_path: str, socket_path: str) -> list[str]:
-    """What an SSH channel runs to reach the agent's socket (`wr-agent relay`). Paths under `~` are given
-    relative to the home the command starts in: a quoted `~` would not expand."""
+    """The relay in the agent's own terms (`wr-agent relay --socket PATH`, what a person would type on the host;
+    the app runs the same relay through `relay_command`). Paths under `~` are given relative to the home the
+    command starts in: a quoted `~` would not expand."""
     return [*python, _home_relative(bundle_path), "relay", "--socket", _home_relative(socket_path)]
 
 
-def relay_command(python: tuple[str, ...], bundle_path: str, socket_path: str) -> str:
-    """`relay_argv` as one shell command line."""
-    return " ".join(shlex.quote(a) for a in relay_argv(python, bundle_path, socket_path))
+def relay_command(python: tuple[str, ...], bundle: AgentBundle, socket_path: str) -> str:
+    """The relay a session opens after a push, hand-off or start (or to a newer agent it keeps): the same
+    `relay --socket PATH` as `relay_argv`, its code carried in the command from the app's own bundle as the
+    probe-then-relay command carries it, so nothing of the installed file runs by its path alone."""
+    script = "import os, sys\n" + _relay_sources(bundle) + "sock = os.path.expanduser(sys.argv[1])\n" + _RUN_RELAY
+    return _python_inline_cmd(script, socket_path, python=python, flags=RELAY_START_FLAGS)
 
 
 def _home_relative(path: str) -> str:
@@ -543,6 +593,8 @@ def launchd_label(socket_path: str) -> str:
 
 def launchd_plist(label: str, argv: list[str], log: str, home: str) -> bytes:
     """The LaunchAgent: started at load and at login, restarted 1 s after it dies, logging to `log`."""
+    import plistlib  # macOS hosts only: not on every command's start-up
+
     return plistlib.dumps({
         "Label": label,
         "ProgramArguments": argv,
@@ -577,16 +629,24 @@ class AgentInstaller:
     def probe_then_relay_command(self) -> str:
         """One remote command for a reconnect: the probe (the same script as `probe`, the same Python), whose
         answer is the stream's first line, then -- only when `relay_follows`, the bundle's hash checked -- the
-        relay of that bundle in the same process, speaking the protocol on the same stream."""
+        relay in the same process, speaking the protocol on the same stream. The relay's code is carried in the
+        command from this app's bundle (`RELAY_MODULES`): it runs only when the installed bundle's bytes hash to
+        this one, so it is that bundle's relay, and the installed file is not read again after its check."""
         # The launcher's folder rule first, as in `probe`: the same checks, the same refusals.
-        script = self.bundle.launcher_source() + _PROBE + _RELAY_AFTER_PROBE
+        script = (self.bundle.launcher_source() + _PROBE + _relay_sources(self.bundle) + _RELAY_AFTER_PROBE
+                  + textwrap.indent(_RUN_RELAY, "    "))
         return _python_inline_cmd(script, self.layout.bundle_path, self.layout.socket_path,
-                                  self.bundle.sha256, "relay", python=self.python)
+                                  self.bundle.sha256, "relay", python=self.python, flags=RELAY_START_FLAGS)
 
     def relay_follows(self, probe: Probe) -> bool:
-        """Whether the probe-then-relay command went on as the relay: nothing to push, hand off or restart."""
-        sha = self.bundle.sha256
-        return probe.sha256 == sha and probe.running and probe.running_build == sha and not probe.running_stalled
+        """Whether the probe-then-relay command went on as the relay: this bundle is installed and an agent runs
+        (the host's rule). Whether that agent runs this build and is not stalled is read from the relay's own
+        stream afterwards (`agent_is_current`)."""
+        return probe.sha256 == self.bundle.sha256 and probe.running
+
+    def agent_is_current(self, probe: Probe) -> bool:
+        """Nothing to hand off or restart: the running agent is this build and not stalled."""
+        return probe.running_build in (None, self.bundle.sha256) and not probe.running_stalled
 
     def read_probe(self, result: ExecResult) -> Probe:
         """The probe's answer (the last line of its output), or the host's refusal in words."""

@@ -189,8 +189,18 @@ class ExecStream:
         self._closed_locally = False
 
     def send(self, data: bytes, timeout: float = 10.0) -> None:
+        """Raises `BrokenPipeError` when the command has already ended (the connection lives on: a probe that
+        said what to change ends before the request sent after it), `ConnectionLost` when the connection broke."""
+        ended = False
         with self._guard.watch(timeout, "sending to the host"):
-            self._channel.sendall(data)
+            try:
+                self._channel.sendall(data)
+            except OSError:
+                if not (self._channel.closed and self._guard.is_open):
+                    raise
+                ended = True
+        if ended:
+            raise BrokenPipeError(f"the command `{short_command(self.command)}` has ended")
 
     def recv(self, size: int = 65536) -> bytes:
         try:

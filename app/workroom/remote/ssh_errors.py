@@ -108,7 +108,7 @@ def dial(target: SshTarget, timeout: float) -> socket.socket:
     where = f"{target.hostname}:{target.port}"
     started = time.monotonic()
     try:
-        return socket.create_connection((target.hostname, target.port), timeout=timeout)
+        sock = socket.create_connection((target.hostname, target.port), timeout=timeout)
     except socket.gaierror as exc:
         raise HostUnreachable("Host not found", f"The name {target.hostname!r} could not be resolved "
                               f"({exc.strerror}).", "Check the host name or your network.") from exc
@@ -124,6 +124,34 @@ def dial(target: SshTarget, timeout: float) -> socket.socket:
                                   local_network.BLOCKED_HINT) from exc
         raise HostUnreachable("Host unreachable", f"Could not reach {where}: {exc.strerror or exc}.",
                               "Check your network connection and the host address.") from exc
+    with contextlib.suppress(OSError):  # our small requests (a relay's lines) go out at once, as ssh's do
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return QuickAckSocket.of(sock) if QuickAckSocket.available else sock
+
+
+class QuickAckSocket(socket.socket):
+    """A TCP socket that acknowledges what it reads at once (Linux's TCP_QUICKACK, set before every read; the
+    kernel clears it by itself).
+
+    Why: sshd keeps Nagle's rule until a session starts, so a small packet it sends (the answer to a channel
+    open, to a login step) waits until our ACK of its previous one; a delayed ACK is ~40 ms on Linux, and it
+    came twice in every connect: in the login, and between opening the command's channel and starting it
+    (seen with strace on both ends). With it: login 128 -> 78 ms, the first channel 55 -> 8 ms. The cost is
+    an ACK per packet read instead of one per two: nothing while a box is idle (nothing is read then)."""
+
+    available = hasattr(socket, "TCP_QUICKACK")
+
+    @classmethod
+    def of(cls, sock: socket.socket) -> socket.socket:
+        timeout = sock.gettimeout()
+        quick = cls(sock.family, sock.type, sock.proto, fileno=sock.detach())
+        quick.settimeout(timeout)
+        return quick
+
+    def recv(self, bufsize: int, flags: int = 0) -> bytes:
+        with contextlib.suppress(OSError):
+            self.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+        return super().recv(bufsize, flags)
 
 
 def open_proxy_command(target: SshTarget) -> paramiko.ProxyCommand:

@@ -19,7 +19,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from workroom.core.badge import Badge, badge
@@ -29,7 +29,15 @@ from workroom.core.errors import Face, UserError
 from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
-from workroom.core.protocol import PromptEvent, Status, StatusEvent, TimelineReply, UserExclusions, Verdict
+from workroom.core.protocol import (
+    PromptEvent,
+    ProtocolError,
+    Status,
+    StatusEvent,
+    TimelineReply,
+    UserExclusions,
+    Verdict,
+)
 from workroom.core.questions import HostKeyQuestion
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider
@@ -561,12 +569,23 @@ class HostSession:
             probe = installer.read_probe(ExecResult(0, answer, b""))
             if not installer.relay_follows(probe):
                 return probe
+            self.phase_seconds["install"] = self._clock() - start
+            # The running agent's build and whether it stalled, from the relay's own stream (the probe did not
+            # ask: that took it a module and a round trip of its own); a hand-off or restart comes first if so.
+            try:
+                hello = await link.client.hello()
+            except ProtocolError as other:
+                log.info("the agent on %s answered the relay in another protocol (%s): probing on its own",
+                         self.host.name, other.code)
+                return None
+            self.phase_seconds["hello"] = self._clock() - start
+            status = await subscribed
+            probe = replace(probe, running_build=hello.build, running_stalled=status.stalled)
+            if not installer.agent_is_current(probe):
+                return probe
             install = self.install = await self._runner.run(installer.ensure, probe)  # nothing to do: no command
             if install.action != "none":  # one rule on both sides makes this impossible; never trust it anyway
                 return probe
-            self.phase_seconds["install"] = self._clock() - start
-            await link.client.hello()
-            self.phase_seconds["hello"] = self._clock() - start
             keep = True
             return link, subscribed
         finally:

@@ -7,13 +7,19 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
+import json
 import os
+import shutil
+import time
 import zipfile
 from pathlib import Path
 
 import pytest
 from engine_helpers import ssh_host, trust_sshd
 from workroom.core.connection import ConnectionState
+from workroom.providers import make_provider
+from workroom.remote.agent_install import AgentInstaller, AgentLayout, ServeOptions
+from workroom.remote.host_shell import ExecResult, LocalShell
 from workroom.remote.ssh_connection import SshConnection
 from workroom.sessions.engine import Engine
 
@@ -87,3 +93,81 @@ def test_a_bundle_whose_hash_differs_is_never_run_and_is_replaced(sshd, app_home
     assert snap.status is not None and snap.status.agent.build == agent_bundle.sha256
     probes = [cmd for kind, cmd in log.commands if agent_bundle.sha256 in cmd and "relay" in cmd]
     assert len(probes) == 1  # the probe's answer was used for the push: the host was not probed twice
+
+
+def _probe_then_relay(shell, installer, *, deadline_s: float = 30.0) -> list[bytes]:  # type: ignore[no-untyped-def]
+    """Run the probe-then-relay command as a reconnect does (subscribe sent at once); its lines up to the reply."""
+    stream = shell.connection.open_exec_channel(installer.probe_then_relay_command())
+    try:
+        stream.send(b'{"id": 1, "method": "subscribe"}\n')
+        buf, deadline = b"", time.monotonic() + deadline_s
+        while b'"id": 1' not in buf and b'"id":1' not in buf and time.monotonic() < deadline:
+            data = stream.recv()
+            if not data:
+                break
+            buf += data
+        return buf.splitlines()
+    finally:
+        stream.close()
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace to see which files the host opens")
+def test_the_relay_runs_from_the_checked_bytes_never_from_the_installed_file_again(
+        sshd, app_home, agent_bundle) -> None:
+    """One interpreter checks the installed bundle's sha256 and becomes the relay, whose code came with the
+    command from the app's bundle: the installed file is opened once (for its hash), so a swap after the check
+    has nothing to swap, and no zip is imported. Seen with strace on the real host, as the login user."""
+    trust_sshd(app_home, sshd)
+    asyncio.run(_connect(app_home, agent_bundle, sshd))  # the first push; its agent runs
+    host = ssh_host(sshd)
+    provider = make_provider("ssh", Engine(app_home, agent_bundle, auto_reconnect=False).context)
+    shell = provider.open_shell(host)
+    trace = sshd.home / "probe.trace"
+    traced = ("strace", "-f", "-qq", "-e", "trace=open,openat", "-o", str(trace), "python3")
+    installer = AgentInstaller(shell, agent_bundle, AgentLayout(), provider.serve_options(host), python=traced)
+    try:
+        lines = _probe_then_relay(shell, installer)
+    finally:
+        shell.close()
+    answer, hello = json.loads(lines[0]), json.loads(lines[1])
+    assert answer["sha256"] == agent_bundle.sha256 and answer["running"] is True
+    assert hello["hello"] == "wr-agent" and hello["build"] == agent_bundle.sha256
+    assert json.loads(lines[-1])["result"]["agent"]["build"] == agent_bundle.sha256  # the subscribe's answer
+    opened = [line for line in trace.read_text().splitlines() if "wr-agent.pyz" in line and "open" in line]
+    assert len(opened) == 1, opened
+
+
+def test_a_bundle_swapped_for_another_is_refused_by_the_one_command(sshd, app_home, agent_bundle) -> None:
+    """The same command, the installed file swapped for other bytes (the user's own file, 0600) while the agent
+    runs: the answer reports their hash, the relay does not follow, and the marker the other bytes would leave
+    is never written."""
+    trust_sshd(app_home, sshd)
+    asyncio.run(_connect(app_home, agent_bundle, sshd))
+    installed = sshd.home / ".local/share/wr-agent/wr-agent.pyz"
+    marker = sshd.home / "the-swapped-bundle-ran"
+    swapped = _tampered_bundle(marker)
+    installed.write_bytes(swapped)
+    os.chown(installed, sshd.uid, sshd.uid)
+    host = ssh_host(sshd)
+    provider = make_provider("ssh", Engine(app_home, agent_bundle, auto_reconnect=False).context)
+    shell = provider.open_shell(host)
+    installer = AgentInstaller(shell, agent_bundle, AgentLayout(), provider.serve_options(host))
+    try:
+        lines = _probe_then_relay(shell, installer, deadline_s=10.0)
+    finally:
+        shell.close()
+    assert len(lines) == 1, lines  # the answer alone: no hello, no relay
+    answer = json.loads(lines[0])
+    assert answer["sha256"] == hashlib.sha256(swapped).hexdigest() and answer["running"] is True
+    assert not installer.relay_follows(installer.read_probe(ExecResult(0, lines[0] + b"\n", b"")))
+    assert not marker.exists()
+
+
+def test_the_probes_answer_carries_any_folder_name_as_json_does(tmp_path: Path, agent_bundle) -> None:
+    """The probe writes its answer without the json module (its start-up was a third of the probe's): folder
+    names with quotes, backslashes, non-ASCII and bytes that are not UTF-8 come back exactly as they are."""
+    odd = os.fsdecode(b'w\xc3\xa9 "q" \\ \xff')
+    layout = AgentLayout(install_dir=str(tmp_path / odd / "share"), state_dir=str(tmp_path / odd / "state"))
+    probe = AgentInstaller(LocalShell(), agent_bundle, layout, ServeOptions(workroom="t")).probe()
+    assert probe.bundle_path == layout.bundle_path and probe.socket_path == layout.socket_path
+    assert probe.sha256 is None and probe.running is False

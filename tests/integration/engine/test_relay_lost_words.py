@@ -22,7 +22,7 @@ pytestmark = pytest.mark.integration
 
 
 def _relay_pids(uid: int) -> list[int]:
-    out = subprocess.run(["pgrep", "-u", str(uid), "-f", "wr-agent.pyz relay"], capture_output=True, text=True)
+    out = subprocess.run(["pgrep", "-u", str(uid), "-x", "wr-agent-relay"], capture_output=True, text=True)
     return [int(p) for p in out.stdout.split()]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import stat
 import subprocess
 import time
@@ -23,7 +24,7 @@ from workroom.remote.ssh_connection import (
     HostUnreachable,
     SshConnection,
 )
-from workroom.remote.ssh_errors import SshError
+from workroom.remote.ssh_errors import QuickAckSocket, SshError, dial
 
 pytestmark = pytest.mark.integration
 
@@ -220,6 +221,38 @@ def test_stream_failure_reports_exit_status_and_stderr_once(sshd, tmp_path) -> N
     assert len(got.ends) == 1 and isinstance(got.ends[0], CommandFailed)
     assert got.ends[0].exit_status == 127
     assert "not found" in got.ends[0].message
+
+
+def test_sending_to_a_command_that_ended_fails_that_stream_and_keeps_the_connection(sshd, tmp_path) -> None:
+    """A probe that said what to change ends at once, while the request the app pipelined after it may still
+    be on its way: that send fails (BrokenPipeError, a stream's end), and the connection the push then needs
+    stays up -- it used to be torn down as lost (a fast probe lost this race and the connect failed)."""
+    with connect(sshd, trusted_known_hosts(tmp_path, sshd)) as conn:
+        stream = conn.open_exec_channel("echo answer")
+        got = reader = StreamReader(stream).start()
+        assert reader.join(5)
+        deadline = time.monotonic() + 5
+        while not stream._channel.closed and time.monotonic() < deadline:
+            time.sleep(0.01)
+        with pytest.raises(BrokenPipeError):
+            stream.send(b'{"id": 1, "method": "subscribe"}\n')
+        assert conn.is_open and conn.lost_error is None
+        assert conn.exec("echo still here").stdout == b"still here\n"
+    assert got.lines == [b"answer"] and got.ends == [None]
+
+
+def test_the_dialled_socket_sends_at_once_and_acknowledges_at_once(sshd, tmp_path) -> None:
+    """TCP_NODELAY, and on Linux an ACK for every read (sshd holds a small packet until our ACK of the one
+    before, and a delayed ACK is ~40 ms: twice per connect). The connection works through it as before."""
+    sock = dial(target_of(sshd), 10)
+    try:
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+        assert isinstance(sock, QuickAckSocket) == hasattr(socket, "TCP_QUICKACK")
+        assert sock.recv(64).startswith(b"SSH-2.0-")  # the server's banner, read through the override
+    finally:
+        sock.close()
+    with connect(sshd, trusted_known_hosts(tmp_path, sshd)) as conn:
+        assert conn.exec("echo through").stdout == b"through\n"
 
 
 def test_closing_the_connection_ends_streams_without_blame(sshd, tmp_path) -> None:
