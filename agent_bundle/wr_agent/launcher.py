@@ -17,11 +17,18 @@ launched, so the agent's own restarts and hand-offs go through here again. Stand
 nothing of the agent. See docs/security.md.
 """
 
-import hashlib
 import json
 import os
 import stat
 import sys
+
+try:  # the builtin SHA-256, as bundle.py: OpenSSL's hashlib would cost the running agent ~4 MB of resident memory
+    from _sha2 import sha256 as _sha256  # type: ignore
+except ImportError:
+    try:
+        from _sha256 import sha256 as _sha256  # type: ignore
+    except ImportError:
+        from hashlib import sha256 as _sha256
 
 EXIT_REFUSED = 5
 RECORD_ENV = "WR_AGENT_LAUNCH"
@@ -67,7 +74,7 @@ def unsafe_bundle(path, expected, uid=None):
             return "%s is not a regular file" % path
         if st.st_uid != uid or st.st_mode & 0o022:
             return "%s is not this user's alone (uid %d, mode %o)" % (path, st.st_uid, stat.S_IMODE(st.st_mode))
-        h, size = hashlib.sha256(), 0
+        h, size = _sha256(), 0
         while True:
             chunk = os.read(fd, 1 << 16)
             if not chunk:

@@ -1,8 +1,12 @@
 """Linux sampler: reads /proc incrementally, no forks.
 
 Per candidate and tick the cheap path is one pread of /proc/PID/schedstat on a held fd (the leader's
-runtime): a leader that did not run cannot have changed its state or wchan, so stat and wchan are read
-again only when it ran (or when the process has other threads, whose CPU only stat sums). Static facts
+runtime), compared as bytes with the last read: a leader that did not run cannot have changed its state or
+wchan, so stat and wchan are read again only when it ran (or when the process has other threads, whose CPU
+only stat sums). /proc itself is listed only when a process may have appeared: the last pid the kernel
+handed out (/proc/loadavg, for the reader's own PID namespace, so only where /proc is that namespace's) moved,
+or every FULL_SCAN_SECONDS; between, the processes of the last listing are read, and one that is gone reads
+as gone (ESRCH on its held fd). Static facts
 (comm, exclusion, ancestry, tty) are read once per process; a held fd also pins the process, so a reused
 PID reads as gone (ESRCH) instead of as the old process. TCP sockets are read (tcp_diag: sock_diag netlink,
 else /proc/net/tcp{,6}) on every tick where neither CPU nor D state voted, only when segments moved since the
@@ -31,6 +35,9 @@ CPU_WINDOW = 10.0  # seconds over which a candidate's CPU (with its reaped child
 WATCH_WINDOW = 600.0  # pty output counts only on a pty with a keystroke (or an attached client) this recent
 MULTIPLEXER_CLIENTS = frozenset(("tmux: client", "screen"))  # tmux's client retitles itself; screen's is lowercase
 UNOWNED_RECHECK = 30.0  # seconds before a socket with no candidate owner is looked up again
+# Seconds between listings of /proc while no pid was handed out: drops what is gone among the processes never
+# read (excluded ones), and tries again one that could not be read when it was listed.
+FULL_SCAN_SECONDS = 30.0
 
 
 def _raise_nofile():
@@ -59,6 +66,7 @@ class _Proc(object):
         "ppid",
         "ran_at",
         "runtime",
+        "sched",
         "start",
         "state",
         "threads",
@@ -76,6 +84,7 @@ class _Proc(object):
         self.excluded = self.tree = False
         self.fds = {}
         self.runtime = self.ticks = None
+        self.sched = None  # the schedstat bytes `runtime` was read from: the same bytes, the process did not run
         self.children = 0  # cutime + cstime: CPU of reaped children, in clock ticks
         self.threads = 1
         self.state = "?"
@@ -147,6 +156,11 @@ class ProcSampler(object):
         self.net_prev = None
         self.has_schedstat = None
         self._pts_seen = set()
+        # The gate on listing /proc: loadavg's last pid, held open, where /proc is this process's PID namespace.
+        self._loadavg_fd = self._open_loadavg()
+        self._last_pid = None
+        self._listed = None  # the candidates' pids of the last listing, in its order; None: list next tick
+        self._listed_at = None
 
     # -- file helpers -------------------------------------------------------------------------------------
     def _path(self, pid, name):
@@ -186,6 +200,37 @@ class ProcSampler(object):
             self.fds_held += 1
         return os.pread(fd, size, 0)
 
+    def _open_loadavg(self):
+        """A held fd on <root>/loadavg when its last-pid field counts the pids this /proc lists: the reader's
+        own PID namespace is the one /proc was mounted for (/proc/self/status's NSpid has one entry, our pid).
+        Elsewhere (a /proc of another namespace, a kernel before NSpid, a recorded snapshot) None: list always."""
+        try:
+            status = self._read_once(self.root + "/self/status", 4096)
+            fd = os.open(self.root + "/loadavg", os.O_RDONLY)
+        except OSError:
+            return None
+        for line in status.split(b"\n"):
+            if line.startswith(b"NSpid:"):
+                if line.split()[1:] == [str(os.getpid()).encode()]:
+                    return fd
+                break
+        os.close(fd)
+        return None
+
+    def _pids_unchanged(self, now):
+        """Whether no pid was handed out since the last tick (so no process can have appeared), and the last
+        listing is recent enough to go by. Read before listing, so a process made after it is seen next tick."""
+        fd = self._loadavg_fd
+        if fd is None:
+            return False
+        try:
+            last = os.pread(fd, 128, 0).rsplit(None, 1)[-1]
+        except (OSError, IndexError):
+            return False
+        same, self._last_pid = last == self._last_pid, last
+        return (same and self._listed is not None and self._listed_at is not None
+                and now - self._listed_at < FULL_SCAN_SECONDS)
+
     def _drop(self, pid):
         p = self.procs.pop(pid, None)
         if p is not None:
@@ -198,11 +243,15 @@ class ProcSampler(object):
         """Forget every process (and close their fds); the TCP reader stays open for the next tick."""
         for pid in list(self.procs):
             self._drop(pid)
+        self._listed = None
 
     def shutdown(self):
         self.close()
         if self.tcp_reader is not None:
             self.tcp_reader.close()
+        if self._loadavg_fd is not None:
+            os.close(self._loadavg_fd)
+            self._loadavg_fd = None
 
     def exclude(self, pid, start=None):
         """Leave out `pid` and its descendants from now on (called from the server thread when the app
@@ -302,40 +351,64 @@ class ProcSampler(object):
             self._rescan = False
             self.close()  # exclusions are decided when a process is first seen
         tty_out = {}  # pty path -> output bytes this tick
-        try:
-            names = os.listdir(self.root)
-        except OSError:
-            names = []
-        present = set()
+        procs, pread = self.procs, os.pread
+        listing = not self._pids_unchanged(now)
+        if listing:
+            try:
+                names = os.listdir(self.root)
+            except OSError:
+                names = []
+            present = set()
+            listed = []
+            self._listed_at = now
+        else:
+            names = self._listed  # no pid handed out since: the same processes, or fewer
         uptime = None
         for pid in names:
-            if not pid.isdigit():
-                continue
-            present.add(pid)
-            p = self.procs.get(pid)
-            fresh = p is None
-            if fresh:
-                p = self._new(pid, now)
-                if p is None:
+            p = procs.get(pid)
+            if listing:
+                if not pid.isdigit():
                     continue
-                self.procs[pid] = p
-            if p.excluded:
-                continue
+                present.add(pid)
+                fresh = p is None
+                if fresh:
+                    p = self._new(pid, now)
+                    if p is None:
+                        self._listed_at = None  # could not be read: list again next tick
+                        continue
+                    procs[pid] = p
+                if p.excluded:
+                    continue
+            elif p is None or p.excluded:
+                continue  # gone since the last listing, or found to be one of ours
+            else:
+                fresh = False
             try:
                 if fresh:
                     if uptime is None:
                         uptime = self._uptime()
                     self._first_look(p, sig, uptime, now, since)
                 else:
-                    self._look(p, now, sig, tty_out)
+                    fd = p.fds.get("schedstat")
+                    if fd is not None and p.threads == 1 and p.tty is None and p.window is None:
+                        raw = pread(fd, 128, 0)
+                        if raw == p.sched:
+                            p.last = now  # it did not run: nothing else of it can have changed (see _look)
+                        else:
+                            self._look(p, now, sig, tty_out, raw)
+                    else:
+                        self._look(p, now, sig, tty_out)
                 if p.excluded:
                     continue
             except OSError as exc:
                 if exc.errno in (errno.ESRCH, errno.ENOENT):
                     self._drop(pid)
-                    present.discard(pid)
+                    if listing:
+                        present.discard(pid)
                     continue
                 raise
+            if listing:
+                listed.append(pid)
             if p.state == "Z":
                 continue
             sig.candidates += 1
@@ -345,8 +418,10 @@ class ProcSampler(object):
                 sig.timer_sleep.append((p.comm, pid, max(0.0, now - p.ran_at), p.wakes))
             elif p.state == "S" and p.timer == "fifo":
                 sig.fifo_wait.append((p.comm, pid))
-        for pid in [q for q in self.procs if q not in present]:
-            self._drop(pid)
+        if listing:
+            for pid in [q for q in procs if q not in present]:
+                self._drop(pid)
+            self._listed = listed
         sig.keystroke_age, watched = self._keystrokes()
         sig.tty_bytes = sum(n for path, n in tty_out.items() if path in watched or path not in self._pts_seen)
         sig.net_bytes = self._net_bytes()
@@ -396,11 +471,15 @@ class ProcSampler(object):
         if p.tty:
             p.wchar = self._wchar(p)
 
-    def _runtime(self, p):
+    def _runtime(self, p, raw=None):
+        """The leader's runtime (ns) from its schedstat (`raw`: already read this tick); keeps the bytes."""
+        p.sched = None
         if self.has_schedstat is False:
             return None
         try:
-            return int(self._read(p, "schedstat", 128).split()[0])
+            if raw is None:
+                raw = self._read(p, "schedstat", 128)
+            runtime = int(raw.split()[0])
         except OSError as exc:
             if exc.errno == errno.ENOENT and self.has_schedstat is None:
                 self.has_schedstat = False
@@ -408,11 +487,13 @@ class ProcSampler(object):
             raise
         except (ValueError, IndexError):
             return None
+        p.sched = raw
+        return runtime
 
-    def _look(self, p, now, sig, tty_out):
+    def _look(self, p, now, sig, tty_out, raw=None):
         dt = now - p.last
         p.last = now
-        runtime = self._runtime(p)
+        runtime = self._runtime(p, raw)
         ran = runtime is None or runtime != p.runtime
         if ran:
             p.ran_at = now
