@@ -64,6 +64,7 @@ class _Proc(object):
         "last",
         "pid",
         "ppid",
+        "quick",
         "ran_at",
         "runtime",
         "sched",
@@ -85,6 +86,7 @@ class _Proc(object):
         self.fds = {}
         self.runtime = self.ticks = None
         self.sched = None  # the schedstat bytes `runtime` was read from: the same bytes, the process did not run
+        self.quick = None  # the held schedstat fd while comparing those bytes is all a tick needs (`_quick`)
         self.children = 0  # cutime + cstime: CPU of reaped children, in clock ticks
         self.threads = 1
         self.state = "?"
@@ -159,7 +161,7 @@ class ProcSampler(object):
         # The gate on listing /proc: loadavg's last pid, held open, where /proc is this process's PID namespace.
         self._loadavg_fd = self._open_loadavg()
         self._last_pid = None
-        self._listed = None  # the candidates' pids of the last listing, in its order; None: list next tick
+        self._listed = None  # the candidates (_Proc) of the last listing, in its order; None: list next tick
         self._listed_at = None
 
     # -- file helpers -------------------------------------------------------------------------------------
@@ -238,6 +240,8 @@ class ProcSampler(object):
                 os.close(fd)
             self.fds_held -= len(p.fds)
             p.fds = {}
+            p.quick = None
+            p.excluded = True  # never read again: the last listing's list may still hold it
 
     def close(self):
         """Forget every process (and close their fds); the TCP reader stays open for the next tick."""
@@ -351,77 +355,10 @@ class ProcSampler(object):
             self._rescan = False
             self.close()  # exclusions are decided when a process is first seen
         tty_out = {}  # pty path -> output bytes this tick
-        procs, pread = self.procs, os.pread
-        listing = not self._pids_unchanged(now)
-        if listing:
-            try:
-                names = os.listdir(self.root)
-            except OSError:
-                names = []
-            present = set()
-            listed = []
-            self._listed_at = now
+        if self._pids_unchanged(now):
+            self._read_listed(now, sig, tty_out)  # no pid handed out since: the same processes, or fewer
         else:
-            names = self._listed  # no pid handed out since: the same processes, or fewer
-        uptime = None
-        for pid in names:
-            p = procs.get(pid)
-            if listing:
-                if not pid.isdigit():
-                    continue
-                present.add(pid)
-                fresh = p is None
-                if fresh:
-                    p = self._new(pid, now)
-                    if p is None:
-                        self._listed_at = None  # could not be read: list again next tick
-                        continue
-                    procs[pid] = p
-                if p.excluded:
-                    continue
-            elif p is None or p.excluded:
-                continue  # gone since the last listing, or found to be one of ours
-            else:
-                fresh = False
-            try:
-                if fresh:
-                    if uptime is None:
-                        uptime = self._uptime()
-                    self._first_look(p, sig, uptime, now, since)
-                else:
-                    fd = p.fds.get("schedstat")
-                    if fd is not None and p.threads == 1 and p.tty is None and p.window is None:
-                        raw = pread(fd, 128, 0)
-                        if raw == p.sched:
-                            p.last = now  # it did not run: nothing else of it can have changed (see _look)
-                        else:
-                            self._look(p, now, sig, tty_out, raw)
-                    else:
-                        self._look(p, now, sig, tty_out)
-                if p.excluded:
-                    continue
-            except OSError as exc:
-                if exc.errno in (errno.ESRCH, errno.ENOENT):
-                    self._drop(pid)
-                    if listing:
-                        present.discard(pid)
-                    continue
-                raise
-            if listing:
-                listed.append(pid)
-            if p.state == "Z":
-                continue
-            sig.candidates += 1
-            if p.state == "D":
-                sig.dstate.append((p.comm, pid))
-            elif p.state == "S" and p.timer == "timer" and not p.endless:
-                sig.timer_sleep.append((p.comm, pid, max(0.0, now - p.ran_at), p.wakes))
-            elif p.state == "S" and p.timer == "fifo":
-                sig.fifo_wait.append((p.comm, pid))
-        if listing:
-            for pid in [q for q in procs if q not in present]:
-                self._drop(pid)
-            self._listed = listed
+            self._list(now, since, sig, tty_out)
         sig.keystroke_age, watched = self._keystrokes()
         sig.tty_bytes = sum(n for path, n in tty_out.items() if path in watched or path not in self._pts_seen)
         sig.net_bytes = self._net_bytes()
@@ -433,6 +370,112 @@ class ProcSampler(object):
         if not (busy_hint or sig.cpu or sig.dstate):
             sig.tcp = self._tcp(now)
         return sig
+
+    def _list(self, now, since, sig, tty_out):
+        """List /proc: new processes get their first look, known ones their tick's read, gone ones are dropped."""
+        procs = self.procs
+        try:
+            names = os.listdir(self.root)
+        except OSError:
+            names = []
+        present, listed = set(), []
+        self._listed_at = now
+        uptime = None
+        for pid in names:
+            if not pid.isdigit():
+                continue
+            present.add(pid)
+            p = procs.get(pid)
+            fresh = p is None
+            if fresh:
+                p = self._new(pid, now)
+                if p is None:
+                    self._listed_at = None  # could not be read: list again next tick
+                    continue
+                procs[pid] = p
+            if p.excluded:
+                continue
+            try:
+                if fresh:
+                    if uptime is None:
+                        uptime = self._uptime()
+                    self._first_look(p, sig, uptime, now, since)
+                    self._quick(p)
+                else:
+                    self._read_known(p, now, sig, tty_out)
+            except OSError as exc:
+                if exc.errno in (errno.ESRCH, errno.ENOENT):
+                    self._drop(pid)
+                    present.discard(pid)
+                    continue
+                raise
+            if not p.excluded:
+                listed.append(p)
+                self._vote(p, now, sig)
+        for pid in [q for q in procs if q not in present]:
+            self._drop(pid)
+        self._listed = listed
+
+    def _read_listed(self, now, sig, tty_out, pread=os.pread):
+        """The tick's read of the last listing's candidates (the same order as listing again would give). The
+        common case, `_read_known`'s first branch, is written out here: it is most of the agent's cost."""
+        vote = self._vote
+        for p in self._listed:
+            if p.excluded:
+                continue  # gone since (dropped), or found to be one of ours
+            try:
+                fd = p.quick
+                if fd is not None:
+                    raw = pread(fd, 128, 0)
+                    if raw == p.sched:
+                        p.last = now
+                        vote(p, now, sig)
+                        continue
+                    self._look(p, now, sig, tty_out, raw)
+                    self._quick(p)
+                else:
+                    self._read_known(p, now, sig, tty_out)
+            except OSError as exc:
+                if exc.errno in (errno.ESRCH, errno.ENOENT):
+                    self._drop(p.pid)
+                    continue
+                raise
+            if not p.excluded:
+                vote(p, now, sig)
+
+    def _read_known(self, p, now, sig, tty_out, pread=os.pread):
+        """One tick of a known candidate. The common case is one pread: the same schedstat bytes as last time
+        mean it did not run, and a single-threaded process off a tty with no CPU in its window then has nothing
+        else to read (what `_look` would do for it: nothing but note the time)."""
+        fd = p.quick
+        if fd is not None:
+            raw = pread(fd, 128, 0)
+            if raw == p.sched:
+                p.last = now
+                return
+            self._look(p, now, sig, tty_out, raw)
+        else:
+            self._look(p, now, sig, tty_out)
+        self._quick(p)
+
+    def _quick(self, p):
+        p.quick = (p.fds.get("schedstat") if p.threads == 1 and p.tty is None and p.window is None
+                   and p.sched is not None and not p.excluded else None)
+
+    @staticmethod
+    def _vote(p, now, sig):
+        """What a looked-at candidate adds to the tick: it counts, and its state may vote."""
+        state = p.state
+        if state == "Z":
+            return
+        sig.candidates += 1
+        if state == "D":
+            sig.dstate.append((p.comm, p.pid))
+        elif state == "S":
+            if p.timer == "timer" and not p.endless:
+                sig.timer_sleep.append((p.comm, p.pid, max(0.0, now - p.ran_at), p.wakes))
+            elif p.timer == "fifo":
+                sig.fifo_wait.append((p.comm, p.pid))
 
     def _first_look(self, p, sig, uptime, now, since):
         runtime = self._runtime(p)
