@@ -6,11 +6,11 @@ wchan, so stat and wchan are read again only when it ran (or when the process ha
 only stat sums). /proc itself is listed only when a process may have appeared: the last pid the kernel
 handed out (/proc/loadavg, for the reader's own PID namespace, so only where /proc is that namespace's) moved,
 or every FULL_SCAN_SECONDS; between, the processes of the last listing are read, and one that is gone reads
-as gone (ESRCH on its held fd). Static facts
-(comm, exclusion, ancestry, tty) are read once per process; a held fd also pins the process, so a reused
-PID reads as gone (ESRCH) instead of as the old process. TCP sockets are read (tcp_diag: sock_diag netlink,
-else /proc/net/tcp{,6}) on every tick where neither CPU nor D state voted, only when segments moved since the
-last read, and fd links only for a connection that may count and has no known owner.
+as gone (ESRCH on its held fd). Static facts (comm, exclusion, ancestry, tty) are read once per process; a
+held fd also pins the process, so a reused PID reads as gone (ESRCH) instead of as the old process. TCP
+sockets are read (tcp_diag: sock_diag netlink, else /proc/net/tcp{,6}) on every tick where neither CPU nor D
+state voted, only when segments moved since the last read, and fd links only for a connection that may count
+and has no known owner.
 """
 
 import errno
