@@ -163,6 +163,7 @@ class ProcSampler(object):
         self._last_pid = None
         self._listed = None  # the candidates (_Proc) of the last listing, in its order; None: list next tick
         self._listed_at = None
+        self._host_fds = {}  # loadavg's sibling files read every tick (net/dev, net/snmp), held open: pread(0)
 
     # -- file helpers -------------------------------------------------------------------------------------
     def _path(self, pid, name):
@@ -201,6 +202,19 @@ class ProcSampler(object):
             p.fds[name] = fd
             self.fds_held += 1
         return os.pread(fd, size, 0)
+
+    def _read_host(self, name, size=65536):
+        """A host-wide /proc file (`net/dev`: this network namespace's, fixed at open) through a held fd: the
+        kernel makes it afresh on every read from offset 0. Raises OSError; a failed fd is opened again."""
+        fd = self._host_fds.get(name)
+        if fd is None:
+            fd = self._host_fds[name] = os.open(self.root + "/" + name, os.O_RDONLY)
+        try:
+            return os.pread(fd, size, 0)
+        except OSError:
+            del self._host_fds[name]
+            os.close(fd)
+            raise
 
     def _open_loadavg(self):
         """A held fd on <root>/loadavg when its last-pid field counts the pids this /proc lists: the reader's
@@ -256,6 +270,9 @@ class ProcSampler(object):
         if self._loadavg_fd is not None:
             os.close(self._loadavg_fd)
             self._loadavg_fd = None
+        for fd in self._host_fds.values():
+            os.close(fd)
+        self._host_fds = {}
 
     def exclude(self, pid, start=None):
         """Leave out `pid` and its descendants from now on (called from the server thread when the app
@@ -418,8 +435,9 @@ class ProcSampler(object):
 
     def _read_listed(self, now, sig, tty_out, pread=os.pread):
         """The tick's read of the last listing's candidates (the same order as listing again would give). The
-        common case, `_read_known`'s first branch, is written out here: it is most of the agent's cost."""
-        vote = self._vote
+        common case, `_read_known`'s first branch, is written out here: it is most of the agent's cost. A quick
+        process votes nothing by its state (`_quick`), so it only counts."""
+        vote, quiet = self._vote, 0
         for p in self._listed:
             if p.excluded:
                 continue  # gone since (dropped), or found to be one of ours
@@ -429,7 +447,7 @@ class ProcSampler(object):
                     raw = pread(fd, 128, 0)
                     if raw == p.sched:
                         p.last = now
-                        vote(p, now, sig)
+                        quiet += 1
                         continue
                     self._look(p, now, sig, tty_out, raw)
                     self._quick(p)
@@ -442,11 +460,12 @@ class ProcSampler(object):
                 raise
             if not p.excluded:
                 vote(p, now, sig)
+        sig.candidates += quiet
 
     def _read_known(self, p, now, sig, tty_out, pread=os.pread):
         """One tick of a known candidate. The common case is one pread: the same schedstat bytes as last time
-        mean it did not run, and a single-threaded process off a tty with no CPU in its window then has nothing
-        else to read (what `_look` would do for it: nothing but note the time)."""
+        mean it did not run, and a quick process (`_quick`) then has nothing else to read (what `_look` would
+        do for it: nothing but note the time)."""
         fd = p.quick
         if fd is not None:
             raw = pread(fd, 128, 0)
@@ -459,7 +478,14 @@ class ProcSampler(object):
         self._quick(p)
 
     def _quick(self, p):
-        p.quick = (p.fds.get("schedstat") if p.threads == 1 and p.tty is None and p.window is None
+        """A process is quick while a tick in which it did not run changes nothing of it but the time: one
+        thread (else stat sums the others' CPU), off a tty (else its output is read), no CPU in its window
+        (else the window moves on), and a state that votes nothing (not a zombie, not D, not a timer sleep,
+        whose length grows, nor a fifo wait). Set after every look, as those facts change only then."""
+        state, timer = p.state, p.timer
+        plain = state != "Z" and state != "D" and not (
+            state == "S" and (timer == "fifo" or (timer == "timer" and not p.endless)))
+        p.quick = (p.fds.get("schedstat") if plain and p.threads == 1 and p.tty is None and p.window is None
                    and p.sched is not None and not p.excluded else None)
 
     @staticmethod
@@ -657,7 +683,7 @@ class ProcSampler(object):
 
     def _net_bytes(self):
         try:
-            raw = self._read_once(self.root + "/net/dev", 65536)
+            raw = self._read_host("net/dev")
         except OSError:
             return 0
         total = 0
@@ -682,7 +708,7 @@ class ProcSampler(object):
     def _snmp_segments(self):
         """(InSegs, OutSegs, CurrEstab) of this network namespace (IPv4 and IPv6 share them), or None."""
         try:
-            raw = self._read_once(self.root + "/net/snmp", 65536)
+            raw = self._read_host("net/snmp")
         except OSError:
             return None
         rows = [line.split() for line in raw.split(b"\n") if line.startswith(b"Tcp:")]

@@ -466,10 +466,10 @@ def test_a_process_that_blocks_between_the_first_two_reads_is_seen_blocked(fake)
     fake.proc(85, "bash", state="R", runtime_ns=1_000, wchan="0")
 
     class Racing(ProcSampler):
-        def _runtime(self, p):
+        def _runtime(self, p, raw=None):
             if p.pid == "85":  # it runs its last instructions now, between the agent's two reads
                 fake.proc(85, "cat", state="S", runtime_ns=2_000, wchan="wait_for_partner")
-            return super()._runtime(p)
+            return super()._runtime(p, raw)
 
     s = Racing(root=fake.root, sys_net=fake.sys_net, pts=fake.pts, clock=clock, wall=lambda: WALL0 + 5000.0,
                self_pid=99999)
