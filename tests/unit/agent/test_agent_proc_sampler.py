@@ -154,23 +154,28 @@ def test_proc_is_listed_only_when_the_kernel_handed_out_a_pid(fake, monkeypatch)
     clock = Clock(100.0)
     fake.pid_namespace(300)
     fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=7)
+    fake.proc(46, "dd", state="D", runtime_ns=5)
+    fake.proc(47, "python3", wchan="do_select", runtime_ns=9)
     s = sampler(fake, clock)
     calls = _listings(monkeypatch, fake)
-    assert s.sample().timer_sleep == [("sleep", "43", 0.0, 0)] and len(calls) == 1
+    sig = s.sample()
+    assert sig.timer_sleep == [("sleep", "43", 0.0, 0)] and sig.candidates == 3 and len(calls) == 1
     fake.proc(44, "cc1", state="R", ticks=100, runtime_ns=10**9, start_ticks=99800)
     for t in (101.0, 102.0):
         clock.t = t
         sig = s.sample()
-        assert [c for c, _, _ in sig.cpu] == [] and sig.candidates == 1  # (the kernel would have said "44")
+        assert [c for c, _, _ in sig.cpu] == [] and sig.candidates == 3  # (the kernel would have said "44")
+        assert sig.timer_sleep == [("sleep", "43", t - 100.0, 0)]  # a known sleep still grows between listings
+        assert sig.dstate == [("dd", "46")]
     assert len(calls) == 1
     fake.pid_namespace(301)
     clock.t = 103.0
     sig = s.sample()
-    assert [c for c, _, _ in sig.cpu] == ["cc1"] and sig.candidates == 2 and len(calls) == 2
+    assert [c for c, _, _ in sig.cpu] == ["cc1"] and sig.candidates == 4 and len(calls) == 2
     fake.proc(43, "sleep", wchan="pipe_read", runtime_ns=9)  # a known process is still read every tick
     clock.t = 104.0
     sig = s.sample()
-    assert sig.timer_sleep == [] and len(calls) == 2
+    assert sig.timer_sleep == [] and sig.dstate == [("dd", "46")] and len(calls) == 2
 
 
 def test_proc_is_listed_every_while_and_after_a_process_could_not_be_read(fake, monkeypatch):
