@@ -1,12 +1,16 @@
 """Linux sampler: reads /proc incrementally, no forks.
 
 Per candidate and tick the cheap path is one pread of /proc/PID/schedstat on a held fd (the leader's
-runtime): a leader that did not run cannot have changed its state or wchan, so stat and wchan are read
-again only when it ran (or when the process has other threads, whose CPU only stat sums). Static facts
-(comm, exclusion, ancestry, tty) are read once per process; a held fd also pins the process, so a reused
-PID reads as gone (ESRCH) instead of as the old process. TCP sockets are read (tcp_diag: sock_diag netlink,
-else /proc/net/tcp{,6}) on every tick where neither CPU nor D state voted, only when segments moved since the
-last read, and fd links only for a connection that may count and has no known owner.
+runtime), compared as bytes with the last read: a leader that did not run cannot have changed its state or
+wchan, so stat and wchan are read again only when it ran (or when the process has other threads, whose CPU
+only stat sums). /proc itself is listed only when a process may have appeared: the last pid the kernel
+handed out (/proc/loadavg, for the reader's own PID namespace, so only where /proc is that namespace's) moved,
+or every FULL_SCAN_SECONDS; between, the processes of the last listing are read, and one that is gone reads
+as gone (ESRCH on its held fd). Static facts (comm, exclusion, ancestry, tty) are read once per process; a
+held fd also pins the process, so a reused PID reads as gone (ESRCH) instead of as the old process. TCP
+sockets are read (tcp_diag: sock_diag netlink, else /proc/net/tcp{,6}) on every tick where neither CPU nor D
+state voted, only when segments moved since the last read, and fd links only for a connection that may count
+and has no known owner.
 """
 
 import errno
@@ -31,6 +35,9 @@ CPU_WINDOW = 10.0  # seconds over which a candidate's CPU (with its reaped child
 WATCH_WINDOW = 600.0  # pty output counts only on a pty with a keystroke (or an attached client) this recent
 MULTIPLEXER_CLIENTS = frozenset(("tmux: client", "screen"))  # tmux's client retitles itself; screen's is lowercase
 UNOWNED_RECHECK = 30.0  # seconds before a socket with no candidate owner is looked up again
+# Seconds between listings of /proc while no pid was handed out: drops what is gone among the processes never
+# read (excluded ones), and tries again one that could not be read when it was listed.
+FULL_SCAN_SECONDS = 30.0
 
 
 def _raise_nofile():
@@ -57,8 +64,10 @@ class _Proc(object):
         "last",
         "pid",
         "ppid",
+        "quick",
         "ran_at",
         "runtime",
+        "sched",
         "start",
         "state",
         "threads",
@@ -76,6 +85,8 @@ class _Proc(object):
         self.excluded = self.tree = False
         self.fds = {}
         self.runtime = self.ticks = None
+        self.sched = None  # the schedstat bytes `runtime` was read from: the same bytes, the process did not run
+        self.quick = None  # the held schedstat fd while comparing those bytes is all a tick needs (`_quick`)
         self.children = 0  # cutime + cstime: CPU of reaped children, in clock ticks
         self.threads = 1
         self.state = "?"
@@ -147,6 +158,12 @@ class ProcSampler(object):
         self.net_prev = None
         self.has_schedstat = None
         self._pts_seen = set()
+        # The gate on listing /proc: loadavg's last pid, held open, where /proc is this process's PID namespace.
+        self._loadavg_fd = self._open_loadavg()
+        self._last_pid = None
+        self._listed = None  # the candidates (_Proc) of the last listing, in its order; None: list next tick
+        self._listed_at = None
+        self._host_fds = {}  # loadavg's sibling files read every tick (net/dev, net/snmp), held open: pread(0)
 
     # -- file helpers -------------------------------------------------------------------------------------
     def _path(self, pid, name):
@@ -186,6 +203,50 @@ class ProcSampler(object):
             self.fds_held += 1
         return os.pread(fd, size, 0)
 
+    def _read_host(self, name, size=65536):
+        """A host-wide /proc file (`net/dev`: this network namespace's, fixed at open) through a held fd: the
+        kernel makes it afresh on every read from offset 0. Raises OSError; a failed fd is opened again."""
+        fd = self._host_fds.get(name)
+        if fd is None:
+            fd = self._host_fds[name] = os.open(self.root + "/" + name, os.O_RDONLY)
+        try:
+            return os.pread(fd, size, 0)
+        except OSError:
+            del self._host_fds[name]
+            os.close(fd)
+            raise
+
+    def _open_loadavg(self):
+        """A held fd on <root>/loadavg when its last-pid field counts the pids this /proc lists: the reader's
+        own PID namespace is the one /proc was mounted for (/proc/self/status's NSpid has one entry, our pid).
+        Elsewhere (a /proc of another namespace, a kernel before NSpid, a recorded snapshot) None: list always."""
+        try:
+            status = self._read_once(self.root + "/self/status", 4096)
+            fd = os.open(self.root + "/loadavg", os.O_RDONLY)
+        except OSError:
+            return None
+        for line in status.split(b"\n"):
+            if line.startswith(b"NSpid:"):
+                if line.split()[1:] == [str(os.getpid()).encode()]:
+                    return fd
+                break
+        os.close(fd)
+        return None
+
+    def _pids_unchanged(self, now):
+        """Whether no pid was handed out since the last tick (so no process can have appeared), and the last
+        listing is recent enough to go by. Read before listing, so a process made after it is seen next tick."""
+        fd = self._loadavg_fd
+        if fd is None:
+            return False
+        try:
+            last = os.pread(fd, 128, 0).rsplit(None, 1)[-1]
+        except (OSError, IndexError):
+            return False
+        same, self._last_pid = last == self._last_pid, last
+        return (same and self._listed is not None and self._listed_at is not None
+                and now - self._listed_at < FULL_SCAN_SECONDS)
+
     def _drop(self, pid):
         p = self.procs.pop(pid, None)
         if p is not None:
@@ -193,16 +254,25 @@ class ProcSampler(object):
                 os.close(fd)
             self.fds_held -= len(p.fds)
             p.fds = {}
+            p.quick = None
+            p.excluded = True  # never read again: the last listing's list may still hold it
 
     def close(self):
         """Forget every process (and close their fds); the TCP reader stays open for the next tick."""
         for pid in list(self.procs):
             self._drop(pid)
+        self._listed = None
 
     def shutdown(self):
         self.close()
         if self.tcp_reader is not None:
             self.tcp_reader.close()
+        if self._loadavg_fd is not None:
+            os.close(self._loadavg_fd)
+            self._loadavg_fd = None
+        for fd in self._host_fds.values():
+            os.close(fd)
+        self._host_fds = {}
 
     def exclude(self, pid, start=None):
         """Leave out `pid` and its descendants from now on (called from the server thread when the app
@@ -302,51 +372,10 @@ class ProcSampler(object):
             self._rescan = False
             self.close()  # exclusions are decided when a process is first seen
         tty_out = {}  # pty path -> output bytes this tick
-        try:
-            names = os.listdir(self.root)
-        except OSError:
-            names = []
-        present = set()
-        uptime = None
-        for pid in names:
-            if not pid.isdigit():
-                continue
-            present.add(pid)
-            p = self.procs.get(pid)
-            fresh = p is None
-            if fresh:
-                p = self._new(pid, now)
-                if p is None:
-                    continue
-                self.procs[pid] = p
-            if p.excluded:
-                continue
-            try:
-                if fresh:
-                    if uptime is None:
-                        uptime = self._uptime()
-                    self._first_look(p, sig, uptime, now, since)
-                else:
-                    self._look(p, now, sig, tty_out)
-                if p.excluded:
-                    continue
-            except OSError as exc:
-                if exc.errno in (errno.ESRCH, errno.ENOENT):
-                    self._drop(pid)
-                    present.discard(pid)
-                    continue
-                raise
-            if p.state == "Z":
-                continue
-            sig.candidates += 1
-            if p.state == "D":
-                sig.dstate.append((p.comm, pid))
-            elif p.state == "S" and p.timer == "timer" and not p.endless:
-                sig.timer_sleep.append((p.comm, pid, max(0.0, now - p.ran_at), p.wakes))
-            elif p.state == "S" and p.timer == "fifo":
-                sig.fifo_wait.append((p.comm, pid))
-        for pid in [q for q in self.procs if q not in present]:
-            self._drop(pid)
+        if self._pids_unchanged(now):
+            self._read_listed(now, sig, tty_out)  # no pid handed out since: the same processes, or fewer
+        else:
+            self._list(now, since, sig, tty_out)
         sig.keystroke_age, watched = self._keystrokes()
         sig.tty_bytes = sum(n for path, n in tty_out.items() if path in watched or path not in self._pts_seen)
         sig.net_bytes = self._net_bytes()
@@ -358,6 +387,121 @@ class ProcSampler(object):
         if not (busy_hint or sig.cpu or sig.dstate):
             sig.tcp = self._tcp(now)
         return sig
+
+    def _list(self, now, since, sig, tty_out):
+        """List /proc: new processes get their first look, known ones their tick's read, gone ones are dropped."""
+        procs = self.procs
+        try:
+            names = os.listdir(self.root)
+        except OSError:
+            names = []
+        present, listed = set(), []
+        self._listed_at = now
+        uptime = None
+        for pid in names:
+            if not pid.isdigit():
+                continue
+            present.add(pid)
+            p = procs.get(pid)
+            fresh = p is None
+            if fresh:
+                p = self._new(pid, now)
+                if p is None:
+                    self._listed_at = None  # could not be read: list again next tick
+                    continue
+                procs[pid] = p
+            if p.excluded:
+                continue
+            try:
+                if fresh:
+                    if uptime is None:
+                        uptime = self._uptime()
+                    self._first_look(p, sig, uptime, now, since)
+                    self._quick(p)
+                else:
+                    self._read_known(p, now, sig, tty_out)
+            except OSError as exc:
+                if exc.errno in (errno.ESRCH, errno.ENOENT):
+                    self._drop(pid)
+                    present.discard(pid)
+                    continue
+                raise
+            if not p.excluded:
+                listed.append(p)
+                self._vote(p, now, sig)
+        for pid in [q for q in procs if q not in present]:
+            self._drop(pid)
+        self._listed = listed
+
+    def _read_listed(self, now, sig, tty_out, pread=os.pread):
+        """The tick's read of the last listing's candidates (the same order as listing again would give). The
+        common case, `_read_known`'s first branch, is written out here: it is most of the agent's cost. A quick
+        process votes nothing by its state (`_quick`), so it only counts."""
+        vote, quiet = self._vote, 0
+        for p in self._listed:
+            if p.excluded:
+                continue  # gone since (dropped), or found to be one of ours
+            try:
+                fd = p.quick
+                if fd is not None:
+                    raw = pread(fd, 128, 0)
+                    if raw == p.sched:
+                        p.last = now
+                        quiet += 1
+                        continue
+                    self._look(p, now, sig, tty_out, raw)
+                    self._quick(p)
+                else:
+                    self._read_known(p, now, sig, tty_out)
+            except OSError as exc:
+                if exc.errno in (errno.ESRCH, errno.ENOENT):
+                    self._drop(p.pid)
+                    continue
+                raise
+            if not p.excluded:
+                vote(p, now, sig)
+        sig.candidates += quiet
+
+    def _read_known(self, p, now, sig, tty_out, pread=os.pread):
+        """One tick of a known candidate. The common case is one pread: the same schedstat bytes as last time
+        mean it did not run, and a quick process (`_quick`) then has nothing else to read (what `_look` would
+        do for it: nothing but note the time)."""
+        fd = p.quick
+        if fd is not None:
+            raw = pread(fd, 128, 0)
+            if raw == p.sched:
+                p.last = now
+                return
+            self._look(p, now, sig, tty_out, raw)
+        else:
+            self._look(p, now, sig, tty_out)
+        self._quick(p)
+
+    def _quick(self, p):
+        """A process is quick while a tick in which it did not run changes nothing of it but the time: one
+        thread (else stat sums the others' CPU), off a tty (else its output is read), no CPU in its window
+        (else the window moves on), and a state that votes nothing (not a zombie, not D, not a timer sleep,
+        whose length grows, nor a fifo wait). Set after every look, as those facts change only then."""
+        state, timer = p.state, p.timer
+        plain = state != "Z" and state != "D" and not (
+            state == "S" and (timer == "fifo" or (timer == "timer" and not p.endless)))
+        p.quick = (p.fds.get("schedstat") if plain and p.threads == 1 and p.tty is None and p.window is None
+                   and p.sched is not None and not p.excluded else None)
+
+    @staticmethod
+    def _vote(p, now, sig):
+        """What a looked-at candidate adds to the tick: it counts, and its state may vote."""
+        state = p.state
+        if state == "Z":
+            return
+        sig.candidates += 1
+        if state == "D":
+            sig.dstate.append((p.comm, p.pid))
+        elif state == "S":
+            if p.timer == "timer" and not p.endless:
+                sig.timer_sleep.append((p.comm, p.pid, max(0.0, now - p.ran_at), p.wakes))
+            elif p.timer == "fifo":
+                sig.fifo_wait.append((p.comm, p.pid))
 
     def _first_look(self, p, sig, uptime, now, since):
         runtime = self._runtime(p)
@@ -396,11 +540,15 @@ class ProcSampler(object):
         if p.tty:
             p.wchar = self._wchar(p)
 
-    def _runtime(self, p):
+    def _runtime(self, p, raw=None):
+        """The leader's runtime (ns) from its schedstat (`raw`: already read this tick); keeps the bytes."""
+        p.sched = None
         if self.has_schedstat is False:
             return None
         try:
-            return int(self._read(p, "schedstat", 128).split()[0])
+            if raw is None:
+                raw = self._read(p, "schedstat", 128)
+            runtime = int(raw.split()[0])
         except OSError as exc:
             if exc.errno == errno.ENOENT and self.has_schedstat is None:
                 self.has_schedstat = False
@@ -408,11 +556,13 @@ class ProcSampler(object):
             raise
         except (ValueError, IndexError):
             return None
+        p.sched = raw
+        return runtime
 
-    def _look(self, p, now, sig, tty_out):
+    def _look(self, p, now, sig, tty_out, raw=None):
         dt = now - p.last
         p.last = now
-        runtime = self._runtime(p)
+        runtime = self._runtime(p, raw)
         ran = runtime is None or runtime != p.runtime
         if ran:
             p.ran_at = now
@@ -533,7 +683,7 @@ class ProcSampler(object):
 
     def _net_bytes(self):
         try:
-            raw = self._read_once(self.root + "/net/dev", 65536)
+            raw = self._read_host("net/dev")
         except OSError:
             return 0
         total = 0
@@ -558,7 +708,7 @@ class ProcSampler(object):
     def _snmp_segments(self):
         """(InSegs, OutSegs, CurrEstab) of this network namespace (IPv4 and IPv6 share them), or None."""
         try:
-            raw = self._read_once(self.root + "/net/snmp", 65536)
+            raw = self._read_host("net/snmp")
         except OSError:
             return None
         rows = [line.split() for line in raw.split(b"\n") if line.startswith(b"Tcp:")]

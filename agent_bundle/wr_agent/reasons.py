@@ -17,13 +17,14 @@ from wr_agent import plain_text
 class ReasonClass(object):
     """One kind of busy reason: its id, how its text reads, what the record files it under, its detail keys."""
 
-    __slots__ = ("detail", "id", "text", "timeline")
+    __slots__ = ("detail", "id", "recorded", "text", "timeline")
 
-    def __init__(self, id, text, timeline, detail=()):
+    def __init__(self, id, text, timeline, detail=(), recorded=()):
         self.id = id
         self.text = text  # str.format over subject, pid and the detail keys ({after} is the held reason's text)
         self.timeline = timeline  # the record's class; None: the class of the reason it holds (hold)
         self.detail = detail
+        self.recorded = recorded  # the detail keys the why-awake record keeps with the span (never a time)
 
 
 CPU, DISK, SLEEP, FIFO, TCP = "cpu", "disk", "sleep", "fifo", "tcp"
@@ -39,7 +40,9 @@ ROWS = (
     # peer ("10.0.0.5"), port (443), since (the agent's status clock when the wait began) and, for a connection
     # that came in, local_port (ours): facts of one connection that stay put while it is work (tcp_rule). The text
     # names only the process, so it reads the same on every tick.
-    ReasonClass(TCP, "tcp: {subject} (pid {pid})", TCP, ("peer", "port", "since", "local_port")),
+    # The record keeps the peer (not `since`: a span is one stretch of work, and its start says when it began).
+    ReasonClass(TCP, "tcp: {subject} (pid {pid})", TCP, ("peer", "port", "since", "local_port"),
+                ("peer", "port", "local_port")),
     ReasonClass(TTY_OUTPUT, "tty: output", TTY_OUTPUT),
     ReasonClass(KEYSTROKE, "tty: keystroke", KEYSTROKE),
     ReasonClass(NET, "net: traffic", NET),
@@ -109,6 +112,21 @@ def timeline_key(reason):
     if row.timeline is None:
         return timeline_key(reason["detail"]["after"])
     return row.timeline, reason["subject"] if row.timeline != OTHER else ""
+
+
+def timeline_detail(reason):
+    """The detail the why-awake record files with this reason's span: its row's `recorded` keys, as sorted
+    (key, value) pairs (hashable: spans with other details are other spans), () for none. A connection that came
+    in keeps our port and the client's address, not the client's port: each connection of the same client comes
+    from a new port, and one service's work is one span."""
+    row = BY_ID[reason["class"]]
+    if row.timeline is None:
+        return timeline_detail(reason["detail"]["after"])
+    detail = reason["detail"]
+    kept = [(k, detail[k]) for k in row.recorded if k in detail]
+    if "local_port" in detail:
+        kept = [(k, v) for k, v in kept if k != "port"]
+    return tuple(sorted(kept))
 
 
 def from_saved(value):

@@ -1,10 +1,11 @@
 """The why-awake record: what the agent published, minute by minute, and the reason class behind it.
 
 Bounded (7 days and a fixed byte budget, oldest dropped first), coalesced (a run of minutes with the same
-state, class and main process is one span) and kept across hand-offs and restarts in a file beside the
-settings. The tick only counts seconds in memory (`note`); a writer thread saves every few minutes and on
-stop, so the tick never waits on disk. A file that cannot be read is renamed aside and reported in every
-`timeline` reply; the agent starts a fresh record. See docs/agent.md ("Why-awake timeline").
+state, class, main process and its recorded detail, a connection's peer, is one span) and kept across
+hand-offs and restarts in a file beside the settings. The tick only counts seconds in memory (`note`); a
+writer thread saves every few minutes and on stop, so the tick never waits on disk. A file that cannot be
+read is renamed aside and reported in every `timeline` reply; the agent starts a fresh record.
+See docs/agent.md ("Why-awake timeline").
 """
 
 import json
@@ -39,27 +40,44 @@ STATES = (BUSY, HELD, CEILING, IDLE, ASLEEP)
 
 
 def key_for(published_busy, classifier_busy, exceeded, suppressed, busy_reasons):
-    """(state, class, subject) for one tick, from what the agent publishes (reasons as `reasons.make` makes them;
-    only the first counts)."""
+    """(state, class, subject, detail) for one tick, from what the agent publishes (reasons as `reasons.make`
+    makes them; only the first counts). `detail`: `reasons.timeline_detail`, () for most classes."""
     first = busy_reasons[0] if busy_reasons else None
-    cls, subject = reasons.timeline_key(first) if first is not None else (reasons.OTHER, "")
+    if first is None:
+        cls, subject, detail = reasons.OTHER, "", ()
+    else:
+        (cls, subject), detail = reasons.timeline_key(first), reasons.timeline_detail(first)
     if first is not None and first["class"] == reasons.HOLD:
-        return (CEILING if exceeded else HELD), cls, subject
+        return (CEILING if exceeded else HELD), cls, subject, detail
     if suppressed or (exceeded and classifier_busy):
-        return CEILING, cls, subject
+        return CEILING, cls, subject, detail
     if published_busy:
         if first is not None and first["class"] == reasons.RESUME:
-            return HELD, cls, subject
-        return BUSY, cls, subject
-    return IDLE, "", ""
+            return HELD, cls, subject, detail
+        return BUSY, cls, subject, detail
+    return IDLE, "", "", ()
+
+
+def _row(span):
+    """A span as the file keeps it: [start, end, state, class, subject], then its detail as an object when it
+    has one (a record without details reads as an older agent wrote it)."""
+    row = list(span[:5])
+    if span[5]:
+        row.append(dict(span[5]))
+    return row
 
 
 def _span_bytes(span):
-    return len(json.dumps(list(span), separators=(",", ":"))) + 1
+    return len(json.dumps(_row(span), separators=(",", ":"))) + 1
+
+
+def _span(span):
+    """A 5- or 6-item span as the 6-tuple the record holds (no detail: ())."""
+    return tuple(span) if len(span) == 6 else (*span, ())
 
 
 class Timeline(object):
-    """Spans are tuples (start, end, state, class, subject); start/end are Unix seconds (wall clock).
+    """Spans are tuples (start, end, state, class, subject, detail); start/end are Unix seconds (wall clock).
 
     Where a span lies is wall time (the record outlives reboots and is read on another computer); how long
     it lasts, and whether the box slept between two ticks, is measured on `mono`, a clock that counts
@@ -82,7 +100,7 @@ class Timeline(object):
         self._last_mono = None  # `mono` at the last note; None until this process's first tick
         self._steady_since = None  # `mono` when the wall clock last stepped (or this process began)
         self._bucket_start = None
-        self._bucket = {}  # (state, class) -> [seconds, {subject: seconds}]
+        self._bucket = {}  # (state, class) -> [seconds, {(subject, detail): seconds}]
         self._dirty = False
         self._restored = False
         self._stop = threading.Event()
@@ -92,7 +110,7 @@ class Timeline(object):
 
     # -- the tick's side (memory only) ---------------------------------------------------------------------
     def note(self, key, now=None, mono=None):
-        """Count the time since the last tick under `key` (state, class, subject). Called by the tick."""
+        """Count the time since the last tick under `key` (state, class, subject[, detail]). Called by the tick."""
         now = self.clock() if now is None else now
         mono = self.mono() if mono is None else mono
         with self.lock:
@@ -117,7 +135,7 @@ class Timeline(object):
                     return
                 if dt >= GAP_SECONDS:
                     self._close_bucket()
-                    self._add((now - dt, now, ASLEEP, "", ""))
+                    self._add((now - dt, now, ASLEEP, "", "", ()))
                     self._bucket_start = now
                     return
                 dt = max(0.0, dt)
@@ -126,12 +144,13 @@ class Timeline(object):
             if now >= (self._bucket_start // BUCKET_SECONDS + 1) * BUCKET_SECONDS:
                 self._close_bucket()
                 self._bucket_start = last
-            state, cls, subject = key
+            state, cls, subject = key[:3]
+            who = (subject, key[3] if len(key) > 3 else ())
             entry = self._bucket.get((state, cls))
             if entry is None:
                 entry = self._bucket[(state, cls)] = [0.0, {}]
             entry[0] += dt
-            entry[1][subject] = entry[1].get(subject, 0.0) + dt
+            entry[1][who] = entry[1].get(who, 0.0) + dt
 
     def _reanchor(self, now, mono, slept):
         """The wall clock stepped (an NTP step, a clock set by hand, a restored VM): the open minute is closed
@@ -142,7 +161,7 @@ class Timeline(object):
         self._cut_after(now)
         self._steady_since = mono
         if slept >= GAP_SECONDS:
-            self._add((now - slept, now, ASLEEP, "", ""))
+            self._add((now - slept, now, ASLEEP, "", "", ()))
         self._bucket_start = now
 
     def _cut_after(self, now):
@@ -164,13 +183,14 @@ class Timeline(object):
         return False
 
     def _pieces(self):
-        """The open minute as spans laid end to end from its start, each state in the order it was first seen."""
+        """The open minute as spans laid end to end from its start, each state in the order it was first seen; each
+        names the process (and detail) it saw most."""
         if self._bucket_start is None or not self._bucket:
             return []
         out, at = [], self._bucket_start
         for (state, cls), (seconds, subjects) in self._bucket.items():  # in the order first seen
-            subject = max(sorted(subjects), key=lambda s: subjects[s])
-            out.append((at, at + seconds, state, cls, subject))
+            subject, detail = max(sorted(subjects), key=lambda s: subjects[s])
+            out.append((at, at + seconds, state, cls, subject, detail))
             at += seconds
         return out
 
@@ -181,24 +201,24 @@ class Timeline(object):
         self._bucket_start = None
 
     def _add(self, span):
-        start, end, state, cls, subject = span
+        start, end, state, cls, subject, detail = _span(span)
         start, end = round(start, 1), round(end, 1)
         if end <= start:
             return
         if self.spans:
             last = self.spans[-1]
-            cut = _after(last[1], (start, end, state, cls, subject))
+            cut = _after(last[1], (start, end, state, cls, subject, detail))
             if cut is None:
                 return
             start = cut[0]
-            if last[2:] == (state, cls, subject) and 0 <= start - last[1] <= JOIN_SLACK:
+            if last[2:] == (state, cls, subject, detail) and 0 <= start - last[1] <= JOIN_SLACK:
                 self._bytes -= _span_bytes(last)
-                merged = (last[0], end, state, cls, subject)
+                merged = (last[0], end, state, cls, subject, detail)
                 self.spans[-1] = merged
                 self._bytes += _span_bytes(merged)
                 self._dirty = True
                 return
-        span = (start, end, state, cls, subject)
+        span = (start, end, state, cls, subject, detail)
         self.spans.append(span)
         self._bytes += _span_bytes(span)
         self._dirty = True
@@ -231,6 +251,7 @@ class Timeline(object):
             if since is not None and s[1] <= since:
                 continue
             obj = {"start": s[0], "end": s[1], "state": s[2], "class": s[3], "subject": s[4]}
+            obj.update(s[5])  # a connection's peer, port or local_port (docs/protocol.md, "Why-awake timeline")
             size += len(json.dumps(obj)) + 1
             if size > limit_bytes and out:
                 more = s[0]
@@ -281,7 +302,7 @@ class Timeline(object):
             spans = _joined(self.spans, self._pieces())
             last_note = self.last_note
             self._dirty = False
-        body = {"format": FORMAT, "last_note": last_note, "spans": [list(s) for s in spans]}
+        body = {"format": FORMAT, "last_note": last_note, "spans": [_row(s) for s in spans]}
         return json.dumps(body, separators=(",", ":")).encode("utf-8") + b"\n"
 
     def save(self):
@@ -346,6 +367,22 @@ def _number(v):
     return not isinstance(v, bool) and isinstance(v, (int, float)) and v == v and abs(v) < 1e12
 
 
+_DETAIL_CHECKS = {
+    "peer": lambda v: isinstance(v, str) and 0 < len(v) <= 64,
+    "port": lambda v: _number(v) and v == int(v) and 0 <= v <= 65535,
+    "local_port": lambda v: _number(v) and v == int(v) and 0 <= v <= 65535,
+}
+
+
+def _detail(item):
+    """A saved span's detail object -> the record's sorted pairs (ValueError for a key or value no agent
+    writes)."""
+    if not isinstance(item, dict) or not item or not all(
+            k in _DETAIL_CHECKS and _DETAIL_CHECKS[k](v) for k, v in item.items()):
+        raise ValueError("bad span detail %r" % (item,))
+    return tuple(sorted((k, v if k == "peer" else int(v)) for k, v in item.items()))
+
+
 def _parse(raw):
     try:
         obj = json.loads(raw.decode("utf-8"))
@@ -358,12 +395,12 @@ def _parse(raw):
         raise ValueError("bad last_note")
     spans, prev_end, overlaps = [], None, 0
     for item in obj["spans"]:
-        if not (isinstance(item, list) and len(item) == 5 and _number(item[0]) and _number(item[1])
+        if not (isinstance(item, list) and len(item) in (5, 6) and _number(item[0]) and _number(item[1])
                 and item[0] <= item[1] and item[2] in STATES and isinstance(item[3], str)
                 and isinstance(item[4], str) and len(item[3]) <= 32 and len(item[4]) <= 64):
             raise ValueError("bad span %r" % (item,))
         if prev_end is not None and item[0] < prev_end - JOIN_SLACK:
             overlaps += 1  # an older agent's record after a backward clock step: `_load` drops the overlap
         prev_end = item[1] if prev_end is None else max(prev_end, item[1])
-        spans.append(tuple(item))
+        spans.append((*item[:5], _detail(item[5]) if len(item) == 6 else ()))
     return spans, last_note, overlaps

@@ -467,7 +467,8 @@ async def _cmd_why(args: argparse.Namespace) -> int:
                 "up_seconds": summary.up_seconds, "totals": {k.value: v for k, v in summary.totals.items()},
                 "activities": [{"activity": what, "seconds": sec} for what, sec in summary.activities],
                 "segments": [{"start": g.start, "end": g.end, "kind": g.kind.value, "words": g.words,
-                              "class": g.reason_class, "subject": g.subject} for g in summary.segments],
+                              "class": g.reason_class, "subject": g.subject, "peer": g.peer, "port": g.port,
+                              "local_port": g.local_port} for g in summary.segments],
                 "hourly_price": session.host.hourly_price, "cost": cost, "problem": summary.problem,
             }))
             return ExitCode.OK

@@ -120,14 +120,23 @@ class ReasonClassSpec:
     facts: Facts = _no_facts
 
 
+def _is_port(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _host_port(peer: str, port: object) -> str:
+    """ "10.0.0.5:443", "[::1]:5432"; the bare address when the port is not known."""
+    host = f"[{peer}]" if ":" in peer else peer
+    return f"{host}:{port}" if _is_port(port) else host
+
+
 def _tcp_facts(reason: BusyReason, agent_now: float | None) -> list[str]:
     """ "10.0.0.5:443", "for 2 min": the connection's peer, and how long it has waited (counted here, from when
     the agent says it began: the agent's words never change while it waits)."""
     out: list[str] = []
     peer, port, since = (reason.detail.get(k) for k in ("peer", "port", "since"))
     if isinstance(peer, str) and peer:
-        host = f"[{peer}]" if ":" in peer else peer
-        out.append(f"{host}:{port}" if isinstance(port, int) and not isinstance(port, bool) else host)
+        out.append(_host_port(peer, port))
     if (agent_now is not None and isinstance(since, int | float) and not isinstance(since, bool)
             and math.isfinite(since) and agent_now - since >= 1):
         out.append(f"for {format_duration(agent_now - since)}")
@@ -219,11 +228,19 @@ def row_words(reason: BusyReason, agent_now: float | None = None) -> str | None:
     return f"{words} ({', '.join(facts)})" if facts else words
 
 
-def strip_words(reason_class: str, subject: str) -> str:
+def strip_words(reason_class: str, subject: str, *, peer: str | None = None, port: int | None = None,
+                local_port: int | None = None) -> str:
     """What a stretch of the why-awake record was, from the class and process it names: ("cpu", "cc1") ->
-    "compiling"; ("cpu", "python3") -> "running python3"; an unknown class -> "other work"."""
+    "compiling"; ("cpu", "python3") -> "running python3"; an unknown class -> "other work". A network wait's
+    span also names its peer: "waiting on the network (psql → 10.0.3.7:5432)", "downloading (curl →
+    151.101.1.69:443)", and one that came in our port: "serving port 8080 (node ← 127.0.0.1)"."""
     spec = CLASSES.get(reason_class) or CLASSES[OTHER]
     act = _activity(spec.id, subject) if subject else None
+    if peer:
+        who = f"{subject} " if subject else ""
+        if _is_port(local_port):
+            return f"serving port {local_port} ({who}← {_host_port(peer, None)})"
+        return f"{act.words if act is not None else spec.alone} ({who}→ {_host_port(peer, port)})"
     if act is not None:
         return act.words
     return spec.strip.format(subject=subject) if subject and "{subject}" in spec.strip else spec.alone

@@ -381,11 +381,22 @@ class TimelineSpan(_AgentModel):
     """busy, held, ceiling, idle or asleep; an unknown state (a newer agent) is shown as unknown."""
     reason_class: str = Field(alias="class")
     subject: str
+    peer: str | None = None
+    """A network wait's peer address (class tcp; absent from older agents and from other classes)."""
+    port: int | None = Field(default=None, ge=0, le=65535)
+    """The peer's port, for a connection this end opened."""
+    local_port: int | None = Field(default=None, ge=0, le=65535)
+    """Our port, for a connection that came in (its client's port is new on every connection, so not kept)."""
 
     @field_validator("state", "reason_class", "subject")
     @classmethod
     def _plain(cls, value: str) -> str:
         return plain(value)  # a process name any user on the box chose: never a terminal escape here
+
+    @field_validator("peer")
+    @classmethod
+    def _plain_peer(cls, value: str | None) -> str | None:
+        return None if value is None else plain(value)
 
 
 class TimelineReply(_AgentModel):

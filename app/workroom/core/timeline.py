@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from workroom.core.busy_reasons import strip_words
@@ -50,9 +50,11 @@ class SegmentKind(StrEnum):
 AWAKE_KINDS = frozenset({SegmentKind.BUSY, SegmentKind.HELD, SegmentKind.CEILING})
 """Published (or, past the ceiling, would-be) BUSY: the box was being kept up for work."""
 
-def activity(reason_class: str, subject: str) -> str:
-    """A reason class and process in a developer's words: ("cpu", "cc1") -> "compiling" (`core.busy_reasons`)."""
-    return strip_words(reason_class, subject)
+def activity(reason_class: str, subject: str, *, peer: str | None = None, port: int | None = None,
+             local_port: int | None = None) -> str:
+    """A reason class and process in a developer's words: ("cpu", "cc1") -> "compiling"; a network wait with its
+    peer: "waiting on the network (psql → 10.0.3.7:5432)" (`core.busy_reasons`)."""
+    return strip_words(reason_class, subject, peer=peer, port=port, local_port=local_port)
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,9 @@ class Segment:
     kind: SegmentKind
     reason_class: str = ""
     subject: str = ""
+    peer: str | None = None
+    port: int | None = None
+    local_port: int | None = None
 
     @property
     def seconds(self) -> float:
@@ -73,7 +78,8 @@ class Segment:
     def words(self) -> str:
         """What this stretch was, for a tooltip: "compiling", "held after work", "asleep"."""
         if self.kind is SegmentKind.BUSY:
-            return activity(self.reason_class, self.subject)
+            return activity(self.reason_class, self.subject, peer=self.peer, port=self.port,
+                            local_port=self.local_port)
         return _KIND_WORDS[self.kind]
 
 
@@ -157,7 +163,7 @@ def summarise(reply: TimelineReply, window_seconds: float = DAY_SECONDS) -> Time
         if s - at >= 1.0:
             segments.append(Segment(at, s, SegmentKind.OFFLINE))
         kind = _kind(span, unknown)
-        segments.append(Segment(s, e, kind, span.reason_class, span.subject))
+        segments.append(Segment(s, e, kind, span.reason_class, span.subject, span.peer, span.port, span.local_port))
         at = e
     if end - at >= 1.0:
         segments.append(Segment(at, end, SegmentKind.OFFLINE))
@@ -204,7 +210,7 @@ def _merge(segments: Iterable[Segment]) -> list[Segment]:
     for seg in segments:
         if out and out[-1].kind is seg.kind and out[-1].words == seg.words and seg.start - out[-1].end < 1.0:
             last = out[-1]
-            out[-1] = Segment(last.start, seg.end, last.kind, last.reason_class, last.subject)
+            out[-1] = replace(last, end=seg.end)
         else:
             out.append(seg)
     return out

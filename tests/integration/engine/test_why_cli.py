@@ -1,11 +1,13 @@
 """`workroom why` and `workroom exclusions` against the real agent on the real sshd: a process named like a
-compiler runs on the host, the CLI says the box was awake compiling; marked "never work", it no longer counts."""
+compiler runs on the host, the CLI says the box was awake compiling; marked "never work", it no longer counts.
+A job waiting on a query is told with the connection's peer."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -90,3 +92,36 @@ def test_why_names_the_compile_and_an_exclusion_stops_it_counting(sshd, app_home
     assert not any(r.startswith("cpu: cc1") for r in reasons), reasons
     removed = _cli("exclusions", "box1", "--remove", "cc1").stdout
     assert "never work: watch" in removed
+
+
+# A client that sends one query and waits for the answer that never comes (no CPU, no timer sleep).
+QUERY_WAIT = ("import socket, sys\n"
+              "c = socket.create_connection(('127.0.0.1', int(sys.argv[1]))); c.sendall(b'SELECT slow()\\n')\n"
+              "c.recv(64)\n")
+
+
+def test_why_names_the_peer_a_job_waited_on(sshd, app_home) -> None:  # type: ignore[no-untyped-def]
+    """The server end is the test's own (not the host user's, so not a candidate): only the client's wait counts."""
+    trust_sshd(app_home, sshd)
+    _cli("hosts", "add", "box1", "--provider", "ssh", "--host", sshd.host, "--port", str(sshd.port), "--user",
+         sshd.user, "--identity", str(sshd.key_path), "--candidates", "user")
+    _cli("connect", "box1")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    client = subprocess.Popen(["runuser", "-u", sshd.user, "--", "python3", "-c", QUERY_WAIT, str(port)])
+    try:
+        time.sleep(9)  # the wait counts after 2 s
+    finally:
+        _stop(client)
+        server.close()
+
+    words = f"waiting on the network (python3 → 127.0.0.1:{port})"
+    data = json.loads(_cli("why", "box1", "--json").stdout)
+    waited = dict((a["activity"], a["seconds"]) for a in data["activities"]).get(words, 0)
+    assert 3 <= waited <= 30, data["activities"]
+    tcp = [g for g in data["segments"] if g["class"] == "tcp" and g["kind"] == "busy"]
+    assert tcp and all((g["peer"], g["port"], g["local_port"]) == ("127.0.0.1", port, None) for g in tcp), tcp
+    text = _cli("why", "box1").stdout
+    assert words in text.splitlines()[0], text

@@ -53,6 +53,12 @@ class FakeProc:
             for n, target in enumerate(fds):
                 os.symlink(target, os.path.join(fddir, str(n)))
 
+    def pid_namespace(self, last_pid, nspid=None):
+        """This /proc as the reader's own PID namespace's (self/status NSpid: our pid alone, or `nspid`), with
+        /proc/loadavg's last pid handed out; call again to move it (written in place, as the kernel's)."""
+        self._w("self/status", f"Name:\tpython3\nNSpid:\t{nspid or os.getpid()}\n")
+        self._w("loadavg", f"0.10 0.20 0.30 1/123 {last_pid}\n")
+
     def remove(self, pid):
         import shutil
         shutil.rmtree(os.path.join(self.root, str(pid)))

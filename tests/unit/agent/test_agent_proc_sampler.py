@@ -122,6 +122,98 @@ def test_leader_that_did_not_run_is_not_reread(fake):
     assert s.sample().timer_sleep == []
 
 
+def test_a_schedstat_that_moved_only_in_its_wait_fields_is_a_process_that_did_not_run(fake):
+    """The bytes differ (run delay, timeslices) but the runtime does not: still not run, nothing re-read."""
+    clock = Clock(100.0)
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=7)
+    s = sampler(fake, clock)
+    assert s.sample().timer_sleep == [("sleep", "43", 0.0, 0)]
+    with open(os.path.join(fake.root, "43", "wchan"), "w") as f:
+        f.write("pipe_read")
+    with open(os.path.join(fake.root, "43", "schedstat"), "w") as f:
+        f.write("7 12345 2\n")
+    clock.t = 101.0
+    assert s.sample().timer_sleep == [("sleep", "43", 1.0, 0)]
+
+
+def _listings(monkeypatch, fake):
+    calls = []
+    real = os.listdir
+
+    def counting(path):
+        if path == fake.root:
+            calls.append(path)
+        return real(path)
+    monkeypatch.setattr(os, "listdir", counting)
+    return calls
+
+
+def test_proc_is_listed_only_when_the_kernel_handed_out_a_pid(fake, monkeypatch):
+    """No pid handed out since the last tick (loadavg's last pid): no process can have appeared, so /proc is
+    not listed and the known processes are read; a new pid lists it on that very tick."""
+    clock = Clock(100.0)
+    fake.pid_namespace(300)
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=7)
+    fake.proc(46, "dd", state="D", runtime_ns=5)
+    fake.proc(47, "python3", wchan="do_select", runtime_ns=9)
+    s = sampler(fake, clock)
+    calls = _listings(monkeypatch, fake)
+    sig = s.sample()
+    assert sig.timer_sleep == [("sleep", "43", 0.0, 0)] and sig.candidates == 3 and len(calls) == 1
+    fake.proc(44, "cc1", state="R", ticks=100, runtime_ns=10**9, start_ticks=99800)
+    for t in (101.0, 102.0):
+        clock.t = t
+        sig = s.sample()
+        assert [c for c, _, _ in sig.cpu] == [] and sig.candidates == 3  # (the kernel would have said "44")
+        assert sig.timer_sleep == [("sleep", "43", t - 100.0, 0)]  # a known sleep still grows between listings
+        assert sig.dstate == [("dd", "46")]
+    assert len(calls) == 1
+    fake.pid_namespace(301)
+    clock.t = 103.0
+    sig = s.sample()
+    assert [c for c, _, _ in sig.cpu] == ["cc1"] and sig.candidates == 4 and len(calls) == 2
+    fake.proc(43, "sleep", wchan="pipe_read", runtime_ns=9)  # a known process is still read every tick
+    clock.t = 104.0
+    sig = s.sample()
+    assert sig.timer_sleep == [] and sig.dstate == [("dd", "46")] and len(calls) == 2
+
+
+def test_proc_is_listed_every_while_and_after_a_process_could_not_be_read(fake, monkeypatch):
+    clock = Clock(100.0)
+    fake.pid_namespace(300)
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=7)
+    s = sampler(fake, clock)
+    calls = _listings(monkeypatch, fake)
+    s.sample()
+    clock.t = 100.0 + 29.0
+    s.sample()
+    assert len(calls) == 1
+    clock.t = 100.0 + 30.0  # FULL_SCAN_SECONDS
+    s.sample()
+    assert len(calls) == 2
+    os.makedirs(os.path.join(fake.root, "45"))  # listed, but no stat to read (it was exiting)
+    fake.pid_namespace(301)
+    clock.t += 1
+    s.sample()
+    clock.t += 1
+    s.sample()
+    assert len(calls) == 4  # listed again the next tick, though no pid was handed out
+
+
+@pytest.mark.parametrize("nspid", ["4242 1", "1"])
+def test_a_proc_of_another_pid_namespace_is_listed_every_tick(fake, monkeypatch, nspid):
+    """Its loadavg counts the reader's namespace's pids, not this /proc's."""
+    clock = Clock(100.0)
+    fake.pid_namespace(300, nspid=nspid)
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=7)
+    s = sampler(fake, clock)
+    calls = _listings(monkeypatch, fake)
+    for t in (100.0, 101.0, 102.0):
+        clock.t = t
+        s.sample()
+    assert len(calls) == 3
+
+
 def test_gone_process_is_dropped_and_its_fds_closed(fake):
     fake.proc(44, "make", state="D")
     s = sampler(fake)
@@ -379,10 +471,10 @@ def test_a_process_that_blocks_between_the_first_two_reads_is_seen_blocked(fake)
     fake.proc(85, "bash", state="R", runtime_ns=1_000, wchan="0")
 
     class Racing(ProcSampler):
-        def _runtime(self, p):
+        def _runtime(self, p, raw=None):
             if p.pid == "85":  # it runs its last instructions now, between the agent's two reads
                 fake.proc(85, "cat", state="S", runtime_ns=2_000, wchan="wait_for_partner")
-            return super()._runtime(p)
+            return super()._runtime(p, raw)
 
     s = Racing(root=fake.root, sys_net=fake.sys_net, pts=fake.pts, clock=clock, wall=lambda: WALL0 + 5000.0,
                self_pid=99999)

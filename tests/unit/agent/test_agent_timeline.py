@@ -53,12 +53,73 @@ def test_reason_classes_and_keys():
     assert R.timeline_key(R.make(R.KEYSTROKE)) == ("keystroke", "")
     assert R.timeline_key(R.make(R.FIFO, "cat", "8")) == ("fifo", "cat")
     assert R.timeline_key(R.make(R.MORE, count=3)) == ("other", "")
-    assert tl.key_for(True, True, False, False, [cc1]) == CC1
-    assert tl.key_for(True, False, False, False, [R.make(R.HOLD, after=cc1)]) == (tl.HELD, "cpu", "cc1")
-    assert tl.key_for(True, True, True, False, [cc1]) == (tl.CEILING, "cpu", "cc1")
-    assert tl.key_for(False, True, True, True, [R.make(R.SLEEP, "sh", "7")]) == (tl.CEILING, "sleep", "sh")
-    assert tl.key_for(True, True, False, False, [R.make(R.RESUME)]) == (tl.HELD, "other", "")
-    assert tl.key_for(False, False, False, False, []) == IDLE
+    assert tl.key_for(True, True, False, False, [cc1]) == (*CC1, ())
+    assert tl.key_for(True, False, False, False, [R.make(R.HOLD, after=cc1)]) == (tl.HELD, "cpu", "cc1", ())
+    assert tl.key_for(True, True, True, False, [cc1]) == (tl.CEILING, "cpu", "cc1", ())
+    assert tl.key_for(False, True, True, True, [R.make(R.SLEEP, "sh", "7")]) == (tl.CEILING, "sleep", "sh", ())
+    assert tl.key_for(True, True, False, False, [R.make(R.RESUME)]) == (tl.HELD, "other", "", ())
+    assert tl.key_for(False, False, False, False, []) == (*IDLE, ())
+
+
+def _psql(since, peer="10.0.3.7", port=5432, **more):
+    return R.make(R.TCP, "psql", "42", peer=peer, port=port, since=since, **more)
+
+
+def test_a_network_wait_is_filed_with_its_peer_and_not_its_start_time():
+    """The record keeps who the connection is to (outbound: address and port; inbound: the client's address
+    and our port, not the client's port, new on each connection), never `since` (a span has its own start)."""
+    key = tl.key_for(True, True, False, False, [_psql(1_700_000_000.0)])
+    assert key == (tl.BUSY, "tcp", "psql", (("peer", "10.0.3.7"), ("port", 5432)))
+    assert tl.key_for(True, True, False, False, [_psql(1_700_000_099.5)]) == key  # a new wait, the same key
+    held = tl.key_for(True, False, False, False, [R.make(R.HOLD, after=_psql(1.0))])
+    assert held == (tl.HELD, "tcp", "psql", (("peer", "10.0.3.7"), ("port", 5432)))
+    served = R.make(R.TCP, "node", "7", peer="127.0.0.1", port=51234, since=5.0, local_port=8080)
+    assert R.timeline_detail(served) == (("local_port", 8080), ("peer", "127.0.0.1"))
+    assert R.timeline_detail(R.make(R.TCP, "ssh", "9")) == ()  # the coarse reader's reason may lack a peer
+
+
+def test_spans_carry_the_peer_through_the_reply_the_file_and_a_restart(tmp_path):
+    wall = Wall()
+    path = str(tmp_path / "agent.sock.timeline")
+    t = tl.Timeline(path, clock=wall, mono=wall.mono)
+    t.note(IDLE)
+    for i in range(300):  # five minutes of waits on one database, each wait with its own `since`
+        wall.tick(1)
+        t.note(tl.key_for(True, True, False, False, [_psql(wall.t - i % 7)]))
+    run(t, wall, tl.key_for(True, True, False, False, [_psql(wall.t, peer="10.0.3.8")]), 120)
+    spans = [s for s in t.query()["spans"] if s["state"] == "busy"]
+    assert [(s["subject"], s.get("peer"), s.get("port")) for s in spans] == [
+        ("psql", "10.0.3.7", 5432), ("psql", "10.0.3.8", 5432)]
+    assert spans[0]["end"] - spans[0]["start"] == pytest.approx(300, abs=61)
+    assert "since" not in spans[0] and "local_port" not in spans[0]
+    t.stop()
+    with open(path) as f:
+        saved = json.load(f)["spans"]
+    assert [s[5] for s in saved if s[2] == "busy"] == [{"peer": "10.0.3.7", "port": 5432},
+                                                        {"peer": "10.0.3.8", "port": 5432}]
+    assert all(len(s) == 5 for s in saved if s[2] != "busy")  # no detail: the older form
+    again = tl.Timeline(path, clock=wall, mono=wall.mono)
+    assert again.query()["spans"] == t.query()["spans"]
+
+
+def test_an_older_agents_record_without_peers_still_loads(tmp_path):
+    path = tmp_path / "agent.sock.timeline"
+    start = 1_700_000_000.0
+    path.write_text(json.dumps({"format": 1, "last_note": start + 120, "spans": [
+        [start, start + 60, "busy", "tcp", "psql"], [start + 60, start + 120, "idle", "", ""]]}))
+    wall = Wall(start + 121)
+    t = tl.Timeline(str(path), clock=wall, mono=wall.mono)
+    assert t.problem is None
+    assert [(s["class"], s["subject"], s.get("peer")) for s in t.query()["spans"]] == [("tcp", "psql", None),
+                                                                                      ("", "", None)]
+
+
+@pytest.mark.parametrize("detail", [{"peer": 5}, {"port": 70000}, {"since": 1.0}, {}, ["peer"], {"port": True}])
+def test_a_span_detail_no_agent_writes_sets_the_record_aside(tmp_path, detail):
+    path = tmp_path / "agent.sock.timeline"
+    path.write_text(json.dumps({"format": 1, "last_note": None, "spans": [[1.0, 2.0, "busy", "tcp", "x", detail]]}))
+    t = tl.Timeline(str(path), clock=Wall(), mono=Wall().mono)
+    assert t.problem and "bad span" in t.problem and (tmp_path / "agent.sock.timeline.corrupt").exists()
 
 
 def test_every_class_the_record_can_hold_comes_from_the_reason_table():
@@ -291,7 +352,7 @@ def test_a_backward_clock_step_keeps_the_record_ordered_and_loadable(tmp_path):
     assert t.save()
     t2 = tl.Timeline(path, clock=wall, mono=wall.mono)
     assert t2.problem is None and not os.path.exists(path + ".corrupt")
-    spans = t2.spans
+    spans = [s[:5] for s in t2.spans]  # (the sixth item, a connection's peer: none here)
     assert all(a[1] <= b[0] for a, b in itertools.pairwise(spans))
     kept = [s for s in spans if s[0] < stepped_to]
     assert kept[:-1] == before[:len(kept) - 1] and kept[-1][:1] == before[len(kept) - 1][:1]
@@ -317,7 +378,7 @@ def test_a_clock_set_a_year_ahead_for_20_s_leaves_the_week_and_the_future_empty(
     wall = Wall()
     t = tl.Timeline(clock=wall, mono=wall.mono)
     week_of_history(t, wall)
-    before = list(t.spans)
+    before = [s[:5] for s in t.spans]  # (no connection's peer here)
     assert len(before) >= 2 * 24 * 2 - 2 and before[0][0] <= wall.t - 2 * 24 * 3600 + 60
     wall.t += 365 * 24 * 3600.0  # set a year ahead ...
     run(t, wall, CC1, 20)
@@ -380,5 +441,5 @@ def test_a_record_saved_out_of_order_by_an_older_agent_loads_without_the_overlap
         [1080.0, 1150.0, "busy", "sleep", "sh"], [1150.0, 1300.0, "busy", "sleep", "sh"]]}))
     t = tl.Timeline(str(path), clock=Wall(1400.0), mono=Wall().mono)
     assert t.problem is None and not os.path.exists(str(path) + ".corrupt")
-    assert t.spans == [(1000.0, 1100.0, "busy", "cpu", "cc1"), (1100.0, 1200.0, "idle", "", ""),
-                       (1200.0, 1300.0, "busy", "sleep", "sh")]
+    assert t.spans == [(1000.0, 1100.0, "busy", "cpu", "cc1", ()), (1100.0, 1200.0, "idle", "", "", ()),
+                       (1200.0, 1300.0, "busy", "sleep", "sh", ())]

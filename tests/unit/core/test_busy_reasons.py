@@ -121,6 +121,18 @@ def test_strip_words(cls: str, subject: str, words: str) -> None:
     assert br.strip_words(cls, subject) == words
 
 
+@pytest.mark.parametrize(("subject", "detail", "words"), [
+    ("psql", {"peer": "10.0.3.7", "port": 5432}, "waiting on the network (psql → 10.0.3.7:5432)"),
+    ("psql", {"peer": "::1", "port": 5432}, "waiting on the network (psql → [::1]:5432)"),
+    ("curl", {"peer": "151.101.1.69", "port": 443}, "downloading (curl → 151.101.1.69:443)"),
+    ("node", {"peer": "127.0.0.1", "local_port": 8080}, "serving port 8080 (node ← 127.0.0.1)"),
+    ("", {"peer": "10.0.3.7"}, "waiting on the network (→ 10.0.3.7)"),
+    ("psql", {}, "waiting on the network (psql)"),
+])
+def test_strip_words_name_a_network_waits_peer(subject: str, detail: dict[str, Any], words: str) -> None:
+    assert br.strip_words("tcp", subject, **detail) == words
+
+
 def test_one_list_of_process_names_each_in_one_activity() -> None:
     """`make` was "building: make" in a row and "compiling" in the strip: one list now, one word per name."""
     seen: dict[str, str] = {}

@@ -103,6 +103,31 @@ def test_activities_in_a_developers_words(cls: str, subject: str, words: str) ->
     assert activity(cls, subject) == words
 
 
+def test_a_network_wait_is_told_with_its_peer_and_an_older_agents_span_without() -> None:
+    """Spans of one process waiting on two peers are two activities; a span from an agent that keeps no peer
+    reads as before."""
+    spans = [{"start": NOW - 3 * H, "end": NOW - 2 * H, "state": "busy", "class": "tcp", "subject": "psql",
+              "peer": "10.0.3.7", "port": 5432},
+             {"start": NOW - 2 * H, "end": NOW - 1.5 * H, "state": "busy", "class": "tcp", "subject": "psql",
+              "peer": "10.0.3.8", "port": 5432},
+             {"start": NOW - 1.5 * H, "end": NOW - H, "state": "busy", "class": "tcp", "subject": "node",
+              "peer": "127.0.0.1", "local_port": 8080},
+             {"start": NOW - H, "end": NOW, "state": "busy", "class": "tcp", "subject": "psql"}]
+    summary = summarise(TimelineReply.model_validate({"now": NOW, "spans": spans}))
+    assert summary.activities == (("waiting on the network (psql → 10.0.3.7:5432)", H),
+                                  ("waiting on the network (psql)", H),
+                                  ("serving port 8080 (node ← 127.0.0.1)", H / 2),
+                                  ("waiting on the network (psql → 10.0.3.8:5432)", H / 2))
+    assert [g.peer for g in summary.segments if g.kind is SegmentKind.BUSY] == [
+        "10.0.3.7", "10.0.3.8", "127.0.0.1", None]
+    assert summary.headline("in the last 24 h").startswith(
+        "awake 3 h in the last 24 h: 1 h waiting on the network (psql → 10.0.3.7:5432), ")
+    with pytest.raises(ValueError, match="port"):
+        TimelineReply.model_validate({"now": NOW, "spans": [dict(spans[0], port=70000)]})
+    hostile = TimelineReply.model_validate({"now": NOW, "spans": [dict(spans[0], peer="10.0.3.7\x1b[2J")]})
+    assert "\x1b" not in (hostile.spans[0].peer or "")
+
+
 def test_cost_at_the_users_hourly_price() -> None:
     summary = summarise(day())
     assert cost_words(summary, None) is None
