@@ -153,6 +153,15 @@ def _closed_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _run_queue_wait() -> float:
+    """Seconds this thread has spent runnable but waiting for a CPU (Linux schedstat's run_delay), 0 elsewhere."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
 @pytest.fixture
 def silent_server() -> Any:
     """A TCP port on loopback that accepts and never says a word: a frozen host."""
@@ -174,15 +183,20 @@ def test_dead_host_shows_lost_without_freezing_the_window(app: Any, engine: Any,
 
     async def ticker(stop: asyncio.Event) -> None:
         while not stop.is_set():
-            start = time.perf_counter()
+            start, queued = time.perf_counter(), _run_queue_wait()
             await asyncio.sleep(0.01)
-            lags.append(time.perf_counter() - start - 0.01)
+            # Lag the app caused (its own work, or a call that blocked the loop), not the time this thread was
+            # runnable and waiting for a core: the other tiers keep both cores busy.
+            lags.append(time.perf_counter() - start - 0.01 - (_run_queue_wait() - queued))
 
     async def scenario() -> None:
         stop = asyncio.Event()
-        tick = asyncio.ensure_future(ticker(stop))
         app.start(show_window=True, connect=False)
+        await asyncio.sleep(0.3)  # the window's first paint is start-up, not the failing host
         app.controller.add_host(Host(name="dead-box", provider="ssh", address="127.0.0.1", port=port))
+        # Ticking from here on: the connect runs as a task on this loop, so anything in it that blocked the
+        # loop (a connect, a handshake, the failure's handling, the back-off's next attempt) shows as lag.
+        tick = asyncio.ensure_future(ticker(stop))
         await wait_for(lambda: row(app, "dead-box").badge().kind is BadgeKind.OFFLINE, wait,
                        "the dead host to show as offline")
         # Seen as the user sees it, before the back-off (1 s) ends and the next attempt starts.
@@ -190,12 +204,15 @@ def test_dead_host_shows_lost_without_freezing_the_window(app: Any, engine: Any,
         assert cell(app, "dead-box", Column.CONNECTION).startswith("Lost")
         assert words in row(app, "dead-box").badge().tooltip
         assert app.tray.worst_kind is BadgeKind.OFFLINE
+        # Enough samples for a p99 (a refused connect fails in milliseconds): the retry after the back-off
+        # runs meanwhile, on the same loop.
+        await wait_for(lambda: len(lags) >= 150, 10, "150 loop-lag samples")
         stop.set()
         await tick
 
-    run(scenario(), timeout=wait + 15)
-    assert len(lags) >= (300 if kind == "silent" else 1)  # a silent host takes its 10 s handshake timeout
-    p99 = statistics.quantiles(lags, n=100)[98] if len(lags) >= 100 else max(lags)
+    run(scenario(), timeout=wait + 25)
+    assert len(lags) >= (300 if kind == "silent" else 150)  # a silent host takes its 10 s handshake timeout
+    p99 = statistics.quantiles(lags, n=100)[98]
     assert p99 < 0.05, f"event loop lag p99 {p99 * 1000:.1f} ms while the host failed ({kind})"
 
 
