@@ -40,7 +40,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "app"), str(ROOT / "agent_bundle"), str(ROOT / "tools" / "simbox"), str(ROOT / "scripts")]
-from x_desktop import Desktop, DesktopUnavailable, desktop  # noqa: E402
+from x_desktop import Desktop, DesktopUnavailable, desktop, stop_all  # noqa: E402
 
 SCREEN = (1720, 900)  # wide enough that the notification (top right, below the panel) leaves the window whole
 IDLE_WINDOW = 30.0
@@ -144,13 +144,7 @@ def notification_server(here: Desktop) -> Iterator[None]:
         log("notification server up (notification-daemon on a private session bus)")
         yield
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        stop_all(procs)
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -16,9 +16,10 @@ import re
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 TOOLS = ("Xvfb", "openbox", "trayer", "xprop", "xwininfo")
 PANEL_TINT = 0x2B2B2B  # trayer's panel colour: a dark panel, where a dark-only tray icon would vanish
@@ -147,10 +148,15 @@ def desktop(screen: tuple[int, int] = (1440, 900), timeout: float = 15) -> Itera
         here.pids = [p.pid for p in procs]
         yield here
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        stop_all(procs)
+
+
+def stop_all(procs: Sequence[subprocess.Popen[Any]]) -> None:
+    """Stop what was started, the last started first: SIGTERM, then SIGKILL after 5 s; each one reaped."""
+    for proc in reversed(procs):
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
