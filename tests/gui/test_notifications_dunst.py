@@ -31,7 +31,7 @@ from workroom.core.ceiling import CeilingSettings
 from workroom.core.hosts import Host
 from workroom.core.provider_specs import spec_for
 from workroom.ui.app import WorkroomApp
-from x_desktop import Desktop, DesktopUnavailable, desktop
+from x_desktop import Desktop, DesktopUnavailable, desktop, stop_all
 
 pytestmark = [pytest.mark.gui, pytest.mark.integration, pytest.mark.slow,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a freedesktop desktop (Linux)")]
@@ -125,13 +125,7 @@ class NotificationServer:
         return sum(1 for line in self.log().splitlines() if "member=CloseNotification" in line)
 
     def stop(self) -> None:
-        for proc in reversed(self.procs):
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        stop_all(self.procs)
 
 
 @pytest.fixture
