@@ -56,14 +56,20 @@ def peer_pid(sock):
     return None if cred is None else cred[0]
 
 
+# The app over SSH: our `relay` (it names itself so), or sshd itself when the app opens a stream straight to
+# this socket (OpenSSH's streamlocal forwarding; sshd's per-connection process is `sshd`, or `sshd-session`
+# from OpenSSH 9.8). Only the socket's owner can connect either way (docs/protocol.md, transport).
+RELAY_COMMS = frozenset(("wr-agent-relay", "sshd", "sshd-session"))
+
+
 def _peer_is_relay(sock):
-    """Whether the peer is our own `relay` process (it names itself wr-agent-relay), by its pid's comm."""
+    """Whether the peer carries the app over SSH (RELAY_COMMS), by its pid's comm."""
     pid = peer_pid(sock)
     if pid is None:
         return False
     try:
         with open("/proc/%d/comm" % pid) as f:
-            return f.read().strip() == "wr-agent-relay"
+            return f.read().strip() in RELAY_COMMS
     except (OSError, ValueError):
         return False
 

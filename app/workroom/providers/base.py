@@ -22,11 +22,12 @@ from workroom.core.keepawake import PollOutcome
 from workroom.core.provider_specs import ProviderSpec
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits
-from workroom.remote.agent_install import PYTHON3, AgentLayout, ServeOptions
+from workroom.remote.agent_install import PYTHON3, AgentLayout, InstallReport, ServeOptions
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
 
 if TYPE_CHECKING:
+    from workroom.providers.agent_sockets import AgentPlace, AgentSockets
     from workroom.remote.agent_client import EventHandler
     from workroom.remote.host_keys import KnownHosts
 
@@ -48,6 +49,8 @@ class ProviderContext:
     """Answers a login's secret request (blocking; from the keyring, or by asking the user), or None."""
     forget_secret: Callable[[SecretRequest], None] | None = None
     """Drops a secret the host refused, so a wrong stored passphrase is not retried (blocking)."""
+    agent_sockets: AgentSockets | None = None
+    """Where each host's agent listened at its last connect (providers.agent_sockets), or None: not kept."""
 
 
 class Provider:
@@ -95,6 +98,16 @@ class Provider:
         """The relay's command on the host (run by `python_command`), or None when the agent is reached
         another way (this computer: its socket). A provider with one offers `open_probed_link`."""
         return None
+
+    async def open_direct_link(self, host: Host, shell: HostShell,
+                               on_event: EventHandler) -> tuple[AgentLink, AgentPlace] | None:
+        """A stream straight to the socket where the host's agent listened at its last connect (nothing
+        started on the host), with that place; None when none is remembered or the host will not open it.
+        The session keeps it only if the agent there is this app's build (docs/protocol.md, transport)."""
+        return None
+
+    def remember_agent(self, host: Host, install: InstallReport | None) -> None:
+        """Blocking: where the agent is after a connect (or forget it, with None), for `open_direct_link`."""
 
     async def open_probed_link(self, host: Host, shell: HostShell, command: str,
                                on_event: EventHandler) -> AgentLink:

@@ -8,22 +8,25 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import shutil
 import time
 
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.provider_specs import MACHINE_NAME
+from workroom.providers.agent_sockets import AgentPlace
 from workroom.providers.base import BoxState, Provider
 from workroom.providers.idle_clock import ASLEEP_STATES, AWAKE_STATES, reading_from
 from workroom.remote.agent_client import EventHandler
-from workroom.remote.agent_install import PROBE_ANSWER_LIMIT, relay_argv, relay_command
+from workroom.remote.agent_install import PROBE_ANSWER_LIMIT, InstallReport, relay_argv, relay_command
 from workroom.remote.agent_link import AgentLink, open_stream_link
 from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
 from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_config import SshTarget, resolve_target
-from workroom.remote.ssh_connection import ExecStream, SshConnection
+from workroom.remote.ssh_connection import ExecStream, SocketRefused, SocketStream, SshConnection
 
+log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_SECONDS = 10.0
 BOXD_ANSWER_BYTES = 64 * 1024  # `boxd machine status --json` answers in a few hundred bytes
 
@@ -47,10 +50,10 @@ class SshShell:
 
 
 class _StreamAdapter:
-    """ExecStream shaped as the BlockingStream that agent_link reads: a stream that ended badly raises its
-    own `UserError` (title, words and hint), never a bare exception built from its message."""
+    """ExecStream (or SocketStream) shaped as the BlockingStream that agent_link reads: a stream that ended
+    badly raises its own `UserError` (title, words and hint), never a bare exception built from its message."""
 
-    def __init__(self, stream: ExecStream) -> None:
+    def __init__(self, stream: ExecStream | SocketStream) -> None:
         self._stream = stream
 
     def recv(self, nbytes: int) -> bytes:
@@ -96,6 +99,28 @@ class SshProvider(Provider):
     async def open_probed_link(self, host: Host, shell: HostShell, command: str,
                                on_event: EventHandler) -> AgentLink:
         return await self._stream_link(host, shell, command, on_event, PROBE_ANSWER_LIMIT)
+
+    async def open_direct_link(self, host: Host, shell: HostShell,
+                               on_event: EventHandler) -> tuple[AgentLink, AgentPlace] | None:
+        memo = self.context.agent_sockets
+        place = memo.get(host.name) if memo is not None else None
+        if place is None or not isinstance(shell, SshShell):
+            return None
+        loop = asyncio.get_running_loop()
+        try:
+            stream = await loop.run_in_executor(None, shell.connection.open_socket_stream, place.socket)
+        except SocketRefused as refused:
+            log.info("%s: %s; reaching the agent with a command", host.name, refused.message)
+            return None
+        return open_stream_link(_StreamAdapter(stream), on_event, name=host.name), place
+
+    def remember_agent(self, host: Host, install: InstallReport | None) -> None:
+        memo = self.context.agent_sockets
+        if memo is None:
+            return
+        place = None if install is None or not install.socket_path.startswith("/") else AgentPlace(
+            install.socket_path, install.bundle_path, install.supervisor)
+        memo.remember(host.name, place)
 
     async def _stream_link(self, host: Host, shell: HostShell, cmd: str, on_event: EventHandler,
                            preamble: int | None) -> AgentLink:

@@ -126,6 +126,11 @@ class HostNotSuitable(AgentInstallError):
 _SAFE_PATH = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]{1,1024}")
 
 
+def is_safe_path(value: object) -> bool:
+    """A host path this app uses: text of 1 to 1024 characters without control or direction characters."""
+    return isinstance(value, str) and _SAFE_PATH.fullmatch(value) is not None
+
+
 def _text(value: object, limit: int = 100) -> str | None:
     """A probe field as the host sent it, cleaned and cut at parse time (it is shown in words)."""
     return None if value is None else plain(str(value), limit)
@@ -688,7 +693,7 @@ class AgentInstaller:
                 "Install a newer python3 on the host, then connect again.",
             )
         paths = [data.get(k) for k in ("home", "bundle", "socket")]
-        if not all(isinstance(p, str) and p and _SAFE_PATH.fullmatch(p) for p in paths):
+        if not all(is_safe_path(p) for p in paths):
             raise AgentInstallError(
                 "Could not read the host",
                 "The probe of the host answered with folder names this app does not use (empty, too long, or "

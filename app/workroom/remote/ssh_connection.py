@@ -244,6 +244,48 @@ class ExecStream:
         self._channel.close()
 
 
+class SocketStream:
+    """A stream to a Unix socket on the host (`SshConnection.open_socket_stream`): no command runs on the
+    host, so it has no exit status; it ends when the socket's other end closes, or with the connection."""
+
+    def __init__(self, channel: paramiko.Channel, guard: ConnectionGuard, path: str) -> None:
+        self._channel = channel
+        self._guard = guard
+        self.path = path
+
+    def recv(self, size: int = 65536) -> bytes:
+        try:
+            return bytes(self._channel.recv(size))
+        except (OSError, EOFError, paramiko.SSHException):
+            return b""
+
+    def send(self, data: bytes, timeout: float = 10.0) -> None:
+        """Raises `BrokenPipeError` when the socket's end has closed (the connection lives on), as
+        `ExecStream.send` does for a command that ended; `ConnectionLost` when the connection broke."""
+        ended = False
+        with self._guard.watch(timeout, "sending to the host"):
+            try:
+                self._channel.sendall(data)
+            except OSError:
+                if not (self._channel.closed and self._guard.is_open):
+                    raise
+                ended = True
+        if ended:
+            raise BrokenPipeError(f"the agent's socket {self.path} has closed")
+
+    def end_error(self) -> UserError | None:
+        """How the stream ended: the connection's loss, or None (the socket's end closed, or ours)."""
+        return None if self._guard.closed_by_us else self._guard.lost_error
+
+    def close(self) -> None:
+        self._guard.forget(self._channel)
+        self._channel.close()
+
+
+class SocketRefused(SshError):
+    """The host would not connect a channel to a Unix socket (forwarding not allowed, nobody listening)."""
+
+
 # --- the connection ---------------------------------------------------------------------------
 
 
@@ -463,6 +505,23 @@ class SshConnection:
         channel = self._start(command, timeout)
         channel.settimeout(None)
         return ExecStream(channel, self._guard, command)
+
+    def open_socket_stream(self, path: str, timeout: float = 10.0) -> SocketStream:
+        """A stream to the Unix socket `path` on the host, as the login user (OpenSSH's streamlocal
+        forwarding, what `ssh -W path` opens): one round trip, nothing started on the host. Raises
+        `SocketRefused` when sshd refuses it (its words in the message)."""
+        transport = self._transport
+        assert isinstance(transport, WorkroomTransport)
+        with self._guard.watch(timeout + 1.0, "reaching the agent's socket"):
+            try:
+                channel = transport.open_streamlocal(path, timeout)
+            except paramiko.ChannelException as exc:
+                raise SocketRefused("The host refused the agent's socket",
+                                    f"{self.target.describe()} would not connect to {path} ({exc.text}).",
+                                    "The app reaches the agent with a command instead.") from exc
+        self._guard.track(channel)
+        channel.settimeout(None)
+        return SocketStream(channel, self._guard, path)
 
     def sftp_put(self, source: Path | str | bytes, remote_path: str, mode: int = 0o600,
                  progress: Callable[[int, int], None] | None = None, timeout: float = 30.0) -> int:

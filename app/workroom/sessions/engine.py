@@ -26,6 +26,7 @@ from workroom.core.questions import SecretRequest
 from workroom.credentials import CredentialKey, CredentialStore
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
+from workroom.providers.agent_sockets import AgentSockets
 from workroom.providers.base import Provider, ProviderContext
 from workroom.regular_file import read_regular_file
 from workroom.remote.agent_install import AgentInstaller, UninstallReport
@@ -104,7 +105,7 @@ class Engine:
         """Set by a face that can ask the user for a passphrase (an async callable on the event loop)."""
         self.loop: asyncio.AbstractEventLoop | None = None
         self.context = ProviderContext(bundle=bundle, known_hosts=KnownHosts(paths.known_hosts_file),
-                                       state_dir=paths.state_dir,
+                                       state_dir=paths.state_dir, agent_sockets=AgentSockets(paths.state_dir),
                                        secret_lookup=keyring_secret_lookup(self.credentials, self),
                                        forget_secret=lambda request: self.credentials.delete(CredentialKey.of(request)))
         self.sessions: dict[str, HostSession] = {}
@@ -242,6 +243,7 @@ class Engine:
         self.hosts = self.hosts.remove(host.name)
         save_hosts(self.paths, self.hosts)
         self.last_verdicts.pop(host.name, None)
+        await asyncio.to_thread(self.provider_for(host).remember_agent, host, None)
         return report
 
     async def uninstall_agent(self, host: Host, *, stop_only: bool = False) -> UninstallReport:
@@ -254,7 +256,9 @@ class Engine:
             try:
                 installer = AgentInstaller(shell, provider.context.bundle, provider.layout(host),
                                            provider.serve_options(host), provider.python_command(host))
-                return installer.uninstall(stop_only=stop_only)
+                report = installer.uninstall(stop_only=stop_only)
+                provider.remember_agent(host, None)
+                return report
             finally:
                 shell.close()
 

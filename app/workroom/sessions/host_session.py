@@ -59,6 +59,7 @@ PING_TIMEOUT_SECONDS = 5.0
 LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
 """Worst case from a peer freezing to the session calling it lost (the issue asks for <= 10 s)."""
 PROBE_TIMEOUT_SECONDS = 30.0
+DIRECT_HELLO_SECONDS = 5.0  # an agent answers its socket at once; past this the probe decides
 """How long the probe's answer may take (as long as the probe run on its own may)."""
 BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 ASLEEP_RECHECK_SECONDS = 60.0
@@ -137,6 +138,7 @@ class HostSession:
         self.first_status_seconds: float | None = None
         self.failure: UserError | None = None
         self.phase_seconds: dict[str, float] = {}
+        self._direct = False  # this run's link went straight to the agent's socket (`_direct_link`)
         self.previous_verdict = previous_verdict
         """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
         self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
@@ -460,9 +462,12 @@ class HostSession:
         shell = await self._open_shell()
         self.phase_seconds = {"ssh": self._clock() - start}
         self._rt.shell = shell
+        self._direct = False
         link, subscribed = await self._install_and_link(shell, start)
         status = await self._sync_settings(link, start, subscribed)
         self._go_live(link, status, was_asleep=was_asleep, seconds=self._clock() - start)
+        if self._direct:  # the probe's checks still run on this connect, after the first status
+            self._rt.tasks.append(asyncio.get_running_loop().create_task(self._check_installed(shell, link)))
         # Connected: what follows (a reconnect after a loss) is the app's doing, not the user's Connect,
         # so it may not wake the box, nor try a box whose state it cannot read.
         self._may_wake = False
@@ -495,8 +500,12 @@ class HostSession:
         installer = AgentInstaller(shell, self.provider.context.bundle, layout,
                                    self.provider.serve_options(self.host), self.provider.python_command(self.host))
         if self.provider.relay_argv(self.host, layout.socket_path) is not None:  # a relay over a command
+            direct = await self._direct_link(shell, start)
+            if direct is not None:
+                return direct
             probed = await self._probe_then_relay(shell, installer, start)
             if isinstance(probed, tuple):
+                await self._remember_agent()
                 return probed
             # The probe said what to change (or said nothing usable: then it runs again on its own, and says
             # why in its own words): change it, then a relay of its own -- never one before the probe.
@@ -506,6 +515,7 @@ class HostSession:
                                                                   self._on_event)
             await after.client.hello()
             self.phase_seconds["hello"] = self._clock() - start
+            await self._remember_agent()
             return after, None
         # Without one command for both (this computer: its socket), open the link while the probe runs, and
         # keep it only if the probe finds nothing to change.
@@ -534,6 +544,71 @@ class HostSession:
         self._rt.link = link
         self.phase_seconds["hello"] = self._clock() - start
         return link, None
+
+    async def _direct_link(self, shell: HostShell,
+                           start: float) -> tuple[AgentLink, asyncio.Future[Status]] | None:
+        """A reconnect with no command on the host: a stream straight to the socket where the agent listened at
+        the last connect (`Provider.open_direct_link`), `subscribe` sent at once. Kept only if the agent there
+        says hello as this app's build and is not stalled; else None, and the connect goes the probe's way
+        (which checks the installed bundle, and pushes, hands off or restarts as needed). Nothing runs from
+        the host's disk here: the bundle's hash is checked wherever it is started (docs/protocol.md)."""
+        opened = await self.provider.open_direct_link(self.host, shell, self._on_event)
+        if opened is None:
+            return None
+        link, place = opened
+        self._rt.link = link
+        subscribed = asyncio.ensure_future(link.client.subscribe())
+        subscribed.add_done_callback(lambda f: f.cancelled() or f.exception())
+        bundle = self.provider.context.bundle
+        keep = False
+        try:
+            hello = await link.client.hello(timeout=DIRECT_HELLO_SECONDS)
+            if hello.build != bundle.sha256:
+                log.info("the agent at %s on %s is another build: probing", place.socket, self.host.name)
+                return None
+            self.phase_seconds["hello"] = self._clock() - start
+            status = await subscribed
+            if status.stalled:
+                log.info("the agent on %s has stalled: probing", self.host.name)
+                return None
+            self.install = InstallReport(installed_version=bundle.version, socket_path=place.socket,
+                                         bundle_path=place.bundle, supervisor=place.supervisor)
+            self.phase_seconds["install"] = self.phase_seconds["hello"]
+            keep = self._direct = True
+            return link, subscribed
+        except (UserError, ProtocolError, OSError, TimeoutError, EOFError) as failed:
+            log.info("the agent's socket on %s did not answer as this build (%s): probing", self.host.name,
+                     getattr(failed, "message", None) or failed)
+            return None
+        finally:
+            if not keep:  # closing fails the subscribe still waiting (a cancel first would orphan its reply)
+                link.close("replaced")
+                self._rt.link = None
+
+    async def _check_installed(self, shell: HostShell, link: AgentLink) -> None:
+        """After a direct reconnect, the install probe as every other connect runs it (the installed bundle's
+        sha256, its folders, the host's Python), off the path to the first status. All well: nothing more.
+        Anything to change (the installed file is not this build's, an unsafe folder, ...): the remembered
+        socket is forgotten and the link closed, and the reconnect that follows goes the probe's way, which
+        changes it (or says why it cannot) as a first connect would."""
+        installer = AgentInstaller(shell, self.provider.context.bundle, self.provider.layout(self.host),
+                                   self.provider.serve_options(self.host), self.provider.python_command(self.host))
+        try:
+            probe = await self._runner.run(installer.probe)
+            why = None if installer.relay_follows(probe) else "the agent installed on the host needs changing"
+        except AgentInstallError as error:
+            why = plain_reason(error.message)
+        except (UserError, OSError, TimeoutError):
+            return  # the connection's own trouble: its loss is noticed and reported where it always is
+        if why is None or link.closed.done():
+            return
+        log.info("%s: %s; reconnecting through the install probe", self.host.name, why)
+        await self._runner.run(self.provider.remember_agent, self.host, None)
+        link.close(why)
+
+    async def _remember_agent(self) -> None:
+        """Where the agent is now, for the next connect's `_direct_link` (a file write only on a change)."""
+        await self._runner.run(self.provider.remember_agent, self.host, self.install)
 
     async def _probe_then_relay(self, shell: HostShell, installer: AgentInstaller,
                                 start: float) -> tuple[AgentLink, asyncio.Future[Status]] | Probe | None:
@@ -589,8 +664,7 @@ class HostSession:
             keep = True
             return link, subscribed
         finally:
-            if not keep:
-                subscribed.cancel()
+            if not keep:  # closing fails the subscribe still waiting (a cancel first would orphan its reply)
                 link.close("replaced")
                 self._rt.link = None
 

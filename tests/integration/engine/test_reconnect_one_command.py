@@ -1,6 +1,8 @@
-"""A reconnect to an up-to-date host is one command after login: the probe checks the installed bundle's
-sha256 and only then becomes the relay on the same stream (docs/protocol.md, transport). Against the real
-sshd and the real agent; the SSH commands are counted on the real connection, not replaced."""
+"""A reconnect to an up-to-date host whose agent's socket the app cannot open straight (none remembered, or
+sshd refuses: test_reconnect_direct_socket.py) is one command after login: the probe checks the installed
+bundle's sha256 and only then becomes the relay on the same stream (docs/protocol.md, transport). Against the
+real sshd and the real agent; the SSH commands are counted on the real connection, not replaced. The engine
+here remembers no socket, so every connect takes that path."""
 
 from __future__ import annotations
 
@@ -47,6 +49,7 @@ class CommandLog:
 
 async def _connect(app_home, agent_bundle, sshd):  # type: ignore[no-untyped-def]
     engine = Engine(app_home, agent_bundle, auto_reconnect=False)
+    engine.context.agent_sockets = None  # no direct stream to the socket: the one command is what is tested
     if "box1" not in engine.hosts.names():
         engine.add_host(ssh_host(sshd))
     try:
