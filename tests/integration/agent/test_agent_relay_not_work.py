@@ -61,3 +61,40 @@ def test_a_relay_seen_before_it_named_itself_is_not_work_once_it_subscribes(tmp_
             relay.kill()
             relay.wait(10)
         agent.stop()
+
+
+CONNECT_AS = r"""
+import socket, sys, time
+open("/proc/self/comm", "w").write(sys.argv[2])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect(sys.argv[1])
+s.recv(1)                                     # held until the test has looked at the peer
+"""
+
+
+@pytest.mark.parametrize(("comm", "ours"), [("wr-agent-relay", True), ("sshd", True), ("sshd-session", True),
+                                            ("bash", False), ("sshd-evil", False), ("python3", False)])
+def test_the_apps_stream_is_told_apart_by_its_peer(tmp_path, comm: str, ours: bool) -> None:
+    """The app's bytes are its own traffic (never the box's network work) when its stream comes through our
+    relay or straight through sshd (streamlocal forwarding): the peer's comm, read with SO_PEERCRED."""
+    import socket
+
+    from wr_agent import server
+
+    path = os.path.join(private_dir(tmp_path / "run"), "peer.sock")
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    listener.listen(1)
+    listener.settimeout(10)
+    peer = subprocess.Popen([sys.executable, "-c", CONNECT_AS, path, comm])
+    try:
+        conn, _ = listener.accept()
+        with conn:
+            assert server._peer_is_relay(conn) is ours
+            conn.send(b"x")
+        peer.wait(10)
+    finally:
+        if peer.poll() is None:
+            peer.kill()
+            peer.wait(10)
+        listener.close()

@@ -199,3 +199,48 @@ def test_an_installed_bundle_changed_under_a_running_agent_is_put_right_after_a_
     assert not marker.exists(), "a bundle was run before its hash was checked"
     assert wire.kinds()[:3] == ["socket", "exec", "stream"], wire.opened  # direct, its probe, then the probe's way
     assert sorted(agent_pids(sshd.uid)) == running
+
+
+BURN = "timeout {s} sh -c 'while :; do :; done'"  # one process, all CPU
+
+
+def test_commands_on_the_apps_own_connection_are_not_the_boxs_work_and_another_connections_are(
+        sshd, app_home, agent_bundle) -> None:
+    """The agent leaves out the tree of the sshd that carries the app's stream (it subscribed through it): a
+    CPU-bound command the app runs on that connection is not work. The same command on another SSH connection
+    (a person's) is work: the exclusion is that one connection's, not every sshd's."""
+    trust_sshd(app_home, sshd)
+    asyncio.run(_connect(app_home, agent_bundle, sshd))
+
+    async def run() -> None:
+        engine = Engine(app_home, agent_bundle, auto_reconnect=False)
+        session = engine.session("box1")
+        try:
+            await session.connect(timeout=60)
+            assert session.install is not None and session._direct  # the stream went straight to the socket
+
+            def named() -> list[str]:
+                status = session.snapshot().status
+                return [r for r in (status.busy_reasons if status else ()) if " sh " in f" {r} "]
+
+            own = asyncio.get_running_loop().run_in_executor(
+                None, lambda: session._rt.shell.run(BURN.format(s=5), timeout=20))  # type: ignore[union-attr]
+            seen: list[str] = []
+            deadline = time.monotonic() + 4
+            while time.monotonic() < deadline:
+                seen += named()
+                await asyncio.sleep(0.25)
+            await own
+            assert not seen, seen
+            other = engine.provider_for(session.host).open_shell(session.host)  # a second connection
+            try:
+                theirs = asyncio.get_running_loop().run_in_executor(None, lambda: other.run(BURN.format(s=6),
+                                                                                           timeout=20))
+                await _wait(lambda: bool(named()), 6, "the other connection's command seen as work")
+                await theirs
+            finally:
+                other.close()
+        finally:
+            await engine.close()
+
+    asyncio.run(run())
