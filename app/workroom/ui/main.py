@@ -144,6 +144,9 @@ def show_early_tray(app: Any) -> EarlyTray:
     app.setWindowIcon(icon)
     early = EarlyTray(icon)
     if early.show():
+        # Qt sends the icon to the tray host and paints it now, while the loop's own imports run (an X11
+        # tray embeds it meanwhile: exposed ~80 ms after show() here, against ~200 ms when left to the loop).
+        app.processEvents()
         log.info("start-up: tray icon shown; loading the engine")
     return early
 
@@ -207,6 +210,8 @@ async def start_app(show_window: bool, early: EarlyTray | None = None) -> Workro
     asked = asyncio.Event()
     if early is not None:
         early.quit_requested.connect(asked.set)
+        if early.quit_asked:  # while the icon was being shown (its first paint runs Qt's events)
+            asked.set()
     waiting: asyncio.Future[Any] | None = None
     app: WorkroomApp | None = None
     try:
@@ -250,8 +255,8 @@ async def _painted(early: EarlyTray, timeout: float = TRAY_PAINT_WAIT_SECONDS) -
     import time
 
     widget = early.own_window()
-    await asyncio.sleep(0)
     if widget is None:
+        await asyncio.sleep(0)
         return
     deadline = time.monotonic() + timeout
     while early.icon.isVisible() and not early.exposed(widget) and time.monotonic() < deadline:
