@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from gui_helpers import agent_pids_under, desktop_app_env, kill_agents_under, poll_until
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
 from workroom.ui.early_tray import QUIT_TEXT, STARTING_LINE, STARTING_TOOLTIP, EarlyTray
 from x_desktop import Desktop
 
@@ -178,6 +178,10 @@ def test_the_tray_controller_adopts_the_early_icon(engine: Any, qtbot: Any) -> N
 
     early = EarlyTray(app_icon())
     assert early.icon.toolTip() == STARTING_TOOLTIP and early.icon.contextMenu() is early.menu
+    trigger = QSystemTrayIcon.ActivationReason.Trigger
+    early.icon.activated.emit(trigger)  # a click on the starting icon: the window is wanted once there is one
+    assert early.window_asked is (sys.platform != "darwin")  # a Mac's click opens the menu instead
+    early.window_asked = False
     app = WorkroomApp(engine, tray_icon=early.icon)
     qtbot.addWidget(app.window)
     early.handed_over(app.request_quit)
@@ -185,6 +189,8 @@ def test_the_tray_controller_adopts_the_early_icon(engine: Any, qtbot: Any) -> N
         assert app.tray.icon is early.icon
         assert early.icon.contextMenu() is app.tray.menu
         assert early.icon.toolTip().startswith("Workroom: ")
+        early.icon.activated.emit(trigger)  # now the app's tray answers a click, not the starting one
+        assert not early.window_asked
         assert not app.quit_event.is_set()
         early.quit_action.trigger()  # the starting menu was open while the app was built: Quit quits the app
         assert app.quit_event.is_set() and not early.quit_asked
