@@ -38,7 +38,7 @@ NO_ANSWER = ("workroom-app: Workroom is already running for this home but did no
              "quit it (or end it in Activity Monitor / with kill) and open it again.")
 TRAY_PAINT_WAIT_SECONDS = 0.3
 """How long the start waits for an X11 tray to embed and expose the icon before it loads the engine (it
-takes ~10-60 ms under trayer here; a tray slower than this gets its icon while the engine loads)."""
+takes ~40-80 ms under trayer here; a tray slower than this gets its icon while the engine loads)."""
 NO_DISPLAY_MESSAGE = (
     "workroom-app: no display found (DISPLAY and WAYLAND_DISPLAY are unset), so the window cannot open.\n"
     "Showing the live status view in this terminal instead (Ctrl-C to stop). "
