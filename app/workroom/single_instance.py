@@ -13,7 +13,6 @@ uid before it acts on a request, and answers only the one word it knows.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
 import fcntl
@@ -24,9 +23,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workroom.paths import AppPaths, agent_socket_dir, check_private_dir
-from workroom.remote.agent_link import peer_uid
+
+if TYPE_CHECKING:
+    import asyncio
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +57,8 @@ class InstanceLock:
 
     async def serve(self, on_show: Callable[[], None]) -> None:
         """Listen for later launches; each `show` calls `on_show` on the loop."""
+        import asyncio  # here, not above: `claim` runs before the tray shows, and needs none of it
+
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()  # a crashed app's socket: ours, since we hold the lock
         self.server = await asyncio.start_unix_server(lambda r, w: _answer(r, w, on_show),
@@ -73,6 +77,10 @@ class InstanceLock:
 
 
 async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, on_show: Callable[[], None]) -> None:
+    import asyncio
+
+    from workroom.remote.agent_link import peer_uid  # loaded with the engine by now
+
     try:
         sock = writer.get_extra_info("socket")
         uid = peer_uid(sock) if sock is not None else None

@@ -13,10 +13,10 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QSocketNotifier, Qt
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
@@ -28,13 +28,15 @@ from workroom.platform.macos import AppNapGuard, IdleSleepGuard, bring_to_front,
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
-from workroom.ui.about_dialog import AboutDialog, QuitDialog, show_help
 from workroom.ui.app_controller import AppController
 from workroom.ui.computer_sleep import ComputerSleepWatch
 from workroom.ui.host_notices import HostNotices
 from workroom.ui.main_window import SETTINGS_TAB, MainWindow
 from workroom.ui.notifications import BackendFactory, Notice, NoticeButton, Notifications, choose_backend
 from workroom.ui.tray import TrayController, copy_to_clipboard
+
+if TYPE_CHECKING:  # the dialogs load when one opens, not at start-up (docs/architecture.md)
+    from workroom.ui.about_dialog import AboutDialog, QuitDialog
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +55,14 @@ def prompt_key(name: str) -> str:
 
 class WorkroomApp:
     def __init__(self, engine: Engine, *, login_item: LoginItem | None = None,
-                 notification_backend: BackendFactory = choose_backend) -> None:
+                 notification_backend: BackendFactory = choose_backend,
+                 tray_icon: QSystemTrayIcon | None = None) -> None:
+        """`tray_icon`: the icon shown while the app started (ui/early_tray.py); the tray adopts it."""
         self.controller = AppController(engine)
         self.idle_sleep = IdleSleepGuard()
         self.idle_sleep.set_enabled(engine.settings.hold_idle_sleep)
         self.window = MainWindow(self.controller, login_item=login_item, can_hold_idle_sleep=power() is not None)
-        self.tray = TrayController()
+        self.tray = TrayController(icon=tray_icon)
         self.notifications = Notifications(self.tray.icon, notification_backend)
         self.host_notices = HostNotices(self.notifications, lambda: self.controller.notice_settings)
         self.quit_event = asyncio.Event()
@@ -105,7 +109,7 @@ class WorkroomApp:
         t.quit_requested.connect(self.confirm_quit)
         w.quit_requested.connect(self.confirm_quit)
         t.about_requested.connect(self.show_about)
-        t.help_requested.connect(lambda: show_help(self.window))
+        t.help_requested.connect(self.show_help)
         t.disconnect_requested.connect(c.disconnect_host)
         t.terminal_requested.connect(self.open_terminal)
         t.host_requested.connect(self._show_host)
@@ -141,6 +145,8 @@ class WorkroomApp:
             self.window.show_error(UserError("No terminal opened", str(error), ""))
 
     def show_about(self) -> None:
+        from workroom.ui.about_dialog import AboutDialog
+
         bring_to_front()
         self.about = AboutDialog(self.controller.engine.context.bundle, app_log_folder() / LOG_FILE_NAME,
                                  self.window)
@@ -148,10 +154,17 @@ class WorkroomApp:
 
     def confirm_quit(self) -> None:
         """Quit from the menu or the keyboard says what keeps running first (a system quit does not ask)."""
+        from workroom.ui.about_dialog import QuitDialog
+
         bring_to_front()
         self.quit_dialog = QuitDialog(self._quit_answered, can_stop_local_agent=self.can_stop_local_agent,
                                       parent=self.window)
         self.quit_dialog.open()
+
+    def show_help(self) -> None:
+        from workroom.ui.about_dialog import show_help
+
+        show_help(self.window)
 
     def _quit_answered(self, stop_local_agent: bool) -> None:
         self.stop_local_agent_on_quit = stop_local_agent

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QItemSelectionModel, QModelIndex, QPoint, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QHideEvent, QKeySequence, QShowEvent
@@ -39,15 +40,16 @@ from workroom.ui import row_text, styles
 from workroom.ui.app_controller import AppController
 from workroom.ui.computer_options_view import ComputerOptionsView, LoginItemOffer
 from workroom.ui.host_detail_view import HostDetailView
-from workroom.ui.host_dialog import AddHostDialog
-from workroom.ui.host_key_dialog import ask_host_key
 from workroom.ui.host_table_model import Column, HostTableModel
 from workroom.ui.prompt_cards_view import PromptCardsView
-from workroom.ui.secret_dialog import ask_secret
 from workroom.ui.settings_view import SettingsView
 from workroom.ui.timeline_view import TimelineView
 from workroom.ui.tray import copy_to_clipboard as copy_text
 from workroom.ui.wrap_text import breakable, install_clipboard_cleaner
+
+if TYPE_CHECKING:  # the dialogs load when one opens, not at start-up (docs/architecture.md)
+    from workroom.core.questions import HostKeyQuestion, SecretRequest
+    from workroom.ui.host_dialog import AddHostDialog
 
 HOSTS_TAB, SETTINGS_TAB = 0, 1
 STATE_WIDTH_STEP = 24
@@ -221,8 +223,8 @@ class MainWindow(QMainWindow):
         c.failed.connect(self.show_error)
         c.settings_applied.connect(self.settings.show_outcome)
         c.settings_failed.connect(self.settings.show_failure)
-        c.host_key_prompter = lambda name, question: ask_host_key(name, question, self)
-        c.secret_prompter = lambda request: ask_secret(request, self)
+        c.host_key_prompter = self._ask_host_key
+        c.secret_prompter = self._ask_secret
         self.table.selectionModel().selectionChanged.connect(self._selection_changed)
         self.detail.connect_requested.connect(self._connect)
         self.detail.retry_requested.connect(self.controller.retry_now)
@@ -406,7 +408,19 @@ class MainWindow(QMainWindow):
     def _apply_settings(self, settings: object) -> None:
         self.controller.apply_settings(settings)  # type: ignore[arg-type]
 
+    async def _ask_host_key(self, name: str, question: HostKeyQuestion) -> bool:
+        from workroom.ui.host_key_dialog import ask_host_key
+
+        return await ask_host_key(name, question, self)
+
+    async def _ask_secret(self, request: SecretRequest) -> str | None:
+        from workroom.ui.secret_dialog import ask_secret
+
+        return await ask_secret(request, self)
+
     def open_add_dialog(self) -> AddHostDialog:
+        from workroom.ui.host_dialog import AddHostDialog
+
         dialog = AddHostDialog(self.controller.engine.hosts, self, tester=self.host_dialog_tester)
         dialog.accepted.connect(lambda: self._add_from(dialog))
         dialog.finished.connect(dialog.deleteLater)
@@ -418,6 +432,8 @@ class MainWindow(QMainWindow):
         snapshot = self.detail.snapshot
         if snapshot is None or snapshot.host.is_this_computer:
             return None
+        from workroom.ui.host_dialog import AddHostDialog
+
         dialog = AddHostDialog(self.controller.engine.hosts, self, editing=snapshot.host,
                                tester=self.host_dialog_tester)
         dialog.accepted.connect(lambda: self._edit_from(dialog))

@@ -101,10 +101,12 @@ class TrayController(QObject):
     let_sleep_requested = Signal(str)
     copy_requested = Signal(str)
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, *, icon: QSystemTrayIcon | None = None) -> None:
+        """`icon`: the one shown while the app started (ui/early_tray.py), adopted as it is (this menu, icon
+        and tooltip replace its own); None makes a new one."""
         super().__init__()
         self._clock = clock
-        self.icon = QSystemTrayIcon()
+        self.icon = icon if icon is not None else QSystemTrayIcon()
         self.icon.setObjectName("tray")
         self.menu = QMenu()
         self.menu.setObjectName("tray_menu")
