@@ -98,3 +98,16 @@ def test_a_command_that_used_the_engine_ends_without_the_teardown_and_loses_no_w
         assert done.stderr.rstrip().endswith("Run `workroom hosts list`.")
     else:
         assert "ceiling" in done.stdout
+
+
+def test_the_engine_loads_without_paramiko_until_a_host_is_reached_over_ssh(tmp_path: Path) -> None:
+    """paramiko (with cryptography and nacl, ~185 ms here) loads with the first SSH connection, not with the
+    engine: the app's start and a command that answers from this computer or from OpenSSH's own `ssh` do
+    without it."""
+    code = ("import json, sys; import workroom.sessions.engine, workroom.cli, workroom.providers.ssh_family;"
+            "print(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={"WORKROOM_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, check=True)
+    modules = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "workroom.sessions.engine" in modules
+    assert loaded(modules, ("paramiko", "cryptography", "nacl", "workroom.remote.ssh_connection")) == []

@@ -11,6 +11,7 @@ import json
 import logging
 import shutil
 import time
+from typing import TYPE_CHECKING
 
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
@@ -24,7 +25,9 @@ from workroom.remote.agent_link import AgentLink, open_stream_link
 from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
 from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_config import SshTarget, resolve_target
-from workroom.remote.ssh_connection import ExecStream, SocketRefused, SocketStream, SshConnection
+
+if TYPE_CHECKING:  # paramiko loads with the first SSH connection (docs/architecture.md, start-up)
+    from workroom.remote.ssh_connection import ExecStream, SocketStream, SshConnection
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_SECONDS = 10.0
@@ -80,6 +83,8 @@ class SshProvider(Provider):
 
     def open_shell(self, host: Host) -> HostShell:
         assert self.context.known_hosts is not None
+        from workroom.remote.ssh_connection import SshConnection
+
         connection = SshConnection.connect(
             self.target(host),
             self.context.known_hosts,
@@ -106,6 +111,8 @@ class SshProvider(Provider):
         place = memo.get(host.name) if memo is not None else None
         if place is None or not isinstance(shell, SshShell):
             return None
+        from workroom.remote.ssh_connection import SocketRefused
+
         loop = asyncio.get_running_loop()
         try:
             stream = await loop.run_in_executor(None, shell.connection.open_socket_stream, place.socket)

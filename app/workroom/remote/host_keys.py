@@ -24,13 +24,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import paramiko
+from typing import TYPE_CHECKING
 
 from workroom.core.errors import ExitCode, UserError
 from workroom.core.questions import HostKeyQuestion
 from workroom.regular_file import NotARegularFileError, read_regular_file
 from workroom.storage import atomic_write_bytes
+
+if TYPE_CHECKING:  # paramiko loads with the first SSH connection (docs/architecture.md, start-up)
+    import paramiko
 
 HASHED_PREFIX = "|1|"
 MAX_KNOWN_HOSTS_BYTES = 64 * 1024 * 1024
@@ -337,6 +339,8 @@ class KnownHosts:
         authorities = self._authorities_for(host, port)
         if not authorities:
             return None
+        import paramiko
+
         try:
             cert = _HostCertificate.parse(cert_blob)
         except (EOFError, IndexError, ValueError, paramiko.SSHException):
@@ -465,6 +469,8 @@ class _HostCertificate:
 
     @classmethod
     def parse(cls, blob: bytes) -> _HostCertificate:
+        import paramiko
+
         m = paramiko.Message(blob)
         cert_name = m.get_text()
         base = cert_name.removesuffix(CERT_SUFFIX)
@@ -496,36 +502,11 @@ class _HostCertificate:
         return self.cert_type == SSH_CERT_TYPE_HOST and in_time and named
 
     def signed_by_ca(self) -> bool:
+        import paramiko
+
         ca_type = paramiko.Message(self.ca_blob).get_text()
         ca_key = paramiko.PKey.from_type_string(ca_type, self.ca_blob)
         return bool(ca_key.verify_ssh_sig(self.signed, paramiko.Message(self.signature)))
-
-
-# --- paramiko glue ----------------------------------------------------------------------------
-
-
-class RefuseUnverifiedHostKey(paramiko.MissingHostKeyPolicy):
-    """paramiko's host key hook for one connection: accept only a key on record, raise otherwise.
-
-    The SSHClient using it holds no host keys of its own, so every key comes through here and is
-    checked against `KnownHosts` (never added).
-    """
-
-    def __init__(self, known_hosts: KnownHosts, host: str, port: int) -> None:
-        self.known_hosts = known_hosts
-        self.host = host
-        self.port = port
-        self.verdict: HostKeyVerdict | None = None
-
-    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
-        verdict = self.known_hosts.verify(self.host, self.port, key)
-        self.verdict = verdict
-        if isinstance(verdict, UnknownHostKey):
-            raise HostKeyUnknown(verdict)
-        if isinstance(verdict, ChangedHostKey):
-            raise HostKeyChanged(verdict)
-        if not isinstance(verdict, KnownHostKey):  # defensive: only an explicit match passes
-            raise HostKeyUnknown(UnknownHostKey(self.host, self.port, key.get_name(), fingerprint(key), key))
 
 
 def preferred_key_types(known: list[str], offered: tuple[str, ...] | list[str]) -> list[str]:

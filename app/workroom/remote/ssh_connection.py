@@ -26,11 +26,14 @@ from workroom.core.errors import UserError
 from workroom.regular_file import read_regular_file
 from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
 from workroom.remote.host_keys import (
+    ChangedHostKey,
     HostKeyChanged,
     HostKeyUnknown,
+    HostKeyVerdict,
     KnownHostKey,
     KnownHosts,
-    RefuseUnverifiedHostKey,
+    UnknownHostKey,
+    fingerprint,
     preferred_key_types,
 )
 from workroom.remote.ssh_auth import AskSecret, LoginAttempts, SecretRequest
@@ -165,6 +168,30 @@ class ConnectionGuard:
 
 
 # --- results and streams ----------------------------------------------------------------------
+
+
+class RefuseUnverifiedHostKey(paramiko.MissingHostKeyPolicy):
+    """paramiko's host key hook for one connection: accept only a key on record, raise otherwise.
+
+    The SSHClient using it holds no host keys of its own, so every key comes through here and is
+    checked against `KnownHosts` (never added).
+    """
+
+    def __init__(self, known_hosts: KnownHosts, host: str, port: int) -> None:
+        self.known_hosts = known_hosts
+        self.host = host
+        self.port = port
+        self.verdict: HostKeyVerdict | None = None
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        verdict = self.known_hosts.verify(self.host, self.port, key)
+        self.verdict = verdict
+        if isinstance(verdict, UnknownHostKey):
+            raise HostKeyUnknown(verdict)
+        if isinstance(verdict, ChangedHostKey):
+            raise HostKeyChanged(verdict)
+        if not isinstance(verdict, KnownHostKey):  # defensive: only an explicit match passes
+            raise HostKeyUnknown(UnknownHostKey(self.host, self.port, key.get_name(), fingerprint(key), key))
 
 
 class ExecResult(NamedTuple):

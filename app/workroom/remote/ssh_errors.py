@@ -11,15 +11,16 @@ import os
 import socket
 import subprocess
 import time
-
-import paramiko
+from typing import TYPE_CHECKING
 
 from workroom.core.display_text import plain
 from workroom.core.errors import ErrorKind, UserError
 from workroom.core.questions import SecretRequest
 from workroom.platform import local_network
 from workroom.remote.ssh_config import SshTarget
-from workroom.remote.ssh_transport import algorithm_mismatch
+
+if TYPE_CHECKING:  # paramiko loads with the first SSH connection (docs/architecture.md, start-up)
+    import paramiko
 
 __all__ = [
     "LOGIN_REFUSED_HINT",
@@ -156,6 +157,8 @@ class QuickAckSocket(socket.socket):
 
 def open_proxy_command(target: SshTarget) -> paramiko.ProxyCommand:
     """Start the target's ProxyCommand as the connection's socket."""
+    import paramiko
+
     assert target.proxy_command is not None
     try:
         return paramiko.ProxyCommand(target.proxy_command)
@@ -205,6 +208,10 @@ def handshake_error(target: SshTarget, exc: BaseException, timeout: float, trans
     """The plain-words error for a failure during the SSH handshake. What the server said (its banner line,
     which paramiko quotes; anyone who answers on the address can say anything before any host-key check) is
     cleaned of control characters and cut before it goes into the message."""
+    import paramiko
+
+    from workroom.remote.ssh_transport import algorithm_mismatch
+
     mismatch = algorithm_mismatch(transport, exc)
     if mismatch is not None:
         return HostUnreachable("No common SSH algorithm", f"{target.describe()}: {plain(mismatch, 1000)}",

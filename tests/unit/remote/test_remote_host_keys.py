@@ -16,12 +16,12 @@ from workroom.remote.host_keys import (
     KnownHostKey,
     KnownHosts,
     KnownHostsError,
-    RefuseUnverifiedHostKey,
     UnknownHostKey,
     fingerprint,
     host_key_name,
     preferred_key_types,
 )
+from workroom.remote.ssh_connection import RefuseUnverifiedHostKey
 
 pytestmark = pytest.mark.unit
 
