@@ -25,6 +25,7 @@ HOME_ENV = "WORKROOM_HOME"
 HOSTS_FILE_NAME = "hosts.json"
 SETTINGS_FILE_NAME = "settings.json"
 KNOWN_HOSTS_FILE_NAME = "known_hosts"
+AGENT_SOCKETS_FILE_NAME = "agent_sockets.json"
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,11 @@ class AppPaths:
     def known_hosts_file(self) -> Path:
         """The app's own known_hosts (the user's ~/.ssh/known_hosts is only read)."""
         return self.config_dir / KNOWN_HOSTS_FILE_NAME
+
+    @property
+    def agent_sockets_file(self) -> Path:
+        """Where each host's agent listened at its last connect (providers/agent_sockets.py): only a hint."""
+        return self.state_dir / AGENT_SOCKETS_FILE_NAME
 
     def ensure(self) -> AppPaths:
         """Create the directories (mode 0700: they hold host lists, keys' paths and sockets)."""

@@ -17,13 +17,14 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from workroom.paths import AGENT_SOCKETS_FILE_NAME
 from workroom.regular_file import read_regular_file
 from workroom.remote.agent_install import is_safe_path
 from workroom.storage import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
-FILE_NAME = "agent_sockets.json"
+FILE_NAME = AGENT_SOCKETS_FILE_NAME
 MAX_BYTES = 256 * 1024
 MAX_HOSTS = 500
 
