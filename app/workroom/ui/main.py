@@ -295,9 +295,11 @@ def open_app(show_window: bool, *, early: EarlyTray | None = None, bundle: Agent
 
 def _load_engine() -> AgentBundle:
     """On a thread of its own, while the loop keeps the early tray painted and its menu working: the engine's
-    imports (pydantic, paramiko, asyncio: no Qt) and the agent bundle (read and hashed; in a checkout built
-    first, in a child process)."""
+    imports (pydantic, asyncio; no Qt), paramiko's (the engine loads it only with a first SSH connection:
+    here it is loaded ahead, off the path to the hosts' connects) and the agent bundle (read and hashed; in a
+    checkout built first, in a child process)."""
     import workroom.platform.login_item
+    import workroom.remote.ssh_connection
     import workroom.sessions.engine  # noqa: F401
     from workroom.agent_bundle import load_agent_bundle
     from workroom.paths import app_paths
