@@ -134,3 +134,37 @@ class OrphanJob:
     def stop(self) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(self.pid, signal.SIGKILL)
+
+
+def run_app_answering_dialogs(home: Path) -> tuple[int, list[tuple[str, str, str]]]:
+    """`ui.main.run_app()` here (offscreen), each modal message box it shows accepted as it comes; returns the
+    exit code and the boxes' (title, text, informative text). Afterwards the app's agents under `home` are
+    killed and its log handlers removed (so the next test's log is its own)."""
+    import asyncio
+    import logging
+
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication, QMessageBox
+    from workroom.ui import main
+
+    seen: list[tuple[str, str, str]] = []
+
+    def answer() -> None:
+        box = QApplication.activeModalWidget()
+        if isinstance(box, QMessageBox):
+            seen.append((box.windowTitle(), box.text(), box.informativeText()))
+            box.accept()
+        else:
+            QTimer.singleShot(50, answer)
+
+    QTimer.singleShot(50, answer)
+    try:
+        code = main.run_app()
+    finally:
+        asyncio.set_event_loop(None)
+        kill_agents_under(home)
+        root = logging.getLogger()
+        for handler in [h for h in root.handlers if getattr(h, "workroom_log", False)]:
+            root.removeHandler(handler)
+            handler.close()
+    return code, seen

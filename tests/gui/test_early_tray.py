@@ -11,9 +11,7 @@ adoption itself, a quit while starting, an engine that fails to load on its thre
 
 from __future__ import annotations
 
-import asyncio
 import json
-import logging
 import os
 import re
 import shutil
@@ -24,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gui_helpers import agent_pids_under, desktop_app_env, kill_agents_under, poll_until
+from gui_helpers import agent_pids_under, desktop_app_env, kill_agents_under, poll_until, run_app_answering_dialogs
 from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QMessageBox, QSystemTrayIcon
+from PySide6.QtWidgets import QSystemTrayIcon
 from workroom.ui.early_tray import QUIT_TEXT, STARTING_LINE, STARTING_TOOLTIP, EarlyTray
 from x_desktop import Desktop
 
@@ -218,7 +216,6 @@ def test_an_engine_that_fails_to_load_reaches_the_dialog(qapp: Any, tmp_path: Pa
                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """The agent bundle is read on the engine's thread; its UserError still reaches the start-up dialog."""
     from workroom import agent_bundle
-    from workroom.ui import main
 
     def no_bundle(*_args: object, **_kwargs: object) -> object:
         raise agent_bundle.AgentBundleError("the agent bundle is gone (test)")
@@ -227,26 +224,7 @@ def test_an_engine_that_fails_to_load_reaches_the_dialog(qapp: Any, tmp_path: Pa
     home = tmp_path / "wrhome"
     monkeypatch.setenv("WORKROOM_HOME", str(home))
     monkeypatch.setenv("WORKROOM_LOGIN_ENV", "0")
-    seen: list[tuple[str, str]] = []
-
-    def answer() -> None:
-        box = QApplication.activeModalWidget()
-        if isinstance(box, QMessageBox):
-            seen.append((box.windowTitle(), box.text()))
-            box.accept()
-        else:
-            QTimer.singleShot(50, answer)
-
-    QTimer.singleShot(50, answer)
-    try:
-        code = main.run_app()
-    finally:
-        asyncio.set_event_loop(None)
-        kill_agents_under(home)
-        root = logging.getLogger()
-        for handler in [h for h in root.handlers if getattr(h, "workroom_log", False)]:
-            root.removeHandler(handler)
-            handler.close()
+    code, seen = run_app_answering_dialogs(home)
     assert code == 1
     assert len(seen) == 1 and seen[0][0] == "No agent to push", seen
     assert "the agent bundle is gone (test)" in seen[0][1]

@@ -4,7 +4,6 @@ log, and a quit by signal closes every session before the loop stops (the real a
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
 import signal
 import subprocess
@@ -14,9 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gui_helpers import kill_agents_under
-from PySide6.QtCore import QTimer
-from PySide6.QtWidgets import QApplication, QMessageBox
+from gui_helpers import kill_agents_under, run_app_answering_dialogs
 
 pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,26 +28,7 @@ def test_startup_error_reaches_a_dialog_with_the_log_path(qapp: Any, tmp_path: P
     (home / "config").write_text("not a folder")  # the app cannot make its config folder: start-up fails
     monkeypatch.setenv("WORKROOM_HOME", str(home))
     monkeypatch.setenv("WORKROOM_LOGIN_ENV", "0")
-    seen: list[tuple[str, str, str]] = []
-
-    def answer() -> None:
-        box = QApplication.activeModalWidget()
-        if isinstance(box, QMessageBox):
-            seen.append((box.windowTitle(), box.text(), box.informativeText()))
-            box.accept()
-        else:
-            QTimer.singleShot(50, answer)
-
-    QTimer.singleShot(50, answer)
-    try:
-        code = main.run_app()
-    finally:
-        asyncio.set_event_loop(None)
-        kill_agents_under(home)
-        root = logging.getLogger()
-        for handler in [h for h in root.handlers if getattr(h, "workroom_log", False)]:
-            root.removeHandler(handler)
-            handler.close()
+    code, seen = run_app_answering_dialogs(home)
     assert code == 1
     log_file = home / "logs" / "workroom.log"
     assert seen == [("Workroom could not start", main.STARTUP_FAILED,

@@ -200,6 +200,22 @@ class ExecResult(NamedTuple):
     stderr: bytes
 
 
+def _send_or_ended(channel: paramiko.Channel, guard: ConnectionGuard, data: bytes, timeout: float,
+                   ended: Callable[[], str]) -> None:
+    """Send on a stream's channel: `BrokenPipeError` (in `ended()`'s words) when its far end has already closed
+    while the connection lives on, `ConnectionLost` when the connection broke."""
+    closed_alone = False
+    with guard.watch(timeout, "sending to the host"):
+        try:
+            channel.sendall(data)
+        except OSError:
+            if not (channel.closed and guard.is_open):
+                raise
+            closed_alone = True
+    if closed_alone:
+        raise BrokenPipeError(ended())
+
+
 class ExecStream:
     """A long-running remote command (the agent relay): send to its stdin, read its stdout.
 
@@ -218,16 +234,8 @@ class ExecStream:
     def send(self, data: bytes, timeout: float = 10.0) -> None:
         """Raises `BrokenPipeError` when the command has already ended (the connection lives on: a probe that
         said what to change ends before the request sent after it), `ConnectionLost` when the connection broke."""
-        ended = False
-        with self._guard.watch(timeout, "sending to the host"):
-            try:
-                self._channel.sendall(data)
-            except OSError:
-                if not (self._channel.closed and self._guard.is_open):
-                    raise
-                ended = True
-        if ended:
-            raise BrokenPipeError(f"the command `{short_command(self.command)}` has ended")
+        _send_or_ended(self._channel, self._guard, data, timeout,
+                       lambda: f"the command `{short_command(self.command)}` has ended")
 
     def recv(self, size: int = 65536) -> bytes:
         try:
@@ -289,16 +297,7 @@ class SocketStream:
     def send(self, data: bytes, timeout: float = 10.0) -> None:
         """Raises `BrokenPipeError` when the socket's end has closed (the connection lives on), as
         `ExecStream.send` does for a command that ended; `ConnectionLost` when the connection broke."""
-        ended = False
-        with self._guard.watch(timeout, "sending to the host"):
-            try:
-                self._channel.sendall(data)
-            except OSError:
-                if not (self._channel.closed and self._guard.is_open):
-                    raise
-                ended = True
-        if ended:
-            raise BrokenPipeError(f"the agent's socket {self.path} has closed")
+        _send_or_ended(self._channel, self._guard, data, timeout, lambda: f"the agent's socket {self.path} has closed")
 
     def end_error(self) -> UserError | None:
         """How the stream ended: the connection's loss, or None (the socket's end closed, or ours)."""
@@ -416,16 +415,23 @@ class SshConnection:
 
     def _open_tunnel(self, target: SshTarget, timeout: float) -> paramiko.Channel:
         """A direct-tcpip channel to target through this (jump) connection."""
-        with self._guard.watch(timeout + 1.0, f"reaching {target.hostname} through {self.target.hostname}"):
+        return self._open_channel(
+            lambda: self._transport.open_channel("direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0),
+                                                 timeout=timeout),
+            f"reaching {target.hostname} through {self.target.hostname}", timeout,
+            lambda exc: HostUnreachable(
+                "Host unreachable",
+                f"The jump host {self.target.describe()} could not reach {target.hostname}:{target.port} ({exc.text}).",
+                "Check the host name and port as seen from the jump host."))
+
+    def _open_channel(self, open_it: Callable[[], paramiko.Channel], what: str, timeout: float,
+                      refused: Callable[[paramiko.ChannelException], UserError]) -> paramiko.Channel:
+        """Open a channel, the wait bounded (`ConnectionGuard.watch`); the server's refusal as `refused` says."""
+        with self._guard.watch(timeout + 1.0, what):
             try:
-                return self._transport.open_channel(
-                    "direct-tcpip", (target.hostname, target.port), ("127.0.0.1", 0), timeout=timeout)
+                return open_it()
             except paramiko.ChannelException as exc:
-                raise HostUnreachable(
-                    "Host unreachable",
-                    f"The jump host {self.target.describe()} could not reach {target.hostname}:"
-                    f"{target.port} ({exc.text}).",
-                    "Check the host name and port as seen from the jump host.") from exc
+                raise refused(exc) from exc
 
     # state -----------------------------------------------------------------------------------
 
@@ -493,14 +499,13 @@ class SshConnection:
         return result
 
     def _start(self, command: str, timeout: float) -> paramiko.Channel:
+        channel = self._open_channel(
+            lambda: self._transport.open_session(timeout=timeout), "starting a command", timeout,
+            lambda exc: SshError("The host refused a new session",
+                                 f"{self.target.describe()} refused to start `{short_command(command)}` ({exc.text}).",
+                                 "The host may limit sessions per connection; reconnect."))
+        self._guard.track(channel)
         with self._guard.watch(timeout + 1.0, "starting a command"):
-            try:
-                channel = self._transport.open_session(timeout=timeout)
-            except paramiko.ChannelException as exc:
-                raise SshError("The host refused a new session",
-                               f"{self.target.describe()} refused to start `{short_command(command)}` ({exc.text}).",
-                               "The host may limit sessions per connection; reconnect.") from exc
-            self._guard.track(channel)
             channel.exec_command(command)
         return channel
 
@@ -539,13 +544,11 @@ class SshConnection:
         `SocketRefused` when sshd refuses it (its words in the message)."""
         transport = self._transport
         assert isinstance(transport, WorkroomTransport)
-        with self._guard.watch(timeout + 1.0, "reaching the agent's socket"):
-            try:
-                channel = transport.open_streamlocal(path, timeout)
-            except paramiko.ChannelException as exc:
-                raise SocketRefused("The host refused the agent's socket",
-                                    f"{self.target.describe()} would not connect to {path} ({exc.text}).",
-                                    "The app reaches the agent with a command instead.") from exc
+        channel = self._open_channel(
+            lambda: transport.open_streamlocal(path, timeout), "reaching the agent's socket", timeout,
+            lambda exc: SocketRefused("The host refused the agent's socket",
+                                      f"{self.target.describe()} would not connect to {path} ({exc.text}).",
+                                      "The app reaches the agent with a command instead."))
         self._guard.track(channel)
         channel.settimeout(None)
         return SocketStream(channel, self._guard, path)

@@ -6,6 +6,7 @@ import hashlib
 import io
 import subprocess
 import zipfile
+from pathlib import Path
 
 from workroom.agent_bundle import AgentBundle
 from workroom.core.hosts import Host, IdentityRef
@@ -39,3 +40,12 @@ def trust_sshd(paths: AppPaths, sshd) -> None:  # type: ignore[no-untyped-def]
 def agent_pids(uid: int) -> list[int]:
     out = subprocess.run(["pgrep", "-u", str(uid), "-f", "wr-agent.pyz serve"], capture_output=True, text=True)
     return [int(p) for p in out.stdout.split()]
+
+
+def tampered_bundle(marker: Path) -> bytes:
+    """A zipapp that, if ever run, leaves `marker` behind (and says nothing a relay would)."""
+    out = io.BytesIO()
+    out.write(b"#!/usr/bin/env python3\n")
+    with zipfile.ZipFile(out, "a") as z:
+        z.writestr("__main__.py", f"open({str(marker)!r}, 'w').write('ran')\n")
+    return out.getvalue()

@@ -7,15 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
 import json
 import os
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
-from engine_helpers import agent_pids, ssh_host, trust_sshd, variant_bundle
+from engine_helpers import agent_pids, ssh_host, tampered_bundle, trust_sshd, variant_bundle
 from fixtures import sshd as sshd_mod
 from workroom.core.connection import ConnectionState
 from workroom.providers.agent_sockets import FILE_NAME
@@ -161,14 +159,6 @@ def test_an_agent_of_another_build_at_the_socket_is_handed_off_the_probes_way(ss
     assert sorted(agent_pids(sshd.uid)) == running  # a hand-off re-executes in place
 
 
-def _tampered_bundle(marker: Path) -> bytes:
-    """A zipapp that, if ever run, leaves `marker` behind."""
-    out = io.BytesIO()
-    out.write(b"#!/usr/bin/env python3\n")
-    with zipfile.ZipFile(out, "a") as z:
-        z.writestr("__main__.py", f"open({str(marker)!r}, 'w').write('ran')\n")
-    return out.getvalue()
-
 
 def test_an_installed_bundle_changed_under_a_running_agent_is_put_right_after_a_direct_reconnect(
         sshd, app_home, agent_bundle, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -179,7 +169,7 @@ def test_an_installed_bundle_changed_under_a_running_agent_is_put_right_after_a_
     installed = sshd.home / ".local/share/wr-agent/wr-agent.pyz"
     marker = sshd.home / "the-tampered-bundle-ran"
     running = sorted(agent_pids(sshd.uid))
-    installed.write_bytes(_tampered_bundle(marker))  # still the user's own file, 0600: only its bytes differ
+    installed.write_bytes(tampered_bundle(marker))  # still the user's own file, 0600: only its bytes differ
     os.chown(installed, sshd.uid, sshd.uid)
     wire = Wire(monkeypatch)
 

@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
 import json
 import os
 import shutil
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
-from engine_helpers import ssh_host, trust_sshd
+from engine_helpers import ssh_host, tampered_bundle, trust_sshd
 from workroom.core.connection import ConnectionState
 from workroom.providers import make_provider
 from workroom.remote.agent_install import AgentInstaller, AgentLayout, ServeOptions
@@ -71,14 +69,6 @@ def test_a_reconnect_is_one_command_and_pushes_nothing(sshd, app_home, agent_bun
     assert agent_bundle.sha256 in log.commands[0][1]  # the hash the probe checks before the relay runs
 
 
-def _tampered_bundle(marker: Path) -> bytes:
-    """A zipapp that, if ever run, leaves `marker` behind (and says nothing a relay would)."""
-    out = io.BytesIO()
-    out.write(b"#!/usr/bin/env python3\n")
-    with zipfile.ZipFile(out, "a") as z:
-        z.writestr("__main__.py", f"open({str(marker)!r}, 'w').write('ran')\n")
-    return out.getvalue()
-
 
 def test_a_bundle_whose_hash_differs_is_never_run_and_is_replaced(sshd, app_home, agent_bundle,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,7 +76,7 @@ def test_a_bundle_whose_hash_differs_is_never_run_and_is_replaced(sshd, app_home
     asyncio.run(_connect(app_home, agent_bundle, sshd))
     installed = sshd.home / ".local/share/wr-agent/wr-agent.pyz"
     marker = sshd.home / "the-tampered-bundle-ran"
-    installed.write_bytes(_tampered_bundle(marker))  # still the user's own file, 0600: only its bytes differ
+    installed.write_bytes(tampered_bundle(marker))  # still the user's own file, 0600: only its bytes differ
     os.chown(installed, sshd.uid, sshd.uid)
     log = CommandLog(monkeypatch)
     snap = asyncio.run(_connect(app_home, agent_bundle, sshd))
@@ -148,7 +138,7 @@ def test_a_bundle_swapped_for_another_is_refused_by_the_one_command(sshd, app_ho
     asyncio.run(_connect(app_home, agent_bundle, sshd))
     installed = sshd.home / ".local/share/wr-agent/wr-agent.pyz"
     marker = sshd.home / "the-swapped-bundle-ran"
-    swapped = _tampered_bundle(marker)
+    swapped = tampered_bundle(marker)
     installed.write_bytes(swapped)
     os.chown(installed, sshd.uid, sshd.uid)
     host = ssh_host(sshd)
