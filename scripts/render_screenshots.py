@@ -40,7 +40,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "app"), str(ROOT / "agent_bundle"), str(ROOT / "tools" / "simbox"), str(ROOT / "scripts")]
-from x_desktop import Desktop, DesktopUnavailable, desktop, stop_all  # noqa: E402
+from x_desktop import SESSION_BUS_CONFIG, Desktop, DesktopUnavailable, desktop, stop_all  # noqa: E402
 
 SCREEN = (1720, 900)  # wide enough that the notification (top right, below the panel) leaves the window whole
 IDLE_WINDOW = 30.0
@@ -120,7 +120,7 @@ def notification_server(here: Desktop) -> Iterator[None]:
     notification-daemon on it, drawing on this X server; the app's bus from here on. Stopped by PID."""
     folder = Path(tempfile.mkdtemp(prefix="wr-shots-bus-"))
     config = folder / "bus.conf"
-    config.write_text(BUS_CONFIG.format(socket=folder / "bus"))
+    config.write_text(SESSION_BUS_CONFIG.format(socket=folder / "bus"))
     procs: list[subprocess.Popen[str]] = []
     try:
         bus = subprocess.Popen(["dbus-daemon", f"--config-file={config}", "--nofork", "--print-address=1"],
@@ -147,19 +147,6 @@ def notification_server(here: Desktop) -> Iterator[None]:
         stop_all(procs)
         shutil.rmtree(folder, ignore_errors=True)
 
-
-BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <type>session</type>
-  <listen>unix:path={socket}</listen>
-  <policy context="default">
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
-    <allow own="*"/>
-  </policy>
-</busconfig>
-"""
 
 
 def notification_area(here: Desktop) -> tuple[int, int, int, int] | None:

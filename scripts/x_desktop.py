@@ -26,6 +26,23 @@ PANEL_TINT = 0x2B2B2B  # trayer's panel colour: a dark panel, where a dark-only 
 PANEL_HEIGHT = 26
 
 
+# A private session bus (`dbus-daemon --config-file`): one socket of its own, anyone on it may own any name
+# (the notification server, the Secret Service). {socket} is the socket's path.
+SESSION_BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow send_destination="*" eavesdrop="true"/>
+    <allow eavesdrop="true"/>
+    <allow own="*"/>
+  </policy>
+</busconfig>
+"""
+
+
 class DesktopUnavailable(RuntimeError):
     """A tool is missing or did not start in time; the message says which."""
 
