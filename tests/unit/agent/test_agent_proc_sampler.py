@@ -106,15 +106,20 @@ def test_new_burner_is_busy_on_first_sight(fake):
     assert [(c, p) for c, p, _ in sig.cpu] == [("yes", "42")]
 
 
-def test_leader_that_did_not_run_is_not_reread(fake):
-    """A sleeping leader whose runtime is unchanged keeps its cached state: stat/wchan are not read."""
+def _seen_in_a_timer_sleep_then_its_wchan_changed(fake):
+    """pid 43 in a timer sleep, sampled once; then its wchan on disk says otherwise (a re-read would see it)."""
     clock = Clock(100.0)
     fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=7)
     s = sampler(fake, clock)
     assert s.sample().timer_sleep == [("sleep", "43", 0.0, 0)]
-    # Change wchan on disk without changing runtime: the cached answer stands (proves no re-read).
     with open(os.path.join(fake.root, "43", "wchan"), "w") as f:
         f.write("pipe_read")
+    return clock, s
+
+
+def test_leader_that_did_not_run_is_not_reread(fake):
+    """A sleeping leader whose runtime is unchanged keeps its cached state: stat/wchan are not read."""
+    clock, s = _seen_in_a_timer_sleep_then_its_wchan_changed(fake)  # runtime unchanged: the cached answer stands
     clock.t = 101.0
     assert s.sample().timer_sleep == [("sleep", "43", 1.0, 0)]
     fake.proc(43, "sleep", wchan="pipe_read", runtime_ns=9)  # it ran: looked at again
@@ -124,12 +129,7 @@ def test_leader_that_did_not_run_is_not_reread(fake):
 
 def test_a_schedstat_that_moved_only_in_its_wait_fields_is_a_process_that_did_not_run(fake):
     """The bytes differ (run delay, timeslices) but the runtime does not: still not run, nothing re-read."""
-    clock = Clock(100.0)
-    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=7)
-    s = sampler(fake, clock)
-    assert s.sample().timer_sleep == [("sleep", "43", 0.0, 0)]
-    with open(os.path.join(fake.root, "43", "wchan"), "w") as f:
-        f.write("pipe_read")
+    clock, s = _seen_in_a_timer_sleep_then_its_wchan_changed(fake)
     with open(os.path.join(fake.root, "43", "schedstat"), "w") as f:
         f.write("7 12345 2\n")
     clock.t = 101.0
