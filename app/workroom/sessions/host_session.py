@@ -42,7 +42,7 @@ from workroom.core.questions import HostKeyQuestion
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_client import AgentClient
-from workroom.remote.agent_install import AgentInstaller, AgentInstallError, InstallReport, Probe
+from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, InstallReport, Probe
 from workroom.remote.agent_link import AgentLink, PreambleError, plain_reason
 from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
 from workroom.remote.host_shell import ExecResult, HostShell
@@ -59,8 +59,10 @@ PING_TIMEOUT_SECONDS = 5.0
 LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
 """Worst case from a peer freezing to the session calling it lost (the issue asks for <= 10 s)."""
 PROBE_TIMEOUT_SECONDS = 30.0
-DIRECT_HELLO_SECONDS = 5.0  # an agent answers its socket at once; past this the probe decides
 """How long the probe's answer may take (as long as the probe run on its own may)."""
+DIRECT_HELLO_SECONDS = 5.0
+"""How long the agent at a remembered socket may take to say hello (it answers at once; past this the probe
+decides)."""
 BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 ASLEEP_RECHECK_SECONDS = 60.0
 """The longest wait between reads of an asleep box's state (the provider answers without waking it)."""
@@ -497,8 +499,7 @@ class HostSession:
         answer to a `subscribe` already sent on it when the link came from the probe's own command."""
         self._set_state(ConnectionState.PUSHING)
         layout = self.provider.layout(self.host)
-        installer = AgentInstaller(shell, self.provider.context.bundle, layout,
-                                   self.provider.serve_options(self.host), self.provider.python_command(self.host))
+        installer = self._installer(shell, layout)
         if self.provider.relay_argv(self.host, layout.socket_path) is not None:  # a relay over a command
             direct = await self._direct_link(shell, start)
             if direct is not None:
@@ -544,6 +545,10 @@ class HostSession:
         self._rt.link = link
         self.phase_seconds["hello"] = self._clock() - start
         return link, None
+
+    def _installer(self, shell: HostShell, layout: AgentLayout) -> AgentInstaller:
+        return AgentInstaller(shell, self.provider.context.bundle, layout, self.provider.serve_options(self.host),
+                              self.provider.python_command(self.host))
 
     async def _direct_link(self, shell: HostShell,
                            start: float) -> tuple[AgentLink, asyncio.Future[Status]] | None:
@@ -591,8 +596,7 @@ class HostSession:
         Anything to change (the installed file is not this build's, an unsafe folder, ...): the remembered
         socket is forgotten and the link closed, and the reconnect that follows goes the probe's way, which
         changes it (or says why it cannot) as a first connect would."""
-        installer = AgentInstaller(shell, self.provider.context.bundle, self.provider.layout(self.host),
-                                   self.provider.serve_options(self.host), self.provider.python_command(self.host))
+        installer = self._installer(shell, self.provider.layout(self.host))
         try:
             probe = await self._runner.run(installer.probe)
             why = None if installer.relay_follows(probe) else "the agent installed on the host needs changing"
