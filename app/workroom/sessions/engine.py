@@ -243,7 +243,8 @@ class Engine:
         self.hosts = self.hosts.remove(host.name)
         save_hosts(self.paths, self.hosts)
         self.last_verdicts.pop(host.name, None)
-        await asyncio.to_thread(self.provider_for(host).remember_agent, host, None)
+        if self.context.agent_sockets is not None:  # its agent's place too (a provider that cannot be made
+            await asyncio.to_thread(self.context.agent_sockets.remember, host.name, None)  # is removed all the same)
         return report
 
     async def uninstall_agent(self, host: Host, *, stop_only: bool = False) -> UninstallReport:

@@ -234,3 +234,19 @@ def test_commands_on_the_apps_own_connection_are_not_the_boxs_work_and_another_c
             await engine.close()
 
     asyncio.run(run())
+
+
+def test_removing_a_host_forgets_where_its_agent_was(sshd, app_home, agent_bundle) -> None:
+    trust_sshd(app_home, sshd)
+    asyncio.run(_connect(app_home, agent_bundle, sshd))
+    assert "box1" in _remembered(app_home)
+
+    async def remove() -> None:
+        engine = Engine(app_home, agent_bundle, auto_reconnect=False)
+        try:
+            await engine.remove_host("box1")
+        finally:
+            await engine.close()
+
+    asyncio.run(remove())
+    assert "box1" not in _remembered(app_home)
