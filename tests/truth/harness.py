@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 WORKLOADS = HERE / "workloads"
 TOOLS = HERE / "tools"
 AGENT_SRC = HERE.parent.parent / "agent_bundle"
+SCRIPTS = HERE.parent.parent / "scripts"
 PY = "/usr/bin/python3"  # the test user cannot run an interpreter under root's home (often 0700)
 OUTSIDE_ADDR, INSIDE_ADDR = "10.200.0.1", "10.200.0.2"
 OWN_PTYS = ("mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts"
@@ -304,8 +305,7 @@ class Suite:
                                                   stdin=subprocess.DEVNULL))
             self._record(d, sock, res, inner, max(self.timings.stay, w.stay or 0.0))
         finally:
-            for p in reversed(procs):
-                _stop(p)
+            _stop(procs)
             for ns in made_ns:
                 for pid in subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True,
                                           timeout=30).stdout.split():
@@ -412,7 +412,7 @@ class Relay:
         raise RuntimeError("no reply among the agent's events")
 
     def close(self) -> None:
-        _stop(self.proc)
+        _stop([self.proc])
 
 
 def _reap_stale_users() -> None:
@@ -429,14 +429,14 @@ def _sh(*argv: str) -> None:
         raise RuntimeError(f"{' '.join(argv)}: {r.stderr.strip()}")
 
 
-def _stop(p: subprocess.Popen[bytes]) -> None:
-    if p.poll() is None:
-        p.terminate()
-        try:
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    """The desktop's `stop_all` (scripts/x_desktop.py): the last started first, SIGTERM, then SIGKILL after
+    5 s, each reaped. The harness also runs on its own, so it puts scripts/ on its path itself."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    from x_desktop import stop_all
+
+    stop_all(procs)
 
 
 def _tail(path: Path) -> str:
