@@ -108,17 +108,22 @@ class SshProvider(Provider):
     async def open_direct_link(self, host: Host, shell: HostShell,
                                on_event: EventHandler) -> tuple[AgentLink, AgentPlace] | None:
         memo = self.context.agent_sockets
-        place = memo.get(host.name) if memo is not None else None
-        if place is None or not isinstance(shell, SshShell):
+        if memo is None or not isinstance(shell, SshShell):
             return None
         from workroom.remote.ssh_connection import SocketRefused
 
-        loop = asyncio.get_running_loop()
+        def open_it() -> tuple[SocketStream, AgentPlace] | None:  # off the loop: the first look reads the file
+            place = memo.get(host.name)
+            return None if place is None else (shell.connection.open_socket_stream(place.socket), place)
+
         try:
-            stream = await loop.run_in_executor(None, shell.connection.open_socket_stream, place.socket)
+            opened = await asyncio.get_running_loop().run_in_executor(None, open_it)
         except SocketRefused as refused:
             log.info("%s: %s; reaching the agent with a command", host.name, refused.message)
             return None
+        if opened is None:
+            return None
+        stream, place = opened
         return open_stream_link(_StreamAdapter(stream), on_event, name=host.name), place
 
     def remember_agent(self, host: Host, install: InstallReport | None) -> None:
