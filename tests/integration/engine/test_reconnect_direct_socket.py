@@ -9,12 +9,14 @@ import asyncio
 import hashlib
 import json
 import os
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from engine_helpers import agent_pids, ssh_host, tampered_bundle, trust_sshd, variant_bundle
 from fixtures import sshd as sshd_mod
+from fixtures.thread_stop import other_threads, threads_stopped
 from workroom.core.connection import ConnectionState
 from workroom.providers.agent_sockets import FILE_NAME
 from workroom.remote.ssh_connection import SshConnection
@@ -158,6 +160,54 @@ def test_an_agent_of_another_build_at_the_socket_is_handed_off_the_probes_way(ss
     assert wire.kinds()[:2] == ["socket", "stream"], wire.opened
     assert sorted(agent_pids(sshd.uid)) == running  # a hand-off re-executes in place
 
+
+
+def _agent_status(sshd) -> dict | None:  # type: ignore[no-untyped-def]
+    """The agent's own status, asked on the host with the installed bundle; None if it gave none in 10 s."""
+    bundle = sshd.home / ".local/share/wr-agent/wr-agent.pyz"
+    sock = sshd.home / ".local/state/wr-agent/agent.sock"
+    try:
+        out = subprocess.run(["runuser", "-u", sshd.user, "--", "python3", str(bundle), "status", "--socket",
+                              str(sock)], capture_output=True, text=True, timeout=10)
+    except subprocess.TimeoutExpired:
+        return None
+    return json.loads(out.stdout) if out.returncode == 0 else None
+
+
+def _serving_agent(sshd) -> int:  # type: ignore[no-untyped-def]
+    """The PID of the agent that serves the socket (not its supervisor, which names itself wr-agent-super)."""
+    serving = [pid for pid in agent_pids(sshd.uid) if Path(f"/proc/{pid}/comm").read_text().strip() != "wr-agent-super"]
+    assert len(serving) == 1, serving
+    return serving[0]
+
+
+def test_a_stalled_agent_at_the_socket_is_restarted_the_probes_way(sshd, app_home, agent_bundle,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent's checks are really stuck: its threads but the server's are stopped (ptrace, the server still
+    answers) until the agent itself reports `stalled` (30 s after its last tick). The direct link is then not
+    kept; the probe's way restarts the agent in place (a hand-off into the same bundle: same PID), and the
+    first status is a checking agent's, with nothing pushed."""
+    trust_sshd(app_home, sshd)
+    asyncio.run(_connect(app_home, agent_bundle, sshd))
+    pid = _serving_agent(sshd)
+    for _attempt in range(5):  # a thread stopped while it held the status lock would hang the server too
+        with threads_stopped(other_threads(pid)):
+            if _agent_status(sshd) is None:
+                continue
+            deadline = time.monotonic() + 60
+            while not (_agent_status(sshd) or {}).get("stalled"):
+                assert time.monotonic() < deadline, "the agent never said it had stalled"
+                time.sleep(1)
+            wire = Wire(monkeypatch)
+            snap = asyncio.run(_connect(app_home, agent_bundle, sshd))
+        break
+    else:
+        raise AssertionError("the agent's server hung each time its other threads were stopped")
+    assert snap.connection.state in LIVE and snap.status is not None and not snap.status.stalled
+    assert snap.install is not None and snap.install.action == "restarted" and snap.install.pushed_bytes == 0
+    assert wire.kinds()[:2] == ["socket", "stream"], wire.opened  # the direct link not kept: the probe's way
+    assert _serving_agent(sshd) == pid  # restarted in place
+    assert not (_agent_status(sshd) or {"stalled": True})["stalled"]
 
 
 def test_an_installed_bundle_changed_under_a_running_agent_is_put_right_after_a_direct_reconnect(
