@@ -22,12 +22,13 @@ from workroom.core.keepawake import PollOutcome
 from workroom.core.provider_specs import ProviderSpec
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits
+from workroom.providers.agent_sockets import AgentPlace
 from workroom.remote.agent_install import PYTHON3, AgentLayout, InstallReport, ServeOptions
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
 
 if TYPE_CHECKING:
-    from workroom.providers.agent_sockets import AgentPlace, AgentSockets
+    from workroom.providers.agent_sockets import AgentSockets
     from workroom.remote.agent_client import EventHandler
     from workroom.remote.host_keys import KnownHosts
 
@@ -108,6 +109,12 @@ class Provider:
 
     def remember_agent(self, host: Host, install: InstallReport | None) -> None:
         """Blocking: where the agent is after a connect (or forget it, with None), for `open_direct_link`."""
+        memo = self.context.agent_sockets
+        if memo is None:
+            return
+        place = None if install is None or not install.socket_path.startswith("/") else AgentPlace(
+            install.socket_path, install.bundle_path, install.supervisor)
+        memo.remember(host.name, place)
 
     async def open_probed_link(self, host: Host, shell: HostShell, command: str,
                                on_event: EventHandler) -> AgentLink:

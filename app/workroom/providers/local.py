@@ -9,12 +9,15 @@ without the network heartbeat.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import os
 from pathlib import Path
 
 from workroom.core.hosts import Host
 from workroom.paths import agent_socket_dir
 from workroom.platform.interpreter import local_python_command
+from workroom.providers.agent_sockets import AgentPlace
 from workroom.providers.base import Provider
 from workroom.remote.agent_client import EventHandler
 from workroom.remote.agent_install import AgentLayout, ServeOptions
@@ -22,6 +25,8 @@ from workroom.remote.agent_link import AgentLink, open_unix_link
 from workroom.remote.host_shell import HostShell, LocalShell
 
 PROC_SELF_STAT = Path("/proc/self/stat")
+
+log = logging.getLogger(__name__)
 
 
 def app_exclusion(stat_path: Path = PROC_SELF_STAT) -> tuple[str, ...]:
@@ -57,3 +62,21 @@ class LocalProvider(Provider):
 
     async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
         return await open_unix_link(os.path.expanduser(socket_path), on_event)
+
+    async def open_direct_link(self, host: Host, shell: HostShell,
+                               on_event: EventHandler) -> tuple[AgentLink, AgentPlace] | None:
+        """The socket where the agent listened at the last connect, before the install probe has run: the
+        probe is a Python process of its own (~50 ms), the socket a connect. As every link to this
+        computer's agent, it is refused unless its folder is private and the process behind it is this
+        user's (`open_unix_link`)."""
+        memo = self.context.agent_sockets
+        if memo is None:
+            return None
+        place = await asyncio.to_thread(memo.get, host.name)  # off the loop: the first look reads the file
+        if place is None:
+            return None
+        try:
+            return await self.open_link(host, shell, place.socket, on_event), place
+        except OSError as failed:  # not there, nobody listening, or not this user's
+            log.info("%s: the agent's socket did not open (%s); probing", host.name, failed)
+            return None

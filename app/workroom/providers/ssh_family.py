@@ -20,7 +20,7 @@ from workroom.providers.agent_sockets import AgentPlace
 from workroom.providers.base import BoxState, Provider
 from workroom.providers.idle_clock import ASLEEP_STATES, AWAKE_STATES, reading_from
 from workroom.remote.agent_client import EventHandler
-from workroom.remote.agent_install import PROBE_ANSWER_LIMIT, InstallReport, relay_argv, relay_command
+from workroom.remote.agent_install import PROBE_ANSWER_LIMIT, relay_argv, relay_command
 from workroom.remote.agent_link import AgentLink, open_stream_link
 from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
 from workroom.remote.host_shell import ExecResult, HostShell
@@ -125,14 +125,6 @@ class SshProvider(Provider):
             return None
         stream, place = opened
         return open_stream_link(_StreamAdapter(stream), on_event, name=host.name), place
-
-    def remember_agent(self, host: Host, install: InstallReport | None) -> None:
-        memo = self.context.agent_sockets
-        if memo is None:
-            return
-        place = None if install is None or not install.socket_path.startswith("/") else AgentPlace(
-            install.socket_path, install.bundle_path, install.supervisor)
-        memo.remember(host.name, place)
 
     async def _stream_link(self, host: Host, shell: HostShell, cmd: str, on_event: EventHandler,
                            preamble: int | None) -> AgentLink:

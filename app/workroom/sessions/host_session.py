@@ -500,10 +500,10 @@ class HostSession:
         self._set_state(ConnectionState.PUSHING)
         layout = self.provider.layout(self.host)
         installer = self._installer(shell, layout)
+        direct = await self._direct_link(shell, start)
+        if direct is not None:
+            return direct
         if self.provider.relay_argv(self.host, layout.socket_path) is not None:  # a relay over a command
-            direct = await self._direct_link(shell, start)
-            if direct is not None:
-                return direct
             probed = await self._probe_then_relay(shell, installer, start)
             if isinstance(probed, tuple):
                 await self._remember_agent()
@@ -544,6 +544,7 @@ class HostSession:
             await link.client.hello()
         self._rt.link = link
         self.phase_seconds["hello"] = self._clock() - start
+        await self._remember_agent()
         return link, None
 
     def _installer(self, shell: HostShell, layout: AgentLayout) -> AgentInstaller:
