@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import subprocess
+import time
 import zipfile
 from pathlib import Path
 
@@ -49,3 +51,23 @@ def tampered_bundle(marker: Path) -> bytes:
     with zipfile.ZipFile(out, "a") as z:
         z.writestr("__main__.py", f"open({str(marker)!r}, 'w').write('ran')\n")
     return out.getvalue()
+
+
+async def wait_until(predicate, seconds: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    """Poll `predicate` on the event loop until it holds; fail after `seconds` saying `what` was awaited."""
+    deadline = time.monotonic() + seconds
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {seconds:g} s: {what}")
+        await asyncio.sleep(0.05)
+
+
+async def wait_put_right(session, installed: Path, bundle: AgentBundle) -> None:  # type: ignore[no-untyped-def]
+    """After a direct reconnect to an agent whose installed file was changed: the probe that follows finds it,
+    and the reconnect it causes replaces the file; wait for that and for the session to be live again."""
+    from workroom.core.connection import ConnectionState
+
+    await wait_until(lambda: hashlib.sha256(installed.read_bytes()).hexdigest() == bundle.sha256, 60,
+                     "the installed bundle replaced")
+    await wait_until(lambda: session.snapshot().connection.state in (ConnectionState.LIVE, ConnectionState.QUIET),
+                     60, "live again")

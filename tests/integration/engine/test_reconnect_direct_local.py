@@ -6,11 +6,9 @@ commands are counted on the way through, not replaced."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import time
 
 import pytest
-from engine_helpers import tampered_bundle
+from engine_helpers import tampered_bundle, wait_put_right, wait_until
 from fixtures.procs import kill_local_agents
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host
@@ -43,14 +41,6 @@ class Commands:
                 self.before_live = len(self.ran)
 
         session.listeners.append(seen)
-
-
-async def _wait(predicate, seconds: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds:g} s: {what}")
-        await asyncio.sleep(0.05)
 
 
 def _engine(app_home, bundle, *, auto_reconnect: bool = False) -> Engine:  # type: ignore[no-untyped-def]
@@ -94,7 +84,7 @@ def test_a_reconnect_to_this_computer_runs_no_command_before_its_first_status(
             assert snap.status.agent.build == agent_bundle.sha256
             assert snap.install is not None and snap.install.pushed_bytes == 0
             assert snap.install.socket_path == local_agent.install.socket_path
-            await _wait(lambda: len(commands.ran) >= 1, 30, "the install probe after the first status")
+            await wait_until(lambda: len(commands.ran) >= 1, 30, "the install probe after the first status")
         finally:
             await engine.close()
 
@@ -128,9 +118,7 @@ def test_an_installed_bundle_changed_under_this_computers_agent_is_put_right_aft
         try:
             snap = await session.connect(timeout=60)
             assert snap.connection.state in LIVE and commands.before_live == 0, commands.ran
-            await _wait(lambda: hashlib.sha256(installed.read_bytes()).hexdigest() == agent_bundle.sha256, 60,
-                        "the installed bundle replaced")
-            await _wait(lambda: session.snapshot().connection.state in LIVE, 60, "live again")
+            await wait_put_right(session, installed, agent_bundle)
         finally:
             await engine.close()
 

@@ -6,7 +6,6 @@ and the real agent; the SSH commands and socket streams are counted on the real 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import os
 import subprocess
@@ -14,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_helpers import agent_pids, ssh_host, tampered_bundle, trust_sshd, variant_bundle
+from engine_helpers import agent_pids, ssh_host, tampered_bundle, trust_sshd, variant_bundle, wait_put_right, wait_until
 from fixtures import sshd as sshd_mod
 from fixtures.thread_stop import other_threads, threads_stopped
 from workroom.core.connection import ConnectionState
@@ -43,14 +42,6 @@ class Wire:
 
     def kinds(self) -> list[str]:
         return [kind for kind, _ in self.opened]
-
-
-async def _wait(predicate, seconds: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {seconds:g} s: {what}")
-        await asyncio.sleep(0.05)
 
 
 async def _connect(app_home, bundle, sshd, *, name: str = "box1"):  # type: ignore[no-untyped-def]
@@ -89,7 +80,7 @@ def test_a_reconnect_opens_the_agents_socket_and_runs_no_command_before_its_firs
             assert snap.status is not None and snap.status.agent.build == agent_bundle.sha256
             assert at_first_status == [("socket", socket_path)], at_first_status
             # The probe's checks follow on the same connection: one command, and the link stays.
-            await _wait(lambda: wire.kinds() == ["socket", "exec"], 30, "the install probe after the first status")
+            await wait_until(lambda: wire.kinds() == ["socket", "exec"], 30, "the install probe after the first status")
             assert agent_bundle.sha256 in wire.opened[1][1]
             await asyncio.sleep(0.5)
             assert session.snapshot().connection.state in LIVE
@@ -229,9 +220,7 @@ def test_an_installed_bundle_changed_under_a_running_agent_is_put_right_after_a_
         try:
             snap = await session.connect(timeout=60)
             assert snap.connection.state in LIVE and wire.kinds()[0] == "socket" and "stream" not in wire.kinds()
-            await _wait(lambda: hashlib.sha256(installed.read_bytes()).hexdigest() == agent_bundle.sha256, 60,
-                        "the installed bundle replaced")
-            await _wait(lambda: session.snapshot().connection.state in LIVE, 60, "live again")
+            await wait_put_right(session, installed, agent_bundle)
         finally:
             await engine.close()
 
@@ -276,7 +265,7 @@ def test_commands_on_the_apps_own_connection_are_not_the_boxs_work_and_another_c
             try:
                 theirs = asyncio.get_running_loop().run_in_executor(None, lambda: other.run(BURN.format(s=6),
                                                                                            timeout=20))
-                await _wait(lambda: bool(named()), 6, "the other connection's command seen as work")
+                await wait_until(lambda: bool(named()), 6, "the other connection's command seen as work")
                 await theirs
             finally:
                 other.close()
