@@ -45,11 +45,15 @@ def probe(app: QApplication, out: Path, started: float, timer: QTimer) -> None:
     from workroom.ui.host_table_model import Column
     from workroom.ui.main_window import MainWindow
 
+    windows = [w for w in app.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]
     if time.monotonic() - started > PROBE_SECONDS:
         timer.stop()
-        out.write_text(json.dumps({"error": f"no live row within {PROBE_SECONDS:.0f} s"}))
+        seen = [f"{s.host.name}: {s.connection.state.value}"
+                + (f" ({s.connection.error.title}: {s.connection.error.message})" if s.connection.error else "")
+                for s in (windows[0].model.snapshots() if windows else [])]
+        out.write_text(json.dumps({"error": f"no live row within {PROBE_SECONDS:.0f} s (window shown: "
+                                            f"{bool(windows)}; rows: {seen})"}))
         return
-    windows = [w for w in app.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]
     if not windows:
         return
     window = windows[0]

@@ -104,6 +104,14 @@ def window_area(here: Desktop, window: str) -> tuple[int, int, int, int]:
     return (fields["Absolute upper-left X"], fields["Absolute upper-left Y"], fields["Width"], fields["Height"])
 
 
+def _log_tail(home: Path, lines: int = 40) -> str:
+    """The end of the app's own log: what it was doing when a check failed."""
+    try:
+        return "\n".join((home / "logs" / "workroom.log").read_text(errors="replace").splitlines()[-lines:])
+    except OSError as error:
+        return f"(no app log: {error})"
+
+
 def stop(proc: subprocess.Popen[str], home: Path) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)  # the app's orderly quit: every session closed
@@ -130,7 +138,7 @@ def test_app_on_a_real_desktop(palette: str, x_desktop: Desktop, tmp_path: Path)
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         facts = wait_file(report, proc, LIVE_SECONDS + 10)
-        assert "error" not in facts, facts["error"]
+        assert "error" not in facts, (facts["error"], _log_tail(home))
         assert facts["provider"] == "local"
 
         # The app's own log says this computer went live (the line a user would find when asking why).
