@@ -39,6 +39,14 @@ def trust_sshd(paths: AppPaths, sshd) -> None:  # type: ignore[no-untyped-def]
         handle.write(sshd.host_key_line + "\n")
 
 
+def host_agent_status_argv(sshd) -> list[str]:  # type: ignore[no-untyped-def]
+    """The command that asks the agent installed for the sshd's user for its status, on the host itself with
+    the installed bundle (not through the app): its stdout is the status, as JSON."""
+    bundle = sshd.home / ".local/share/wr-agent/wr-agent.pyz"
+    sock = sshd.home / ".local/state/wr-agent/agent.sock"
+    return ["runuser", "-u", sshd.user, "--", "python3", str(bundle), "status", "--socket", str(sock)]
+
+
 def agent_pids(uid: int) -> list[int]:
     out = subprocess.run(["pgrep", "-u", str(uid), "-f", "wr-agent.pyz serve"], capture_output=True, text=True)
     return [int(p) for p in out.stdout.split()]

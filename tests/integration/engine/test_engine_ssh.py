@@ -12,7 +12,7 @@ import sys
 import time
 
 import pytest
-from engine_helpers import agent_pids, ssh_host, trust_sshd, variant_bundle
+from engine_helpers import agent_pids, host_agent_status_argv, ssh_host, trust_sshd, variant_bundle
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
@@ -38,10 +38,7 @@ def _engine(paths, bundle, *hosts, settings: CeilingSettings | None = None) -> E
 
 def _remote_status(sshd) -> dict:  # type: ignore[no-untyped-def]
     """The agent's own status, read on the host with the installed bundle (not through the app)."""
-    bundle = sshd.home / ".local/share/wr-agent/wr-agent.pyz"
-    sock = sshd.home / ".local/state/wr-agent/agent.sock"
-    out = subprocess.run(["runuser", "-u", sshd.user, "--", "python3", str(bundle), "status", "--socket", str(sock)],
-                         capture_output=True, text=True, timeout=30, check=True)
+    out = subprocess.run(host_agent_status_argv(sshd), capture_output=True, text=True, timeout=30, check=True)
     return json.loads(out.stdout)
 
 

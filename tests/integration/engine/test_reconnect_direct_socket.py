@@ -13,7 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_helpers import agent_pids, ssh_host, tampered_bundle, trust_sshd, variant_bundle, wait_put_right, wait_until
+from engine_helpers import (
+    agent_pids,
+    host_agent_status_argv,
+    ssh_host,
+    tampered_bundle,
+    trust_sshd,
+    variant_bundle,
+    wait_put_right,
+    wait_until,
+)
 from fixtures import sshd as sshd_mod
 from fixtures.thread_stop import other_threads, threads_stopped
 from workroom.core.connection import ConnectionState
@@ -155,11 +164,8 @@ def test_an_agent_of_another_build_at_the_socket_is_handed_off_the_probes_way(ss
 
 def _agent_status(sshd) -> dict | None:  # type: ignore[no-untyped-def]
     """The agent's own status, asked on the host with the installed bundle; None if it gave none in 10 s."""
-    bundle = sshd.home / ".local/share/wr-agent/wr-agent.pyz"
-    sock = sshd.home / ".local/state/wr-agent/agent.sock"
     try:
-        out = subprocess.run(["runuser", "-u", sshd.user, "--", "python3", str(bundle), "status", "--socket",
-                              str(sock)], capture_output=True, text=True, timeout=10)
+        out = subprocess.run(host_agent_status_argv(sshd), capture_output=True, text=True, timeout=10)
     except subprocess.TimeoutExpired:
         return None
     return json.loads(out.stdout) if out.returncode == 0 else None
