@@ -21,6 +21,7 @@ from workroom.core.badge import BadgeKind
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host, IdentityRef
+from workroom.core.metering import Keeper
 from workroom.core.provider_specs import spec_for
 from workroom.core.traits import BOXD_TRAITS, SSH_TRAITS, ProviderTraits
 from workroom.paths import agent_socket_dir
@@ -91,10 +92,11 @@ class StandInProvider(LocalProvider):
 
     def serve_options(self, host: Host) -> ServeOptions:
         extra: tuple[str, ...] = ("--test-min-duration", "1", "--hold-seconds", "1")
-        if self.stand_in_traits.agent_keeps_awake:
+        heartbeat = self.stand_in_traits.metering.keeper is Keeper.AGENT_HEARTBEAT
+        if heartbeat:
             extra += ("--heartbeat-target", "127.0.0.1:9")
-        return ServeOptions(workroom=host.name, candidates="user", heartbeat=self.stand_in_traits.agent_keeps_awake,
-                            heartbeat_interval=1.0 if self.stand_in_traits.agent_keeps_awake else None,
+        return ServeOptions(workroom=host.name, candidates="user", heartbeat=heartbeat,
+                            heartbeat_interval=1.0 if heartbeat else None,
                             extra=extra)
 
 

@@ -20,6 +20,7 @@ import pytest
 from workroom import cli, providers
 from workroom.agent_bundle import AgentBundle
 from workroom.core.hosts import Host, HostsFile, MissingReferenceError
+from workroom.core.metering import Keeper
 from workroom.core.provider_specs import PROVIDER_SPECS, ProviderSpec, ReferenceKind, spec_for
 from workroom.paths import app_paths
 from workroom.providers import make_provider, provider_class
@@ -218,4 +219,4 @@ def test_no_providers_keep_awake_holds_a_credential_on_the_box(kind: str, contex
         options = {a.split("=", 1)[0] for a in argv[1:] if a.startswith("--")}
         assert options <= NO_SECRET_OPTIONS, f"{kind} starts the agent with {options - NO_SECRET_OPTIONS}"
         traits = provider.traits(host)
-        assert ("--no-heartbeat" in argv) is not traits.agent_keeps_awake
+        assert ("--no-heartbeat" in argv) is not (traits.metering.keeper is Keeper.AGENT_HEARTBEAT)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import assert_never
 
 from pydantic import BaseModel, ConfigDict
 
@@ -18,6 +19,7 @@ from workroom.core.connection import UNREACHABLE_STATES, WAITING_STATES, Connect
 from workroom.core.durations import format_duration
 from workroom.core.errors import ERROR_KINDS, Face
 from workroom.core.heartbeat_proof import ProofState
+from workroom.core.metering import Keeper, NotKeptAwakeReason
 from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import PROTOCOL_VERSION, Status, Verdict
 from workroom.core.traits import ProviderTraits
@@ -104,23 +106,6 @@ SEVERITY_ORDER: tuple[BadgeKind, ...] = tuple(BADGE_SPECS)
 def worst_badge_kind(kinds: Iterable[BadgeKind], default: BadgeKind = BadgeKind.UNKNOWN) -> BadgeKind:
     """The kind among `kinds` that most needs the user (`default` when there are none)."""
     return max(kinds, key=lambda kind: BADGE_SPECS[kind].rank, default=default)
-
-
-class NotKeptAwakeReason(StrEnum):
-    """Why a busy host that can sleep is not being kept awake."""
-
-    UNANSWERED_PROMPT = "unanswered_prompt"
-    STALLED_AGENT = "stalled_agent"
-    HEARTBEAT_FAILING = "heartbeat_failing"
-    HEARTBEAT_OFF = "heartbeat_off"
-    HEARTBEAT_NOT_SENT = "heartbeat_not_sent"
-    AGENT_TOO_OLD = "agent_too_old"
-    WINDOW_TOO_SHORT = "window_too_short"
-    OUTSIDE_KEEPAWAKE_NOT_RUNNING = "outside_keepawake_not_running"
-    OUTSIDE_KEEPAWAKE_FAILING = "outside_keepawake_failing"
-    PROVIDER_NOT_SEEING = "provider_not_seeing"
-    SLEPT_WHILE_BUSY = "slept_while_busy"
-    """Asleep, although its agent last said it was busy: the keep-awake did not hold (an ASLEEP badge)."""
 
 
 class Badge(BaseModel):
@@ -260,8 +245,7 @@ def _asleep(traits: ProviderTraits, connection: ConnectionInfo) -> Badge:
         sentences.append(
             "It was suspended while its agent still said it was busy, so work on it may have been cut short."
         )
-        if traits.needs_outside_keep_awake:
-            sentences.append("Only this computer keeps such a box awake, and only while the app runs.")
+        sentences.append(_slept_keeper_sentence(traits.metering.keeper))
         hint = "Wake and connect to see what survived; check its keep-awake before starting long work again."
     if connection.wake_seconds is not None:
         sentences.append(f"Last wake took {connection.wake_seconds:.1f} s.")
@@ -334,9 +318,21 @@ def _heartbeat_interval(status: Status, traits: ProviderTraits) -> float | None:
     return traits.heartbeat_interval_seconds
 
 
+def _slept_keeper_sentence(keeper: Keeper) -> str:
+    """What a box that slept while busy says of its keeper."""
+    match keeper:
+        case Keeper.THIS_COMPUTER:
+            return "Only this computer keeps such a box awake, and only while the app runs."
+        case Keeper.AGENT_HEARTBEAT | Keeper.NOTHING_NEEDED:
+            return ""
+        case _:
+            assert_never(keeper)
+
+
 def _window_too_short(status: Status, traits: ProviderTraits) -> tuple[float, float] | None:
-    """(window, interval) when the idle window is under twice the heartbeat interval."""
-    if not traits.agent_keeps_awake:
+    """(window, interval) when the idle window is under twice the heartbeat interval (only the agent's
+    heartbeat has an interval the window must fit twice)."""
+    if traits.metering.keeper is not Keeper.AGENT_HEARTBEAT:
         return None
     window = traits.idle_window_seconds
     interval = _heartbeat_interval(status, traits)
@@ -355,58 +351,74 @@ def _window_sentence(window: float, interval: float) -> str:
 def _not_kept_awake(
     status: Status, traits: ProviderTraits, connection: ConnectionInfo
 ) -> tuple[NotKeptAwakeReason, str, str] | None:
-    """Why a busy, sleepable host is not being kept awake: (reason, sentence, hint), or None."""
-    if traits.agent_keeps_awake:
-        keep = status.keep_awake
-        if keep is None or status.agent.protocol < PROTOCOL_VERSION:
-            return (
-                NotKeptAwakeReason.AGENT_TOO_OLD,
-                "The agent on this host is too old to keep it awake.",
-                "Reconnect so the app can update the agent.",
-            )
-        if not keep.enabled:
-            return (
-                NotKeptAwakeReason.HEARTBEAT_OFF,
-                "The agent's heartbeat is switched off on this host, so nothing keeps it awake.",
-                "Check the agent's keep-awake setting on this host.",
-            )
-        if keep.error:
-            return (
-                NotKeptAwakeReason.HEARTBEAT_FAILING,
-                f"The agent's heartbeat is failing: {keep.error}.",
-                "Check the host's network route; the agent keeps retrying.",
-            )
-        too_short = _window_too_short(status, traits)
-        if too_short is not None:
-            return (
-                NotKeptAwakeReason.WINDOW_TOO_SHORT,
-                _window_sentence(*too_short),
-                "Make the idle window at least twice the heartbeat interval, or shorten the heartbeat.",
-            )
-        if status.asserting is False:
-            return (
-                NotKeptAwakeReason.HEARTBEAT_NOT_SENT,
-                "The agent says it is busy but is not sending its heartbeat.",
-                "Reconnect; if this stays, restart the agent.",
-            )
-        return _not_seen(connection)
-    if traits.needs_outside_keep_awake:
-        if connection.keepawake_error:
-            return (
-                NotKeptAwakeReason.OUTSIDE_KEEPAWAKE_FAILING,
-                f"This computer is failing to keep it awake: {connection.keepawake_error}. "
-                "Its provider counts only requests from outside the box.",
-                "Check this computer's connection to the provider.",
-            )
-        if not connection.keepawake_running:
-            return (
-                NotKeptAwakeReason.OUTSIDE_KEEPAWAKE_NOT_RUNNING,
-                "Nothing is keeping it awake: its provider counts only requests from outside the box, "
-                "and this computer is not sending them.",
-                "Keep the app running and connected while the work runs.",
-            )
-        return _not_seen(connection)
-    return None
+    """Why a busy, sleepable host is not being kept awake: (reason, sentence, hint), or None. Asked of its
+    metering's keeper (core.metering); the reasons each keeper gives are its row's `not_kept_reasons`."""
+    keeper = traits.metering.keeper
+    match keeper:
+        case Keeper.AGENT_HEARTBEAT:
+            return _heartbeat_not_kept(status, traits, connection)
+        case Keeper.THIS_COMPUTER:
+            return _this_computer_not_kept(connection)
+        case Keeper.NOTHING_NEEDED:
+            return None
+        case _:
+            assert_never(keeper)
+
+
+def _heartbeat_not_kept(
+    status: Status, traits: ProviderTraits, connection: ConnectionInfo
+) -> tuple[NotKeptAwakeReason, str, str] | None:
+    keep = status.keep_awake
+    if keep is None or status.agent.protocol < PROTOCOL_VERSION:
+        return (
+            NotKeptAwakeReason.AGENT_TOO_OLD,
+            "The agent on this host is too old to keep it awake.",
+            "Reconnect so the app can update the agent.",
+        )
+    if not keep.enabled:
+        return (
+            NotKeptAwakeReason.HEARTBEAT_OFF,
+            "The agent's heartbeat is switched off on this host, so nothing keeps it awake.",
+            "Check the agent's keep-awake setting on this host.",
+        )
+    if keep.error:
+        return (
+            NotKeptAwakeReason.HEARTBEAT_FAILING,
+            f"The agent's heartbeat is failing: {keep.error}.",
+            "Check the host's network route; the agent keeps retrying.",
+        )
+    too_short = _window_too_short(status, traits)
+    if too_short is not None:
+        return (
+            NotKeptAwakeReason.WINDOW_TOO_SHORT,
+            _window_sentence(*too_short),
+            "Make the idle window at least twice the heartbeat interval, or shorten the heartbeat.",
+        )
+    if status.asserting is False:
+        return (
+            NotKeptAwakeReason.HEARTBEAT_NOT_SENT,
+            "The agent says it is busy but is not sending its heartbeat.",
+            "Reconnect; if this stays, restart the agent.",
+        )
+    return _not_seen(connection)
+
+
+def _this_computer_not_kept(connection: ConnectionInfo) -> tuple[NotKeptAwakeReason, str, str] | None:
+    if connection.keepawake_error:
+        return (
+            NotKeptAwakeReason.OUTSIDE_KEEPAWAKE_FAILING,
+            f"This computer is failing to keep it awake: {connection.keepawake_error}. "
+            "Its provider counts only requests from outside the box.",
+            "Check this computer's connection to the provider.",
+        )
+    if not connection.keepawake_running:
+        return (
+            NotKeptAwakeReason.OUTSIDE_KEEPAWAKE_NOT_RUNNING,
+            "Nothing is keeping it awake: its provider counts only requests from outside the box, "
+            "and this computer is not sending them.",
+            "Keep the app running and connected while the work runs.",
+        )
+    return _not_seen(connection)
 
 
 def _not_seen(connection: ConnectionInfo) -> tuple[NotKeptAwakeReason, str, str] | None:
@@ -423,17 +435,33 @@ def _not_seen(connection: ConnectionInfo) -> tuple[NotKeptAwakeReason, str, str]
 
 
 def _keeper_sentence(traits: ProviderTraits, status: Status) -> str:
-    if traits.needs_outside_keep_awake:
-        return (
-            "Kept awake by this computer while the app runs: if the app quits or this computer sleeps, nothing "
-            "keeps it awake and the provider suspends it after its idle window (Settings can hold off this "
-            "computer's idle sleep meanwhile, on macOS)."
-        )
-    if traits.agent_keeps_awake:
-        interval = _heartbeat_interval(status, traits)
-        every = f" (every {format_duration(interval)})" if interval is not None else ""
-        return f"Kept awake by the agent's heartbeat{every}."
-    return ""
+    keeper = traits.metering.keeper
+    match keeper:
+        case Keeper.THIS_COMPUTER:
+            return (
+                "Kept awake by this computer while the app runs: if the app quits or this computer sleeps, nothing "
+                "keeps it awake and the provider suspends it after its idle window (Settings can hold off this "
+                "computer's idle sleep meanwhile, on macOS)."
+            )
+        case Keeper.AGENT_HEARTBEAT:
+            interval = _heartbeat_interval(status, traits)
+            every = f" (every {format_duration(interval)})" if interval is not None else ""
+            return f"Kept awake by the agent's heartbeat{every}."
+        case Keeper.NOTHING_NEEDED:
+            return ""
+        case _:
+            assert_never(keeper)
+
+
+def _label_suffix(keeper: Keeper) -> str:
+    """What the busy label adds about its keeper: a keep-awake that ends when this computer sleeps says so."""
+    match keeper:
+        case Keeper.THIS_COMPUTER:
+            return f" · {KEPT_AWAKE_BY_THIS_COMPUTER}"
+        case Keeper.AGENT_HEARTBEAT | Keeper.NOTHING_NEEDED:
+            return ""
+        case _:
+            assert_never(keeper)
 
 
 def _from_status(
@@ -507,8 +535,7 @@ def _from_status(
             )
 
     keeper = _keeper_sentence(traits, status) if sleeps else ""
-    by_this_computer = sleeps and traits.needs_outside_keep_awake
-    suffix = f" · {KEPT_AWAKE_BY_THIS_COMPUTER}" if by_this_computer else ""
+    suffix = _label_suffix(traits.metering.keeper) if sleeps else ""
     if status.prompt_pending or status.awake_ceiling_exceeded:
         # A question waits only on a box that sleeps (ask mode is sent to no other); elsewhere, a note.
         kind = BadgeKind.ASKING if sleeps and status.prompt_pending else BadgeKind.BUSY_PAST_CEILING

@@ -15,9 +15,10 @@
 from __future__ import annotations
 
 from workroom.core import heartbeat_proof
-from workroom.core.badge import Badge, BadgeKind, NotKeptAwakeReason
+from workroom.core.badge import Badge, BadgeKind
 from workroom.core.durations import format_duration
 from workroom.core.heartbeat_proof import HeartbeatProof
+from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.protocol import BusySpan, Status, Verdict
 from workroom.core.timeline import activity
 

@@ -1,7 +1,8 @@
 """What a provider's boxes do when idle, and how the app reaches them.
 
 The app decides from these traits, never from a provider's name (docs/providers.md): ask mode, quiet
-sessions, the badge's "not kept awake" warnings and the outside keep-awake all read them.
+sessions, the badge's "not kept awake" warnings and the outside keep-awake all read them, through the
+metering's row (`ProviderTraits.metering`, core.metering).
 """
 
 from __future__ import annotations
@@ -12,19 +13,10 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from workroom.core.metering import IdleMetering, Keeper, MeteringRow, metering_row
+
 DEFAULT_HEARTBEAT_INTERVAL_SECONDS = 60.0
 """The agent's heartbeat cadence on network-metered boxes (docs/agent.md, Heartbeat)."""
-
-
-class IdleMetering(StrEnum):
-    """What the provider counts as activity when deciding to put a box to sleep."""
-
-    NETWORK = "network"
-    """Any packet on the box's link (boxd, the simulated box): the agent's heartbeat keeps it up."""
-    REQUESTS = "requests"
-    """Only inbound requests through the provider's proxy: only a caller outside keeps it up."""
-    NEVER = "never"
-    """The box never sleeps on its own."""
 
 
 class Transport(StrEnum):
@@ -57,24 +49,20 @@ class ProviderTraits(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
-        if self.sleeps_when_idle == (self.idle_metering is IdleMetering.NEVER):
+        row = metering_row(self.idle_metering)
+        if self.sleeps_when_idle != row.sleeps:
             raise ValueError(
-                "a provider sleeps when idle exactly when it meters idleness (network or requests); "
-                f"got sleeps_when_idle={self.sleeps_when_idle} with idle_metering={self.idle_metering.value}"
+                f"idle metering {self.idle_metering.value!r} means the box "
+                f"{'sleeps' if row.sleeps else 'never sleeps'} when idle; got sleeps_when_idle={self.sleeps_when_idle}"
             )
-        if self.heartbeat_interval_seconds is not None and self.idle_metering is not IdleMetering.NETWORK:
-            raise ValueError("only network-metered providers have an agent heartbeat interval")
+        if self.heartbeat_interval_seconds is not None and row.keeper is not Keeper.AGENT_HEARTBEAT:
+            raise ValueError("only providers kept awake by the agent's heartbeat have a heartbeat interval")
         return self
 
     @property
-    def agent_keeps_awake(self) -> bool:
-        """The far-side agent's heartbeat is what keeps the box awake (network metering)."""
-        return self.idle_metering is IdleMetering.NETWORK
-
-    @property
-    def needs_outside_keep_awake(self) -> bool:
-        """Only a caller outside the box (this app's KeepAwake) can keep it awake (request metering)."""
-        return self.idle_metering is IdleMetering.REQUESTS
+    def metering(self) -> MeteringRow:
+        """How this provider's boxes sleep: who keeps a busy one awake, and how (core.metering)."""
+        return metering_row(self.idle_metering)
 
     def with_idle_window(self, seconds: float | None) -> ProviderTraits:
         """These traits with a host's own idle window (None keeps the provider's)."""

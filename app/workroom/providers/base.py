@@ -19,6 +19,7 @@ from workroom.agent_bundle import AgentBundle
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome
+from workroom.core.metering import Keeper
 from workroom.core.provider_specs import ProviderSpec
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits
@@ -79,11 +80,12 @@ class Provider:
 
     def serve_options(self, host: Host) -> ServeOptions:
         traits = self.traits(host)
+        heartbeat = traits.metering.keeper is Keeper.AGENT_HEARTBEAT  # the agent keeps it awake (core.metering)
         return ServeOptions(
             workroom=host.name,
             candidates=host.agent_candidates,
-            heartbeat=traits.agent_keeps_awake,
-            heartbeat_interval=traits.heartbeat_interval_seconds if traits.agent_keeps_awake else None,
+            heartbeat=heartbeat,
+            heartbeat_interval=traits.heartbeat_interval_seconds if heartbeat else None,
         )
 
     def open_shell(self, host: Host) -> HostShell:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import assert_never
 
 from workroom.core.heartbeat_proof import (
     CANNOT_READ,
@@ -22,6 +23,7 @@ from workroom.core.heartbeat_proof import (
     window_too_short,
 )
 from workroom.core.keepawake import KeepAwakePolicy
+from workroom.core.metering import Keeper
 from workroom.core.protocol import Status, Verdict
 from workroom.core.traits import ProviderTraits
 
@@ -30,18 +32,25 @@ UNREADABLE_RETRY_SECONDS = 30.0
 
 
 def keep_awake_interval(traits: ProviderTraits, status: Status, *, outside_running: bool) -> float | None:
-    """The keep-awake's period to judge against, or None when nothing here keeps the host awake:
-    the agent's heartbeat (network metering) or this computer's polls while they run (request metering)."""
+    """The keep-awake's period to judge against, or None when nothing here keeps the host awake: the agent's
+    heartbeat, or this computer's polls while they run (the metering's keeper, core.metering)."""
     if not traits.sleeps_when_idle or status.verdict is not Verdict.BUSY or status.suppressed:
         return None
-    if traits.agent_keeps_awake:
-        keep = status.keep_awake
-        if keep is None or not keep.enabled or keep.error or status.asserting is False:
-            return None  # the badge already says why it is not kept awake
-        return keep.interval_seconds
-    if traits.needs_outside_keep_awake and outside_running:
-        return KeepAwakePolicy.new(idle_window_seconds=traits.idle_window_seconds).interval_seconds
-    return None
+    keeper = traits.metering.keeper
+    match keeper:
+        case Keeper.AGENT_HEARTBEAT:
+            keep = status.keep_awake
+            if keep is None or not keep.enabled or keep.error or status.asserting is False:
+                return None  # the badge already says why it is not kept awake
+            return keep.interval_seconds
+        case Keeper.THIS_COMPUTER:
+            if not outside_running:
+                return None
+            return KeepAwakePolicy.new(idle_window_seconds=traits.idle_window_seconds).interval_seconds
+        case Keeper.NOTHING_NEEDED:
+            return None
+        case _:
+            assert_never(keeper)
 
 
 class HeartbeatWatch:

@@ -317,9 +317,10 @@ class HostSession:
                 on_proof=self._on_proof, clock=self._clock, name=f"heartbeat-watch-{self.host.name}")
 
     def _own_traffic_counted(self) -> float | None:
-        """Our own traffic as the provider's meter sees it: bytes on a network-metered box's wire; nothing on
-        a request-metered one (its meter counts only requests, and our polls are the keep-awake itself)."""
-        return self._own_traffic_at if self.traits.agent_keeps_awake else None
+        """Our own traffic as the provider's meter sees it: bytes on the box's wire where they move its idle
+        clock (the metering row says); else nothing (a request meter counts only requests, and our polls are
+        the keep-awake itself)."""
+        return self._own_traffic_at if self.traits.metering.own_traffic_resets_clock else None
 
     def _on_proof(self, proof: HeartbeatProof) -> None:
         if proof == self.connection.heartbeat_proof:
@@ -345,10 +346,10 @@ class HostSession:
         self._publish()
 
     def _ping_due(self) -> bool:
-        """No liveness pings while the keep-awake is being proven on a network-metered host: our own bytes
-        reset that clock too and would hide a missing heartbeat. The provider's readings stand in for them."""
+        """No liveness pings while the keep-awake is being proven where our own bytes reset the provider's
+        clock too (they would hide a missing heartbeat). The provider's readings stand in for them."""
         watch = self._heartbeat_watch
-        if watch is None or watch.task.done() or not self.traits.agent_keeps_awake:
+        if watch is None or watch.task.done() or not self.traits.metering.own_traffic_resets_clock:
             return True
         proof = self.connection.heartbeat_proof
         return proof is not None and proof.read_at is None  # the provider could not be read: ping as usual

@@ -26,6 +26,7 @@ from workroom.core.keepawake import (
     PollOutcome,
     Wait,
 )
+from workroom.core.metering import Keeper
 from workroom.core.protocol import Status, Verdict
 from workroom.core.traits import ProviderTraits
 
@@ -108,7 +109,7 @@ class OutsideKeepAwake:
         """The last run's report (None while running, or when it gave up or was cancelled)."""
 
     def on_status(self, status: Status) -> None:
-        if not self._traits.needs_outside_keep_awake:
+        if self._traits.metering.keeper is not Keeper.THIS_COMPUTER:
             return
         if status.verdict is not Verdict.BUSY:
             if self._task is not None and self._task.running:

@@ -10,9 +10,9 @@ import time
 from collections.abc import Callable
 
 from workroom.core.app_settings import NoticeSettings
-from workroom.core.badge import NotKeptAwakeReason
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import LOCAL_PROVIDER
+from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.notices import finished_note, finished_span, lost_work_note, lost_work_reason
 from workroom.core.protocol import Status
 from workroom.sessions.host_session import HostSnapshot

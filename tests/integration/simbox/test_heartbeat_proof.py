@@ -25,9 +25,10 @@ import simbox
 from simbox_helpers import home_of
 from workroom.agent_bundle import AgentBundle, locate_agent_bundle
 from workroom.core.app_settings import AppSettings
-from workroom.core.badge import BadgeKind, NotKeptAwakeReason
+from workroom.core.badge import BadgeKind
 from workroom.core.heartbeat_proof import ProofState, margin_for, notification
 from workroom.core.hosts import Host, IdentityRef
+from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.protocol import Verdict
 from workroom.paths import app_paths
 from workroom.sessions.engine import Engine

@@ -12,7 +12,6 @@ from workroom.core.badge import (
     SEVERITY_ORDER,
     Badge,
     BadgeKind,
-    NotKeptAwakeReason,
     badge,
     tray_summary,
     worst_badge_kind,
@@ -20,6 +19,7 @@ from workroom.core.badge import (
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import ErrorInfo, ErrorKind, Face
 from workroom.core.heartbeat_proof import IdleClockReading, judge
+from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.protocol import Status
 from workroom.core.provider_specs import PROVIDER_SPECS
 from workroom.core.traits import (
@@ -176,6 +176,8 @@ def test_badge_table(case: Case) -> None:
     result = badge(status, case.traits, case.connection, now_monotonic=None)
     assert result.kind is case.kind, result
     assert result.reason is case.reason, result
+    if result.reason is not None:  # every reason a badge gives is one its metering's row declares
+        assert result.reason in case.traits.metering.not_kept_reasons, (result.reason, case.traits.idle_metering)
     assert result.offers_keep is case.offers_keep, result
     for words in case.words:
         assert words.lower() in result.tooltip.lower(), (words, result.tooltip)

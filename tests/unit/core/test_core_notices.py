@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from unit.core.status_factory import make_busy, make_status
 from workroom.core.app_settings import NoticeSettings
-from workroom.core.badge import Badge, BadgeKind, NotKeptAwakeReason
+from workroom.core.badge import Badge, BadgeKind
+from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.notices import finished_note, finished_span, lost_work_reason
 from workroom.core.protocol import BusySpan, Status
 

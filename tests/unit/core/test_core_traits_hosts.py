@@ -23,8 +23,9 @@ from workroom.core.hosts import (
     check_host_name,
     local_host_name,
 )
+from workroom.core.metering import IdleMetering, Keeper
 from workroom.core.provider_specs import PROVIDER_SPECS, UnknownProviderError, spec_for
-from workroom.core.traits import IdleMetering, ProviderTraits, Transport
+from workroom.core.traits import ProviderTraits, Transport
 
 pytestmark = pytest.mark.unit
 
@@ -40,7 +41,8 @@ def test_provider_kinds_declare_the_designed_traits() -> None:
     assert sleepers == {"boxd", "simbox", "request-metered"}
     assert traits_for_kind("boxd").idle_metering is IdleMetering.NETWORK
     assert traits_for_kind("request-metered").idle_metering is IdleMetering.REQUESTS
-    assert traits_for_kind("request-metered").needs_outside_keep_awake
+    assert traits_for_kind("request-metered").metering.keeper is Keeper.THIS_COMPUTER
+    assert traits_for_kind("boxd").metering.keeper is Keeper.AGENT_HEARTBEAT
     assert traits_for_kind("local").transport is Transport.LOCAL
     assert {k for k, spec in PROVIDER_SPECS.items() if spec.is_this_computer} == {"local"}
     with pytest.raises(UnknownProviderError, match="boxd"):

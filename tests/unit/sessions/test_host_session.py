@@ -531,7 +531,8 @@ def test_a_live_box_put_to_sleep_while_its_agent_says_busy_is_marked_so(tmp_path
                                                                          busy: bool) -> None:
     """The link drops and the provider says asleep: with the last status BUSY the badge says the work may have
     been cut short (a lost-work episode); an idle box simply sleeps."""
-    from workroom.core.badge import BadgeKind, NotKeptAwakeReason
+    from workroom.core.badge import BadgeKind
+    from workroom.core.metering import NotKeptAwakeReason
 
     async def scenario() -> None:
         provider = ScriptedProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.AWAKE, agent=agent)
