@@ -1,8 +1,15 @@
-"""Where a host's connection stands, as plain data the session publishes and the badge reads."""
+"""Where a host's connection stands, as plain data the session publishes and the badge reads.
+
+Each state is one row of `CONNECTION_SPECS` (its words, whether it is live, waiting, unreachable or settled,
+what Connect offers and whether Disconnect applies): the window, the detail panel, the tray, the notices and
+the CLI read the row, never a set of their own."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
+from types import MappingProxyType
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -32,18 +39,81 @@ class ConnectionState(StrEnum):
     """Cannot connect until something changes (refused host key, no python3, bad credentials)."""
 
 
-WAITING_STATES = frozenset(
-    {ConnectionState.CONNECTING, ConnectionState.HOST_KEY_QUESTION, ConnectionState.PUSHING}
-)
-"""States in which we are on the way to knowing, but do not know yet."""
-UNREACHABLE_STATES = frozenset({ConnectionState.LOST, ConnectionState.BACKING_OFF, ConnectionState.ERROR})
-"""States in which we tried and cannot reach the host."""
+class ConnectAction(StrEnum):
+    """What the Connect control offers in a state (its words: `CONNECT_WORDS`)."""
+
+    CONNECT = "connect"
+    WAKE = "wake"
+    """The box is asleep: connecting wakes it, and the control says so."""
+    RETRY = "retry"
+    """Lost: try again now instead of at the next back-off step."""
+    NONE = "none"
+    """Connected, or on the way: nothing to connect."""
+
+
+CONNECT_WORDS: Mapping[ConnectAction, str] = MappingProxyType({
+    ConnectAction.CONNECT: "Connect",
+    ConnectAction.WAKE: "Wake and connect",
+    ConnectAction.RETRY: "Retry now",
+    ConnectAction.NONE: "",
+})
+
+
+@dataclass(frozen=True)
+class ConnectionSpec:
+    """One connection state, as every face reads it (docs/ui.md, "Words for each state")."""
+
+    state: ConnectionState
+    words: str
+    """The row's and the detail panel's words for it."""
+    live: bool = False
+    """Subscribed: the agent's status arrives as it happens, and answers (Keep awake, a prompt) can travel."""
+    waiting: bool = False
+    """On the way to knowing, not there yet."""
+    unreachable: bool = False
+    """Tried, and cannot reach the host."""
+    settled: bool = False
+    """A connect that ends here did not find the box asleep (Connect all stops following it)."""
+    connect: ConnectAction = ConnectAction.NONE
+    disconnect: bool = False
+    """Disconnect applies: the session is connected or trying (not while the host-key dialog is the way out)."""
+
+
+CONNECTION_SPECS: Mapping[ConnectionState, ConnectionSpec] = MappingProxyType({spec.state: spec for spec in (
+    ConnectionSpec(ConnectionState.DISCONNECTED, "Not connected", connect=ConnectAction.CONNECT),
+    ConnectionSpec(ConnectionState.CONNECTING, "Connecting…", waiting=True, disconnect=True),
+    # The host-key dialog is the way to say no (Cancel): no second way out beside it.
+    ConnectionSpec(ConnectionState.HOST_KEY_QUESTION, "Waiting for you to trust its key", waiting=True),
+    ConnectionSpec(ConnectionState.PUSHING, "Installing the agent…", waiting=True, disconnect=True),
+    ConnectionSpec(ConnectionState.LIVE, "Live", live=True, settled=True, disconnect=True),
+    ConnectionSpec(ConnectionState.QUIET, "Live (quiet while idle)", live=True, settled=True, disconnect=True),
+    ConnectionSpec(ConnectionState.LOST, "Lost", unreachable=True, settled=True, connect=ConnectAction.RETRY,
+                   disconnect=True),
+    ConnectionSpec(ConnectionState.BACKING_OFF, "Lost, retrying", unreachable=True, settled=True,
+                   connect=ConnectAction.RETRY, disconnect=True),
+    ConnectionSpec(ConnectionState.ASLEEP, "Asleep", connect=ConnectAction.WAKE),
+    ConnectionSpec(ConnectionState.ERROR, "Cannot connect", unreachable=True, settled=True,
+                   connect=ConnectAction.CONNECT),
+)})
+"""Every connection state's row (a test checks each state has one)."""
+
+
+def connection_spec(state: ConnectionState) -> ConnectionSpec:
+    return CONNECTION_SPECS[state]
+
+
+WAITING_STATES = frozenset(s for s, spec in CONNECTION_SPECS.items() if spec.waiting)
+UNREACHABLE_STATES = frozenset(s for s, spec in CONNECTION_SPECS.items() if spec.unreachable)
 
 
 class ConnectionInfo(BaseModel):
     """A snapshot of one host's connection. Times are this computer's monotonic clock."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @property
+    def spec(self) -> ConnectionSpec:
+        return CONNECTION_SPECS[self.state]
 
     state: ConnectionState = ConnectionState.DISCONNECTED
     since_monotonic: float | None = None

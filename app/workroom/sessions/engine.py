@@ -185,9 +185,9 @@ class Engine:
         state = snapshot.connection.state
         if state is ConnectionState.ASLEEP and not _is_number(record.get("asleep_since")):
             record["asleep_since"] = time.time()
-        elif state in (ConnectionState.LIVE, ConnectionState.QUIET) and "asleep_since" in record:
+        elif snapshot.connection.spec.live and "asleep_since" in record:
             del record["asleep_since"]
-        if snapshot.status is not None and state in (ConnectionState.LIVE, ConnectionState.QUIET):
+        if snapshot.status is not None and snapshot.connection.spec.live:
             verdict = snapshot.status.verdict.value
             if record.get("verdict") != verdict:
                 record.update(verdict=verdict, agent_monotonic=snapshot.status.monotonic, since=time.time())

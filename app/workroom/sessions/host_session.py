@@ -190,7 +190,7 @@ class HostSession:
             crashed = self._main.exception()
             if crashed is not None:
                 raise crashed
-        if self.connection.state not in (ConnectionState.LIVE, ConnectionState.QUIET) and self.failure:
+        if not self.connection.spec.live and self.failure:
             raise self.failure
         return self.snapshot()
 
@@ -292,7 +292,7 @@ class HostSession:
         self._watch_heartbeat(status)
         if not status.prompt_pending:
             self.prompt = None
-        if self.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET):
+        if self.connection.spec.live:
             quiet = self.traits.sleeps_when_idle and status.verdict is Verdict.IDLE
             state = ConnectionState.QUIET if quiet else ConnectionState.LIVE
             self.connection = self.connection.model_copy(
@@ -405,7 +405,7 @@ class HostSession:
             self._teardown(str(error))
             if not self._wanted:
                 return
-            was_live = self.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET)
+            was_live = self.connection.spec.live
             box = await self._box_state()
             if box is BoxState.ASLEEP:
                 if was_live:  # put to sleep under our eyes: while its agent said busy, work was cut short

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import NamedTuple
+from typing import NamedTuple, assert_never
 
 from PySide6.QtCore import QObject, Signal
 
 from workroom.core.app_settings import NoticeSettings
 from workroom.core.ceiling import CeilingSettings
-from workroom.core.connection import ConnectionInfo, ConnectionState
+from workroom.core.connection import ConnectAction, ConnectionInfo, ConnectionState
 from workroom.core.errors import Face, UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
@@ -132,14 +132,25 @@ class AppController(QObject):
             self.failed.emit(error)
 
     def connect_clicked(self, name: str) -> None:
-        """The user's Connect or Wake and connect (detail panel, row menu, tray submenu): every face labels the
-        button from the same state, so it wakes exactly when it said "Wake and connect" (the box asleep)."""
+        """The user's Connect, Wake and connect or Retry now (detail panel, row menu, tray submenu): every face
+        labels the control from the state's row (`ConnectionSpec.connect`), and this does what the label said:
+        it wakes exactly when it said "Wake and connect" (the box asleep)."""
         try:
-            asleep = self._session(name).connection.state is ConnectionState.ASLEEP
+            action = self._session(name).connection.spec.connect
         except UserError as error:
             self.failed.emit(error)
             return
-        self.connect_host(name, wake=asleep)
+        match action:
+            case ConnectAction.WAKE:
+                self.connect_host(name, wake=True)
+            case ConnectAction.RETRY:
+                self.retry_now(name)
+            case ConnectAction.CONNECT:
+                self.connect_host(name, wake=False)
+            case ConnectAction.NONE:
+                pass
+            case _:
+                assert_never(action)
 
     def connect_all(self) -> list[str]:
         """Connect every host that is not asleep, waking none; returns the names of those left asleep.

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from workroom.core.app_settings import NoticeSettings
-from workroom.core.connection import ConnectionState
+from workroom.core.connection import CONNECT_WORDS, ConnectAction
 from workroom.core.errors import Face
 from workroom.core.hosts import LOCAL_PROVIDER
 from workroom.core.plain_errors import without_exception_names
@@ -35,11 +35,6 @@ from workroom.ui.badge_icons import icon_for
 from workroom.ui.wrap_text import breakable
 
 MIN_WIDTH = 360
-ACTIVE_STATES = frozenset({ConnectionState.CONNECTING, ConnectionState.HOST_KEY_QUESTION, ConnectionState.PUSHING,
-                           ConnectionState.LIVE, ConnectionState.QUIET, ConnectionState.LOST,
-                           ConnectionState.BACKING_OFF})
-"""States in which the session is trying or connected: Disconnect applies."""
-RETRYING_STATES = frozenset({ConnectionState.LOST, ConnectionState.BACKING_OFF})
 
 
 def _wrapping(name: str) -> QLabel:
@@ -139,10 +134,7 @@ class HostDetailView(QWidget):
             signal.emit(self.snapshot.host.name)
 
     def _connect_clicked(self) -> None:
-        if self.snapshot is not None and self.snapshot.connection.state in RETRYING_STATES:
-            self._emit(self.retry_requested)
-        else:
-            self._emit(self.connect_requested)
+        self._emit(self.connect_requested)  # the controller does what the button's words said (its state's row)
 
     def primary_button(self) -> QPushButton | None:
         """The one prominent action now showing (None when there is nothing to do)."""
@@ -187,24 +179,19 @@ class HostDetailView(QWidget):
         self.fields.setText(f"<table>{rows}</table>")
         self._show_error(snapshot)
         self._show_finished_box(snapshot)
-        state = snapshot.connection.state
-        active = state in ACTIVE_STATES
-        retrying = state in RETRYING_STATES
+        spec = snapshot.connection.spec
         focused = next((b for b in (self.keep_button, self.connect_button, self.disconnect_button)
                         if b.hasFocus()), None)
-        self.connect_button.setText("Retry now" if retrying else
-                                    "Wake and connect" if state is ConnectionState.ASLEEP else "Connect")
-        self.connect_button.setVisible(retrying or not active)
+        self.connect_button.setText(CONNECT_WORDS[spec.connect] or "Connect")
+        self.connect_button.setVisible(spec.connect is not ConnectAction.NONE)
         self.connect_button.setEnabled(True)
-        # While the host-key question waits, its dialog is the way to say no (Cancel): no second way out here.
-        can_disconnect = active and state is not ConnectionState.HOST_KEY_QUESTION
-        self.disconnect_button.setVisible(can_disconnect)
-        self.disconnect_button.setEnabled(can_disconnect)
+        self.disconnect_button.setVisible(spec.disconnect)
+        self.disconnect_button.setEnabled(spec.disconnect)
         self.keep_button.setVisible(badge.offers_keep)
         self.keep_button.setEnabled(badge.offers_keep)
         if badge.offers_keep:
             self._set_primary(self.keep_button)
-        elif retrying or not active:
+        elif spec.connect is not ConnectAction.NONE:
             self._set_primary(self.connect_button)
         else:
             self._set_primary(None)

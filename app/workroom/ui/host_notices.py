@@ -10,15 +10,12 @@ import time
 from collections.abc import Callable
 
 from workroom.core.app_settings import NoticeSettings
-from workroom.core.connection import ConnectionState
 from workroom.core.hosts import LOCAL_PROVIDER
 from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.notices import finished_note, finished_span, lost_work_note, lost_work_reason
 from workroom.core.protocol import Status
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui.notifications import Notice, Notifications
-
-LIVE_STATES = (ConnectionState.LIVE, ConnectionState.QUIET)
 
 
 def finished_key(name: str) -> str:
@@ -50,7 +47,7 @@ class HostNotices:
 
     def _finished(self, snapshot: HostSnapshot, settings: NoticeSettings) -> None:
         name, status = snapshot.host.name, snapshot.status
-        if snapshot.connection.state not in LIVE_STATES or status is None:
+        if not snapshot.connection.spec.live or status is None:
             self._live.pop(name, None)  # asleep, offline or not connected: what follows is not "finished"
             return
         previous = self._live.get(name)

@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 )
 
 from workroom.core.badge import LABELS
-from workroom.core.connection import ConnectionState
+from workroom.core.connection import CONNECT_WORDS, ConnectAction, ConnectionState
 from workroom.core.errors import Face, UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
@@ -54,9 +54,6 @@ if TYPE_CHECKING:  # the dialogs load when one opens, not at start-up (docs/arch
 HOSTS_TAB, SETTINGS_TAB = 0, 1
 STATE_WIDTH_STEP = 24
 """The State column's width moves in steps of this many pixels (an age ticking from 9 to 10 min does not)."""
-SETTLED_STATES = (ConnectionState.LIVE, ConnectionState.QUIET, ConnectionState.LOST, ConnectionState.BACKING_OFF,
-                  ConnectionState.ERROR)
-"""A connect that reached one of these did not find the box asleep."""
 
 
 class MainWindow(QMainWindow):
@@ -265,7 +262,7 @@ class MainWindow(QMainWindow):
             if name not in self.left_asleep:
                 self.left_asleep.append(name)
             self._show_left_asleep()
-        elif state in SETTLED_STATES:
+        elif snapshot.connection.spec.settled:
             self._connect_all_pending.discard(name)
 
     def _show_left_asleep(self) -> None:
@@ -335,14 +332,10 @@ class MainWindow(QMainWindow):
         menu = QMenu(self)
         menu.setObjectName("row_menu")
         if snapshot is not None:
-            state = snapshot.connection.state
-            if state is ConnectionState.ASLEEP:
-                menu.addAction("Wake and connect", lambda: self._connect(name))
-            elif state in (ConnectionState.LOST, ConnectionState.BACKING_OFF):
-                menu.addAction("Retry now", lambda: self.controller.retry_now(name))
-            elif state in (ConnectionState.DISCONNECTED, ConnectionState.ERROR):
-                menu.addAction("Connect", lambda: self._connect(name))
-            else:
+            spec = snapshot.connection.spec
+            if spec.connect is not ConnectAction.NONE:
+                menu.addAction(CONNECT_WORDS[spec.connect], lambda: self._connect(name))
+            if spec.disconnect:
                 menu.addAction("Disconnect", lambda: self._disconnect(name))
             if snapshot.badge().offers_keep:
                 menu.addAction("Keep awake", lambda: self._keep(name))

@@ -17,26 +17,11 @@ from workroom.core.errors import Face
 from workroom.core.protocol import Verdict
 from workroom.sessions.host_session import HostSnapshot
 
-CONNECTION_WORDS: dict[ConnectionState, str] = {
-    ConnectionState.DISCONNECTED: "Not connected",
-    ConnectionState.CONNECTING: "Connecting…",
-    ConnectionState.HOST_KEY_QUESTION: "Waiting for you to trust its key",
-    ConnectionState.PUSHING: "Installing the agent…",
-    ConnectionState.LIVE: "Live",
-    ConnectionState.QUIET: "Live (quiet while idle)",
-    ConnectionState.LOST: "Lost",
-    ConnectionState.BACKING_OFF: "Lost, retrying",
-    ConnectionState.ASLEEP: "Asleep",
-    ConnectionState.ERROR: "Cannot connect",
-}
 NO_VALUE = "—"
 
 
-LIVE_STATES = (ConnectionState.LIVE, ConnectionState.QUIET)
-
-
 def is_live(snap: HostSnapshot) -> bool:
-    return snap.connection.state in LIVE_STATES and snap.status is not None
+    return snap.connection.spec.live and snap.status is not None
 
 
 def last_known_text(snap: HostSnapshot, now_monotonic: float) -> str:
@@ -119,7 +104,7 @@ def awake_text(snap: HostSnapshot, now_monotonic: float) -> str:
 
 def connection_text(snap: HostSnapshot, now_monotonic: float) -> str:
     info = snap.connection
-    words = CONNECTION_WORDS.get(info.state, str(info.state))
+    words = info.spec.words
     if info.state is ConnectionState.BACKING_OFF and info.retry_at_monotonic is not None:
         left = max(0.0, info.retry_at_monotonic - now_monotonic)
         words += f" in {format_duration(left)}"
@@ -133,7 +118,7 @@ def prompt_deadline(snap: HostSnapshot) -> float | None:
     link or the box going asleep the last status still says "pending", yet Keep awake could only fail. The agent
     keeps the prompt and its deadline across connections and says so in the first status of the next one, so
     the prompt shows again as soon as the link is back (unless it was answered or ran out meanwhile)."""
-    if snap.connection.state not in LIVE_STATES:
+    if not snap.connection.spec.live:
         return None
     if snap.status is not None and snap.status.prompt_pending and snap.status.prompt_deadline is not None:
         return snap.status.prompt_deadline

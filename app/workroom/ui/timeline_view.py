@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 
 from workroom.core import busy_reasons
 from workroom.core import timeline as tl
-from workroom.core.connection import ConnectionState
+from workroom.core.connection import CONNECTION_SPECS, ConnectionState
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
 from workroom.core.protocol import TimelineReply, UserExclusions
@@ -44,7 +44,6 @@ AUTO_REFRESH_SECONDS = 60.0
 MIN_SPAN_PX = 4.0
 """The narrowest a stretch of work (or sleep) is drawn: on a 320 px strip of 24 h, one pixel is 4.5 minutes."""
 NOTABLE = frozenset({tl.SegmentKind.BUSY, tl.SegmentKind.HELD, tl.SegmentKind.CEILING, tl.SegmentKind.ASLEEP})
-CONNECTED = frozenset({ConnectionState.LIVE, ConnectionState.QUIET})
 
 LEGEND: tuple[tuple[busy_reasons.ColourRole | tl.SegmentKind, str], ...] = (
     *busy_reasons.COLOUR_LEGEND.items(),
@@ -318,7 +317,7 @@ class TimelineView(QWidget):
             return
         self.setEnabled(True)
         name = snapshot.host.name
-        connected = snapshot.connection.state in CONNECTED
+        connected = snapshot.connection.spec.live
         if name != self.host_name:
             self.host_name = name
             self._clear()
@@ -442,7 +441,7 @@ class TimelineView(QWidget):
             # Advanced locally, once a second with the window's tick: never by asking the agent again.
             now = self._clock()
             still = self._reply_state is not None and self._reply_state == self._seen_state \
-                and self._seen_state[0] in CONNECTED
+                and isinstance(self._seen_state[0], ConnectionState) and CONNECTION_SPECS[self._seen_state[0]].live
             if still and not self._reply_changed:
                 self._reply_held_until = now
             else:

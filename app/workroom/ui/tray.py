@@ -20,7 +20,7 @@ from PySide6.QtGui import QAction, QGuiApplication, Qt
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from workroom.core.badge import LABELS, Badge, BadgeKind, MenuTime, tray_summary, worst_badge_kind
-from workroom.core.connection import ConnectionState
+from workroom.core.connection import CONNECT_WORDS, ConnectAction
 from workroom.core.durations import format_duration
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
@@ -71,13 +71,10 @@ class HostMenu(QMenu):
         badge = snapshot.badge(now)
         self.setTitle(host_menu_text(snapshot, now))
         self.setToolTip(Qt.convertFromPlainText(row_text.badge_tooltip(snapshot, now)))  # never markup
-        state = snapshot.connection.state
-        asleep = state is ConnectionState.ASLEEP
-        self.connect_action.setText("Wake and connect" if asleep else "Connect")
-        self.connect_action.setVisible(asleep or state in (ConnectionState.DISCONNECTED, ConnectionState.ERROR,
-                                                           ConnectionState.LOST, ConnectionState.BACKING_OFF))
-        self.disconnect_action.setVisible(not self.connect_action.isVisible()
-                                          and state is not ConnectionState.HOST_KEY_QUESTION)
+        spec = snapshot.connection.spec
+        self.connect_action.setText(CONNECT_WORDS[spec.connect] or "Connect")
+        self.connect_action.setVisible(spec.connect is not ConnectAction.NONE)
+        self.disconnect_action.setVisible(spec.disconnect)
         self.keep_action.setVisible(badge.offers_keep)
         has_ssh = row_text.ssh_command(snapshot) is not None
         self.copy_action.setVisible(has_ssh)
