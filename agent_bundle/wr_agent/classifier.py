@@ -35,7 +35,6 @@ class Classifier(object):
         self.mask_until = None
         self.busy = False
         self.reasons = []
-        # Facts behind a reason, by its text (tcp: {"peer", "port", "since"}), for this tick's reasons only.
         self.operations = 0  # agent-run operations in flight (a BUSY signal)
         self.last_gap = None  # (monotonic at the wake, seconds without a tick, BUSY before it)
         self._tty = collections.deque()

@@ -47,10 +47,10 @@ def test_every_face_shows_the_states_row(app: Any, engine: Any, state: Connectio
 
     window.select_host("box1")
     detail = window.detail
-    assert not detail.connect_button.isHidden() is (spec.connect is not ConnectAction.NONE)
+    assert detail.connect_button.isHidden() is not (spec.connect is not ConnectAction.NONE)
     if words:
         assert detail.connect_button.text() == words
-    assert not detail.disconnect_button.isHidden() is spec.disconnect
+    assert detail.disconnect_button.isHidden() is not spec.disconnect
 
     # The click does what the words said: wake only on "Wake and connect", retry on "Retry now".
     done: list[tuple[str, Any]] = []

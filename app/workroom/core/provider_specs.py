@@ -3,7 +3,7 @@
 One `ProviderSpec` row per provider. The providers registry makes the row's class, `Host` checks a host's
 reference against the row's fields, the add-host dialog and `workroom hosts add --ref` ask for those fields
 with the row's words, and docs/providers.md lists the same rows (a test holds all of them together:
-tests/unit/core/test_provider_specs.py). Adding a provider is one row here plus its module
+tests/unit/test_provider_specs.py). Adding a provider is one row here plus its module
 (docs/architecture.md, "Adding a provider").
 
 The class is named by its import path: core imports nothing of the providers layer, and the registry

@@ -24,7 +24,7 @@ from workroom.core.provider_specs import ProviderSpec
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits
 from workroom.providers.agent_sockets import AgentPlace
-from workroom.remote.agent_install import PYTHON3, AgentLayout, InstallReport, ServeOptions
+from workroom.remote.agent_install import PYTHON3, AgentInstaller, AgentLayout, InstallReport, ServeOptions
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
 
@@ -73,6 +73,12 @@ class Provider:
 
     def layout(self, host: Host) -> AgentLayout:
         return AgentLayout()
+
+    def installer(self, host: Host, shell: HostShell) -> AgentInstaller:
+        """The one way an installer for this host is made (every connect, and uninstall): this app's bundle, the
+        host's layout, serve options and Python."""
+        return AgentInstaller(shell, self.context.bundle, self.layout(host), self.serve_options(host),
+                              self.python_command(host))
 
     def python_command(self, host: Host) -> tuple[str, ...]:
         """How the agent's Python is started on the host: `python3` from its PATH unless said otherwise."""

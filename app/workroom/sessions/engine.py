@@ -29,7 +29,7 @@ from workroom.providers import make_provider
 from workroom.providers.agent_sockets import AgentSockets
 from workroom.providers.base import Provider, ProviderContext
 from workroom.regular_file import read_regular_file
-from workroom.remote.agent_install import AgentInstaller, UninstallReport
+from workroom.remote.agent_install import UninstallReport
 from workroom.remote.host_keys import KnownHosts
 from workroom.sessions.host_session import HostSession, HostSnapshot
 from workroom.storage import (
@@ -255,9 +255,7 @@ class Engine:
         def work() -> UninstallReport:
             shell = provider.open_shell(host)
             try:
-                installer = AgentInstaller(shell, provider.context.bundle, provider.layout(host),
-                                           provider.serve_options(host), provider.python_command(host))
-                report = installer.uninstall(stop_only=stop_only)
+                report = provider.installer(host, shell).uninstall(stop_only=stop_only)
                 provider.remember_agent(host, None)
                 return report
             finally:

@@ -181,10 +181,7 @@ class AppController(QObject):
 
     async def keep(self, name: str) -> Status:
         """Answer a prompt with Keep awake; raises UserError when the host cannot be reached."""
-        try:
-            session = self._session(name)
-        except UserError:
-            raise
+        session = self._session(name)
         try:
             return await session.keep()
         except UserError:
