@@ -167,15 +167,12 @@ def _clock(unix: float | None) -> str:
 
 
 def asleep_words(engine: Engine, name: str) -> str:
-    """"box2 is asleep (since 14:02); last known idle (since 13:40)", from the record the app keeps."""
+    """"box2 is asleep (since 14:02); last known busy (2 min ago)", from the one record every face reads
+    (core.last_known)."""
     known = engine.last_known(name)
     since = f" (since {_clock(known.asleep_since)})" if known.asleep_since is not None else ""
     words = f"{name} is asleep{since}"
-    if known.verdict is not None:
-        words += f"; last known {known.verdict}" + (f" (since {_clock(known.since)})" if known.since else "")
-    else:
-        words += "; nothing known of it yet"
-    return words
+    return words + ("; " + known.words(time.time()) if known.known else "; nothing known of it yet")
 
 
 def _asleep(engine: Engine, name: str, command: str) -> BoxAsleep:
@@ -370,8 +367,9 @@ def _status_line(engine: Engine, snap: HostSnapshot) -> str:
 
 def _with_last_known(engine: Engine, snap: HostSnapshot) -> dict[str, Any]:
     known = engine.last_known(snap.host.name)
-    return {**_snapshot_json(snap), "last_known": {"verdict": known.verdict, "since": known.since,
-                                                   "asleep_since": known.asleep_since}}
+    return {**_snapshot_json(snap), "last_known": {
+        "verdict": known.doing, "reported": known.reported, "since": known.since, "seen_at": known.seen_at,
+        "asleep_since": known.asleep_since}}
 
 
 async def _connected_session(name: str, command: str, wake: bool,

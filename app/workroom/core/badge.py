@@ -197,6 +197,8 @@ def badge(
     state = connection.state
     if state is ConnectionState.ASLEEP:
         return _asleep(traits, connection)
+    if state is ConnectionState.UNREADABLE:
+        return _unreadable(connection)
     if state in UNREACHABLE_STATES:
         return _offline(connection, face)
     if state is ConnectionState.DISCONNECTED:
@@ -250,6 +252,17 @@ def _asleep(traits: ProviderTraits, connection: ConnectionInfo) -> Badge:
     if connection.wake_seconds is not None:
         sentences.append(f"Last wake took {connection.wake_seconds:.1f} s.")
     return _make(BadgeKind.ASLEEP, sentences, hint=hint, reason=reason)
+
+
+def _unreadable(connection: ConnectionInfo) -> Badge:
+    """The provider could not say whether the box sleeps: unknown, with why — never asleep, never offline."""
+    error = connection.error
+    why = without_exception_names(error.message) if error is not None else "The provider could not be read."
+    return _make(BadgeKind.UNKNOWN, [
+        f"Could not read the provider: {why}",
+        "The box may be asleep, so the app does not connect to it on its own (that could wake it).",
+    ], hint="The app reads the provider again on its own; Wake and connect reaches the box (it may wake it).",
+        label="Unknown: could not read the provider")
 
 
 def _offline(connection: ConnectionInfo, face: Face) -> Badge:

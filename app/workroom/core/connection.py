@@ -35,6 +35,9 @@ class ConnectionState(StrEnum):
     """Waiting before the next reconnect attempt."""
     ASLEEP = "asleep"
     """The provider says the box is asleep (read without waking it)."""
+    UNREADABLE = "unreadable"
+    """The provider could not be read (its daemon gone, its CLI failing): the box may be asleep, so nothing of
+    ours connects to it unasked; the provider is read again now and then."""
     ERROR = "error"
     """Cannot connect until something changes (refused host key, no python3, bad credentials)."""
 
@@ -92,6 +95,9 @@ CONNECTION_SPECS: Mapping[ConnectionState, ConnectionSpec] = MappingProxyType({s
     ConnectionSpec(ConnectionState.BACKING_OFF, "Lost, retrying", unreachable=True, settled=True,
                    connect=ConnectAction.RETRY, disconnect=True),
     ConnectionSpec(ConnectionState.ASLEEP, "Asleep", connect=ConnectAction.WAKE),
+    # It may be asleep: connecting may wake it, and the control says so.
+    ConnectionSpec(ConnectionState.UNREADABLE, "Could not read the provider", settled=True,
+                   connect=ConnectAction.WAKE),
     ConnectionSpec(ConnectionState.ERROR, "Cannot connect", unreachable=True, settled=True,
                    connect=ConnectAction.CONNECT),
 )})

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workroom.agent_bundle import AgentBundle
+from workroom.core.errors import UserError
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome
@@ -38,6 +39,17 @@ class BoxState(StrEnum):
     AWAKE = "awake"
     ASLEEP = "asleep"
     UNKNOWN = "unknown"
+    """This provider cannot tell without waking the box."""
+
+
+class ProviderUnreadable(UserError):
+    """The provider should say whether the box sleeps, but could not be read now (its daemon gone, its CLI
+    missing or failing, an answer of a shape it does not know). The box is shown "unknown: could not read the
+    provider (why)" — never asleep, never offline — and nothing of ours connects to it unasked."""
+
+    def __init__(self, provider: str, why: str) -> None:
+        super().__init__("Could not read the provider", f"{provider}: {why}.",
+                         "The app looks again on its own; Wake and connect reaches the box anyway (it may wake it).")
 
 
 @dataclass
@@ -133,8 +145,9 @@ class Provider:
     async def box_state(self, host: Host) -> BoxState:
         """Whether the box sleeps now, read without waking it: asked of every provider before every
         background connect and while a box is asleep. UNKNOWN when the provider cannot tell without waking
-        it (then a sleepable box is left for the user's Connect). Must not raise for an unreachable
-        provider, and must never touch the box itself."""
+        it (then a sleepable box is left for the user's Connect). A provider that can tell but could not be read
+        now raises `ProviderUnreadable` with why, in words (bounded in time; no other exception). Must never
+        touch the box itself."""
         return BoxState.UNKNOWN
 
     async def read_idle_clock(self, host: Host) -> IdleClockReading | None:

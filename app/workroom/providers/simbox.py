@@ -13,10 +13,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from workroom.core.display_text import plain
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.provider_specs import HEALTH_PAGE_URL
-from workroom.providers.base import BoxState
+from workroom.providers.base import BoxState, ProviderUnreadable
 from workroom.providers.bounded_http import PollFailed, get_json
 from workroom.providers.idle_clock import reading_from
 from workroom.providers.ssh_family import SshProvider
@@ -27,21 +28,30 @@ HEALTH_TIMEOUT_SECONDS = 3.0
 class SimboxProvider(SshProvider):
     async def box_state(self, host: Host) -> BoxState:
         data = await self._health(host)
-        state = data.get("state") if data is not None else None
-        return {"asleep": BoxState.ASLEEP, "awake": BoxState.AWAKE}.get(str(state), BoxState.UNKNOWN)
+        state = data.get("state")
+        known = {"asleep": BoxState.ASLEEP, "awake": BoxState.AWAKE}.get(str(state))
+        if known is None:
+            raise ProviderUnreadable("The simulator's health page", f"it gave the box a state it does not know "
+                                     f"({plain(str(state), 40)!r})")
+        return known
 
     async def read_idle_clock(self, host: Host) -> IdleClockReading | None:
         """The box's idle seconds from the simulator's health page (on loopback: never the box's wire)."""
-        data = await self._health(host)
-        return None if data is None else reading_from(data, time.monotonic())
+        try:
+            data = await self._health(host)
+        except ProviderUnreadable:
+            return None
+        return reading_from(data, time.monotonic())
 
-    async def _health(self, host: Host) -> dict[str, Any] | None:
-        """The box's document on the simulator's health page; None when it cannot be read."""
+    async def _health(self, host: Host) -> dict[str, Any]:
+        """The box's document on the simulator's health page; `ProviderUnreadable` when it cannot be read."""
         url = HEALTH_PAGE_URL.of(host.reference)
         if url is None:
-            return None
+            raise ProviderUnreadable("The simulator", "this host has no health page URL")
         try:
             data = await get_json(url, HEALTH_TIMEOUT_SECONDS)
-        except PollFailed:
-            return None
-        return data if isinstance(data, dict) else None
+        except PollFailed as failed:
+            raise ProviderUnreadable(f"The simulator's health page ({plain(url, 80)})", str(failed)) from None
+        if not isinstance(data, dict):
+            raise ProviderUnreadable(f"The simulator's health page ({plain(url, 80)})", "its answer is not a box's")
+        return data

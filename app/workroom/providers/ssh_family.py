@@ -13,11 +13,12 @@ import shutil
 import time
 from typing import TYPE_CHECKING
 
+from workroom.core.display_text import plain
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.provider_specs import MACHINE_NAME
 from workroom.providers.agent_sockets import AgentPlace
-from workroom.providers.base import BoxState, Provider
+from workroom.providers.base import BoxState, Provider, ProviderUnreadable
 from workroom.providers.idle_clock import ASLEEP_STATES, AWAKE_STATES, reading_from
 from workroom.remote.agent_client import EventHandler
 from workroom.remote.agent_install import PROBE_ANSWER_LIMIT, relay_argv, relay_command
@@ -141,18 +142,25 @@ class BoxdProvider(SshProvider):
 
     async def box_state(self, host: Host) -> BoxState:
         out = await self._machine_status(host)
-        return BoxState.UNKNOWN if out is None else parse_boxd_state(out)
+        state = parse_boxd_state(out)
+        if state is BoxState.UNKNOWN:
+            raise ProviderUnreadable("boxd", boxd_state_words(out))
+        return state
 
     async def read_idle_clock(self, host: Host) -> IdleClockReading | None:
         """The idle time `boxd machine status` reports (a call to boxd's API, never to the box)."""
-        out = await self._machine_status(host)
-        return None if out is None else parse_boxd_idle(out, time.monotonic())
+        try:
+            out = await self._machine_status(host)
+        except ProviderUnreadable:
+            return None
+        return parse_boxd_idle(out, time.monotonic())
 
-    async def _machine_status(self, host: Host) -> bytes | None:
-        """`boxd machine status NAME --json`'s output, or None (no CLI, or no answer within 10 s)."""
+    async def _machine_status(self, host: Host) -> bytes:
+        """`boxd machine status NAME --json`'s output; `ProviderUnreadable` with why when there is none (no
+        CLI, no answer within 10 s, an answer too large)."""
         exe = shutil.which(self.cli)
         if exe is None:
-            return None
+            raise ProviderUnreadable("boxd", "the boxd command is not installed on this computer")
         proc = await asyncio.create_subprocess_exec(
             exe, "machine", "status", MACHINE_NAME.of(host.reference) or host.connect_address, "--json",
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
@@ -177,7 +185,11 @@ class BoxdProvider(SshProvider):
                 with contextlib.suppress(ProcessLookupError):
                     proc.kill()
             await proc.wait()
-        return None if out is None or len(out) > BOXD_ANSWER_BYTES else out
+        if out is None:
+            raise ProviderUnreadable("boxd", "`boxd machine status` gave no answer within 10 s")
+        if len(out) > BOXD_ANSWER_BYTES:
+            raise ProviderUnreadable("boxd", "`boxd machine status` answered far more than a machine's status")
+        return out
 
 
 def parse_boxd_idle(output: bytes, read_at: float) -> IdleClockReading | None:
@@ -189,6 +201,18 @@ def parse_boxd_idle(output: bytes, read_at: float) -> IdleClockReading | None:
     if parse_boxd_state(output) is not BoxState.AWAKE:
         return None
     return reading_from(data, read_at)
+
+
+def boxd_state_words(output: bytes) -> str:
+    """Why `boxd machine status`'s answer says neither awake nor asleep, in words (the state it named, if any)."""
+    try:
+        data = json.loads(output)
+    except (ValueError, RecursionError):
+        return "`boxd machine status` did not answer with a machine's status"
+    state = data.get("state") if isinstance(data, dict) else None
+    if not isinstance(state, str) or not state:
+        return "`boxd machine status` named no state"
+    return f"it says the machine is {plain(state, 40)!r}, neither awake nor asleep"
 
 
 def parse_boxd_state(output: bytes) -> BoxState:

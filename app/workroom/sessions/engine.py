@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host, HostsFile
+from workroom.core.last_known import LastKnown
 from workroom.core.questions import SecretRequest
 from workroom.credentials import CredentialKey, CredentialStore
 from workroom.paths import AppPaths
@@ -42,24 +43,6 @@ from workroom.storage import (
 )
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class LastKnown:
-    """What the app last knew of a host: its verdict ("busy"/"idle") since when, and asleep since when
-    (Unix seconds; None where it never saw it)."""
-
-    verdict: str | None
-    since: float | None
-    asleep_since: float | None
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _number_or_none(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 SecretAsker = Callable[[SecretRequest], Coroutine[Any, Any, str | None]]
@@ -112,6 +95,7 @@ class Engine:
         self.listeners: list[Callable[[HostSnapshot], None]] = []
         self._providers: dict[str, Provider] = {}
         self.last_verdicts: dict[str, dict[str, object]] = self._load_verdicts()
+        self._heard_live: set[str] = set()
         if loaded_hosts.problem is None and not paths.hosts_file.exists():
             save_hosts(paths, self.hosts)
 
@@ -144,6 +128,7 @@ class Engine:
 
     def _relay(self, snapshot: HostSnapshot) -> None:
         self._remember_verdict(snapshot)
+        snapshot = replace(snapshot, last_known=self.last_known(snapshot.host.name))
         for listener in list(self.listeners):
             listener(snapshot)
 
@@ -166,34 +151,39 @@ class Engine:
             return {}
         if not isinstance(data, dict):
             return {}
-        return {k: v for k, v in data.items() if isinstance(k, str) and isinstance(v, dict) and (
-            (v.get("verdict") in ("BUSY", "IDLE") and isinstance(v.get("agent_monotonic"), int | float))
-            or _is_number(v.get("asleep_since")))}
+        records = {k: LastKnown.from_record(v) for k, v in data.items() if isinstance(k, str) and isinstance(v, dict)}
+        return {k: known.to_record() for k, known in records.items() if known.known or known.asleep_since is not None}
 
     def last_known(self, name: str) -> LastKnown:
-        """What the app last knew of a host (any face, any run): its verdict and since when, and since when
-        it has been seen asleep. Read from last_verdicts.json, so a fresh CLI process has it too."""
-        record = self.last_verdicts.get(name, {})
-        verdict = record.get("verdict")
-        since, asleep = record.get("since"), record.get("asleep_since")
-        return LastKnown(verdict=verdict.lower() if isinstance(verdict, str) else None,
-                         since=_number_or_none(since), asleep_since=_number_or_none(asleep))
+        """What the app last knew of a host (any face, any run: core.last_known). Read from last_verdicts.json,
+        so a fresh CLI process has it too."""
+        return LastKnown.from_record(self.last_verdicts.get(name))
 
     def _remember_verdict(self, snapshot: HostSnapshot) -> None:
+        """Keep the one record of what is known (core.last_known): written when what a face would say changes,
+        and when the host stops being heard live (so the next run's "N min ago" is right)."""
         name = snapshot.host.name
-        record = dict(self.last_verdicts.get(name, {}))
-        state = snapshot.connection.state
-        if state is ConnectionState.ASLEEP and not _is_number(record.get("asleep_since")):
-            record["asleep_since"] = time.time()
-        elif snapshot.connection.spec.live and "asleep_since" in record:
-            del record["asleep_since"]
-        if snapshot.status is not None and snapshot.connection.spec.live:
-            verdict = snapshot.status.verdict.value
-            if record.get("verdict") != verdict:
-                record.update(verdict=verdict, agent_monotonic=snapshot.status.monotonic, since=time.time())
-        if record == self.last_verdicts.get(name):
+        before = self.last_known(name)
+        now = time.time()
+        spec = snapshot.connection.spec
+        after = before
+        if snapshot.connection.state is ConnectionState.ASLEEP:
+            after = before.asleep(now)
+        elif spec.live and snapshot.status is not None:
+            after = before.seen(snapshot.status, now)
+        heard_before = name in self._heard_live
+        if spec.live:
+            self._heard_live.add(name)
+        else:
+            self._heard_live.discard(name)
+        if after == before:
             return
-        self.last_verdicts[name] = record
+        self.last_verdicts[name] = after.to_record()
+        if not before.differs_in_meaning(after) and not (heard_before and not spec.live):
+            return  # only a newer "seen at" while live: in memory now, on disk when it stops being heard
+        self._save_verdicts()
+
+    def _save_verdicts(self) -> None:
         data, path = json.dumps(self.last_verdicts).encode(), self._verdicts_file
 
         def save() -> None:
@@ -211,9 +201,10 @@ class Engine:
         out = []
         for host in self.hosts.hosts:
             if host.name in self.sessions:
-                out.append(self.sessions[host.name].snapshot())
+                snapshot = self.sessions[host.name].snapshot()
             else:
-                out.append(HostSnapshot(host, self.provider_for(host).traits(host), ConnectionInfo(), None, None))
+                snapshot = HostSnapshot(host, self.provider_for(host).traits(host), ConnectionInfo(), None, None)
+            out.append(replace(snapshot, last_known=self.last_known(host.name)))
         return out
 
     def add_host(self, host: Host) -> None:

@@ -29,6 +29,7 @@ from workroom.core.errors import Face, UserError
 from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
+from workroom.core.last_known import LastKnown
 from workroom.core.protocol import (
     PromptEvent,
     ProtocolError,
@@ -40,7 +41,7 @@ from workroom.core.protocol import (
 )
 from workroom.core.questions import HostKeyQuestion
 from workroom.core.traits import ProviderTraits
-from workroom.providers.base import BoxState, Provider
+from workroom.providers.base import BoxState, Provider, ProviderUnreadable
 from workroom.remote.agent_client import AgentClient
 from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, InstallReport, Probe
 from workroom.remote.agent_link import AgentLink, PreambleError, plain_reason
@@ -88,6 +89,9 @@ class HostSnapshot:
     prompt: PromptEvent | None
     status_received_at: float | None = None
     install: InstallReport | None = None
+    last_known: LastKnown | None = None
+    """The one record of what is known of the host (core.last_known), attached by the engine: what a row
+    that is not live shows, and since when an asleep box has slept, across runs and faces."""
 
     def badge(self, now_monotonic: float | None = None, face: Face = Face.APP) -> Badge:
         return badge(self.status, self.traits, self.connection, now_monotonic=now_monotonic, face=face)
@@ -407,6 +411,10 @@ class HostSession:
                 return
             was_live = self.connection.spec.live
             box = await self._box_state()
+            if isinstance(box, ProviderUnreadable) and self.traits.sleeps_when_idle:
+                # It may have gone to sleep: never shown asleep or offline on a guess, and never reconnected to.
+                self._end_run(_EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable"))
+                return
             if box is BoxState.ASLEEP:
                 if was_live:  # put to sleep under our eyes: while its agent said busy, work was cut short
                     self.connection = self.connection.model_copy(update={"suspended_while_busy": (
@@ -433,29 +441,43 @@ class HostSession:
             self.failure = end.error
         self._set_state(end.state, end.error)
         self._first_status.set()
-        if end.state is ConnectionState.ASLEEP:
+        if end.state in (ConnectionState.ASLEEP, ConnectionState.UNREADABLE):
             self._watch_asleep()
 
     def _watch_asleep(self) -> None:
-        """While ASLEEP, look again now and then (without waking it): a box woken by someone else is
-        connected to again, so its prompts and badge are live. (Only a provider that can read the state
-        says ASLEEP, so every asleep box is watched.)"""
+        """While ASLEEP (or the provider unreadable), look again now and then (without waking it): a box woken by
+        someone else is connected to again, so its prompts and badge are live; a provider that answers again
+        says asleep or awake; one that stops answering is said to be unreadable, never left "asleep"."""
+        watching = (ConnectionState.ASLEEP, ConnectionState.UNREADABLE)
 
         async def watch() -> None:
-            while self.connection.state is ConnectionState.ASLEEP and not self._wanted:
+            while self.connection.state in watching and not self._wanted:
                 await asyncio.sleep(asleep_recheck_seconds(self.traits.idle_window_seconds))
-                if self.connection.state is ConnectionState.ASLEEP and not self._wanted \
-                        and await self._box_state() is BoxState.AWAKE:
+                if self.connection.state not in watching or self._wanted:
+                    return
+                box = await self._box_state()
+                if box is BoxState.AWAKE:
                     self.start(wake=False)
                     return
+                if isinstance(box, ProviderUnreadable):
+                    if self.connection.state is not ConnectionState.UNREADABLE or self.connection.error != box.info():
+                        self._set_state(ConnectionState.UNREADABLE, box)
+                elif box is BoxState.ASLEEP and self.connection.state is not ConnectionState.ASLEEP:
+                    self._set_state(ConnectionState.ASLEEP)
 
-        self._asleep_watch = asyncio.get_running_loop().create_task(watch(), name=f"asleep-{self.host.name}")
+        if self._asleep_watch is None or self._asleep_watch.done():
+            self._asleep_watch = asyncio.get_running_loop().create_task(watch(), name=f"asleep-{self.host.name}")
 
-    async def _box_state(self) -> BoxState:
-        """The provider's word on the box, read without waking it (every provider answers: docs/providers.md)."""
+    async def _box_state(self) -> BoxState | ProviderUnreadable:
+        """The provider's word on the box, read without waking it (every provider answers: docs/providers.md);
+        why it could not be read, when the provider says (a provider's bug counts as unknown, and is logged)."""
         try:
             return await self.provider.box_state(self.host)
+        except ProviderUnreadable as unreadable:
+            log.info("%s: %s", self.host.name, unreadable.message)
+            return unreadable
         except Exception:
+            log.exception("reading the state of %s failed", self.host.name)
             return BoxState.UNKNOWN
 
     async def _connect_once(self) -> None:
@@ -480,6 +502,11 @@ class HostSession:
         """Decide from the provider's word (read without waking the box) whether this run may connect;
         says CONNECTING (or retrying) when it may. Returns whether the box was asleep (a timed wake)."""
         box = await self._box_state()
+        if isinstance(box, ProviderUnreadable):
+            if self.traits.sleeps_when_idle and not self._may_wake:
+                # It may be asleep, and the provider cannot say: only an explicit wake may reach it.
+                raise _EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable")
+            box = BoxState.UNKNOWN  # the user's Wake and connect: reach it all the same
         was_asleep = box is BoxState.ASLEEP
         if was_asleep and not self._may_wake:
             raise _EndOfRun.asleep()

@@ -9,6 +9,7 @@ it were current (docs/ui.md "Words for each state").
 from __future__ import annotations
 
 import shlex
+import time
 
 from workroom.core.busy_reasons import reason_words
 from workroom.core.connection import ConnectionState
@@ -25,8 +26,13 @@ def is_live(snap: HostSnapshot) -> bool:
 
 
 def last_known_text(snap: HostSnapshot, now_monotonic: float) -> str:
-    """For a row that is not live: what its agent last said and how long ago, or "" when nothing."""
-    if is_live(snap) or snap.status is None or snap.status_received_at is None:
+    """For a row that is not live: what the box was doing when its agent last spoke and how long ago, from the
+    one record every face reads (core.last_known), or "" when nothing is known."""
+    if is_live(snap):
+        return ""
+    if snap.last_known is not None and snap.last_known.known:
+        return snap.last_known.words(time.time())
+    if snap.status is None or snap.status_received_at is None:
         return ""
     age = max(0.0, now_monotonic - snap.status_received_at)
     return f"last known {snap.status.classifier_verdict.value.lower()} ({format_duration(age)} ago)"
@@ -100,6 +106,17 @@ def awake_seconds(snap: HostSnapshot, now_monotonic: float) -> float | None:
 def awake_text(snap: HostSnapshot, now_monotonic: float) -> str:
     seconds = awake_seconds(snap, now_monotonic)
     return NO_VALUE if seconds is None else format_duration(seconds)
+
+
+def in_state_seconds(snap: HostSnapshot, now_monotonic: float) -> float | None:
+    """How long the host has been in its connection state: an asleep box since the app first saw it asleep (the
+    record survives a restart), else since the session entered the state."""
+    if snap.connection.state is ConnectionState.ASLEEP and snap.last_known is not None:
+        asleep = snap.last_known.asleep_seconds(time.time())
+        if asleep is not None:
+            return asleep
+    since = snap.connection.since_monotonic
+    return None if since is None else max(0.0, now_monotonic - since)
 
 
 def connection_text(snap: HostSnapshot, now_monotonic: float) -> str:

@@ -42,8 +42,9 @@ def host_menu_text(snapshot: HostSnapshot, now: float) -> str:
         left = row_text.prompt_seconds_left(snapshot, now)
         if left is not None:
             return f"{name} — {LABELS[badge.kind]}, answer within {format_duration(left)}"
-    if when is MenuTime.IN_STATE and snapshot.connection.since_monotonic is not None:
-        return f"{name} — {LABELS[badge.kind]} {format_duration(max(0.0, now - snapshot.connection.since_monotonic))}"
+    in_state = row_text.in_state_seconds(snapshot, now) if when is MenuTime.IN_STATE else None
+    if in_state is not None:
+        return f"{name} — {LABELS[badge.kind]} {format_duration(in_state)}"
     return f"{name} — {badge.label}"
 
 

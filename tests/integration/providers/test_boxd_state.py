@@ -19,7 +19,7 @@ from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host
 from workroom.paths import app_paths
 from workroom.providers import make_provider
-from workroom.providers.base import BoxState, Provider, ProviderContext
+from workroom.providers.base import BoxState, Provider, ProviderContext, ProviderUnreadable
 from workroom.providers.ssh_family import parse_boxd_state
 from workroom.sessions.host_session import HostSession
 
@@ -44,23 +44,30 @@ def _provider(tmp_path: Path) -> Provider:
 @pytest.mark.parametrize(("answer", "expected"), [
     ('{"name": "m1", "state": "hibernated"}', BoxState.ASLEEP),
     ('{"name": "m1", "state": "running"}', BoxState.AWAKE),
-    ('{"name": "m1", "state": "provisioning"}', BoxState.UNKNOWN),
-    ("not json at all", BoxState.UNKNOWN),
+    ('{"name": "m1", "state": "provisioning"}', "it says the machine is 'provisioning', neither awake nor asleep"),
+    ("not json at all", "did not answer with a machine's status"),
 ])
 def test_box_state_from_the_boxd_cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str,
-                                     expected: BoxState) -> None:
+                                     expected: BoxState | str) -> None:
+    """Awake or asleep as boxd says; anything else is "could not read the provider", with why, never a guess."""
     log = tmp_path / "calls"
     bindir = _stand_in(tmp_path, f'echo "$@" >> {log}\necho \'{answer}\'\n')
     monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
     host = Host(name="m1", provider="boxd", address="m1.example", reference={"machine": "m1"})
-    assert asyncio.run(_provider(tmp_path).box_state(host)) is expected
+    if isinstance(expected, BoxState):
+        assert asyncio.run(_provider(tmp_path).box_state(host)) is expected
+    else:
+        with pytest.raises(ProviderUnreadable) as unreadable:
+            asyncio.run(_provider(tmp_path).box_state(host))
+        assert expected in unreadable.value.message
     assert log.read_text().split() == ["machine", "status", "m1", "--json"]
 
 
-def test_no_boxd_cli_means_unknown_never_a_guess(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_boxd_cli_means_unreadable_never_a_guess(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     host = Host(name="m1", provider="boxd", address="m1.example")
-    assert asyncio.run(_provider(tmp_path).box_state(host)) is BoxState.UNKNOWN
+    with pytest.raises(ProviderUnreadable, match="not installed"):
+        asyncio.run(_provider(tmp_path).box_state(host))
 
 
 def test_a_hibernated_box_is_shown_asleep_and_not_connected_to(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -160,6 +160,11 @@ CASES: dict[str, Case] = {
         state=ConnectionState.ERROR, error=ErrorInfo(title="No python3", message="python3 was not found.")),
         BadgeKind.OFFLINE, ("python3 was not found",)),
     "disconnected": Case(None, SSH_TRAITS, ConnectionInfo(), BadgeKind.UNKNOWN, ("Not connected",)),
+    "provider unreadable": Case(None, SIMBOX_TRAITS, ConnectionInfo(
+        state=ConnectionState.UNREADABLE, error=ErrorInfo(title="Could not read the provider",
+                                                           message="The health page: connection refused.")),
+        BadgeKind.UNKNOWN, ("could not read the provider: the health page: connection refused", "may be asleep"),
+        label_words=("could not read the provider",)),
     "connecting": Case(None, SSH_TRAITS, ConnectionInfo(state=ConnectionState.CONNECTING), BadgeKind.UNKNOWN),
     "host key question": Case(None, SSH_TRAITS, ConnectionInfo(
         state=ConnectionState.HOST_KEY_QUESTION, host_key_fingerprint="SHA256:abc"), BadgeKind.UNKNOWN,

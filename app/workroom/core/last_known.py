@@ -1,0 +1,102 @@
+"""What the app last knew of a host, as one record every face reads (the window, the tray, the CLI, the next
+start): what the box was doing when its agent last spoke, what the agent told the provider, since when, and
+since when the box has been asleep.
+
+"Doing" is the classifier's verdict, what a person means by busy: a box let sleep (or left unanswered past its
+ceiling) while its job ran was busy, though its agent told the provider idle so the box could sleep. "Reported"
+is the published verdict, which decides whether a box put to sleep was cut short while kept awake
+(`suspended while busy`). Times are Unix seconds, so a record written by one process (or run) means the same
+in the next. Kept in last_verdicts.json by the engine; a damaged or foreign entry reads as nothing known.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from workroom.core.durations import format_duration
+from workroom.core.protocol import Status
+
+VERDICT_WORDS = ("busy", "idle")
+
+
+def _number(value: object) -> float | None:
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _verdict(value: object) -> str | None:
+    if isinstance(value, str) and value.lower() in VERDICT_WORDS:
+        return value.lower()
+    return None
+
+
+@dataclass(frozen=True)
+class LastKnown:
+    doing: str | None = None
+    """"busy" or "idle": what the box was doing when its agent last spoke (its classifier's verdict)."""
+    reported: str | None = None
+    """"busy" or "idle": what the agent then told the provider (its published verdict)."""
+    since: float | None = None
+    """When the box began `doing` that, as far as the app saw."""
+    seen_at: float | None = None
+    """When its agent last said so."""
+    asleep_since: float | None = None
+    """When the app first saw the box asleep this time (None: not asleep, or never seen so)."""
+    agent_monotonic: float | None = None
+    """The agent's own clock at its last status (tells a box that slept or restarted since)."""
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any] | None) -> LastKnown:
+        """Read a stored record; anything of the wrong type reads as not known (never an error)."""
+        if not record:
+            return cls()
+        reported = _verdict(record.get("verdict"))
+        return cls(doing=_verdict(record.get("doing")) or reported, reported=reported,
+                   since=_number(record.get("since")), seen_at=_number(record.get("seen_at")),
+                   asleep_since=_number(record.get("asleep_since")),
+                   agent_monotonic=_number(record.get("agent_monotonic")))
+
+    def to_record(self) -> dict[str, Any]:
+        """The stored form: only what is known ("verdict" is the reported one, as older apps wrote it)."""
+        fields = {"verdict": self.reported.upper() if self.reported else None,
+                  "doing": self.doing.upper() if self.doing else None, "since": self.since,
+                  "seen_at": self.seen_at, "asleep_since": self.asleep_since,
+                  "agent_monotonic": self.agent_monotonic}
+        return {key: value for key, value in fields.items() if value is not None}
+
+    @property
+    def known(self) -> bool:
+        return self.doing is not None
+
+    def seen(self, status: Status, now: float) -> LastKnown:
+        """A status heard live at `now`: the box is awake and doing what its agent says."""
+        doing = status.classifier_verdict.value.lower()
+        since = self.since if doing == self.doing and self.since is not None else now
+        return LastKnown(doing=doing, reported=status.verdict.value.lower(), since=since, seen_at=now,
+                         asleep_since=None, agent_monotonic=status.monotonic)
+
+    def asleep(self, now: float) -> LastKnown:
+        """Seen asleep at `now`: asleep since then, unless it already was."""
+        return self if self.asleep_since is not None else replace(self, asleep_since=now)
+
+    def differs_in_meaning(self, other: LastKnown) -> bool:
+        """Whether storing `other` over this one changes anything a face says, beyond a newer `seen_at`."""
+        return replace(self, seen_at=None, agent_monotonic=None) != replace(other, seen_at=None,
+                                                                          agent_monotonic=None)
+
+    def words(self, now: float) -> str:
+        """"last known busy (2 min ago)": what the box was doing and how long ago its agent said so; "" when
+        nothing is known."""
+        if self.doing is None:
+            return ""
+        if self.seen_at is None:
+            return f"last known {self.doing}"
+        return f"last known {self.doing} ({format_duration(max(0.0, now - self.seen_at))} ago)"
+
+    def asleep_seconds(self, now: float) -> float | None:
+        return None if self.asleep_since is None else max(0.0, now - self.asleep_since)
