@@ -129,7 +129,7 @@ class SettingRow:
         if isinstance(value, bool):
             return "on" if value else "off"
         if isinstance(value, int | float):
-            return f"{value:g} s ({format_duration(value)})"
+            return f"{value:.10g} s ({format_duration(value)})"
         return str(value) if value else "(empty)"
 
 
