@@ -162,10 +162,10 @@ SETTING_ROWS: tuple[SettingRow, ...] = (
                "Open Workroom when I log in", needs=Capability.LOGIN_ITEM),
     SettingRow("hold_idle_sleep", "Holding off this computer's idle sleep", "hold-idle-sleep",
                Kind.YES_NO, False, Store.THIS_COMPUTER,
-               "While this Mac keeps a busy box awake, keep this Mac from going to sleep when idle (closing the lid "
-               "still sleeps it)", needs=Capability.IDLE_SLEEP_HOLD,
+               "While this Mac keeps a busy box awake, keep it from sleeping when idle",
+               needs=Capability.IDLE_SLEEP_HOLD,
                tooltip="A box whose provider counts only requests from outside is kept awake by this Mac's polls; "
-                       "they stop while this Mac sleeps."),
+                       "they stop while this Mac sleeps. Closing the lid still sleeps it."),
     SettingRow("terminal_app", "The terminal for Open in terminal", "terminal", Kind.TEXT, "",
                Store.THIS_COMPUTER, "Terminal for Open in terminal",
                empty="Terminal on macOS; $TERMINAL or x-terminal-emulator elsewhere"),

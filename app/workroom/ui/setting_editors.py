@@ -189,6 +189,7 @@ class TextEditor(RowEditor):
         self.text.setPlaceholderText(row.empty)
         self.text.setToolTip(row.tooltip)
         self.text.editingFinished.connect(self.edited.emit)
+        self.line.addWidget(QLabel(f"{row.label}:"))
         self.line.addWidget(self.text, 1)
 
     def controls(self) -> tuple[QWidget, ...]:

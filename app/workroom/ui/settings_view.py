@@ -89,7 +89,13 @@ class SettingsView(QWidget):
             else:
                 if row.kind is not Kind.TEXT:
                     editor.line.addStretch(1)
-                forms[section_of(row.store)].addRow("" if row.kind is Kind.YES_NO else row.label, editor)
+                form = forms[section_of(row.store)]
+                if row.kind is Kind.DURATION:
+                    form.addRow(row.label, editor)
+                elif row.kind is Kind.YES_NO:
+                    form.addRow("", editor)
+                else:
+                    form.addRow(editor)  # a text says its label on its own line, across the section
                 previous = editor
             editor.edited.connect(partial(self._edited, editor))
         self.bounds = _label("settings_bounds", text=bounds_words(rows_in(Store.AGENTS)))
@@ -116,6 +122,7 @@ class SettingsView(QWidget):
         layout.addLayout(buttons)
         layout.addWidget(self.result)
         for section in (NOTIFICATIONS, THIS_COMPUTER):
+            layout.addSpacing(6)
             layout.addWidget(QLabel(f"<b>{section}</b>"))
             layout.addLayout(forms[section])
             if section == NOTIFICATIONS:

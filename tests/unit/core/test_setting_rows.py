@@ -146,3 +146,9 @@ def test_help_imports_no_rows(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=60,
                               env={"WORKROOM_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}, check=True)
         assert done.stdout.split()[-1] == str(rows), argv
+
+
+def test_the_command_lines_docs_name_every_flag() -> None:
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "cli.md").read_text()
+    missing = [row.flag for row in SETTING_ROWS if f"| `--{row.flag}` |" not in docs]
+    assert not missing, f"docs/cli.md's settings table lacks {missing}"
