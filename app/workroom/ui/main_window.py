@@ -65,7 +65,7 @@ class MainWindow(QMainWindow):
     def __init__(self, controller: AppController, *, login_item: LoginItem | None = None,
                  can_hold_idle_sleep: bool = False) -> None:
         """`login_item`: how this computer opens the app at login (None: not offered); `can_hold_idle_sleep`:
-        this computer can hold off its idle sleep (a Mac): the setting is shown."""
+        this computer can hold off its idle sleep (a Mac): the setting can be changed."""
         super().__init__()
         styles.install()
         install_clipboard_cleaner()

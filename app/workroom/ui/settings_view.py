@@ -77,6 +77,8 @@ class SettingsView(QWidget):
         super().__init__()
         self.here = here if here is not None else ThisComputer(None, can_hold_idle_sleep=False)
         self.editors: dict[str, RowEditor] = {}
+        self._why_not: dict[str, str | None] = {}
+        """Per row, why this computer cannot change it (None: it can); asked again with `refresh_system`."""
         self._stored: dict[str, Any] = {}
         """Each row's value as loaded (or as last taken): a row differs from it only when the person changed it."""
         forms = {section: QFormLayout() for section in (EVERY_HOST, NOTIFICATIONS, THIS_COMPUTER)}
@@ -128,9 +130,9 @@ class SettingsView(QWidget):
             if section == NOTIFICATIONS:
                 layout.addWidget(self.notification_service)
         layout.addStretch(1)
+        self.refresh_system()
         for editor in self.editors.values():
             self._show_note(editor)
-        self.refresh_system()
         self._validate()
 
     # -- values ------------------------------------------------------------------------------------
@@ -148,7 +150,8 @@ class SettingsView(QWidget):
         self._validate()
 
     def refresh_system(self) -> None:
-        """Read the settings the system keeps (open at login) back from it."""
+        """Read the settings the system keeps (open at login) back from it, and what this computer can do."""
+        self._why_not = {name: self.here.why_not(editor.row) for name, editor in self.editors.items()}
         for editor in self._editors_in(Store.SYSTEM):
             value = self.here.read(editor.row)
             editor.load(value)
@@ -205,11 +208,11 @@ class SettingsView(QWidget):
         """A row is changeable where this computer can change it, and while the row it sits under is on."""
         for editor in self.editors.values():
             under = self.editors.get(editor.row.under) if editor.row.under is not None else None
-            editor.set_editable(self.here.why_not(editor.row) is None and (under is None or under.value() is True))
+            editor.set_editable(self._why_not[editor.row.name] is None and (under is None or under.value() is True))
 
     def _show_note(self, editor: RowEditor) -> None:
         """Why it cannot be changed here; else what the system says of it; else what its boxes round."""
-        why = self.here.why_not(editor.row)
+        why = self._why_not[editor.row.name]
         if why is not None:
             editor.say(why)
         elif editor.row.store is Store.SYSTEM:
