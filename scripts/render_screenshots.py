@@ -14,8 +14,8 @@ real freedesktop notification server on the same X server: GNOME's notification-
 notification's actions as buttons (dunst, used by tests/gui/test_notifications_dunst.py, offers them only
 through its context menu). It is drawn in the server's own theme, so there is one picture of it, not two.
 Open at login is a real XDG autostart entry in this run's private folder (the first-run offer above the host
-list is answered Open at login, as a user would); the idle-sleep row of Settings › This computer exists only
-on a Mac and is shown here on purpose, to picture it (the log says so).
+list is answered Open at login, as a user would); the idle-sleep row of Settings › This computer can be changed
+only on a Mac: here it shows disabled, saying why.
 
     sudo apt-get install xvfb openbox trayer x11-utils dbus-daemon notification-daemon
     .venv/bin/python scripts/render_screenshots.py [--out docs/screenshots] [--theme light|dark|both]
@@ -244,10 +244,8 @@ async def shoot(app: Any, light: Any, args: argparse.Namespace, info: dict[str, 
     window.move(40, 60)
     offer = await wait_for(lambda: window.login_offer, 10, "the first run's open-at-login offer")
     offer.accept_button.click()  # as a user answers it: the autostart entry is written, the offer goes
-    await wait_for(lambda: offer.isHidden() and window.computer.open_at_login.isChecked(), 10,
+    await wait_for(lambda: offer.isHidden() and window.settings.editors["open_at_login"].check.isChecked(), 10,
                    "the offer answered and the entry written")
-    log("the idle-sleep row (a Mac's) is shown on this Linux desktop to picture it")
-    window.computer.hold_idle_sleep.setVisible(True)
     for name in engine.hosts.names():
         wapp.controller.connect_host(name, wake=True)
     live = (ConnectionState.LIVE, ConnectionState.QUIET)

@@ -22,10 +22,14 @@ if TYPE_CHECKING:  # the engine is imported only by the commands that need it (a
     from contextlib import AbstractAsyncContextManager
     from typing import Any, NoReturn
 
+    from workroom.core.app_settings import AppSettings
     from workroom.core.errors import BoxAsleep, UserError
     from workroom.core.questions import HostKeyQuestion
+    from workroom.core.setting_rows import SettingRow
+    from workroom.paths import AppPaths
     from workroom.sessions.engine import Engine
     from workroom.sessions.host_session import HostSession, HostSnapshot
+    from workroom.this_computer import ThisComputer
 
 
 class _Providers:
@@ -109,14 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--json", action="store_true")
     status.add_argument("--watch", action="store_true", help="live view: keep printing changes")
 
-    settings = sub.add_parser("settings", help="the awake ceiling settings").add_subparsers(dest="settings_command")
-    settings.add_parser("get").add_argument("--json", action="store_true")
-    sset = settings.add_parser("set")
-    sset.add_argument("--ceiling", type=float, help="awake ceiling, seconds (30 s - 30 days)")
-    sset.add_argument("--prompt-timeout", type=float, help="prompt timeout, seconds (30 s - 30 days)")
-    ask = sset.add_mutually_exclusive_group()
-    ask.add_argument("--ask", dest="ask", action="store_true", default=None)
-    ask.add_argument("--no-ask", dest="ask", action="store_false")
+    _settings_parser(sub)
 
     secret = sub.add_parser("secret", help="SSH passphrases and passwords, kept only in the system keyring")
     secret_sub = secret.add_subparsers(dest="secret_command")
@@ -147,6 +144,68 @@ def build_parser() -> argparse.ArgumentParser:
     price.add_argument("name")
     price.add_argument("price", help="a number per hour, or 'none'")
     return parser
+
+
+def _settings_parser(sub: Any) -> None:
+    """`workroom settings get|set`: one flag of `set` per row of core.setting_rows, made when `set` is parsed or
+    its help printed (`workroom --help` imports no rows)."""
+    import argparse
+
+    class LaterFlags(argparse.ArgumentParser):
+        later: Callable[[argparse.ArgumentParser], None] | None = None
+
+        def _ready(self) -> None:
+            make, self.later = self.later, None
+            if make is not None:
+                make(self)
+
+        def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:
+            self._ready()
+            return super().parse_known_args(*args, **kwargs)
+
+        def format_help(self) -> str:
+            self._ready()
+            return super().format_help()
+
+    settings = sub.add_parser("settings", help="every setting: the awake ceiling, notifications, this computer")
+    verbs = settings.add_subparsers(dest="settings_command", parser_class=LaterFlags)
+    verbs.add_parser("get", help="every setting, its value and bounds").add_argument("--json", action="store_true")
+    verbs.add_parser("set", help="change the settings named; every other keeps its value").later = _setting_flags
+
+
+def _setting_flags(parser: argparse.ArgumentParser) -> None:
+    from workroom.core.setting_rows import Store, rows_in
+
+    for row in rows_in(*Store):
+        _setting_flag(parser, row)
+
+
+def _on_off(text: str) -> bool:
+    import argparse
+
+    words = {"on": True, "true": True, "yes": True, "1": True, "off": False, "false": False, "no": False, "0": False}
+    if text.lower() not in words:
+        raise argparse.ArgumentTypeError(f"say on or off, not {text!r}")
+    return words[text.lower()]
+
+
+def _setting_flag(parser: argparse.ArgumentParser, row: SettingRow) -> None:
+    """The `settings set` flag of one row (a yes/no row also gets `--no-<flag>`). Unset flags stay None."""
+    from workroom.core.setting_rows import Kind
+
+    flag, where = f"--{row.flag}", f"{row.store.applies_to}"
+    if row.kind is Kind.DURATION:
+        parser.add_argument(flag, dest=row.name, type=float, metavar="SECONDS",
+                            help=f"{row.words}, in seconds ({row.bounds_words()}); {where}")
+    elif row.kind is Kind.YES_NO:
+        both = parser.add_mutually_exclusive_group()
+        both.add_argument(flag, dest=row.name, nargs="?", const=True, type=_on_off, metavar="on|off",
+                          help=f"{row.words}: on or off (the flag alone: on); {where}")
+        both.add_argument(f"--no-{row.flag}", dest=row.name, action="store_const", const=False, default=None,
+                          help=f"the same as {flag} off")
+    else:
+        empty = f" (empty: {row.empty})" if row.empty else ""
+        parser.add_argument(flag, dest=row.name, metavar="TEXT", help=f"{row.words}{empty}; {where}")
 
 
 def _wake_flag(command: argparse.ArgumentParser) -> None:
@@ -585,40 +644,95 @@ def _cmd_hosts(args: argparse.Namespace) -> int:
     return ExitCode.OK
 
 
-async def _cmd_settings(args: argparse.Namespace) -> int:
+def _cmd_settings(args: argparse.Namespace) -> int:
+    """`get` lists every row with its value and bounds; `set` changes only the rows whose flags were given
+    (checked first, each refusal naming the flag), in settings.json or, for open at login, in the system."""
+    from workroom.core.errors import ExitCode
+    from workroom.paths import app_paths, profile_env
+    from workroom.storage import load_settings
+    from workroom.this_computer import ThisComputer
+
+    if args.settings_command not in ("get", "set"):
+        print("workroom settings: get or set", file=sys.stderr)
+        return ExitCode.USAGE
+    paths = app_paths().ensure()
+    loaded = load_settings(paths)
+    if loaded.problem:
+        _err(loaded.problem)
+    here = ThisComputer.here(profile_env())
+    settings = loaded.value
+    names = None
+    if args.settings_command == "set":
+        settings, names = _set_settings(args, here, settings, paths)
+    _print_settings(here, settings, names, as_json=getattr(args, "json", False))
+    return ExitCode.OK
+
+
+def _set_settings(args: argparse.Namespace, here: ThisComputer, settings: AppSettings,
+                  paths: AppPaths) -> tuple[AppSettings, set[str] | None]:
+    """Check every flag given, then store them: the new settings, and the names changed (None: no flag)."""
+    from workroom.core.errors import UserError
+    from workroom.core.setting_checks import SettingUnavailable, check_setting
+    from workroom.core.setting_rows import Store, rows_in
+    from workroom.storage import save_settings
+
+    given = [(row, getattr(args, row.name)) for row in rows_in(*Store) if getattr(args, row.name, None) is not None]
+    if not given:
+        return settings, None
+    checked: dict[str, object] = {}
+    for row, value in given:
+        why = here.why_not(row)
+        if why is not None:
+            raise SettingUnavailable("Setting not changed", f"--{row.flag}: {why}",
+                                     "`workroom settings get` says which settings this computer can change.")
+        checked[row.name] = check_setting(row.name, value, called=f"--{row.flag}")
+    stored = {row.name: checked[row.name] for row, _ in given if row.store is not Store.SYSTEM}
+    if stored:
+        settings = settings.with_changes(stored)
+        save_settings(paths, settings)
+    for row, _ in given:
+        if row.store is Store.SYSTEM:
+            try:
+                here.write(row, checked[row.name] is True)
+            except OSError as error:
+                raise UserError("Setting not changed", f"--{row.flag}: {error}", "") from error
+    return settings, set(checked)
+
+
+def _setting_note(here: ThisComputer, row: SettingRow, value: object) -> str:
+    """What to add to a row's value: why this computer cannot change it, what the system says, what empty means."""
+    from workroom.core.setting_rows import Store
+
+    why = here.why_not(row)
+    if why is not None:
+        return f"cannot be changed here: {why}"
+    if row.store is Store.SYSTEM:
+        return here.note(row)
+    return f"empty: {row.empty}" if value == "" and row.empty else ""
+
+
+def _print_settings(here: ThisComputer, settings: AppSettings, names: set[str] | None, *, as_json: bool) -> None:
+    """Every row (or the ones named), with its value, bounds, what it applies to and whether this computer can
+    change it: a line each, or a JSON array (docs/cli.md)."""
     import json
 
-    from workroom.core.errors import ExitCode
-    from workroom.paths import app_paths
-    from workroom.storage import load_settings
+    from workroom.core.setting_rows import Store, rows_in
 
-    if args.settings_command == "get":
-        loaded = load_settings(app_paths().ensure())
-        if loaded.problem:
-            _err(loaded.problem)
-        c = loaded.value.ceiling
-        if args.json:
-            print(json.dumps(c.known()))
-        else:
-            print(c.summary())
-        return ExitCode.OK
-    if args.settings_command == "set":
-        loaded = load_settings(app_paths().ensure())
-        changes: dict[str, object] = {}
-        if args.ceiling is not None:
-            changes["ceiling_seconds"] = args.ceiling
-        if args.prompt_timeout is not None:
-            changes["prompt_timeout_seconds"] = args.prompt_timeout
-        if args.ask is not None:
-            changes["ask_at_ceiling"] = args.ask
-        ceiling = loaded.value.ceiling.replaced(**changes)
-        from workroom.storage import save_settings
-
-        save_settings(app_paths(), loaded.value.model_copy(update={"ceiling": ceiling}))
-        print(ceiling.summary())
-        return ExitCode.OK
-    print("workroom settings: get or set", file=sys.stderr)
-    return ExitCode.USAGE
+    values = here.values(settings)
+    rows = [row for row in rows_in(*Store) if names is None or row.name in names]
+    notes = {row.name: _setting_note(here, row, values[row.name]) for row in rows}
+    if as_json:
+        print(json.dumps([{
+            "name": row.name, "flag": f"--{row.flag}", "words": row.words, "kind": row.kind.value,
+            "value": values[row.name], "default": row.default, "minimum": row.minimum, "maximum": row.maximum,
+            "store": row.store.value, "applies_to": row.store.applies_to, "changeable": here.why_not(row) is None,
+            "note": notes[row.name] or None} for row in rows]))
+        return
+    table = [(row.flag, row.value_words(values[row.name]), row.bounds_words(),
+              row.store.applies_to + (f"; {notes[row.name]}" if notes[row.name] else "")) for row in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(3)]
+    for line in table:
+        print("  ".join(cell.ljust(width) for cell, width in zip(line, [*widths, 0], strict=True)).rstrip())
 
 
 def _cmd_secret(args: argparse.Namespace) -> int:
@@ -683,11 +797,13 @@ def _run(argv: list[str] | None) -> int:
     args = parser.parse_args(argv)  # --version and --help end here, having imported nothing heavy
     from workroom.core.errors import ExitCode, UserError
 
-    on_the_loop = {"settings": _cmd_settings, "connect": _cmd_connect, "status": _cmd_status, "keep": _cmd_keep,
+    on_the_loop = {"connect": _cmd_connect, "status": _cmd_status, "keep": _cmd_keep,
                    "let-sleep": _cmd_let_sleep, "why": _cmd_why, "exclusions": _cmd_exclusions}
     try:
         if args.command == "hosts":
             return _cmd_hosts(args)
+        if args.command == "settings":
+            return _cmd_settings(args)
         if args.command in on_the_loop:
             import asyncio
 

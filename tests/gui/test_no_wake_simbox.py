@@ -219,7 +219,8 @@ def test_no_app_action_wakes_an_asleep_box_but_the_explicit_wakes(sim: Sim, engi
         window.timeline.refresh_button.click()
         window.timeline.price.setValue(1.5)
         window.timeline.price.editingFinished.emit()
-        window.settings.ask_mode.setChecked(not window.settings.ask_mode.isChecked())
+        ask = window.settings.editors["ask_at_ceiling"].check
+        ask.setChecked(not ask.isChecked())
         window.settings.apply_button.click()
         await quiet(2.0)
         no_new_wake("menu, window, settings apply, Connect all")

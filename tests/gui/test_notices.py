@@ -117,7 +117,7 @@ def test_this_computer_only_when_asked_and_a_host_can_opt_out(app: Any, engine: 
     feed(engine, idle_after("laptop", "local"))
     assert not app.notifications.showing("finished:laptop")
     pane = app.window.settings
-    pane.finished_local.setChecked(True)
+    pane.editors["finished_this_computer"].check.setChecked(True)
     assert engine.settings.notices.finished_this_computer
     feed(engine, make_snapshot("laptop", "local", **busy()))
     feed(engine, idle_after("laptop", "local", ended=AGENT_MONOTONIC + 1))
@@ -138,19 +138,24 @@ def test_this_computer_only_when_asked_and_a_host_can_opt_out(app: Any, engine: 
 
 def test_the_finished_rows_set_the_threshold_and_turn_it_off(app: Any, engine: Any) -> None:
     pane = app.window.settings
-    assert pane.finished.isChecked() and pane.finished_minutes.value() == 10
-    assert (pane.finished_minutes.minimum(), pane.finished_minutes.maximum()) == (1, 1440)
-    pane.finished_minutes.setValue(45)
+    finished, minutes = pane.editors["finished"].check, pane.editors["finished_after_seconds"].boxes["min"]
+    assert finished.isChecked() and minutes.value() == 10
+    minutes.setValue(0)  # out of bounds: said under it, not taken
+    note = pane.editors["finished_after_seconds"].note
+    assert "must be between 1 min and 24 h; 0 min is not. Not applied." in note.text()
+    assert engine.settings.notices.finished_after_seconds == 600
+    minutes.setValue(45)
+    assert not note.isVisible()
     assert engine.settings.notices.finished_after_seconds == 45 * 60
     feed(engine, make_snapshot("box1", "boxd", **busy()))
     feed(engine, idle_after("box1"))  # 42 min < 45 min
     assert not app.notifications.showing("finished:box1")
-    pane.finished.setChecked(False)
-    assert not pane.finished_minutes.isEnabled() and not pane.finished_local.isEnabled()
+    finished.setChecked(False)
+    assert not minutes.isEnabled() and not pane.editors["finished_this_computer"].check.isEnabled()
     app.window.select_host("box1")
     assert not app.window.detail.finished_box.isEnabled()
-    pane.finished.setChecked(True)
-    pane.finished_minutes.setValue(30)
+    finished.setChecked(True)
+    minutes.setValue(30)
     feed(engine, make_snapshot("box1", "boxd", **busy()))
     feed(engine, idle_after("box1", ended=AGENT_MONOTONIC + 5))
     assert app.notifications.showing("finished:box1")
@@ -194,10 +199,11 @@ def test_an_unanswered_prompt_is_not_lost_work(app: Any, engine: Any) -> None:
 
 def test_the_lost_work_row_turns_it_off_and_withdraws(app: Any, engine: Any) -> None:
     pane = app.window.settings
-    assert pane.lost_work.isChecked()
+    lost_work = pane.editors["lost_work"].check
+    assert lost_work.isChecked()
     feed(engine, every_state()["heartbeat_failing"])
     assert app.notifications.showing("lost:data-box")
-    pane.lost_work.setChecked(False)
+    lost_work.setChecked(False)
     assert not engine.settings.notices.lost_work
     assert not app.notifications.showing("lost:data-box")
     feed(engine, every_state()["heartbeat_failing"])

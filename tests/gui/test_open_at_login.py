@@ -161,18 +161,48 @@ def test_macos_login_item_registers_and_unregisters_the_main_app() -> None:
 
 
 def test_the_settings_row_reads_the_system_back(qtbot: Any, tmp_path: Path) -> None:
-    from workroom.ui.computer_options_view import ComputerOptionsView
+    from workroom.this_computer import ThisComputer
+    from workroom.ui.settings_view import SettingsView
 
     item = _xdg(tmp_path)
-    view = ComputerOptionsView(item, hold_idle_sleep=None)
+    view = SettingsView(ThisComputer(item, can_hold_idle_sleep=False))
     qtbot.addWidget(view)
-    assert not view.open_at_login.isChecked() and view.hold_idle_sleep.isHidden()
-    view.open_at_login.click()
-    assert item.state() is LoginItemState.ON and view.open_at_login.isChecked()
-    assert str(item.path) in view.login_note.text()
+    row, hold = view.editors["open_at_login"], view.editors["hold_idle_sleep"]
+    assert not row.check.isChecked() and row.check.isEnabled()
+    assert not hold.check.isHidden() and not hold.check.isEnabled()  # shown, not editable here, saying why
+    assert "Only macOS" in hold.note.text()
+    row.check.click()
+    assert item.state() is LoginItemState.ON and row.check.isChecked()
+    assert str(item.path) in row.note.text()
     item.disable()  # turned off outside the app (the desktop's own settings)
-    view.refresh()
-    assert not view.open_at_login.isChecked()
+    view.refresh_system()
+    assert not row.check.isChecked()
+
+
+def test_the_settings_row_says_when_the_system_refuses(qtbot: Any, tmp_path: Path) -> None:
+    from workroom.this_computer import ThisComputer
+    from workroom.ui.settings_view import SettingsView
+
+    item = _xdg(tmp_path)
+    # A folder where the entry's temporary file goes: the entry cannot be written (the system refuses).
+    (item.path.parent / f".{item.path.name}.{os.getpid()}.tmp").mkdir(parents=True)
+    view = SettingsView(ThisComputer(item, can_hold_idle_sleep=False))
+    qtbot.addWidget(view)
+    row = view.editors["open_at_login"]
+    assert row.check.isEnabled()
+    row.check.click()
+    assert not row.check.isChecked() and "Could not write" in row.note.text()
+    assert item.state() is LoginItemState.OFF
+
+
+def test_no_way_to_open_at_login_is_said_in_the_row(qtbot: Any) -> None:
+    from workroom.this_computer import ThisComputer
+    from workroom.ui.settings_view import SettingsView
+
+    view = SettingsView(ThisComputer(None, can_hold_idle_sleep=False))
+    qtbot.addWidget(view)
+    row = view.editors["open_at_login"]
+    assert not row.check.isEnabled() and "no way to open apps at login" in row.note.text()
 
 
 def test_the_first_run_offer_answers_once(engine: Any, qtbot: Any, run: Any, tmp_path: Path) -> None:

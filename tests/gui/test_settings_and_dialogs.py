@@ -17,21 +17,25 @@ from workroom.ui.host_key_dialog import HostKeyDialog, ask_host_key
 pytestmark = pytest.mark.gui
 
 
+def box(pane: Any, name: str, unit: str) -> Any:
+    """The spin box of one unit of a duration row's editor."""
+    return pane.editors[name].boxes[unit]
+
+
 def test_settings_pane_refuses_ten_seconds_visibly(window: Any, engine: Any, run: Any) -> None:
     pane = window.settings
     window.show_settings()
     before = engine.settings.ceiling
-    pane.timeout_minutes.setValue(0)
-    pane.timeout_seconds.setValue(10)
+    box(pane, "prompt_timeout_seconds", "min").setValue(0)
+    box(pane, "prompt_timeout_seconds", "s").setValue(10)
     assert pane.error.isVisible()
     assert pane.error.text() == "The prompt timeout must be between 30 s and 30 d; 10 s is not. Not applied."
     assert not pane.apply_button.isEnabled()
     pane.request_apply()  # even if asked directly, nothing goes out
     assert engine.settings.ceiling == before
     assert not engine.paths.settings_file.exists()
-    pane.ceiling_hours.setValue(0)
-    pane.ceiling_minutes.setValue(0)
-    pane.ceiling_seconds.setValue(0)
+    for unit in ("h", "min", "s"):
+        box(pane, "ceiling_seconds", unit).setValue(0)
     assert "The awake ceiling must be between 30 s and 30 d; 0 s is not" in pane.error.text()
     assert pane.bounds.text() == "Each between 30 s and 30 d."
 
@@ -40,11 +44,11 @@ def test_settings_pane_applies_and_persists(window: Any, engine: Any, run: Any) 
     pane = window.settings
 
     async def apply() -> None:
-        pane.ceiling_hours.setValue(1)
-        pane.ceiling_minutes.setValue(30)
-        pane.timeout_minutes.setValue(2)
-        pane.timeout_seconds.setValue(0)
-        pane.ask_mode.setChecked(True)
+        box(pane, "ceiling_seconds", "h").setValue(1)
+        box(pane, "ceiling_seconds", "min").setValue(30)
+        box(pane, "prompt_timeout_seconds", "min").setValue(2)
+        box(pane, "prompt_timeout_seconds", "s").setValue(0)
+        pane.editors["ask_at_ceiling"].check.setChecked(True)
         assert not pane.error.isVisible()
         pane.apply_button.click()
         await wait_for(lambda: pane.result.text().startswith("Saved"), 10, "the settings to be applied")
@@ -62,35 +66,38 @@ def test_a_value_in_fractions_survives_applying_another_change_and_an_edit_appli
     view = SettingsView()
     qtbot.addWidget(view)
     view.show()
-    applied: list[CeilingSettings] = []
+    applied: list[dict[str, Any]] = []
     view.apply_requested.connect(applied.append)
+    timeout = view.editors["prompt_timeout_seconds"]
     for seconds in (90, 30):
-        view.load(CeilingSettings.checked(ceiling_seconds=seconds, prompt_timeout_seconds=90.5))
-        shown = (view.ceiling_hours.value(), view.ceiling_minutes.value(), view.ceiling_seconds.value())
+        view.load(CeilingSettings.checked(ceiling_seconds=seconds, prompt_timeout_seconds=90.5).known())
+        shown = tuple(box(view, "ceiling_seconds", unit).value() for unit in ("h", "min", "s"))
         assert shown == (0, seconds // 60, seconds % 60)  # whole seconds show exactly
-        view.ask_mode.setChecked(not view.ask_mode.isChecked())
+        ask = view.editors["ask_at_ceiling"].check
+        ask.setChecked(not ask.isChecked())
         view.apply_button.click()
-        assert applied[-1].ceiling_seconds == seconds and applied[-1].prompt_timeout_seconds == 90.5
+        assert applied[-1] == {"ask_at_ceiling": ask.isChecked()}  # only what changed: the rest keep theirs
         view.show_outcome({})
         # The boxes show whole seconds; a fraction is kept exactly and said under them.
-        assert view.exact.isVisible() and "The prompt timeout is 1 min 30.5 s" in view.exact.text()
-        assert "awake ceiling" not in view.exact.text()
-    view.ceiling_minutes.setValue(3)  # an edit is what the boxes say
-    view.ceiling_seconds.setValue(0)
+        assert timeout.note.isVisible() and "The prompt timeout is 1 min 30.5 s" in timeout.note.text()
+        assert not view.editors["ceiling_seconds"].note.isVisible()
+    view.load({"ask_at_ceiling": ask.isChecked()})  # what the window does once applied
+    box(view, "ceiling_seconds", "min").setValue(3)  # an edit is what the boxes say
+    box(view, "ceiling_seconds", "s").setValue(0)
     view.apply_button.click()
-    assert applied[-1].ceiling_seconds == 180 and applied[-1].prompt_timeout_seconds == 90.5
+    assert applied[-1] == {"ceiling_seconds": 180}
     view.show_outcome({})
-    view.timeout_seconds.setValue(31)
-    assert "prompt timeout" not in view.exact.text()
+    box(view, "prompt_timeout_seconds", "s").setValue(31)
+    assert not timeout.note.isVisible()
     view.apply_button.click()
-    assert applied[-1].prompt_timeout_seconds == 91
+    assert applied[-1] == {"ceiling_seconds": 180, "prompt_timeout_seconds": 91}
 
 
-@pytest.mark.parametrize(("box", "typed", "words"), [
-    ("timeout_minutes", "99999", "99999 min (69 d 11 h) is not"),
-    ("ceiling_hours", "999", "999 h (41 d 15 h) is not"),
+@pytest.mark.parametrize(("name", "unit", "typed", "words"), [
+    ("prompt_timeout_seconds", "min", "99999", "99999 min (69 d 11 h) is not"),
+    ("ceiling_seconds", "h", "999", "999 h (41 d 15 h) is not"),
 ])
-def test_settings_boxes_keep_what_was_typed_and_refuse_it_in_words(qtbot: Any, box: str, typed: str,
+def test_settings_boxes_keep_what_was_typed_and_refuse_it_in_words(qtbot: Any, name: str, unit: str, typed: str,
                                                                     words: str) -> None:
     """A number past the bounds stays in its box as typed (it used to lose digits: 99999 min became 9 min), and
     the pane says why it is refused; the lowest ceiling it says it takes, 30 s, can be set."""
@@ -100,8 +107,8 @@ def test_settings_boxes_keep_what_was_typed_and_refuse_it_in_words(qtbot: Any, b
     view = SettingsView()
     qtbot.addWidget(view)
     view.show()
-    view.load(CeilingSettings())
-    spin = getattr(view, box)
+    view.load(CeilingSettings().known())
+    spin = box(view, name, unit)
     spin.selectAll()
     spin.setFocus()
     qtbot.keyClicks(spin.lineEdit(), typed)
@@ -110,22 +117,23 @@ def test_settings_boxes_keep_what_was_typed_and_refuse_it_in_words(qtbot: Any, b
     assert not view.apply_button.isEnabled()
     qtbot.keyClick(spin.lineEdit(), Qt.Key.Key_Tab)  # leaving the box does not change it either
     assert spin.value() == int(typed)
-    view.load(CeilingSettings())
-    applied: list[CeilingSettings] = []
+    view.load(CeilingSettings().known())
+    applied: list[dict[str, Any]] = []
     view.apply_requested.connect(applied.append)
-    view.ceiling_hours.setValue(0)
-    view.ceiling_minutes.setValue(0)
-    view.ceiling_seconds.setValue(30)
+    box(view, "ceiling_seconds", "h").setValue(0)
+    box(view, "ceiling_seconds", "min").setValue(0)
+    box(view, "ceiling_seconds", "s").setValue(30)
     assert "30 s" in view.bounds.text() and not view.error.isVisible()
     view.apply_button.click()
-    assert applied[-1].ceiling_seconds == 30
+    assert applied[-1]["ceiling_seconds"] == 30
 
 
-def test_the_window_applies_an_untouched_ceiling_of_ninety_seconds_as_ninety(window: Any, engine: Any,
-                                                                              run: Any) -> None:
+def test_the_window_applies_another_change_and_a_ceiling_of_ninety_seconds_stays_ninety(window: Any, engine: Any,
+                                                                                       run: Any) -> None:
     pane = window.settings
-    pane.load(CeilingSettings.checked(ceiling_seconds=90))
-    pane.ask_mode.setChecked(True)
+    engine.change_settings({"ceiling_seconds": 90})
+    pane.load(window.controller.setting_values())
+    pane.editors["ask_at_ceiling"].check.setChecked(True)
 
     async def apply() -> None:
         pane.apply_button.click()

@@ -49,8 +49,8 @@ def test_idle_sleep_is_held_only_while_set_and_a_box_is_kept_by_this_computer(en
                                                                             power: FakePower) -> None:
     app = WorkroomApp(engine)
     qtbot.addWidget(app.window)
-    row = app.window.computer.hold_idle_sleep
-    assert not row.isHidden()  # shown where the seam exists (a Mac)
+    row = app.window.settings.editors["hold_idle_sleep"].check
+    assert not row.isHidden() and row.isEnabled()  # changeable where the seam exists (a Mac)
 
     async def scenario() -> None:
         feed(engine, _metered(ConnectionState.LIVE, polling=True))
@@ -70,13 +70,15 @@ def test_idle_sleep_is_held_only_while_set_and_a_box_is_kept_by_this_computer(en
     app.tray.icon.hide()
 
 
-def test_no_idle_sleep_row_where_the_computer_cannot_hold_it(engine: Any, qtbot: Any,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_idle_sleep_row_says_why_where_the_computer_cannot_hold_it(engine: Any, qtbot: Any,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(macos, "_power", None)
     monkeypatch.setattr(macos.sys, "platform", "linux")
     app = WorkroomApp(engine)
     qtbot.addWidget(app.window)
-    assert app.window.computer.hold_idle_sleep.isHidden()
+    row = app.window.settings.editors["hold_idle_sleep"]
+    assert not row.check.isHidden() and not row.check.isEnabled()
+    assert "Only macOS" in row.note.text()
     app.tray.icon.hide()
 
 

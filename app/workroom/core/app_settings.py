@@ -1,16 +1,30 @@
-"""This computer's app settings as stored on disk (the ceiling settings handed to every agent, and which
-notifications this computer shows)."""
+"""This computer's app settings as stored on disk: the ceiling settings handed to every agent, which
+notifications this computer shows, and this computer's own; each a row of core.setting_rows, read and changed
+through `AppSettings.value_of` and `AppSettings.with_changes` (only what changed; every other setting, and
+every field a newer app wrote, as stored)."""
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal, assert_never
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from workroom.core.ceiling import CeilingSettings
+from workroom.core.setting_checks import SettingsError, check_setting
+from workroom.core.setting_rows import (
+    FINISHED_AFTER_MAX_SECONDS,
+    FINISHED_AFTER_MIN_SECONDS,
+    SettingRow,
+    Store,
+    row_named,
+)
 
-FINISHED_AFTER_MIN_SECONDS = 60.0
-FINISHED_AFTER_MAX_SECONDS = 24 * 3600.0
+
+def _default(name: str) -> Any:
+    row = row_named(name)
+    assert row is not None, name
+    return row.default
 
 
 class NoticeSettings(BaseModel):
@@ -18,15 +32,15 @@ class NoticeSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="allow")  # fields a newer app wrote are kept, as AppSettings does
 
-    finished: bool = True
+    finished: bool = _default("finished")
     """Say when a host that was busy at least `finished_after_seconds` goes idle."""
-    finished_after_seconds: float = Field(default=600.0, ge=FINISHED_AFTER_MIN_SECONDS,
+    finished_after_seconds: float = Field(default=_default("finished_after_seconds"), ge=FINISHED_AFTER_MIN_SECONDS,
                                           le=FINISHED_AFTER_MAX_SECONDS, allow_inf_nan=False)
-    finished_this_computer: bool = False
+    finished_this_computer: bool = _default("finished_this_computer")
     """This computer's own work too (off: the user is sitting at it)."""
     finished_muted_hosts: tuple[str, ...] = ()
-    """Hosts the user asked not to hear "finished" about."""
-    lost_work: bool = True
+    """Hosts the user asked not to hear "finished" about (each host's details; not a row)."""
+    lost_work: bool = _default("lost_work")
     """Say when a box is busy but not kept awake, or fell asleep while its agent said busy."""
 
     def finished_for(self, name: str, *, this_computer: bool) -> bool:
@@ -51,8 +65,42 @@ class AppSettings(BaseModel):
     ceiling: CeilingSettings = Field(default_factory=CeilingSettings)
     login_item_offered: bool = False
     """The first-run offer to open the app at login was answered (either way): it is not made again."""
-    hold_idle_sleep: bool = False
+    hold_idle_sleep: bool = _default("hold_idle_sleep")
     """macOS: hold off this Mac's idle sleep while it keeps a busy request-metered box awake."""
-    terminal_app: str = ""
+    terminal_app: str = _default("terminal_app")
     """Open in terminal uses this (an app name on macOS, a program elsewhere); empty: this computer's default."""
     notices: NoticeSettings = Field(default_factory=NoticeSettings)
+
+    def _holder(self, store: Store) -> BaseModel:
+        match store:
+            case Store.AGENTS:
+                return self.ceiling
+            case Store.NOTICES:
+                return self.notices
+            case Store.THIS_COMPUTER:
+                return self
+            case Store.SYSTEM:
+                raise ValueError("a setting the system keeps is not in settings.json")
+            case _:
+                assert_never(store)
+
+    def value_of(self, row: SettingRow) -> Any:
+        """The stored value of `row` (not a SYSTEM row); its default where the file has none."""
+        return getattr(self._holder(row.store), row.name, row.default)
+
+    def with_changes(self, changes: Mapping[str, object]) -> AppSettings:
+        """These settings with only `changes` (row name -> value) changed, each checked by its row (raises
+        `SettingsError`): every other setting keeps its stored value, and fields a newer app wrote are kept."""
+        by_store: dict[Store, dict[str, object]] = {}
+        for name, value in changes.items():
+            row = row_named(name)
+            if row is None or row.store is Store.SYSTEM:
+                raise SettingsError(name, f"{name!r} is not a setting kept in settings.json.")
+            by_store.setdefault(row.store, {})[name] = check_setting(name, value)
+        update: dict[str, object] = dict(by_store.pop(Store.THIS_COMPUTER, {}))
+        if Store.AGENTS in by_store:
+            update["ceiling"] = self.ceiling.replaced(**by_store.pop(Store.AGENTS))
+        if Store.NOTICES in by_store:
+            update["notices"] = self.notices.model_copy(update=by_store.pop(Store.NOTICES))
+        assert not by_store, by_store
+        return self.model_copy(update=update)

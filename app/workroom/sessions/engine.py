@@ -11,14 +11,13 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from workroom.agent_bundle import AgentBundle
 from workroom.core.app_settings import AppSettings, NoticeSettings
-from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host, HostsFile
@@ -261,16 +260,23 @@ class Engine:
     # -- settings ----------------------------------------------------------------------------------
 
     async def update_app_settings(self, **changes: object) -> None:
-        """Save app settings other than the ceiling (nothing goes to the hosts); raises OSError when the file
-        cannot be written (the settings stay changed in memory for this run)."""
+        """Save app state that is not a setting row (the first-run offer answered); raises OSError when the
+        file cannot be written (the state stays changed in memory for this run)."""
         self.settings = self.settings.model_copy(update=changes)
-        await asyncio.get_running_loop().run_in_executor(None, save_settings, self.paths, self.settings)
+        await self.save_settings()
 
-    async def set_ceiling_settings(self, ceiling: CeilingSettings) -> dict[str, UserError | None]:
-        """Persist and hand to every connected host at once. Returns each host's outcome."""
-        # Fields a newer app wrote into the file stay in it.
-        self.settings = self.settings.model_copy(update={"ceiling": ceiling.keeping_unknown(self.settings.ceiling)})
-        await asyncio.get_running_loop().run_in_executor(None, save_settings, self.paths, self.settings)
+    def change_settings(self, changes: Mapping[str, object]) -> None:
+        """Take the settings a person changed (row name -> value; core.setting_rows), each checked by its row
+        (raises `SettingsError`): only these change, every other setting keeps its stored value. `save_settings`
+        writes them; `apply_settings` also hands the ceiling to the hosts."""
+        self.settings = self.settings.with_changes(changes)
+
+    async def apply_settings(self, changes: Mapping[str, object]) -> dict[str, UserError | None]:
+        """Change (`change_settings`), save, and hand the ceiling settings to every connected host at once (the
+        pane's Apply to all hosts; others get them when they connect). Returns each host's outcome."""
+        self.change_settings(changes)
+        await self.save_settings()
+        ceiling = self.settings.ceiling
         names = list(self.sessions)
         results = await asyncio.gather(*(self.sessions[n].apply_settings(ceiling) for n in names),
                                        return_exceptions=True)
@@ -285,8 +291,8 @@ class Engine:
         return outcome
 
     def use_notice_settings(self, notices: NoticeSettings) -> None:
-        """Which notifications this computer shows, from now on (nothing goes to the hosts); `save_settings`
-        writes them."""
+        """Which notifications this computer shows, from now on, with each host's own choice (nothing goes to the
+        hosts); `save_settings` writes them."""
         self.settings = self.settings.model_copy(update={"notices": notices})
 
     async def save_settings(self) -> None:

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
-from typing import NamedTuple, assert_never
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, NamedTuple, assert_never
 
 from PySide6.QtCore import QObject, Signal
 
 from workroom.core.app_settings import NoticeSettings
-from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectAction, ConnectionInfo, ConnectionState
 from workroom.core.errors import Face, UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import Status, TimelineReply, UserExclusions
 from workroom.core.questions import HostKeyQuestion, SecretRequest
+from workroom.core.setting_rows import Store, rows_in
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSession, HostSnapshot
 from workroom.storage import save_hosts
@@ -47,8 +47,9 @@ class AppController(QObject):
     """{host name: UserError | None} after new ceiling settings went out."""
     settings_failed = Signal(object)
     """A UserError: the settings could not be saved."""
-    notice_settings_changed = Signal()
-    """Which notifications to show changed (in memory at once; saved in the background)."""
+    local_settings_changed = Signal()
+    """This computer's settings changed: notifications, the idle-sleep hold, the terminal (in memory at once;
+    saved in the background)."""
 
     def __init__(self, engine: Engine) -> None:
         super().__init__()
@@ -66,9 +67,10 @@ class AppController(QObject):
     def problems(self) -> list[UserError]:
         return list(self.engine.problems)
 
-    @property
-    def ceiling_settings(self) -> CeilingSettings:
-        return self.engine.settings.ceiling
+    def setting_values(self) -> dict[str, Any]:
+        """Every stored setting row's value, by name (the system's own, open at login, is read by the pane)."""
+        return {row.name: self.engine.settings.value_of(row)
+                for row in rows_in(Store.AGENTS, Store.NOTICES, Store.THIS_COMPUTER)}
 
     @property
     def notice_settings(self) -> NoticeSettings:
@@ -318,10 +320,12 @@ class AppController(QObject):
 
         self.tasks.run(f"remove:{name}", remove())
 
-    def apply_settings(self, settings: CeilingSettings) -> None:
+    def apply_settings(self, changes: Mapping[str, object]) -> None:
+        """Apply to all hosts: take the rows the person changed (only those), save, and hand the ceiling
+        settings to every connected host; `settings_applied` says how each took them."""
         async def apply() -> None:
             try:
-                outcome = await self.engine.set_ceiling_settings(settings)
+                outcome = await self.engine.apply_settings(changes)
             except UserError as error:
                 self.settings_failed.emit(error)
                 return
@@ -333,12 +337,24 @@ class AppController(QObject):
 
         self.tasks.run("settings", apply())
 
+    def change_setting(self, name: str, value: object) -> None:
+        """One of this computer's settings, from now on (in memory at once), and saved (a failure is shown)."""
+        try:
+            self.engine.change_settings({name: value})
+        except UserError as error:
+            self.settings_failed.emit(error)
+            return
+        self._taken_locally()
+
     def apply_notice_settings(self, notices: NoticeSettings) -> None:
-        """Use these notification settings from now on, and save them (a failure to save is shown)."""
+        """Use these notification settings (with each host's own choice) from now on, and save them."""
         if notices == self.engine.settings.notices:
             return
         self.engine.use_notice_settings(notices)
-        self.notice_settings_changed.emit()
+        self._taken_locally()
+
+    def _taken_locally(self) -> None:
+        self.local_settings_changed.emit()
 
         async def save() -> None:  # whatever the settings are when it runs: a later change is never undone
             try:
@@ -352,7 +368,7 @@ class AppController(QObject):
         except RuntimeError:  # no loop running (a test toggling a box by hand): save when the loop runs
             asyncio.get_event_loop().create_task(save())
             return
-        self.tasks.run("notice-settings", save(), supersede=False)
+        self.tasks.run("local-settings", save(), supersede=False)
 
     def set_finished_notice(self, name: str, wanted: bool, *, this_computer: bool) -> None:
         """The host's own "tell me when its work finishes" (this computer's is a setting of its own)."""
@@ -391,7 +407,7 @@ class AppController(QObject):
         self.snapshot_changed.emit(session.snapshot())
 
     def save_app_settings(self, **changes: object) -> None:
-        """Save app settings that stay on this computer (open-at-login offer, idle-sleep hold)."""
+        """Save app state that is not a setting row (the open-at-login offer answered)."""
         async def save() -> None:
             try:
                 await self.engine.update_app_settings(**changes)

@@ -34,13 +34,15 @@ from workroom.core.connection import CONNECT_WORDS, ConnectAction, ConnectionSta
 from workroom.core.errors import Face, UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
+from workroom.core.setting_rows import Store
 from workroom.platform.login_item import LoginItem, LoginItemState
 from workroom.sessions.host_session import HostSnapshot
+from workroom.this_computer import ThisComputer
 from workroom.ui import row_text, styles
 from workroom.ui.app_controller import AppController
-from workroom.ui.computer_options_view import ComputerOptionsView, LoginItemOffer
 from workroom.ui.host_detail_view import HostDetailView
 from workroom.ui.host_table_model import Column, HostTableModel
+from workroom.ui.login_item_offer import LoginItemOffer
 from workroom.ui.prompt_cards_view import PromptCardsView
 from workroom.ui.settings_view import SettingsView
 from workroom.ui.timeline_view import TimelineView
@@ -63,7 +65,7 @@ class MainWindow(QMainWindow):
     def __init__(self, controller: AppController, *, login_item: LoginItem | None = None,
                  can_hold_idle_sleep: bool = False) -> None:
         """`login_item`: how this computer opens the app at login (None: not offered); `can_hold_idle_sleep`:
-        this computer can hold off its idle sleep (a Mac): the setting is shown."""
+        this computer can hold off its idle sleep (a Mac): the setting can be changed."""
         super().__init__()
         styles.install()
         install_clipboard_cleaner()
@@ -108,16 +110,10 @@ class MainWindow(QMainWindow):
         self.timeline = TimelineView(controller)
         self.detail.add_section(self.timeline)
         self.cards = PromptCardsView(controller.keep, controller.tasks, sleeper=controller.let_sleep)
-        self.settings = SettingsView()
-        self.settings.load(controller.ceiling_settings)
-        self.settings.load_notices(controller.notice_settings)
+        self.settings = SettingsView(ThisComputer(login_item, can_hold_idle_sleep=can_hold_idle_sleep))
+        self.settings.load(controller.setting_values())
         self.detail.set_notice_settings(controller.notice_settings)
         app_settings = controller.engine.settings
-        self.computer = ComputerOptionsView(
-            login_item, hold_idle_sleep=app_settings.hold_idle_sleep if can_hold_idle_sleep else None,
-            terminal=app_settings.terminal_app)
-        self.computer.hold_idle_sleep_changed.connect(lambda on: controller.save_app_settings(hold_idle_sleep=on))
-        self.computer.terminal_changed.connect(lambda name: controller.save_app_settings(terminal_app=name))
         self.login_offer: LoginItemOffer | None = None
         if (login_item is not None and not app_settings.login_item_offered
                 and login_item.state() is LoginItemState.OFF):
@@ -179,7 +175,6 @@ class MainWindow(QMainWindow):
         settings_page = QWidget()
         settings_layout = QVBoxLayout(settings_page)
         settings_layout.addWidget(self.settings)
-        settings_layout.addWidget(self.computer)
         settings_layout.addStretch(1)
         self.tabs.addTab(settings_page, "Settings")
         self.setCentralWidget(self.tabs)
@@ -218,7 +213,7 @@ class MainWindow(QMainWindow):
         c.host_removed.connect(self._host_removed)
         c.host_uninstalled.connect(self._host_uninstalled)
         c.failed.connect(self.show_error)
-        c.settings_applied.connect(self.settings.show_outcome)
+        c.settings_applied.connect(self._settings_applied)
         c.settings_failed.connect(self.settings.show_failure)
         c.host_key_prompter = self._ask_host_key
         c.secret_prompter = self._ask_secret
@@ -229,9 +224,9 @@ class MainWindow(QMainWindow):
         self.detail.keep_requested.connect(self._keep)
         self.cards.card_clicked.connect(self.select_host)
         self.cards.ticked.connect(self._tick)
-        self.settings.apply_requested.connect(self._apply_settings)
-        self.settings.notices_changed.connect(c.apply_notice_settings)
-        c.notice_settings_changed.connect(self._notice_settings_changed)
+        self.settings.apply_requested.connect(c.apply_settings)
+        self.settings.local_changed.connect(c.change_setting)
+        c.local_settings_changed.connect(self._local_settings_changed)
         self.detail.finished_notice_toggled.connect(
             lambda name, wanted, local: c.set_finished_notice(name, wanted, this_computer=local))
         self.add_button.clicked.connect(self.open_add_dialog)
@@ -239,10 +234,13 @@ class MainWindow(QMainWindow):
         self.remove_button.clicked.connect(self.confirm_remove)
         self.connect_all_button.clicked.connect(self.connect_all)
 
-    def _notice_settings_changed(self) -> None:
-        notices = self.controller.notice_settings
-        self.settings.load_notices(notices)
-        self.detail.set_notice_settings(notices)
+    def _local_settings_changed(self) -> None:
+        self.settings.load(self.controller.setting_values(), (Store.NOTICES, Store.THIS_COMPUTER))
+        self.detail.set_notice_settings(self.controller.notice_settings)
+
+    def _settings_applied(self, outcome: dict[str, UserError | None]) -> None:
+        self.settings.load(self.controller.setting_values(), (Store.AGENTS,))
+        self.settings.show_outcome(outcome)
 
     def on_snapshot(self, snapshot: HostSnapshot) -> None:
         self.model.update(snapshot)
@@ -398,9 +396,6 @@ class MainWindow(QMainWindow):
 
         self.controller.tasks.run(f"keep:{name}", keep())
 
-    def _apply_settings(self, settings: object) -> None:
-        self.controller.apply_settings(settings)  # type: ignore[arg-type]
-
     async def _ask_host_key(self, name: str, question: HostKeyQuestion) -> bool:
         from workroom.ui.host_key_dialog import ask_host_key
 
@@ -511,12 +506,12 @@ class MainWindow(QMainWindow):
 
     def show_settings(self) -> None:
         self.tabs.setCurrentIndex(SETTINGS_TAB)
-        self.computer.refresh()  # the login item may have been changed in the system's own settings
+        self.settings.refresh_system()  # the login item may have been changed in the system's own settings
         self.bring_up()
 
     def _login_offer_answered(self, accepted: bool) -> None:
         self.controller.save_app_settings(login_item_offered=True)
-        self.computer.refresh()
+        self.settings.refresh_system()
 
     def bring_up(self) -> None:
         self.show()

@@ -1,290 +1,244 @@
-"""The settings pane: awake ceiling (hours + minutes), prompt timeout, ask mode; and which notifications this
-computer shows ("finished" after N minutes, also for this computer; lost work), with a line when the
-system will not show them (turned off for the app, or no notification service).
+"""The settings pane, built from the rows of core.setting_rows: one editor per row (ui/setting_editors.py), in
+three sections by where the row's value lives (`section_of`).
 
-A value the boxes cannot show whole (the CLI takes seconds: a 90 s ceiling shows as 2 min) is kept exactly
-as loaded, and said in words under the boxes, until the user changes that value's boxes: applying
-something else (ask mode, say) never rounds it.
+- Every host (the awake ceiling, prompt timeout, ask mode): **Apply to all hosts** sends the rows the person
+  changed, and only those; every other setting keeps its stored value (sending what the pane merely showed
+  would undo what another face set meanwhile, or reset a setting the pane does not show). A value out of
+  bounds is said above the button, which is disabled; nothing is sent.
+- Notifications and This computer: each row is taken as it changes (`local_changed`); a refused value is said
+  under it and not taken. Open at login is the system's own state, read back each time the pane is shown (the
+  person may have turned the login item off in System Settings, or removed the autostart entry): the checkbox
+  says what is, not what was asked. A row this computer cannot change (the idle-sleep hold off macOS) is
+  shown, disabled, saying why.
 
-Bounds come from core.ceiling and are checked by the same `CeilingSettings.checked` the CLI and the
-agent rely on. A value out of bounds says so under the fields and is not applied (Apply is disabled);
-the spin boxes themselves do not clamp, so a person sees why instead of a silently changed number.
+Bounds and checks are core.setting_checks', the same the CLI and settings.json's models use.
 """
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any, assert_never
+
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QFormLayout,
-    QHBoxLayout,
-    QLabel,
-    QPushButton,
-    QSpinBox,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import QFormLayout, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from workroom.core.app_settings import FINISHED_AFTER_MAX_SECONDS, FINISHED_AFTER_MIN_SECONDS, NoticeSettings
-from workroom.core.ceiling import (
-    DURATION_FIELDS,
-    MAX_DURATION_SECONDS,
-    MIN_DURATION_SECONDS,
-    SETTING_FIELDS,
-    SETTINGS_BY_NAME,
-    CeilingSettings,
-    SettingsError,
-)
-from workroom.core.durations import exact_duration, format_duration
+from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
+from workroom.core.setting_rows import Kind, SettingRow, Store, rows_in
+from workroom.this_computer import ThisComputer
 from workroom.ui import styles
+from workroom.ui.setting_editors import RowEditor, editor_for
 
-FIELD_WORDS = {f.name: f.words for f in SETTING_FIELDS}
-BOUNDS_TEXT = (
-    f"Each between {format_duration(MIN_DURATION_SECONDS)} and {format_duration(MAX_DURATION_SECONDS)}."
-)
-
-
-MAX_TYPED = 999_999_999
-"""Every box takes any whole number up to nine digits (far past 30 days in any unit), so what is typed is what the
-box holds: the bounds are checked in words below the boxes, never by a box silently refusing a digit."""
+EVERY_HOST, NOTIFICATIONS, THIS_COMPUTER = "every host", "Notifications", "This computer"
+EXPLAIN = ("A host busy longer than the awake ceiling is flagged. In ask mode, a sleepable host's agent asks here "
+           "whether to keep it awake; unanswered within the prompt timeout, it stops keeping it awake.")
 
 
-def _note(name: str, role: str | None = None, *, hidden: bool = True) -> QLabel:
-    """A wrapped line of words under the controls (named for tests and styles), hidden until it has some."""
-    label = QLabel()
+def section_of(store: Store) -> str:
+    """The pane's section for the rows kept in `store`."""
+    match store:
+        case Store.AGENTS:
+            return EVERY_HOST
+        case Store.NOTICES:
+            return NOTIFICATIONS
+        case Store.SYSTEM | Store.THIS_COMPUTER:
+            return THIS_COMPUTER
+        case _:
+            assert_never(store)
+
+
+def bounds_words(rows: tuple[SettingRow, ...]) -> str:
+    """"Each between 30 s and 30 d." when the durations among `rows` share their bounds ("" otherwise)."""
+    bounds = {(row.minimum, row.maximum) for row in rows if row.kind is Kind.DURATION}
+    if len(bounds) != 1:
+        return ""
+    (low, high), = bounds
+    assert low is not None and high is not None
+    return f"Each between {format_duration(low)} and {format_duration(high)}."
+
+
+def _label(name: str, role: str | None = None, text: str = "") -> QLabel:
+    label = QLabel(text)
     label.setObjectName(name)
     label.setWordWrap(True)
     if role is not None:
         styles.set_role(label, role)
-    if hidden:
-        label.hide()  # never show() here: a widget without its parent yet would open as a window
     return label
-
-
-def _spin(suffix: str, name: str) -> QSpinBox:
-    box = QSpinBox()
-    box.setRange(0, MAX_TYPED)
-    box.setSuffix(suffix)
-    box.setObjectName(name)
-    box.setKeyboardTracking(True)
-    return box
 
 
 class SettingsView(QWidget):
     apply_requested = Signal(object)
-    """A checked CeilingSettings the user asked to apply."""
-    notices_changed = Signal(object)
-    """NoticeSettings, as soon as a notification row changes (this computer only: applied at once)."""
+    """{row name: value}: the every-host rows the person changed (checked), for Apply to all hosts."""
+    local_changed = Signal(str, object)
+    """A Notifications or This computer row and its new value (checked): take it now."""
 
-    def __init__(self) -> None:
+    def __init__(self, here: ThisComputer | None = None) -> None:
+        """`here`: what this computer can do, and the system's own settings (None: none of either)."""
         super().__init__()
-        self.ceiling_hours = _spin(" h", "ceiling_hours")
-        self.ceiling_minutes = _spin(" min", "ceiling_minutes")
-        self.ceiling_seconds = _spin(" s", "ceiling_seconds")
-        self.timeout_minutes = _spin(" min", "timeout_minutes")
-        self.timeout_seconds = _spin(" s", "timeout_seconds")
-        self.ask_mode = QCheckBox("Ask before keeping a box awake past the ceiling")
-        self.ask_mode.setObjectName("ask_mode")
-        self.ask_mode.setToolTip("Only hosts that sleep when idle are asked; hosts that never sleep just report it.")
-        self.bounds = QLabel(BOUNDS_TEXT)
-        self.bounds.setObjectName("settings_bounds")
-        self.exact = _note("settings_exact", styles.MUTED)
-        self._loaded: dict[str, tuple[tuple[int, ...], float]] = {}
-        """Per duration field: (what its two boxes showed when loaded, the exact seconds loaded)."""
-        self.error = _note("settings_error", styles.ERROR)
+        self.here = here if here is not None else ThisComputer(None, can_hold_idle_sleep=False)
+        self.editors: dict[str, RowEditor] = {}
+        self._why_not: dict[str, str | None] = {}
+        """Per row, why this computer cannot change it (None: it can); asked again with `refresh_system`."""
+        self._stored: dict[str, Any] = {}
+        """Each row's value as loaded (or as last taken): a row differs from it only when the person changed it."""
+        forms = {section: QFormLayout() for section in (EVERY_HOST, NOTIFICATIONS, THIS_COMPUTER)}
+        previous: RowEditor | None = None
+        for row in rows_in(*Store):
+            editor = editor_for(row)
+            self.editors[row.name] = editor
+            if row.inline and previous is not None:
+                previous.line.insertWidget(previous.line.count() - 1, editor)  # before its line's stretch
+            else:
+                if row.kind is not Kind.TEXT:
+                    editor.line.addStretch(1)
+                form = forms[section_of(row.store)]
+                if row.kind is Kind.DURATION:
+                    form.addRow(row.label, editor)
+                elif row.kind is Kind.YES_NO:
+                    form.addRow("", editor)
+                else:
+                    form.addRow(editor)  # a text says its label on its own line, across the section
+                previous = editor
+            editor.edited.connect(partial(self._edited, editor))
+        self.bounds = _label("settings_bounds", text=bounds_words(rows_in(Store.AGENTS)))
+        forms[EVERY_HOST].addRow("", self.bounds)
+        self.error = _label("settings_error", styles.ERROR)
         bold = self.error.font()
         bold.setBold(True)
         self.error.setFont(bold)
-        self.result = _note("settings_result", hidden=False)
+        self.error.hide()  # never show() here: a widget without its parent yet would open as a window
+        self.result = _label("settings_result")
         self.apply_button = QPushButton("Apply to all hosts")
         self.apply_button.setObjectName("settings_apply")
         self.apply_button.clicked.connect(self.request_apply)
-        self._notices = NoticeSettings()
-        self.finished = QCheckBox("Tell me when a host's work finishes, if it was busy for at least")
-        self.finished.setObjectName("notice_finished")
-        self.finished_minutes = _spin(" min", "notice_finished_minutes")
-        self.finished_minutes.setRange(int(FINISHED_AFTER_MIN_SECONDS // 60), int(FINISHED_AFTER_MAX_SECONDS // 60))
-        self.finished_local = QCheckBox("Also for this computer")
-        self.finished_local.setObjectName("notice_finished_local")
-        self.finished_local.setToolTip("Off by default: you are sitting at it. Each host's details can turn it "
-                                       "off for that host.")
-        self.lost_work = QCheckBox("Tell me when a box is busy but not kept awake, or fell asleep while busy")
-        self.lost_work.setObjectName("notice_lost_work")
-        self.notification_service = _note("notification_service", styles.MUTED)
+        self.notification_service = _label("notification_service", styles.MUTED)
+        self.notification_service.hide()
 
-        ceiling_row = QHBoxLayout()
-        ceiling_row.addWidget(self.ceiling_hours)
-        ceiling_row.addWidget(self.ceiling_minutes)
-        ceiling_row.addWidget(self.ceiling_seconds)
-        ceiling_row.addStretch(1)
-        timeout_row = QHBoxLayout()
-        timeout_row.addWidget(self.timeout_minutes)
-        timeout_row.addWidget(self.timeout_seconds)
-        timeout_row.addStretch(1)
-        form = QFormLayout()
-        form.addRow("Awake ceiling", ceiling_row)
-        form.addRow("Prompt timeout", timeout_row)
-        form.addRow("", self.ask_mode)
-        form.addRow("", self.bounds)
-        form.addRow("", self.exact)
-        explain = QLabel(
-            "A host busy longer than the awake ceiling is flagged. In ask mode, a sleepable host's agent asks "
-            "here whether to keep it awake; unanswered within the prompt timeout, it stops keeping it awake."
-        )
-        explain.setWordWrap(True)
         layout = QVBoxLayout(self)
-        layout.addWidget(explain)
-        layout.addLayout(form)
+        layout.addWidget(_label("settings_explain", text=EXPLAIN))
+        layout.addLayout(forms[EVERY_HOST])
         layout.addWidget(self.error)
         buttons = QHBoxLayout()
         buttons.addStretch(1)
         buttons.addWidget(self.apply_button)
         layout.addLayout(buttons)
         layout.addWidget(self.result)
-        finished_row = QHBoxLayout()
-        finished_row.addWidget(self.finished)
-        finished_row.addWidget(self.finished_minutes)
-        finished_row.addStretch(1)
-        notices = QFormLayout()
-        notices.addRow("Notifications", finished_row)
-        notices.addRow("", self.finished_local)
-        notices.addRow("", self.lost_work)
-        notices.addRow("", self.notification_service)
-        layout.addLayout(notices)
+        for section in (NOTIFICATIONS, THIS_COMPUTER):
+            layout.addSpacing(6)
+            layout.addWidget(QLabel(f"<b>{section}</b>"))
+            layout.addLayout(forms[section])
+            if section == NOTIFICATIONS:
+                layout.addWidget(self.notification_service)
         layout.addStretch(1)
-        for check in (self.finished, self.finished_local, self.lost_work):
-            check.toggled.connect(self._notices_edited)
-        self.finished_minutes.valueChanged.connect(self._notices_edited)
-        for box in self._boxes():
-            box.valueChanged.connect(self._validate)
-        self.ask_mode.toggled.connect(self._validate)
-
-    def load_notices(self, notices: NoticeSettings) -> None:
-        self._notices = notices
-        for widget, value in ((self.finished, notices.finished), (self.finished_local, notices.finished_this_computer),
-                              (self.lost_work, notices.lost_work)):
-            widget.blockSignals(True)
-            widget.setChecked(value)
-            widget.blockSignals(False)
-        self.finished_minutes.blockSignals(True)
-        self.finished_minutes.setValue(round(notices.finished_after_seconds / 60))
-        self.finished_minutes.blockSignals(False)
-        self._enable_finished_rows()
-
-    def _enable_finished_rows(self) -> None:
-        self.finished_minutes.setEnabled(self.finished.isChecked())
-        self.finished_local.setEnabled(self.finished.isChecked())
-
-    def entered_notices(self) -> NoticeSettings:
-        """The notification rows as shown (per-host choices kept as loaded)."""
-        return self._notices.model_copy(update={
-            "finished": self.finished.isChecked(),
-            "finished_after_seconds": float(self.finished_minutes.value() * 60),
-            "finished_this_computer": self.finished_local.isChecked(),
-            "lost_work": self.lost_work.isChecked(),
-        })
-
-    def _notices_edited(self) -> None:
-        self._enable_finished_rows()
-        self._notices = self.entered_notices()
-        self.notices_changed.emit(self._notices)
-
-    def show_notification_service(self, words: str | None) -> None:
-        """Say when the system will not show notifications as designed (off for the app, no service)."""
-        self.notification_service.setText(words or "")
-        self.notification_service.setVisible(bool(words))
-
-    def _boxes(self) -> tuple[QSpinBox, ...]:
-        return (self.ceiling_hours, self.ceiling_minutes, self.ceiling_seconds, self.timeout_minutes,
-                self.timeout_seconds)
-
-    def load(self, settings: CeilingSettings) -> None:
-        hours, rest = divmod(round(settings.ceiling_seconds), 3600)
-        minutes, seconds = divmod(rest, 60)
-        t_minutes, t_seconds = divmod(round(settings.prompt_timeout_seconds), 60)
-        self._loaded = {"ceiling_seconds": ((hours, minutes, seconds), settings.ceiling_seconds),
-                        "prompt_timeout_seconds": ((t_minutes, t_seconds), settings.prompt_timeout_seconds)}
-        for box, value in zip(self._boxes(), (hours, minutes, seconds, t_minutes, t_seconds), strict=True):
-            box.blockSignals(True)
-            box.setValue(value)
-            box.blockSignals(False)
-        self.ask_mode.setChecked(settings.ask_at_ceiling)
+        self.refresh_system()
+        for editor in self.editors.values():
+            self._show_note(editor)
         self._validate()
 
-    def _shown(self) -> dict[str, tuple[int, ...]]:
-        return {"ceiling_seconds": (self.ceiling_hours.value(), self.ceiling_minutes.value(),
-                                    self.ceiling_seconds.value()),
-                "prompt_timeout_seconds": (self.timeout_minutes.value(), self.timeout_seconds.value())}
+    # -- values ------------------------------------------------------------------------------------
 
-    def _typed_words(self, field: str) -> str:
-        """What the boxes of `field` hold, as typed ("99999 min", "0 s")."""
-        boxes = {"ceiling_seconds": (self.ceiling_hours, self.ceiling_minutes, self.ceiling_seconds),
-                 "prompt_timeout_seconds": (self.timeout_minutes, self.timeout_seconds)}.get(field, ())
-        words = [f"{b.value()}{b.suffix()}" for b in boxes if b.value()]
-        return " ".join(words) or f"0{boxes[-1].suffix()}" if boxes else ""
+    def load(self, values: dict[str, Any], stores: tuple[Store, ...] | None = None) -> None:
+        """Show the stored `values` (row name -> value) of the rows in `stores` (None: every row given)."""
+        for name, value in values.items():
+            editor = self.editors.get(name)
+            if editor is None or (stores is not None and editor.row.store not in stores):
+                continue
+            editor.load(value)
+            self._stored[name] = value
+            self._show_note(editor)
+        self._enable()
+        self._validate()
 
-    def _kept(self) -> dict[str, float]:
-        """The loaded seconds of each field whose boxes still show what they showed when loaded."""
-        shown = self._shown()
-        return {field: exact for field, (was_shown, exact) in self._loaded.items() if shown[field] == was_shown}
+    def refresh_system(self) -> None:
+        """Read the settings the system keeps (open at login) back from it, and what this computer can do."""
+        self._why_not = {name: self.here.why_not(editor.row) for name, editor in self.editors.items()}
+        for editor in self._editors_in(Store.SYSTEM):
+            value = self.here.read(editor.row)
+            editor.load(value)
+            self._stored[editor.row.name] = value
+            self._show_note(editor)
+        self._enable()
 
-    def _typed_seconds(self) -> dict[str, float]:
-        """What the boxes show, in seconds."""
-        (hours, minutes, seconds), (t_minutes, t_seconds) = (self._shown()[field] for field in DURATION_FIELDS)
-        return {"ceiling_seconds": float(hours * 3600 + minutes * 60 + seconds),
-                "prompt_timeout_seconds": float(t_minutes * 60 + t_seconds)}
+    def changes(self) -> dict[str, Any]:
+        """The every-host rows whose value the person changed, by name."""
+        return {name: editor.value() for name, editor in self.editors.items()
+                if editor.row.store is Store.AGENTS and (name not in self._stored
+                                                         or editor.value() != self._stored[name])}
 
-    def _entered_seconds(self) -> dict[str, float]:
-        return {**self._typed_seconds(), **self._kept()}
+    def _editors_in(self, store: Store) -> list[RowEditor]:
+        return [editor for editor in self.editors.values() if editor.row.store is store]
 
-    def _show_exact(self) -> None:
-        """Say in words each kept value the boxes show rounded."""
-        typed = self._typed_seconds()
-        lines = [f"{FIELD_WORDS[field]} is {exact_duration(exact)} (set in seconds); the boxes above round it, "
-                 "and it stays as it is unless you change them."
-                 for field, exact in self._kept().items() if exact != typed[field]]
-        self.exact.setText("\n".join(lines))
-        self.exact.setVisible(bool(lines))
+    # -- edits -------------------------------------------------------------------------------------
 
-    def entered(self) -> CeilingSettings:
-        """The settings as typed (a value whose boxes are untouched: exactly as loaded), checked against the
-        bounds (raises SettingsError)."""
-        return CeilingSettings.checked(**self._entered_seconds(), ask_at_ceiling=self.ask_mode.isChecked())
+    def _edited(self, editor: RowEditor) -> None:
+        self._enable()
+        store = editor.row.store
+        match store:
+            case Store.AGENTS:
+                self._validate()
+            case Store.SYSTEM:
+                self._write_system(editor)
+            case Store.NOTICES | Store.THIS_COMPUTER:
+                self._take(editor)
+            case _:
+                assert_never(store)
 
-    def _validate(self) -> CeilingSettings | None:
-        self._show_exact()
+    def _take(self, editor: RowEditor) -> None:
+        """A row of this computer's, at once: refused in words under it, or handed on when it changed."""
+        refusal = editor.refusal()
+        if refusal is not None:
+            editor.say(f"{refusal} Not applied.", styles.ERROR)
+            return
+        self._show_note(editor)
+        name, value = editor.row.name, editor.value()
+        if name not in self._stored or value != self._stored[name]:
+            self._stored[name] = value
+            self.local_changed.emit(name, value)
+
+    def _write_system(self, editor: RowEditor) -> None:
         try:
-            settings = self.entered()
-        except SettingsError as error:
-            value = self._entered_seconds().get(error.field)
-            row = SETTINGS_BY_NAME.get(error.field)
-            what = FIELD_WORDS.get(error.field, error.field)
-            typed = self._typed_words(error.field)
-            got = ""
-            if value is not None:
-                total = format_duration(value)
-                got = f"; {typed} is not" if typed == total or not typed else f"; {typed} ({total}) is not"
-            if row is not None and row.minimum is not None and row.maximum is not None:
-                self.error.setText(f"{what} must be between {format_duration(row.minimum)} and "
-                                   f"{format_duration(row.maximum)}{got}. Not applied.")
-            else:
-                self.error.setText(f"{error.message} Not applied.")
-            self.error.show()
-            self.apply_button.setEnabled(False)
-            return None
-        self.error.hide()
-        self.error.setText("")
-        self.apply_button.setEnabled(True)
-        return settings
+            self.here.write(editor.row, editor.value())
+        except OSError as error:  # the platform's error says what happened, in words
+            self.refresh_system()
+            editor.say(str(error), styles.ERROR)
+            return
+        self.refresh_system()
+
+    def _enable(self) -> None:
+        """A row is changeable where this computer can change it, and while the row it sits under is on."""
+        for editor in self.editors.values():
+            under = self.editors.get(editor.row.under) if editor.row.under is not None else None
+            editor.set_editable(self._why_not[editor.row.name] is None and (under is None or under.value() is True))
+
+    def _show_note(self, editor: RowEditor) -> None:
+        """Why it cannot be changed here; else what the system says of it; else what its boxes round."""
+        why = self._why_not[editor.row.name]
+        if why is not None:
+            editor.say(why)
+        elif editor.row.store is Store.SYSTEM:
+            editor.say(self.here.note(editor.row))
+        else:
+            editor.say(editor.remark())
+
+    def _validate(self) -> bool:
+        """Whether every every-host row can be applied; the first that cannot is said above Apply."""
+        refusal = None
+        for editor in self._editors_in(Store.AGENTS):
+            self._show_note(editor)
+            refusal = refusal or editor.refusal()
+        self.error.setText(f"{refusal} Not applied." if refusal else "")
+        self.error.setVisible(refusal is not None)
+        self.apply_button.setEnabled(refusal is None)
+        return refusal is None
 
     def request_apply(self) -> None:
-        settings = self._validate()
-        if settings is None:
+        if not self._validate():
             return
         self.result.setText("Applying…")
         self.apply_button.setEnabled(False)
-        self.apply_requested.emit(settings)
+        self.apply_requested.emit(self.changes())
+
+    # -- outcomes ----------------------------------------------------------------------------------
 
     def show_outcome(self, outcome: dict[str, UserError | None]) -> None:
         self.apply_button.setEnabled(True)
@@ -299,3 +253,7 @@ class SettingsView(QWidget):
         self.apply_button.setEnabled(True)
         self.result.setText(f"{error.title}: {error.message} {error.hint}".strip())
 
+    def show_notification_service(self, words: str | None) -> None:
+        """Say when the system will not show notifications as designed (off for the app, no service)."""
+        self.notification_service.setText(words or "")
+        self.notification_service.setVisible(bool(words))

@@ -174,7 +174,7 @@ def test_settings_change_reaches_connected_host_at_once(sshd, app_home, agent_bu
         engine = _engine(app_home, agent_bundle, ssh_host(sshd))
         session = engine.session("box1")
         await session.connect(timeout=60)
-        outcome = await engine.set_ceiling_settings(CeilingSettings(ceiling_seconds=7200))
+        outcome = await engine.apply_settings({"ceiling_seconds": 7200})
         assert outcome == {"box1": None}
         ceiling = session.status.ceiling_seconds
         await engine.close()
