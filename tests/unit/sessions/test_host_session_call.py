@@ -5,11 +5,12 @@ connected is said in the method's words. The agent is the real one, in this proc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from unit.sessions.stand_in import InProcessAgent, ScriptedProvider, stand_in_context
+from unit.sessions.test_host_session import until
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
@@ -30,14 +31,6 @@ def agent() -> Iterator[InProcessAgent]:
     running = InProcessAgent()
     yield running
     running.close()
-
-
-async def until(check: Callable[[], object], seconds: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + seconds
-    while not check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"not within {seconds} s")
-        await asyncio.sleep(0.01)
 
 
 def test_an_answer_through_call_is_shown_and_clears_the_prompt(tmp_path: Path, agent: InProcessAgent) -> None:
