@@ -48,6 +48,20 @@ WIRE_OVERHEAD_PER_MESSAGE = 250
 
 
 class Agent(object):
+    NOT_HANDED_OFF = (
+        "lock", "_stop", "_thread", "on_tick",  # this process's own machinery
+        "sampler", "heartbeat", "clock", "suspend_clock",  # made again by the new process
+        "workroom", "build", "tick_seconds", "settings_path", "min_duration", "test_min_duration",
+        "health_listen",  # the new process's command line and bundle
+        "saved_settings", "settings_error",  # the new process reads the settings file itself
+        "timeline", "user_exclusions",  # kept in files of their own, which the new process reads
+        "last_tick", "started", "ticks", "tick_error",  # the new process's own ticks (stalled counts from its start)
+        "own_wire_bytes", "_forget_processes",  # about the next tick, which the new process's sampler starts afresh
+    )
+    """Attributes a hand-off does not carry: `handoff_state` carries the rest (the ceiling, classifier and busy
+    span by their own `to_state`, each with its own list). tests/unit/agent/test_agent_handoff_state.py fails
+    on an attribute neither carried nor named here, so state added later is not lost at every app update."""
+
     def __init__(self, sampler, settings, heartbeat, workroom, build, hold_seconds=30.0, tick_seconds=1.0,
                  settings_path=None, settings_error=None, min_duration=settings_mod.MIN_DURATION,
                  test_min_duration=None, clock=time.monotonic, saved_settings=None, health_listen=None,

@@ -462,10 +462,11 @@ def _connected(name: str, command: str, wake: bool = False, *,
 
 async def _cmd_keep(args: argparse.Namespace) -> int:
     from workroom.core.errors import ExitCode
+    from workroom.core.protocol import Method
 
     try:
         async with _connected(args.name, "keep", args.wake, only_if_it_sleeps=True) as session:
-            status = await session.keep()
+            status = await session.call(Method.KEEP)
             print(f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
             return ExitCode.OK
     except _NeverSleeps:  # Keep awake only where it changes something
@@ -478,6 +479,7 @@ async def _cmd_let_sleep(args: argparse.Namespace) -> int:
     """Never wakes: an asleep box is already what the user asked for."""
     from workroom.core.connection import ConnectionState
     from workroom.core.errors import ExitCode
+    from workroom.core.protocol import Method
 
     engine = _engine()
     try:
@@ -489,7 +491,7 @@ async def _cmd_let_sleep(args: argparse.Namespace) -> int:
         if snap.connection.state is ConnectionState.ASLEEP:
             print(f"{asleep_words(engine, args.name)}: already what you asked for; nothing sent.")
             return ExitCode.OK
-        status = await session.let_sleep()
+        status = await session.call(Method.LET_SLEEP)
         if status.suppressed:
             print(f"{args.name}: let sleep; its agent no longer keeps it awake, so it sleeps within its idle "
                   "window")
@@ -505,6 +507,7 @@ async def _cmd_why(args: argparse.Namespace) -> int:
 
     from workroom.core import timeline as tl
     from workroom.core.errors import ExitCode
+    from workroom.core.protocol import Method
 
     try:
         window = tl.parse_since(args.since)
@@ -513,7 +516,7 @@ async def _cmd_why(args: argparse.Namespace) -> int:
         return ExitCode.USAGE
     async with _connected(args.name, "why", args.wake) as session:
         # Asked from a little earlier than the window, in case the box's clock runs ahead of ours.
-        reply = await session.timeline(time.time() - window - 3600)
+        reply = await session.call(Method.TIMELINE, since=time.time() - window - 3600)
         summary = tl.summarise(reply, window)
         period = tl.period_words(window)
         cost = tl.cost_words(summary, session.host.hourly_price)
@@ -545,13 +548,14 @@ async def _cmd_exclusions(args: argparse.Namespace) -> int:
     import json
 
     from workroom.core.errors import ExitCode
+    from workroom.core.protocol import Method
 
     async with _connected(args.name, "exclusions", args.wake) as session:
-        current = await session.exclusions()
+        current = await session.call(Method.EXCLUSIONS)
         if args.add or args.remove:
             names = [n for n in current.names if n not in set(args.remove)]
             names += [n for n in args.add if n not in names]
-            current = await session.exclusions(names)
+            current = await session.call(Method.EXCLUSIONS, names=names)
         if args.json:
             print(json.dumps({"name": session.host.name, "never_work": list(current.names),
                               "problem": current.problem}))

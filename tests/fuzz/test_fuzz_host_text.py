@@ -21,7 +21,17 @@ from hypothesis import strategies as st
 from workroom import cli
 from workroom.agent_bundle import AgentBundle
 from workroom.core.errors import UserError
-from workroom.core.protocol import ErrorReply, Hello, PromptEvent, ProtocolError, Reply, StatusEvent, parse_line
+from workroom.core.protocol import (
+    ErrorReply,
+    Hello,
+    Method,
+    PromptEvent,
+    ProtocolError,
+    Reply,
+    StatusEvent,
+    UserExclusions,
+    parse_line,
+)
 from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, ServeOptions
 from workroom.remote.host_keys import KnownHosts
 from workroom.remote.host_shell import ExecResult
@@ -117,9 +127,10 @@ def test_agent_answers_reach_the_terminal_plain_and_small(message: dict[str, Any
         assert clean(parsed.version, parsed.build)
     elif isinstance(parsed, Reply):
         try:
-            ex = parsed.exclusions()
+            ex = parsed.read(Method.EXCLUSIONS)
         except ProtocolError:
             return
+        assert isinstance(ex, UserExclusions)
         assert clean(*ex.names, ex.problem) and len(ex.names) <= 64
     else:
         assert isinstance(parsed, StatusEvent | Reply)

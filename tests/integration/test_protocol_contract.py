@@ -1,42 +1,44 @@
 """Contract: the real agent and the app's protocol models agree, and docs/protocol.md names what both use.
 
-Every line the agent sends here goes through the app's own parser (`workroom.core.protocol.parse_line`)
-and the app's request builders produce what the agent accepts. Both sides real; nothing mocked.
+Every line the agent sends here goes through the app's own parser (`workroom.core.protocol.parse_line`),
+every method is called through the app's own `AgentClient.call`, and the app's request lines are what the
+agent accepts. Both sides real; nothing mocked.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import socket
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from integration.agent.agentrun import private_dir, start_agent
+from pydantic import BaseModel
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.protocol import (
-    METHOD_RESULTS,
+    METHODS,
     PROTOCOL_VERSION,
     BusyReason,
     ErrorReply,
+    HandoffResult,
     Hello,
     Method,
+    PingResult,
     Reply,
     Status,
     StatusEvent,
+    TimelineReply,
     TimelineSpan,
-    exclusions_request,
-    keep_request,
-    let_sleep_request,
+    UserExclusions,
     parse_line,
-    ping_request,
     request_line,
-    settings_request,
-    status_request,
-    subscribe_request,
-    timeline_request,
 )
+from workroom.remote.agent_client import AgentClient
 
 pytestmark = pytest.mark.integration
 
@@ -69,6 +71,40 @@ class Wire:
                 return message
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
+def read_as(model: type[M], message: object, method: Method) -> M:
+    """A reply read as `method`'s row says, and that row's model is `model`."""
+    assert isinstance(message, Reply), message
+    result = message.read(method)
+    assert isinstance(result, model), result
+    return result
+
+
+def raw_line(request_id: int, method: str, **params: object) -> bytes:
+    """A request line the app would never send (out of range, a test agent's lower bounds): written by hand."""
+    return json.dumps({"id": request_id, "method": method, **params}).encode() + b"\n"
+
+
+T = TypeVar("T")
+
+
+def with_client(sock: str, use: Callable[[AgentClient], Awaitable[T]]) -> T:
+    """`use` the app's own client over the app's own local link to the agent at `sock`, after its hello."""
+    from workroom.remote.agent_link import open_unix_link
+
+    async def run() -> T:
+        link = await open_unix_link(sock, None)
+        try:
+            await link.client.hello(timeout=10)
+            return await use(link.client)
+        finally:
+            link.close()
+
+    return asyncio.run(run())
+
+
 @pytest.fixture
 def agent(tmp_path: Path):  # type: ignore[no-untyped-def]
     sock = str(Path(private_dir(tmp_path / "run")) / "agent.sock")
@@ -82,44 +118,59 @@ def test_every_message_parses_with_the_apps_models(agent) -> None:  # type: igno
     wire = Wire(agent.sock)
     hello = parse_line(wire.line())
     assert isinstance(hello, Hello) and hello.speaks_our_protocol and len(hello.build) == 64
-    for build in (status_request, subscribe_request, keep_request):
-        reply = wire.ask(build(7))
+    for method in (Method.STATUS, Method.SUBSCRIBE, Method.KEEP):
+        reply = wire.ask(request_line(7, method))
         assert isinstance(reply, Reply) and reply.id == 7
-        assert isinstance(reply.status(), Status)
-    ping = wire.ask(ping_request("p"))
-    assert isinstance(ping, Reply) and ping.ping_monotonic() > 0
-    changed = wire.ask(settings_request(8, CeilingSettings(ceiling_seconds=3600, prompt_timeout_seconds=120)))
-    assert changed.status().ceiling_seconds == 3600 and changed.status().prompt_timeout_seconds == 120
+        read_as(Status, reply, method)
+    assert read_as(PingResult, wire.ask(request_line("p", Method.PING)), Method.PING).monotonic > 0
+    asked = CeilingSettings(ceiling_seconds=3600, prompt_timeout_seconds=120).as_request_params()
+    changed = read_as(Status, wire.ask(request_line(8, Method.SETTINGS, **asked)), Method.SETTINGS)
+    assert changed.ceiling_seconds == 3600 and changed.prompt_timeout_seconds == 120
 
 
 EXAMPLE_PARAMS: dict[Method, dict[str, object]] = {
     Method.SETTINGS: CeilingSettings().as_request_params(),
-    Method.HANDOFF: {"bundle": "/nonexistent/wr-agent.pyz", "sha256": "0" * 64},
     Method.TIMELINE: {"since": 0},
     Method.EXCLUSIONS: {"names": ["watch"]},
 }
-"""Parameters that make a method do something (a method without a row here is sent bare)."""
+"""Parameters that make a method do something (a method without a row here is sent bare; `handoff` gets a
+real bundle of the agent)."""
 
 
-def test_every_method_the_app_knows_is_one_the_agent_answers(agent) -> None:  # type: ignore[no-untyped-def]
-    """Each `Method` against the real agent: never `unsupported`, and a reply the app's model for it reads."""
-    from wr_agent import PROTOCOL
-    from wr_agent.server import METHODS
+def test_every_method_the_app_knows_is_one_the_agent_answers(agent, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Each `Method` through the app's `AgentClient.call` against the real agent: every one answered (never
+    `unsupported`), with the model its row in `METHODS` names. The hand-off goes last: into a real bundle."""
+    import hashlib
 
-    assert set(METHOD_RESULTS) == set(Method), "a Method without a result model"
-    assert set(METHODS) == {m.value for m in Method}, "the app's and the agent's method registries differ"
+    from workroom.remote.agent_client import AgentRefused
+    from wr_agent import PROTOCOL, bundle
+    from wr_agent.server import METHODS as AGENT_METHODS
+
+    assert set(METHODS) == set(Method), "a Method without its row"
+    assert set(AGENT_METHODS) == {m.value for m in Method}, "the app's and the agent's method registries differ"
     assert PROTOCOL == PROTOCOL_VERSION
-    wire = Wire(agent.sock)
-    wire.line()
-    for number, method in enumerate(Method, start=1):
-        reply = wire.ask(request_line(number, method, **EXAMPLE_PARAMS.get(method, {})))
-        if isinstance(reply, ErrorReply):
-            assert reply.error.code != "unsupported", f"the agent does not know {method.value}"
-            assert method is Method.HANDOFF and reply.error.code == "failed"  # no such bundle: nothing handed off
-        else:
-            assert isinstance(reply, Reply) and reply.id == number
-            reply.read(method)
+    pyz = tmp_path / "wr-agent.pyz"
+    pyz.write_bytes(bundle.bundle_bytes())
+    params = {**EXAMPLE_PARAMS,
+              Method.HANDOFF: {"bundle": str(pyz), "sha256": hashlib.sha256(pyz.read_bytes()).hexdigest()}}
+
+    async def every_method(client: AgentClient) -> dict[Method, BaseModel | AgentRefused]:
+        answers: dict[Method, BaseModel | AgentRefused] = {}
+        for method in sorted(Method, key=lambda m: m is Method.HANDOFF):
+            try:
+                answers[method] = await client.call(method, timeout=10, **params.get(method, {}))
+            except AgentRefused as refused:
+                answers[method] = refused
+        return answers
+
+    answers = with_client(agent.sock, every_method)
+    assert list(answers) and set(answers) == set(Method)
+    for method, answer in answers.items():
+        assert not isinstance(answer, AgentRefused), f"the agent refused {method.value}: {answer.message}"
+        assert type(answer) is METHODS[method].result, (method, answer)
         assert f"`{method.value}`" in DOC.read_text(), f"docs/protocol.md does not name {method.value}"
+    handed = answers[Method.HANDOFF]
+    assert isinstance(handed, HandoffResult) and handed.accepted
 
 
 def _probes():  # type: ignore[no-untyped-def]
@@ -149,7 +200,7 @@ def test_the_agent_holds_the_apps_settings_table(agent) -> None:  # type: ignore
     wire.line()
     base = CeilingSettings().as_request_params()
     for number, (name, value, ok) in enumerate(_probes(), start=1):
-        reply = wire.ask(request_line(number, Method.SETTINGS, **{**base, name: value}))
+        reply = wire.ask(raw_line(number, Method.SETTINGS.value, **{**base, name: value}))
         try:
             check_setting(name, value)
             app_ok = True
@@ -157,7 +208,7 @@ def test_the_agent_holds_the_apps_settings_table(agent) -> None:  # type: ignore
             app_ok = False
         assert app_ok is ok, (name, value)
         if ok:
-            assert isinstance(reply, Reply) and reply.status().settings_values[name] == value, (name, value)
+            assert read_as(Status, reply, Method.SETTINGS).settings_values[name] == value, (name, value)
         else:
             assert isinstance(reply, ErrorReply) and reply.error.code in ("out_of_range", "invalid"), (name, value)
             assert name in reply.error.message
@@ -166,8 +217,8 @@ def test_the_agent_holds_the_apps_settings_table(agent) -> None:  # type: ignore
 def test_a_settings_change_is_pushed_as_an_event_the_app_reads(agent) -> None:  # type: ignore[no-untyped-def]
     sub, other = Wire(agent.sock), Wire(agent.sock)
     parse_line(sub.line()), parse_line(other.line())
-    assert isinstance(sub.ask(subscribe_request(1)), Reply)
-    other.ask(settings_request(2, CeilingSettings(ceiling_seconds=7200)))
+    assert isinstance(sub.ask(request_line(1, Method.SUBSCRIBE)), Reply)
+    other.ask(request_line(2, Method.SETTINGS, **CeilingSettings(ceiling_seconds=7200).as_request_params()))
     event = parse_line(sub.line())
     assert isinstance(event, StatusEvent) and event.status.ceiling_seconds == 7200
 
@@ -207,23 +258,23 @@ def test_timeline_and_exclusions_parse_with_the_apps_models(agent) -> None:  # t
     deadline = time.monotonic() + 10
     spans: tuple[TimelineSpan, ...] = ()
     while not spans and time.monotonic() < deadline:  # the first tick starts the record, the second counts
-        reply = wire.ask(timeline_request(1))
-        assert isinstance(reply, Reply)
-        result = reply.timeline()
+        result = read_as(TimelineReply, wire.ask(request_line(1, Method.TIMELINE)), Method.TIMELINE)
         spans = result.spans
         time.sleep(0.3)
     assert spans and spans[-1].state in {"busy", "held", "idle"} and spans[-1].end <= result.now + 1
     assert abs(result.now - time.time()) < 5 and result.problem is None
-    later = wire.ask(timeline_request(2, since=result.now + 3600))
-    assert isinstance(later, Reply) and later.timeline().spans == ()
+    later = wire.ask(request_line(2, Method.TIMELINE, since=result.now + 3600))
+    assert read_as(TimelineReply, later, Method.TIMELINE).spans == ()
     bad = wire.ask(b'{"id":3,"method":"timeline","since":"yesterday"}\n')
     assert isinstance(bad, ErrorReply) and bad.error.code == "invalid"
 
-    assert wire.ask(exclusions_request(4)).exclusions().names == ()  # type: ignore[union-attr]
-    changed = wire.ask(exclusions_request(5, ["watch", "top"]))
-    assert isinstance(changed, Reply) and changed.exclusions().names == ("top", "watch")
-    assert wire.ask(exclusions_request(6)).exclusions().names == ("top", "watch")  # type: ignore[union-attr]
-    refused = wire.ask(exclusions_request(7, ["a/b"]))
+    def names(message: object) -> tuple[str, ...]:
+        return read_as(UserExclusions, message, Method.EXCLUSIONS).names
+
+    assert names(wire.ask(request_line(4, Method.EXCLUSIONS))) == ()
+    assert names(wire.ask(request_line(5, Method.EXCLUSIONS, names=["watch", "top"]))) == ("top", "watch")
+    assert names(wire.ask(request_line(6, Method.EXCLUSIONS))) == ("top", "watch")
+    refused = wire.ask(request_line(7, Method.EXCLUSIONS, names=["a/b"]))
     assert isinstance(refused, ErrorReply) and refused.error.code == "invalid"
     raw = wire.ask(b'{"id":8,"method":"timeline"}\n')
     assert isinstance(raw, Reply)
@@ -233,11 +284,7 @@ def test_timeline_and_exclusions_parse_with_the_apps_models(agent) -> None:  # t
 
 
 def test_a_full_record_comes_to_the_app_in_pages_without_loss(tmp_path: Path) -> None:
-    """A record at its byte budget is more than one protocol line: the app's client pages through it."""
-    import asyncio
-
-    from workroom.remote.agent_client import AgentClient
-
+    """A record at its byte budget is more than one protocol line: the app's `call` pages through it."""
     sock = str(Path(private_dir(tmp_path / "run")) / "agent.sock")
     now = time.time()
     spans = [[round(now - 6 * 86400 + 61 * i, 1), round(now - 6 * 86400 + 61 * (i + 1), 1),
@@ -245,37 +292,21 @@ def test_a_full_record_comes_to_the_app_in_pages_without_loss(tmp_path: Path) ->
     Path(sock + ".timeline").write_text(json.dumps({"format": 1, "last_note": None, "spans": spans}))
     running = start_agent(sock, "--candidates", "user", "--no-heartbeat")
 
-    async def fetch() -> tuple[int, int, list[float]]:
-        reader, writer = await asyncio.open_unix_connection(sock, limit=1 << 20)
-
-        async def send(data: bytes) -> None:
-            writer.write(data)
-            await writer.drain()
-
-        client = AgentClient(send)
-
-        async def pump() -> None:
-            while line := await reader.readline():
-                client.feed_line(line)
-            client.feed_eof()
-
-        pumping = asyncio.ensure_future(pump())
-        try:
-            await client.hello()
-            first = await client._request("timeline", timeline_request, 10)  # one page, as sent
-            reply = await client.timeline(None)
-            return len(first.timeline().spans), len(reply.spans), [s.start for s in reply.spans]
-        finally:
-            writer.close()
-            pumping.cancel()
+    async def whole(client: AgentClient) -> TimelineReply:
+        return await client.call(Method.TIMELINE, timeout=10)
 
     try:
-        one_page, total, starts = asyncio.run(fetch())
+        wire = Wire(sock)
+        wire.line()
+        one_page = read_as(TimelineReply, wire.ask(request_line(1, Method.TIMELINE)), Method.TIMELINE)
+        reply = with_client(sock, whole)
     finally:
         running.stop()
-    assert one_page < 2500 <= total
+    assert one_page.more_since is not None and len(one_page.spans) < 2500 <= len(reply.spans)
+    starts = [s.start for s in reply.spans]
     assert starts == sorted(set(starts))  # in order, nothing twice
     assert starts[0] == pytest.approx(spans[0][0])
+    assert reply.more_since is None
 
 
 @pytest.mark.root
@@ -301,9 +332,7 @@ def test_the_status_that_reports_idle_tells_the_busy_span_the_app_reads(tmp_path
         Agent(sock, proc).wait_status(lambda st: st["verdict"] == "IDLE", 20, "the namespace to be idle")
         wire = Wire(sock)
         parse_line(wire.line())
-        first = wire.ask(subscribe_request(1))
-        assert isinstance(first, Reply)
-        previous = first.status()
+        previous = read_as(Status, wire.ask(request_line(1, Method.SUBSCRIBE)), Method.SUBSCRIBE)
         burn = "import time\nend = time.time() + 3\nwhile time.time() < end: pass"
         job = ns.popen([sys.executable, "-c", burn])
         seen_busy = False
@@ -452,9 +481,7 @@ def test_a_real_agent_sends_its_reasons_as_data_over_the_socket(agent) -> None: 
         deadline = time.monotonic() + 15
         words: list[str] = []
         while time.monotonic() < deadline:
-            reply = wire.ask(status_request(1))
-            assert isinstance(reply, Reply)
-            status = reply.status()
+            status = read_as(Status, wire.ask(request_line(1, Method.STATUS)), Method.STATUS)
             mine = [d for d in status.structured_reasons if d.pid == burner.pid]
             if mine:
                 assert mine[0].reason_class == "cpu" and mine[0].subject.startswith("python")
@@ -467,10 +494,10 @@ def test_a_real_agent_sends_its_reasons_as_data_over_the_socket(agent) -> None: 
         burner.wait(5)
 
 
-def test_let_sleep_suppresses_at_once_through_the_apps_builder(tmp_path: Path) -> None:
+def test_let_sleep_suppresses_at_once_through_the_apps_call(tmp_path: Path) -> None:
     """`let_sleep` (the card's and tray's "Let it sleep"): the real agent, busy past its ceiling with a prompt
     whose timeout is ten minutes away, answers published IDLE at once; its heartbeat stops and its health
-    endpoint says not busy. The request comes from the app's builder, the reply goes through its parser."""
+    endpoint says not busy. The request and its reply go through the app's `AgentClient.call`."""
     import subprocess
     import urllib.request
 
@@ -501,11 +528,10 @@ def test_let_sleep_suppresses_at_once_through_the_apps_builder(tmp_path: Path) -
     try:
         before = running.wait_status(lambda s: s["prompt_pending"], 20, "a prompt")
         assert before["verdict"] == "BUSY" and health()["busy"] is True and datagrams(2.5) >= 1
-        wire = Wire(running.sock)
-        wire.line()
-        reply = wire.ask(let_sleep_request(9))
-        assert isinstance(reply, Reply) and reply.id == 9
-        status = reply.status()
+        async def let_sleep(client: AgentClient) -> Status:
+            return await client.call(Method.LET_SLEEP, timeout=10)
+
+        status = with_client(running.sock, let_sleep)
         assert status.verdict.value == "IDLE" and status.suppressed and status.let_sleep
         assert not status.prompt_pending and status.classifier_verdict.value == "BUSY" and not status.asserting
         datagrams(0.3)  # one already in flight when the answer came

@@ -1,4 +1,5 @@
-"""The wire protocol's messages as models, a line parser, and request builders (docs/protocol.md).
+"""The wire protocol's messages as models, a line parser, the methods' registry and request lines
+(docs/protocol.md).
 
 Agent messages may carry fields this app does not know (a newer agent): they are ignored. A
 missing or wrongly typed known field is an error, as is anything that is not one JSON object per
@@ -8,11 +9,12 @@ line of at most 64 KiB. Every failure is a `ProtocolError`; nothing else escapes
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping
+import math
+from collections.abc import Awaitable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, Self, TypeVar, overload
 
 from pydantic import (
     BaseModel,
@@ -25,7 +27,7 @@ from pydantic import (
     model_validator,
 )
 
-from workroom.core.ceiling import SETTINGS_BY_NAME, CeilingSettings
+from workroom.core.ceiling import SETTINGS_BY_NAME
 from workroom.core.display_text import plain
 from workroom.core.errors import UserError
 
@@ -47,8 +49,10 @@ _M = TypeVar("_M", bound=BaseModel)
 __all__ = [
     "AGENT_HELLO",
     "MAX_LINE_BYTES",
-    "METHOD_RESULTS",
+    "MAX_PAGES",
+    "METHODS",
     "PROTOCOL_VERSION",
+    "AgentCall",
     "AgentInfo",
     "AgentMessage",
     "BusyReason",
@@ -56,31 +60,32 @@ __all__ = [
     "ErrorBody",
     "ErrorCode",
     "ErrorReply",
+    "ExclusionsParams",
     "GapInfo",
+    "HandoffParams",
+    "HandoffResult",
     "Hello",
     "KeepAwakeInfo",
     "Method",
+    "MethodRow",
+    "NoParams",
+    "PagedReply",
+    "PingResult",
     "PromptEvent",
     "ProtocolError",
     "Reply",
     "RequestId",
+    "SettingsParams",
     "Status",
     "StatusEvent",
+    "TimelineParams",
     "TimelineReply",
     "TimelineSpan",
     "UserExclusions",
     "Verdict",
-    "exclusions_request",
-    "handoff_request",
-    "keep_request",
-    "let_sleep_request",
     "parse_line",
-    "ping_request",
     "request_line",
-    "settings_request",
-    "status_request",
-    "subscribe_request",
-    "timeline_request",
+    "request_params",
 ]
 
 
@@ -114,9 +119,10 @@ class ErrorCode(StrEnum):
 
 
 class Method(StrEnum):
-    """The protocol's methods (docs/protocol.md). Adding one: a member here, its result model in
-    `METHOD_RESULTS`, a request builder and an `AgentClient` call; the agent's row is wr_agent.server.METHODS.
-    tests/integration/test_protocol_contract.py calls every member against the real agent."""
+    """The protocol's methods by their wire names (docs/protocol.md): the one place a method's name is written
+    on this side. Each has its row in `METHODS` (the model its reply is read as, its parameters); the agent's
+    row is wr_agent.server.METHODS. tests/integration/test_protocol_contract.py calls every member through
+    `AgentClient.call` against the real agent."""
 
     STATUS = "status"
     SUBSCRIBE = "subscribe"
@@ -344,32 +350,14 @@ class PromptEvent(_AgentModel):
 
 
 class Reply(_AgentModel):
-    """A successful reply. `result` depends on the method; read it with the typed accessors."""
+    """A successful reply. `result` depends on the method: `read` it as the method's row says."""
 
     id: RequestId
     result: dict[str, Any]
 
     def read(self, method: Method) -> BaseModel:
-        """The result as the model `method`'s replies carry (METHOD_RESULTS), or ProtocolError."""
-        return _validate(METHOD_RESULTS[method], self.result, f"{method.value} result")
-
-    def status(self) -> Status:
-        """The result as a status object (status, subscribe, settings, keep)."""
-        return _validate(Status, self.result, "status result")
-
-    def ping_monotonic(self) -> float:
-        """The agent's CLOCK_MONOTONIC from a ping reply."""
-        return _validate(PingResult, self.result, "ping result").monotonic
-
-    def timeline(self) -> TimelineReply:
-        return _validate(TimelineReply, self.result, "timeline result")
-
-    def exclusions(self) -> UserExclusions:
-        return _validate(UserExclusions, self.result, "exclusions result")
-
-    def accepted(self) -> bool:
-        """Whether a hand-off was accepted."""
-        return _validate(HandoffResult, self.result, "handoff result").accepted
+        """The result as the model `method`'s replies carry (`METHODS[method].result`), or ProtocolError."""
+        return _validate(METHODS[method].result, self.result, f"{method.value} result")
 
 
 class TimelineSpan(_AgentModel):
@@ -399,7 +387,28 @@ class TimelineSpan(_AgentModel):
         return None if value is None else plain(value)
 
 
-class TimelineReply(_AgentModel):
+class PagedReply(_AgentModel):
+    """A reply that may come in pages, each one protocol line: `AgentClient.call` asks for the rest and hands
+    back the whole (at most `MAX_PAGES` pages)."""
+
+    def rest(self, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The parameters that ask for what follows this page (it was asked with `params`), or None: whole."""
+        raise NotImplementedError
+
+    def joined(self, page: Self) -> Self:
+        """This reply with the `page` that follows it."""
+        raise NotImplementedError
+
+    def whole(self) -> Self:
+        """This reply, said to be whole."""
+        raise NotImplementedError
+
+
+MAX_PAGES = 16
+"""Most pages one call reads (a full why-awake record is a few)."""
+
+
+class TimelineReply(PagedReply):
     now: float = Field(strict=False)
     """The agent's wall clock when it answered (Unix seconds)."""
     spans: tuple[TimelineSpan, ...] = Field(strict=False)
@@ -413,6 +422,21 @@ class TimelineReply(_AgentModel):
     @classmethod
     def _plain(cls, value: str | None) -> str | None:
         return None if value is None else plain(value)
+
+    def rest(self, params: Mapping[str, Any]) -> dict[str, Any] | None:
+        since = params.get("since")
+        if self.more_since is None or (since is not None and self.more_since <= since):
+            return None  # whole, or a cursor that does not move on (never ask the same page for ever)
+        return {"since": self.more_since}
+
+    def joined(self, page: Self) -> Self:
+        """The spans so far, then the page's newer ones (a span on both pages once); the page's clock and note."""
+        spans = list(self.spans)
+        spans.extend(s for s in page.spans if not spans or s.start > spans[-1].start)
+        return page.model_copy(update={"spans": tuple(spans)})
+
+    def whole(self) -> Self:
+        return self.model_copy(update={"more_since": None})
 
 
 MAX_EXCLUSIONS = 64
@@ -444,18 +468,113 @@ class HandoffResult(_AgentModel):
     accepted: bool
 
 
-METHOD_RESULTS: Mapping[Method, type[_AgentModel]] = MappingProxyType({
-    Method.STATUS: Status,
-    Method.SUBSCRIBE: Status,
-    Method.SETTINGS: Status,
-    Method.KEEP: Status,
-    Method.LET_SLEEP: Status,
-    Method.PING: PingResult,
-    Method.HANDOFF: HandoffResult,
-    Method.TIMELINE: TimelineReply,
-    Method.EXCLUSIONS: UserExclusions,
+class _Params(BaseModel):
+    """A request's parameters, checked before they are sent: a wrong one is this app's mistake (ValueError),
+    never something to put on the wire. A parameter left None is not sent."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class NoParams(_Params):
+    """Most methods take no parameters."""
+
+
+class SettingsParams(_Params):
+    """Ceiling settings by their SETTING_FIELDS names (`CeilingSettings.as_request_params`). Their bounds are
+    the agent's to check (tests run agents with lower bounds); here only the names and the kinds of value."""
+
+    model_config = ConfigDict(extra="allow")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_settings(cls, data: Any) -> Any:
+        for name, value in dict(data).items():
+            if name not in SETTINGS_BY_NAME:
+                raise ValueError(f"{name!r} is not a setting")
+            if not isinstance(value, bool | int | float) or (isinstance(value, float) and not math.isfinite(value)):
+                raise ValueError(f"{name} must be true, false or a finite number, not {value!r}")
+        return data
+
+
+class HandoffParams(_Params):
+    bundle: str
+    """The path of a bundle on the host: one line."""
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """Its hash, 64 lowercase hex digits."""
+
+    @field_validator("bundle")
+    @classmethod
+    def _one_line(cls, value: str) -> str:
+        if not value or "\n" in value or "\x00" in value:
+            raise ValueError("a bundle path must be a non-empty single line")
+        return value
+
+
+class TimelineParams(_Params):
+    since: float | None = None
+    """Unix seconds; None: all the agent keeps."""
+
+
+class ExclusionsParams(_Params):
+    names: list[str] | None = None
+    """None: read the names in force; a list: replace them."""
+
+
+@dataclass(frozen=True)
+class MethodRow:
+    """What this app knows of one method: the model its reply is read as, and its parameters' model."""
+
+    result: type[_AgentModel]
+    params: type[_Params] = NoParams
+
+
+METHODS: Mapping[Method, MethodRow] = MappingProxyType({
+    Method.STATUS: MethodRow(Status),
+    Method.SUBSCRIBE: MethodRow(Status),
+    Method.SETTINGS: MethodRow(Status, SettingsParams),
+    Method.KEEP: MethodRow(Status),
+    Method.LET_SLEEP: MethodRow(Status),
+    Method.PING: MethodRow(PingResult),
+    Method.HANDOFF: MethodRow(HandoffResult, HandoffParams),
+    Method.TIMELINE: MethodRow(TimelineReply, TimelineParams),
+    Method.EXCLUSIONS: MethodRow(UserExclusions, ExclusionsParams),
 })
-"""What each method's reply carries: the registry of the app's side (every `Method` has a row)."""
+"""The registry of the app's side, one row per `Method` (`AgentCall` says the same to the type checker)."""
+
+
+class AgentCall(Protocol):
+    """`call(method, **params)`: the one typed way to ask an agent (`AgentClient.call`, `HostSession.call`).
+    It answers with the model `METHODS[method].result`; these overloads tell mypy which, per method, and
+    tests/unit/core/test_core_protocol.py fails when they and `METHODS` disagree. `timeout`: seconds."""
+
+    @overload
+    def __call__(self, method: Literal[Method.STATUS, Method.SUBSCRIBE, Method.SETTINGS, Method.KEEP,
+                                       Method.LET_SLEEP], /, *, timeout: float = ...,
+                 **params: Any) -> Awaitable[Status]: ...
+
+    @overload
+    def __call__(self, method: Literal[Method.PING], /, *, timeout: float = ...,
+                 **params: Any) -> Awaitable[PingResult]: ...
+
+    @overload
+    def __call__(self, method: Literal[Method.HANDOFF], /, *, timeout: float = ...,
+                 **params: Any) -> Awaitable[HandoffResult]: ...
+
+    @overload
+    def __call__(self, method: Literal[Method.TIMELINE], /, *, timeout: float = ...,
+                 **params: Any) -> Awaitable[TimelineReply]: ...
+
+    @overload
+    def __call__(self, method: Literal[Method.EXCLUSIONS], /, *, timeout: float = ...,
+                 **params: Any) -> Awaitable[UserExclusions]: ...
+
+    @overload
+    def __call__(self, method: Method, /, *, timeout: float = ..., **params: Any) -> Awaitable[BaseModel]: ...
+
+    def __call__(self, method: Method, /, *, timeout: float = ..., **params: Any) -> Awaitable[BaseModel]: ...
 
 
 class ErrorBody(_AgentModel):
@@ -570,8 +689,6 @@ def _classify(data: dict[str, Any]) -> AgentMessage:
 
 # Requests -----------------------------------------------------------------------------------
 
-_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
-
 
 def _check_id(request_id: RequestId) -> RequestId:
     if isinstance(request_id, bool) or not isinstance(request_id, int | str):
@@ -579,60 +696,17 @@ def _check_id(request_id: RequestId) -> RequestId:
     return request_id
 
 
+def request_params(method: Method, params: Mapping[str, Any]) -> dict[str, Any]:
+    """`method`'s parameters checked against its row (`METHODS[method].params`), as they go on the wire; a
+    wrong one is ValueError (this app's mistake: nothing is sent)."""
+    try:
+        return METHODS[method].params.model_validate(dict(params)).wire()
+    except ValidationError as error:
+        raise ValueError(f"bad parameters for {method.value}: {_describe(error)}") from None
+
+
 def request_line(request_id: RequestId, method: Method, **params: Any) -> bytes:
-    """One request line: any method, with its parameters (the builders below give each method's own)."""
-    body = {"id": _check_id(request_id), "method": method.value, **params}
+    """One request line: `method` with its parameters, checked (`request_params`)."""
+    body = {"id": _check_id(request_id), "method": method.value, **request_params(method, params)}
     text = json.dumps(body, separators=(",", ":"), allow_nan=False)
     return text.encode("utf-8") + b"\n"
-
-
-def status_request(request_id: RequestId) -> bytes:
-    return request_line(request_id, Method.STATUS)
-
-
-def subscribe_request(request_id: RequestId) -> bytes:
-    return request_line(request_id, Method.SUBSCRIBE)
-
-
-def keep_request(request_id: RequestId) -> bytes:
-    """Answer a ceiling prompt: "keep awake" (the agent restarts its ceiling)."""
-    return request_line(request_id, Method.KEEP)
-
-
-def let_sleep_request(request_id: RequestId) -> bytes:
-    """Answer a ceiling prompt: "let it sleep" (the agent stops keeping the box awake now)."""
-    return request_line(request_id, Method.LET_SLEEP)
-
-
-def ping_request(request_id: RequestId) -> bytes:
-    return request_line(request_id, Method.PING)
-
-
-def settings_request(request_id: RequestId, settings: CeilingSettings,
-                     reported: dict[str, object] | None = None) -> bytes:
-    """Hand the agent this computer's ceiling settings (already shaped for the host's provider). `reported`:
-    what its status holds, so a field it predates is not sent (`CeilingSettings.as_request_params`)."""
-    return request_line(request_id, Method.SETTINGS, **settings.as_request_params(reported))
-
-
-def handoff_request(request_id: RequestId, bundle: str, sha256: str) -> bytes:
-    """Ask the running agent to re-execute into `bundle`, whose hash must be `sha256` (lowercase hex)."""
-    if not bundle or "\n" in bundle or "\x00" in bundle:
-        raise ValueError(f"a bundle path must be a non-empty single line, got {bundle!r}")
-    if not _SHA256_HEX.fullmatch(sha256):
-        raise ValueError(f"sha256 must be 64 lowercase hex digits, got {sha256!r}")
-    return request_line(request_id, Method.HANDOFF, bundle=bundle, sha256=sha256)
-
-
-def timeline_request(request_id: RequestId, since: float | None = None) -> bytes:
-    """The why-awake record from `since` (Unix seconds; None: all the agent keeps)."""
-    if since is None:
-        return request_line(request_id, Method.TIMELINE)
-    return request_line(request_id, Method.TIMELINE, since=float(since))
-
-
-def exclusions_request(request_id: RequestId, names: list[str] | None = None) -> bytes:
-    """Read (None) or replace the host's "never work" process names."""
-    if names is None:
-        return request_line(request_id, Method.EXCLUSIONS)
-    return request_line(request_id, Method.EXCLUSIONS, names=list(names))

@@ -10,34 +10,31 @@ visibly, it never leaves a caller waiting: docs/architecture.md, a dead box must
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import json
 from collections.abc import Awaitable, Callable
+from typing import Any, cast
+
+from pydantic import BaseModel
 
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.errors import UserError
 from workroom.core.protocol import (
+    MAX_PAGES,
     PROTOCOL_VERSION,
+    AgentCall,
     ErrorReply,
     Hello,
+    Method,
+    PagedReply,
     PromptEvent,
     ProtocolError,
     Reply,
     Status,
     StatusEvent,
-    TimelineReply,
-    TimelineSpan,
-    UserExclusions,
-    exclusions_request,
-    keep_request,
-    let_sleep_request,
     parse_line,
-    ping_request,
-    settings_request,
-    status_request,
-    subscribe_request,
-    timeline_request,
+    request_line,
+    request_params,
 )
 
 Send = Callable[[bytes], Awaitable[None]]
@@ -167,7 +164,26 @@ class AgentClient:
             )
         return hello
 
-    async def _request(self, what: str, build: Callable[[int], bytes], timeout: float) -> Reply:
+    @property
+    def call(self) -> AgentCall:
+        """Ask the agent: `call(method, timeout=..., **params)` answers with the model `METHODS[method].result`
+        (a paged reply read to its end). The parameters are checked before anything is sent (ValueError);
+        the agent's refusal is `AgentRefused`, no answer within `timeout` seconds `RequestTimedOut`."""
+        return cast(AgentCall, self._call)
+
+    async def _call(self, method: Method, /, *, timeout: float = REQUEST_TIMEOUT_SECONDS,
+                    **params: Any) -> BaseModel:
+        sent = request_params(method, params)
+        result = (await self._request(method, sent, timeout)).read(method)
+        pages = 1
+        while isinstance(result, PagedReply) and pages < MAX_PAGES and (rest := result.rest(sent)) is not None:
+            sent = {**sent, **rest}
+            page = (await self._request(method, sent, timeout)).read(method)
+            assert isinstance(page, PagedReply)  # the same row's model as the first page
+            result, pages = result.joined(page), pages + 1
+        return result.whole() if isinstance(result, PagedReply) else result
+
+    async def _request(self, method: Method, params: dict[str, Any], timeout: float) -> Reply:
         if self._closed is not None:
             raise self._closed
         request_id = next(self._ids)
@@ -179,51 +195,24 @@ class AgentClient:
             try:
                 # The send counts against the same time limit: a send stuck behind a busy executor or a full
                 # channel must not hold the request (and the session waiting on it) for ever.
-                await asyncio.wait_for(self._send(build(request_id)), timeout)
+                await asyncio.wait_for(self._send(request_line(request_id, method, **params)), timeout)
                 return await asyncio.wait_for(future, max(0.0, deadline - loop.time()))
             except TimeoutError:
-                raise RequestTimedOut(what, timeout) from None
+                raise RequestTimedOut(method.value, timeout) from None
         finally:
             self._pending.pop(request_id, None)
 
-    async def status(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
-        return (await self._request("status", status_request, timeout)).status()
+    # The connect path's own calls (one line each over `call`).
 
     async def subscribe(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
-        return (await self._request("subscribe", subscribe_request, timeout)).status()
-
-    async def keep(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
-        return (await self._request("keep", keep_request, timeout)).status()
-
-    async def let_sleep(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
-        return (await self._request("let_sleep", let_sleep_request, timeout)).status()
+        return await self.call(Method.SUBSCRIBE, timeout=timeout)
 
     async def settings(self, settings: CeilingSettings, timeout: float = REQUEST_TIMEOUT_SECONDS,
                        reported: dict[str, object] | None = None) -> Status:
         """Hand the agent these settings; `reported` (its last status's `settings_values`) leaves out a field
         it predates."""
-        return (await self._request("settings", lambda i: settings_request(i, settings, reported),
-                                    timeout)).status()
+        return await self.call(Method.SETTINGS, timeout=timeout, **settings.as_request_params(reported))
 
     async def ping(self, timeout: float) -> float:
         """Liveness: the agent's monotonic clock, or `TimeoutError` when the peer is frozen."""
-        return (await self._request("ping", ping_request, timeout)).ping_monotonic()
-
-    async def timeline(self, since: float | None, timeout: float = REQUEST_TIMEOUT_SECONDS,
-                       max_pages: int = 16) -> TimelineReply:
-        """The why-awake record from `since`, every page of it (a page fits one protocol line)."""
-        spans: list[TimelineSpan] = []
-        cursor = since
-        for _ in range(max_pages):
-            build = functools.partial(timeline_request, since=cursor)
-            page = (await self._request("timeline", build, timeout)).timeline()
-            spans.extend(s for s in page.spans if not spans or s.start > spans[-1].start)
-            if page.more_since is None or (cursor is not None and page.more_since <= cursor):
-                break
-            cursor = page.more_since
-        return page.model_copy(update={"spans": tuple(spans), "more_since": None})
-
-    async def exclusions(self, names: list[str] | None = None,
-                         timeout: float = REQUEST_TIMEOUT_SECONDS) -> UserExclusions:
-        """Read (None) or replace the host's "never work" process names."""
-        return (await self._request("exclusions", lambda i: exclusions_request(i, names), timeout)).exclusions()
+        return (await self.call(Method.PING, timeout=timeout)).monotonic

@@ -18,9 +18,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
+
+from pydantic import BaseModel
 
 from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
@@ -31,6 +33,8 @@ from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.last_known import LastKnown
 from workroom.core.protocol import (
+    AgentCall,
+    Method,
     PromptEvent,
     ProtocolError,
     Status,
@@ -42,7 +46,7 @@ from workroom.core.protocol import (
 from workroom.core.questions import HostKeyQuestion
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider, ProviderUnreadable
-from workroom.remote.agent_client import AgentClient
+from workroom.remote.agent_client import REQUEST_TIMEOUT_SECONDS
 from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, InstallReport, Probe
 from workroom.remote.agent_link import AgentLink, PreambleError, plain_reason
 from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
@@ -107,6 +111,16 @@ class _Runtime:
     shell: HostShell | None = None
     link: AgentLink | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
+
+
+NOT_CONNECTED_WORDS: Mapping[Method, str] = {
+    Method.KEEP: "it cannot be kept awake",
+    Method.LET_SLEEP: "its agent cannot let it sleep",
+    Method.TIMELINE: "its agent cannot say what kept it awake",
+    Method.EXCLUSIONS: "its agent cannot change what counts as work",
+}
+"""What a method asked of a host that is not connected cannot do, in the user's words ("box1 is not connected,
+so ..."); a method without a row: "its agent cannot be asked"."""
 
 
 class HostSession:
@@ -214,40 +228,41 @@ class HostSession:
         await self.disconnect()
         self._runner.shutdown()
 
-    async def keep(self) -> Status:
-        """Answer a ceiling prompt with "keep awake". Raises a UserError when the host cannot be reached."""
+    @property
+    def call(self) -> AgentCall:
+        """Ask this host's agent: `call(method, **params)` answers with the model `METHODS[method].result`, and a
+        status it answers with is shown as any status is. Raises a UserError when the host cannot be reached."""
+        return cast(AgentCall, self._call)
+
+    async def _call(self, method: Method, /, *, timeout: float = REQUEST_TIMEOUT_SECONDS,
+                    **params: Any) -> BaseModel:
         link = self._rt.link
         if link is None or link.client.closed:
-            raise UserError("Not connected", f"{self.host.name} is not connected, so it cannot be kept awake.",
+            cannot = NOT_CONNECTED_WORDS.get(method, "its agent cannot be asked")
+            raise UserError("Not connected", f"{self.host.name} is not connected, so {cannot}.",
                             "Connect to the host and try again.")
-        status = await link.client.keep()
-        self.prompt = None
-        self._on_status(status)
-        return status
+        result = await link.client.call(method, timeout=timeout, **params)
+        if isinstance(result, Status):
+            self._on_status(result)  # a prompt answered (keep, let_sleep) is cleared with it
+        return result
+
+    async def keep(self) -> Status:
+        """Answer a ceiling prompt with "keep awake". Raises a UserError when the host cannot be reached."""
+        return await self.call(Method.KEEP)
 
     async def let_sleep(self) -> Status:
         """Answer a ceiling prompt with "let it sleep": the agent publishes IDLE now (the heartbeat and any
         outside keep-awake stop), so the box sleeps within its idle window, not at the prompt's deadline.
         Raises a UserError when the host cannot be reached."""
-        status = await self._live_client("let it sleep").let_sleep()
-        self.prompt = None
-        self._on_status(status)
-        return status
-
-    def _live_client(self, doing: str) -> AgentClient:
-        link = self._rt.link
-        if link is None or link.client.closed:
-            raise UserError("Not connected", f"{self.host.name} is not connected, so its agent cannot {doing}.",
-                            "Connect to the host and try again.")
-        return link.client
+        return await self.call(Method.LET_SLEEP)
 
     async def timeline(self, since: float | None) -> TimelineReply:
         """The agent's why-awake record from `since` (Unix seconds). Raises a UserError when not connected."""
-        return await self._live_client("say what kept it awake").timeline(since)
+        return await self.call(Method.TIMELINE, since=since)
 
     async def exclusions(self, names: list[str] | None = None) -> UserExclusions:
         """Read (None) or replace the host's "never work" process names, held by its agent."""
-        return await self._live_client("change what counts as work").exclusions(names)
+        return await self.call(Method.EXCLUSIONS, names=names)
 
     async def apply_settings(self, settings: CeilingSettings) -> Status | None:
         """Hand new ceiling settings to the agent (ask mode only where the provider sleeps)."""
@@ -256,8 +271,8 @@ class HostSession:
         if link is None or link.client.closed:
             return None
         reported = self.status.settings_values if self.status is not None else None
-        status = await link.client.settings(settings.for_provider(self.traits), reported=reported)
-        self._on_status(status)
+        status: Status = await self.call(Method.SETTINGS,
+                                         **settings.for_provider(self.traits).as_request_params(reported))
         return status
 
     @property

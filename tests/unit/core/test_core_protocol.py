@@ -12,20 +12,22 @@ from unit.core.status_factory import BUILD, busy_dict, status_dict
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.protocol import (
     MAX_LINE_BYTES,
+    METHODS,
+    AgentCall,
     ErrorReply,
+    HandoffResult,
     Hello,
+    Method,
+    PingResult,
     PromptEvent,
     ProtocolError,
     Reply,
+    Status,
     StatusEvent,
+    UserExclusions,
     Verdict,
-    handoff_request,
-    keep_request,
     parse_line,
-    ping_request,
-    settings_request,
-    status_request,
-    subscribe_request,
+    request_line,
 )
 
 pytestmark = pytest.mark.unit
@@ -68,15 +70,38 @@ def test_prompt_event_and_text_input() -> None:
     assert isinstance(message, PromptEvent) and message.prompt_deadline == 2000.5
 
 
-def test_replies() -> None:
+def test_replies_are_read_as_their_methods_row_says() -> None:
     status_reply = parse_line(line({"id": 3, "result": status_dict()}))
-    assert isinstance(status_reply, Reply) and status_reply.status().workroom == "box1"
+    assert isinstance(status_reply, Reply)
+    status = status_reply.read(Method.STATUS)
+    assert isinstance(status, Status) and status.workroom == "box1"
     ping = parse_line(line({"id": "p", "result": {"monotonic": 12.5}}))
-    assert isinstance(ping, Reply) and ping.ping_monotonic() == 12.5
+    assert isinstance(ping, Reply)
+    assert ping.read(Method.PING) == PingResult(monotonic=12.5)
     handoff = parse_line(line({"id": 4, "result": {"accepted": True}}))
-    assert isinstance(handoff, Reply) and handoff.accepted()
+    assert isinstance(handoff, Reply) and handoff.read(Method.HANDOFF) == HandoffResult(accepted=True)
     with pytest.raises(ProtocolError, match="status result"):
-        ping.status()
+        ping.read(Method.STATUS)
+
+
+def test_the_typed_call_says_what_the_table_says() -> None:
+    """`AgentCall`'s overloads (what mypy knows a call returns) and `METHODS` (what a reply is read as at run
+    time) name the same model for every method: a method missing from the overloads fails here."""
+    import typing
+
+    from pydantic import BaseModel
+
+    typed: dict[Method, type[BaseModel]] = {}
+    for overload in typing.get_overloads(AgentCall.__call__):
+        hints = typing.get_type_hints(overload)
+        if typing.get_origin(hints["method"]) is not typing.Literal:
+            continue  # the catch-all, for code over any method
+        (result,) = typing.get_args(hints["return"])
+        for method in typing.get_args(hints["method"]):
+            assert method not in typed, f"{method} is in two overloads"
+            typed[method] = result
+    assert typed == {method: row.result for method, row in METHODS.items()}
+    assert set(METHODS) == set(Method), "a Method without its row"
 
 
 def test_error_replies_become_user_errors() -> None:
@@ -190,30 +215,47 @@ def test_a_status_with_any_field_swapped_parses_or_raises_protocol_error(field: 
         assert isinstance(message, StatusEvent)
 
 
-def test_request_builders_produce_single_json_lines() -> None:
+def test_request_lines_are_single_json_lines_with_checked_parameters() -> None:
     cases = {
-        status_request(1): {"id": 1, "method": "status"},
-        subscribe_request("s"): {"id": "s", "method": "subscribe"},
-        keep_request(2): {"id": 2, "method": "keep"},
-        ping_request(3): {"id": 3, "method": "ping"},
-        settings_request(4, CeilingSettings(ceiling_seconds=60, ask_at_ceiling=True)): {
+        request_line(1, Method.STATUS): {"id": 1, "method": "status"},
+        request_line("s", Method.SUBSCRIBE): {"id": "s", "method": "subscribe"},
+        request_line(2, Method.KEEP): {"id": 2, "method": "keep"},
+        request_line(3, Method.PING): {"id": 3, "method": "ping"},
+        request_line(4, Method.SETTINGS,
+                     **CeilingSettings(ceiling_seconds=60, ask_at_ceiling=True).as_request_params()): {
             "id": 4, "method": "settings", "ceiling_seconds": 60.0, "prompt_timeout_seconds": 600.0,
             "ask_at_ceiling": True},
-        handoff_request(5, "/home/u/.local/share/wr/wr-agent.pyz", "ab" * 32): {
+        request_line(5, Method.HANDOFF, bundle="/home/u/.local/share/wr/wr-agent.pyz", sha256="ab" * 32): {
             "id": 5, "method": "handoff", "bundle": "/home/u/.local/share/wr/wr-agent.pyz", "sha256": "ab" * 32},
+        request_line(6, Method.TIMELINE, since=None): {"id": 6, "method": "timeline"},
+        request_line(7, Method.TIMELINE, since=12): {"id": 7, "method": "timeline", "since": 12.0},
+        request_line(8, Method.EXCLUSIONS): {"id": 8, "method": "exclusions"},
+        request_line(9, Method.EXCLUSIONS, names=["watch"]): {"id": 9, "method": "exclusions", "names": ["watch"]},
     }
     for raw, expected in cases.items():
         assert raw.endswith(b"\n") and raw.count(b"\n") == 1
         assert json.loads(raw) == expected
 
 
-def test_request_builders_refuse_bad_arguments() -> None:
+@pytest.mark.parametrize(("method", "params", "words"), [
+    (Method.HANDOFF, {"bundle": "/x", "sha256": "AB" * 32}, "sha256"),
+    (Method.HANDOFF, {"bundle": "", "sha256": "ab" * 32}, "bundle"),
+    (Method.HANDOFF, {"bundle": "/x\nrm", "sha256": "ab" * 32}, "bundle"),
+    (Method.KEEP, {"now": True}, "now"),
+    (Method.TIMELINE, {"since": "yesterday"}, "since"),
+    (Method.EXCLUSIONS, {"names": "watch"}, "names"),
+    (Method.SETTINGS, {"ceiling_seconds": float("nan")}, "ceiling_seconds"),
+    (Method.SETTINGS, {"ceiling_secs": 60.0}, "ceiling_secs"),
+])
+def test_a_parameter_its_row_does_not_hold_is_refused_before_anything_is_sent(
+        method: Method, params: dict[str, object], words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        request_line(1, method, **params)
+
+
+def test_a_request_id_is_an_int_or_a_string() -> None:
     with pytest.raises(TypeError):
-        status_request(True)
-    with pytest.raises(ValueError, match="sha256"):
-        handoff_request(1, "/x", "AB" * 32)
-    with pytest.raises(ValueError, match="bundle"):
-        handoff_request(1, "", "ab" * 32)
+        request_line(True, Method.STATUS)
 
 
 def test_a_timeline_from_the_box_reaches_the_app_as_plain_text() -> None:
@@ -244,7 +286,9 @@ def test_every_host_supplied_text_is_cleaned_and_capped_at_parse_time() -> None:
     hello = parse_line(_json.dumps({"hello": "wr-agent", "protocol": 1, "version": evil, "build": evil}).encode())
     assert isinstance(hello, Hello) and len(hello.version) <= MAX_NAME_CHARS and "\x07" not in hello.build
     reply = parse_line(_json.dumps({"id": 2, "result": {"names": ["x\x1b"] * 500, "problem": evil}}).encode())
-    ex = reply.exclusions()  # type: ignore[union-attr]
+    assert isinstance(reply, Reply)
+    ex = reply.read(Method.EXCLUSIONS)
+    assert isinstance(ex, UserExclusions)
     assert len(ex.names) <= 64 and all("\x1b" not in n and len(n) <= 200 for n in ex.names)
     assert ex.problem is not None and "\x1b" not in ex.problem
     prompt = parse_line(_json.dumps({"event": "awake_ceiling_prompt", "workroom": evil, "awake_seconds": 1,

@@ -9,7 +9,7 @@ import json
 import time
 
 import pytest
-from workroom.core.protocol import ProtocolError
+from workroom.core.protocol import Method, ProtocolError
 from workroom.remote.agent_client import AgentClient, RequestTimedOut
 
 pytestmark = pytest.mark.unit
@@ -26,7 +26,7 @@ def test_a_request_that_times_out_says_which_and_after_how_long() -> None:
         client.feed_line(HELLO)
         await client.hello()
         with pytest.raises(RequestTimedOut) as e:
-            await client.status(timeout=0.2)
+            await client.call(Method.STATUS, timeout=0.2)
         assert isinstance(e.value, TimeoutError)
         return str(e.value)
 
@@ -87,7 +87,7 @@ def test_a_send_that_never_completes_is_within_the_requests_time_limit() -> None
         client = AgentClient(stuck_send)
         started = time.monotonic()
         with pytest.raises(RequestTimedOut) as info:
-            await asyncio.wait_for(client.status(timeout=0.3), 5)
+            await asyncio.wait_for(client.call(Method.STATUS, timeout=0.3), 5)
         assert info.value.what == "status"
         return time.monotonic() - started
 
