@@ -49,7 +49,8 @@ class ProviderUnreadable(UserError):
 
     def __init__(self, provider: str, why: str) -> None:
         super().__init__("Could not read the provider", f"{provider}: {why}.",
-                         "The app looks again on its own; Wake and connect reaches the box anyway (it may wake it).")
+                         "The app looks again on its own; Wake and connect (`--wake` on the command line) "
+                         "reaches the box anyway, and may wake it.")
 
 
 @dataclass

@@ -152,14 +152,14 @@ def test_upload_cut_midway_leaves_old_agent_running_and_next_connect_completes(s
 
 
 def test_ask_mode_reaches_only_hosts_that_sleep(sshd, app_home, agent_bundle) -> None:
-    """boxd's traits say it sleeps; the same sshd stands in for the box's SSH (the boxd CLI is absent,
-    so the box state is read as unknown, never asleep)."""
+    """boxd's traits say it sleeps; the same sshd stands in for the box's SSH (the boxd CLI is absent, so
+    the provider cannot be read: only an explicit wake connects, as the user's Wake and connect does)."""
     trust_sshd(app_home, sshd)
     settings = CeilingSettings(ceiling_seconds=3600, prompt_timeout_seconds=600, ask_at_ceiling=True)
 
     async def go(provider: str) -> bool:
         engine = _engine(app_home, agent_bundle, ssh_host(sshd, name=provider, provider=provider), settings=settings)
-        snap = await engine.session(provider).connect(timeout=60)
+        snap = await engine.session(provider).connect(timeout=60, wake=True)
         await engine.close()
         return snap.status.ask_at_ceiling
 
