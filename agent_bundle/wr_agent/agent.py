@@ -204,8 +204,10 @@ class Agent(object):
                 "suppressed": c.suppressed,
                 "let_sleep": c.suppressed and c.let_sleep_asked,
                 "asserting": bool(self.published_busy and hb.enabled and hb.error is None),
+                # `sent` counts the heartbeats sent: it changes with each one, so each is reported to a connected
+                # app as it goes (the app knows the agent is ticking, docs/protocol.md "Heartbeat reports").
                 "keep_awake": {"last_sent": hb.last_sent, "error": hb.error, "target": hb.target,
-                               "interval_seconds": hb.interval, "enabled": hb.enabled},
+                               "interval_seconds": hb.interval, "enabled": hb.enabled, "sent": hb.sent},
                 "settings_error": self.settings_error,
                 "workroom": self.workroom,
                 "agent": {"version": VERSION, "protocol": PROTOCOL, "build": self.build},

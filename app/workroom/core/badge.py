@@ -487,6 +487,17 @@ def _from_status(
     claims_busy = status.verdict is Verdict.BUSY or status.classifier_verdict is Verdict.BUSY
     agent_now = agent_clock(status, connection, now_monotonic)
 
+    silent = connection.agent_silent_since
+    if silent is not None and sleeps and claims_busy:
+        quiet_for = f" for {format_duration(now_monotonic - silent)}" if now_monotonic is not None else ""
+        return _make(
+            BadgeKind.BUSY_NOT_KEPT_AWAKE,
+            [f"The agent has sent no heartbeat report{quiet_for}: it may be frozen, so it is not keeping the box "
+             "awake and the box may fall asleep mid-work."],
+            hint="The app is checking it, and replaces it if it does not answer.",
+            offers_keep=offers_keep,
+            reason=NotKeptAwakeReason.STALLED_AGENT,
+        )
     if status.stalled:
         stalled = "The agent has stopped checking this host (no check for 30 s)"
         if sleeps and claims_busy:

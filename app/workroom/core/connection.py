@@ -143,6 +143,9 @@ class ConnectionInfo(BaseModel):
     pushed_bytes: int | None = None
     heartbeat_proof: HeartbeatProof | None = None
     """Whether the provider's idle clock shows the keep-awake (None: not being judged now)."""
+    agent_silent_since: float | None = None
+    """When the agent's last heartbeat report arrived, while the next one is overdue (it may be frozen: it is not
+    keeping the box awake). None: reports arrive as due, or none are expected."""
 
     def with_state(
         self, state: ConnectionState, now_monotonic: float, *, error: UserError | ErrorInfo | None = None

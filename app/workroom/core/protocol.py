@@ -165,6 +165,9 @@ class KeepAwakeInfo(_AgentModel):
     target: str | None = None
     interval_seconds: float = Field(gt=0)
     enabled: bool
+    sent: int | None = Field(default=None, ge=0)
+    """Heartbeats sent since the agent started (None: an agent that does not report them). It changes with every
+    heartbeat, so each one reaches a connected app as a status: the app's proof that the agent is ticking."""
 
     @field_validator("error", "target")
     @classmethod

@@ -28,7 +28,7 @@ from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import Face, UserError
-from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
+from workroom.core.heartbeat_proof import HeartbeatProof, ProofState, not_ticking
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.last_known import LastKnown
@@ -53,6 +53,7 @@ from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
 from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_errors import AuthFailed
 from workroom.sessions.blocking_runner import BlockingRunner
+from workroom.sessions.heartbeat_reports import HeartbeatReports
 from workroom.sessions.heartbeat_watch import HeartbeatWatch, keep_awake_interval
 from workroom.sessions.keepawake_task import OutsideKeepAwake
 
@@ -72,6 +73,22 @@ BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 ASLEEP_RECHECK_SECONDS = 60.0
 """The longest wait between reads of an asleep box's state (the provider answers without waking it)."""
 ASLEEP_RECHECK_MIN_SECONDS = 2.0
+
+
+SLEEPABLE_RETRY_MARGIN_SECONDS = 10.0
+"""How much longer than its idle window a sleepable box is left between our failed reconnects."""
+
+
+def reconnect_delay(attempt: int, traits: ProviderTraits) -> float:
+    """The wait before reconnect number `attempt` (0: the first after a loss). The back-off steps; on a box that
+    sleeps, after the first quick try (which replaces a frozen agent before the box's window runs out), every
+    further try waits longer than the box's idle window: each try is traffic that resets a network-metered
+    box's idle clock, and a box we cannot serve must be able to sleep between them."""
+    delay = BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)]
+    if traits.sleeps_when_idle and attempt >= 1:
+        window = traits.idle_window_seconds if traits.idle_window_seconds is not None else ASLEEP_RECHECK_SECONDS
+        delay = max(delay, window + SLEEPABLE_RETRY_MARGIN_SECONDS)
+    return delay
 
 
 def asleep_recheck_seconds(idle_window_seconds: float | None) -> float:
@@ -161,6 +178,7 @@ class HostSession:
         self._direct = False  # this run's link went straight to the agent's socket (`_direct_link`)
         self.previous_verdict = previous_verdict
         """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
+        self._reports = HeartbeatReports(self.traits, self._reports_overdue, clock=clock)
         self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
                                            lambda: self._wanted, self._keep_awake_changed)
         self._asleep_watch: asyncio.Task[None] | None = None
@@ -307,7 +325,17 @@ class HostSession:
     def _on_status(self, status: Status) -> None:
         self._keepawake.on_status(status)
         self.status = status
-        self.status_received_at = self._own_traffic_at = self._clock()
+        self.status_received_at = self._clock()
+        if not self._reports.on_status(status):  # a heartbeat's report travels with it: not our own traffic
+            self._own_traffic_at = self.status_received_at
+        if not self._reports.overdue and self.connection.agent_silent_since is not None:
+            self.connection = self.connection.model_copy(update={"agent_silent_since": None})
+        link = self._rt.link
+        if status.stalled and self.traits.sleeps_when_idle and link is not None and not link.closed.done() and (
+                status.verdict is Verdict.BUSY or status.classifier_verdict is Verdict.BUSY):
+            # It says it has stopped checking: nothing keeps the box awake. The reconnect replaces it (the
+            # direct link refuses a stalled agent; the probe restarts it).
+            asyncio.get_running_loop().call_soon(link.close, "the agent has stalled (no check for 30 s)")
         self._watch_heartbeat(status)
         if not status.prompt_pending:
             self.prompt = None
@@ -361,8 +389,31 @@ class HostSession:
             self._show_proof(proof)
 
     def _show_proof(self, proof: HeartbeatProof) -> None:
+        silent = self.connection.agent_silent_since
+        if silent is not None and proof.state is ProofState.CONFIRMED:
+            proof = not_ticking(proof, self._clock() - silent)  # the provider's clock alone proves nothing then
         self.connection = self.connection.model_copy(update={"heartbeat_proof": proof})
         self._publish()
+
+    # -- is the agent ticking? (sessions/heartbeat_reports.py) -----------------------------------------------
+
+    def _reports_overdue(self, reported_at: float) -> None:
+        """No heartbeat report for an interval plus the margin: say the agent has stalled (keep-awake never
+        "confirmed" from here), then ask it once. No answer: the link is closed as frozen, and the reconnect
+        that follows replaces the agent (the probe restarts one that does not answer)."""
+        proof = self.connection.heartbeat_proof
+        update: dict[str, Any] = {"agent_silent_since": reported_at}
+        if proof is not None and proof.state is ProofState.CONFIRMED:
+            update["heartbeat_proof"] = not_ticking(proof, self._clock() - reported_at)
+        self.connection = self.connection.model_copy(update=update)
+        log.info("%s: no heartbeat report from the agent for %.0f s", self.host.name, self._clock() - reported_at)
+        self._publish()
+        link = self._rt.link
+        if link is not None and not link.closed.done():
+            self._rt.tasks.append(asyncio.get_running_loop().create_task(
+                self._ping_or_close(link, why="the agent stopped reporting its heartbeat and did not answer "
+                                               f"within {PING_TIMEOUT_SECONDS:.0f} s (frozen)"),
+                name=f"silent-agent-{self.host.name}"))
 
     def _ping_due(self) -> bool:
         """No liveness pings while the keep-awake is being proven where our own bytes reset the provider's
@@ -381,6 +432,7 @@ class HostSession:
             self._on_status(event.status)
 
     def _teardown(self, why: str) -> None:
+        self._reports.stop()
         for task in self._rt.tasks:
             task.cancel()
         if self._proof_check is not None:
@@ -443,7 +495,7 @@ class HostSession:
                 # On a box that sleeps, a reconnect we cannot prove harmless would wake it: leave it to the user.
                 self._wanted = False
                 return
-            delay = BACKOFF_SECONDS[min(self._attempt, len(BACKOFF_SECONDS) - 1)]
+            delay = reconnect_delay(self._attempt, self.traits)
             self._attempt += 1
             self._set_state(ConnectionState.BACKING_OFF, error, retry_at_monotonic=self._clock() + delay)
             await asyncio.sleep(delay)
@@ -780,13 +832,14 @@ class HostSession:
             if not await self._ping_or_close(link):
                 return
 
-    async def _ping_or_close(self, link: AgentLink) -> bool:
-        """One ping (our own traffic on the box's wire); no answer closes the link. True when it answered."""
+    async def _ping_or_close(self, link: AgentLink, *, why: str | None = None) -> bool:
+        """One ping (our own traffic on the box's wire); no answer closes the link (with `why`, when the caller
+        knows more). True when it answered."""
         try:
             self._own_traffic_at = self._clock()
             await link.client.ping(timeout=PING_TIMEOUT_SECONDS)
         except TimeoutError:
-            link.close(f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")
+            link.close(why or f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")
             return False
         except Exception as error:  # an unwatched connection is worse than a reconnect
             link.close(f"the liveness check failed: {error}")

@@ -160,6 +160,9 @@ CASES: dict[str, Case] = {
         state=ConnectionState.ERROR, error=ErrorInfo(title="No python3", message="python3 was not found.")),
         BadgeKind.OFFLINE, ("python3 was not found",)),
     "disconnected": Case(None, SSH_TRAITS, ConnectionInfo(), BadgeKind.UNKNOWN, ("Not connected",)),
+    "a silent agent (no heartbeat report) boxd": Case(
+        busy_dict(), BOXD_TRAITS, ConnectionInfo(state=ConnectionState.LIVE, agent_silent_since=900.0),
+        BadgeKind.BUSY_NOT_KEPT_AWAKE, ("no heartbeat report", "may be frozen"), NotKeptAwakeReason.STALLED_AGENT),
     "provider unreadable": Case(None, SIMBOX_TRAITS, ConnectionInfo(
         state=ConnectionState.UNREADABLE, error=ErrorInfo(title="Could not read the provider",
                                                            message="The health page: connection refused.")),
