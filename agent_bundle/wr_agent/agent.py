@@ -9,7 +9,7 @@ import os
 import threading
 import time
 
-from wr_agent import PROTOCOL, VERSION, clocks
+from wr_agent import PROTOCOL, VERSION, clocks, runtime
 from wr_agent import reasons as reasons_mod
 from wr_agent import settings as settings_mod
 from wr_agent.busy_span import BusySpan
@@ -57,6 +57,7 @@ class Agent(object):
         "timeline", "user_exclusions",  # kept in files of their own, which the new process reads
         "last_tick", "started", "ticks", "tick_error",  # the new process's own ticks (stalled counts from its start)
         "own_wire_bytes", "_forget_processes",  # about the next tick, which the new process's sampler starts afresh
+        "ceiling_memory", "_remembered_ceiling",  # the kept copy of the ceiling (carried as the ceiling itself)
     )
     """Attributes a hand-off does not carry: `handoff_state` carries the rest (the ceiling, classifier and busy
     span by their own `to_state`, each with its own list). tests/unit/agent/test_agent_handoff_state.py fails
@@ -100,6 +101,10 @@ class Agent(object):
         self.timeline = Timeline(base and base + ".timeline")
         self.user_exclusions = UserExclusions(base and base + ".exclusions")
         self._forget_processes = False
+        # The ceiling's state, kept as it changes: a replacement for a frozen or crashed agent (killed, not
+        # handed off) goes on from it, so an unanswered prompt's deadline is not reset by the app's repair.
+        self.ceiling_memory = base and base + ".ceiling"
+        self._remembered_ceiling = None
 
     def exclude_client(self, pid):
         """The app connected directly (this computer): its process tree is not work (docs/agent.md)."""
@@ -140,6 +145,34 @@ class Agent(object):
         # every client and the health endpoint for as long as the lookup takes (only this thread sends).
         self.heartbeat.tick(now, published)
         self.timeline.note(key)
+        self._remember_ceiling()
+
+    def _remember_ceiling(self):
+        """Write the ceiling's state when it changed (a crossing, an answer, busy starting or ending: rare)."""
+        with self.lock:
+            state = self.ceiling.to_state()
+        if self.ceiling_memory is None or state == self._remembered_ceiling:
+            return
+        try:
+            runtime.remember_ceiling(self.ceiling_memory, state)
+            self._remembered_ceiling = state
+        except OSError as exc:  # a full disk costs the memory, never the tick
+            log.warning("cannot keep the ceiling state: %s", exc)
+
+    def recall_ceiling(self):
+        """At a start that is not a hand-off: go on from the ceiling a previous agent of this boot kept."""
+        kept = runtime.recall_ceiling(self.ceiling_memory) if self.ceiling_memory else None
+        if kept is None:
+            return
+        with self.lock:
+            ceiling = Ceiling(self.ceiling.settings)
+            try:
+                ceiling.restore(kept)
+            except ValueError as exc:
+                log.warning("ignoring the kept ceiling state: %s", exc)
+                return
+            self.ceiling, self._remembered_ceiling = ceiling, kept
+        log.info("went on from the ceiling state a previous agent kept (%s)", ceiling.state)
 
     def _loop(self):
         next_at = self.clock()

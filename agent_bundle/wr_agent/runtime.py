@@ -231,6 +231,33 @@ def write_state(path, state):
     write_atomically(path, json.dumps(dict(state, boot_id=boot_id(), written=time.monotonic())).encode("utf-8"))
 
 
+def remember_ceiling(path, ceiling_state):
+    """Keep the ceiling's state where a replacement agent finds it (a frozen or crashed agent is replaced by
+    a new process, not handed off): atomically, with this boot's id (raises OSError)."""
+    write_atomically(path, json.dumps({"ceiling": ceiling_state, "boot_id": boot_id()}).encode("utf-8"))
+
+
+def recall_ceiling(path):
+    """The ceiling state a previous agent of this boot kept at `path`, or None (absent, another boot, a system
+    that names no boot, corrupt). Not deleted: it is replaced as the state changes. Its times are this boot's
+    monotonic clock, which every process shares, so a prompt's deadline means the same to the new agent."""
+    try:
+        raw = read_regular_file(path, 1 << 16)
+        memory = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+        if not isinstance(memory, dict):
+            raise ValueError("not an object")
+        _check_numbers(memory)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, RecursionError, UnicodeDecodeError) as exc:
+        log.warning("ignoring the kept ceiling state %s: %s", path, exc)
+        return None
+    this_boot = boot_id()
+    if this_boot is None or memory.get("boot_id") != this_boot or not isinstance(memory.get("ceiling"), dict):
+        return None
+    return memory["ceiling"]
+
+
 def take_state(path):
     """Read and delete a hand-off state file; None if absent, stale (other boot, too old) or corrupt."""
     try:

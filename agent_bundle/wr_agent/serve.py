@@ -66,7 +66,8 @@ def run(args, argv):
                       settings_path=settings_path, settings_error=settings_error, min_duration=min_duration,
                       test_min_duration=args.test_min_duration, saved_settings=saved,
                       health_listen=None if health_sock is None else health.format_address(health_sock))
-        _restore_handoff_state(agent, sock_path + ".state")
+        if not _restore_handoff_state(agent, sock_path + ".state"):
+            agent.recall_ceiling()  # a replacement (not a hand-off): go on from the kept ceiling
         listen = runtime.listen_socket(sock_path)
         stack.callback(listen.close)
         stack.callback(_unlink_quietly, sock_path)
@@ -199,14 +200,17 @@ def make_sampler(args):
 
 
 def _restore_handoff_state(agent, state_path):
+    """True when a hand-off's state was taken."""
     state = runtime.take_state(state_path)
     if state is None:
-        return
+        return False
     try:
         agent.restore_state(state)
         log.info("restored ceiling state from a hand-off")
+        return True
     except Exception as exc:  # the file is input like any other: a bad one costs the state, never the start
         log.warning("ignoring hand-off state: %s", exc)
+        return False
 
 
 def _on_stop_signals(stop, server):
