@@ -59,11 +59,12 @@ def run(path, drain_seconds=5.0):
 
 
 def main(argv):
-    """`relay --socket PATH` exactly (what the app runs); None for anything else (the full parser takes it)."""
+    """`relay --socket PATH` exactly (what the app runs; a PATH under `~` is this user's home, as the app's
+    commands send it quoted); None for anything else (the full parser takes it)."""
     if len(argv) != 3 or argv[0] != "relay" or argv[1] != "--socket":
         return None
     try:
-        return run(argv[2])
+        return run(os.path.expanduser(argv[2]))
     except Unreachable as exc:
         sys.stderr.write("wr-agent: %s\n" % exc)  # as the full command line says it
         return 1

@@ -10,8 +10,11 @@ Steps, each one command on the host (blocking; run on the host's worker thread):
    `--supervise` parent with its lock file for a single instance, detached by the agent itself
    (`--detach`, no `setsid(1)`: macOS and BusyBox hosts lack it; docs/macos.md).
 
-Every step runs Python through `python` (default `python3` on the host's PATH); this computer passes its
-own interpreter instead (providers.local), so a Mac's `/usr/bin/python3` placeholder is never needed.
+Every step that runs Python on the host is a module of the agent bundle (`wr_agent/install_probe.py`,
+`install_place.py`, `install_wait.py`, `uninstall.py`, `relay.py`), its text carried in the command from the
+app's own bundle (remote/host_python.py), run through `python` (default `python3` on the host's PATH); this
+computer passes its own interpreter instead (providers.local), so a Mac's `/usr/bin/python3` placeholder is
+never needed.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from workroom.agent_bundle import AgentBundle, version_tuple
 from workroom.core.display_text import plain
 from workroom.core.errors import UserError
 from workroom.remote.answer_limit import PROBE_ANSWER
+from workroom.remote.host_python import PYTHON3 as PYTHON3
+from workroom.remote.host_python import inline_command, stdin_command
 from workroom.remote.host_shell import ExecResult, HostShell
 
 DEFAULT_INSTALL_DIR = "~/.local/share/wr-agent"
@@ -38,7 +43,6 @@ BUNDLE_NAME = "wr-agent.pyz"
 MIN_PYTHON = (3, 8)
 START_TIMEOUT_SECONDS = 10.0
 LAUNCHD_LABEL_PREFIX = "dev.workroom.companion.agent"
-PYTHON3: tuple[str, ...] = ("python3",)
 
 SUPERVISOR_SYSTEMD = "systemd user unit"
 SUPERVISOR_LAUNCHD = "launchd LaunchAgent"
@@ -140,347 +144,29 @@ def _expand(path: str, home: str) -> str:
     return home + path[1:] if path.startswith("~") else path
 
 
-_NAME_SELF = textwrap.dedent(
-    """\
-    try:
-        open("/proc/self/comm", "w").write("wr-agent-probe")  # the agent never counts its installer as work
-    except OSError:
-        pass
-    """
-)
-
-_PROBE = textwrap.dedent(
-    r"""
-    import fcntl, os, stat, sys  # the rest only where needed: a reconnect's start-up is its slowest step
-    try:
-        from _json import encode_basestring_ascii as quote  # json.dumps's own quoting, without json's start-up
-    except ImportError:
-        from json.encoder import encode_basestring_ascii as quote
-    def dumps(v):  # json.dumps for the answer's values: dicts, lists, text, booleans and None
-        if isinstance(v, dict):
-            return "{" + ", ".join(quote(k) + ": " + dumps(x) for k, x in v.items()) + "}"
-        if isinstance(v, list):
-            return "[" + ", ".join(dumps(x) for x in v) + "]"
-        if isinstance(v, str):
-            return quote(v)
-        return {None: "null", True: "true", False: "false"}[v] if v is None or isinstance(v, bool) else str(int(v))
-    def which(name):  # shutil.which's answer, without shutil
-        return any(os.access(os.path.join(d, name), os.X_OK) and not os.path.isdir(os.path.join(d, name))
-                   for d in os.environ.get("PATH", os.defpath).split(os.pathsep) if d)
-    bundle, sock, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
-    relay_after = sys.argv[4:] == ["relay"]
-    out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
-           "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
-           "systemd_user": False, "repaired": [], "launchd": False, "supervisor": None}
-    # The install folder decides who could have written the bundle: it must be a real folder of this user's
-    # that nobody else can write to. Ours but open to others is repaired, and what it holds is not trusted.
-    folder, trusted = os.path.dirname(bundle), True
-    try:
-        st = os.lstat(folder)
-    except FileNotFoundError:
-        st = None
-    if st is not None:
-        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
-            out["unsafe"] = "%s is not a folder (a symbolic link or a file)" % folder
-        elif st.st_uid != os.getuid():
-            out["unsafe"] = "%s belongs to uid %d, not to this user (uid %d)" % (folder, st.st_uid, os.getuid())
-        elif st.st_mode & 0o022:
-            os.chmod(folder, stat.S_IMODE(st.st_mode) & ~0o077)
-            out["repaired"].append(folder)
-            trusted = False
-    def nearest(p):
-        while not os.path.lexists(p) and os.path.dirname(p) != p:
-            p = os.path.dirname(p)
-        return p
-    if "unsafe" not in out:  # every folder above it too (the launcher's rule, OpenSSH's safe_path)
-        why = unsafe_folder(nearest(os.path.dirname(folder)))
-        if why:
-            out["unsafe"] = why
-    if "unsafe" in out:
-        print(dumps(out))
-        sys.exit(0)
-    try:
-        fd = os.open(bundle, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
-        with os.fdopen(fd, "rb") as f:
-            fst = os.fstat(f.fileno())
-            if stat.S_ISREG(fst.st_mode) and fst.st_uid == os.getuid() and not fst.st_mode & 0o022:
-                h = sha256()  # the launcher's
-                h.update(f.read())
-                out["sha256"] = h.hexdigest()
-    except OSError:
-        pass
-    if out["sha256"] and out["sha256"] != expected and not trusted:
-        out["sha256"] = None  # may have been swapped while the folder was open: replace it, never run it
-    if out["sha256"] and out["sha256"] != expected:
-        # A bundle whose hash is not ours is never run to ask its version: it is read from the archive.
-        try:
-            import re, zipfile
-            with zipfile.ZipFile(bundle) as z:
-                m = re.search(r'__version__ = "([0-9.]+)"', z.read("wr_agent/__init__.py").decode("utf-8"))
-            out["version"] = "wr-agent %s" % m.group(1) if m else "unreadable: no version in the bundle"
-        except Exception as e:
-            out["version"] = "unreadable: %s" % e
-    try:
-        fd = os.open(sock + ".lock", os.O_RDONLY | os.O_NONBLOCK)  # a FIFO there must not stall the probe
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        except OSError:
-            out["running"] = True
-        finally:
-            os.close(fd)
-    except OSError:
-        pass
-    # The running agent's build and whether it stalled: asked here when the probe runs on its own. When the relay
-    # follows, the app reads both from the relay's own stream (its hello and the status it subscribes to).
-    if out["running"] and not relay_after:
-        try:
-            import json, socket
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(3)
-            s.connect(sock)
-            f = s.makefile("rwb")
-            out["running_build"] = json.loads(f.readline()).get("build")
-            f.write(b'{"id":"probe","method":"status"}\n')
-            f.flush()
-            for _ in range(100):  # skip events; the reply carries our id
-                reply = json.loads(f.readline())
-                if reply.get("id") == "probe":
-                    out["running_stalled"] = (reply.get("result") or {}).get("stalled") is True
-                    break
-            s.close()
-        except (OSError, ValueError, AttributeError):
-            pass
-    if os.environ.get("XDG_RUNTIME_DIR") and which("systemctl") and which("loginctl"):
-        import subprocess
-        p = subprocess.run(["systemctl", "--user", "is-system-running"], capture_output=True, timeout=10)
-        # A user manager without linger stops (with the agent) soon after the last session ends: then the
-        # agent's own supervisor is the one that outlives the app's SSH connection.
-        linger = subprocess.run(["loginctl", "show-user", str(os.getuid()), "-p", "Linger"],
-                                capture_output=True, timeout=10)
-        out["systemd_user"] = (p.stdout.strip() in (b"running", b"degraded")
-                               and linger.stdout.strip() == b"Linger=yes")
-    # launchd: macOS. A LaunchAgent needs the user's GUI domain; the installer falls back when it is absent.
-    out["launchd"] = which("launchctl") and not out["systemd_user"]
-    try:
-        fd = os.open(sock + ".supervisor", os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd) as f:
-            if stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device there names no supervisor
-                out["supervisor"] = f.read(100).strip() or None
-    except OSError:
-        pass
-    # The folder the supervisor's own file goes in: whoever can write there chooses what starts.
-    config = ("~/.config/systemd/user" if out["systemd_user"] else "~/Library/LaunchAgents" if out["launchd"]
-              else None)
-    if config is not None:
-        why = unsafe_folder(nearest(os.path.expanduser(config)))
-        if why:
-            out["unsafe"] = why
-    print(dumps(out))
-    """
-)
-
-_RELAY_AFTER_PROBE = textwrap.dedent(
-    r"""
-    # Run after the probe above has printed its answer (the stream's first line): when the installed bundle's
-    # sha256, checked above, is the app's and an agent runs, this process goes on as the relay and the protocol
-    # follows on the same stream (in this process: a second interpreter would cost its start-up). The relay's
-    # code came with this command, from the app's own bundle -- the bytes the installed file's hash was just
-    # checked against -- so nothing of the installed file is read again after its check, nor any zip opened.
-    # The app reads the running agent's build and whether it stalled from the relay's stream, and hands off or
-    # restarts (then with a relay of its own) when either is wrong. Otherwise the command ends here and the app
-    # pushes or starts first (`relay_follows` is the same rule, app side).
-    sys.stdout.flush()
-    if relay_after and out["sha256"] is not None and out["sha256"] == expected and out["running"]:
-    """
-)
-
-_RUN_RELAY = textwrap.dedent(
-    r"""
-    # The relay's modules, their text carried in this command (RELAY_SOURCES), then `relay --socket SOCK`.
-    for name, source in RELAY_SOURCES:
-        module = sys.modules[name] = type(sys)(name)
-        exec(compile(source, "<wr-agent %s>" % name, "exec"), module.__dict__)
-    sys.exit(sys.modules["wr_agent.relay"].main(["relay", "--socket", sock]))
-    """
-)
+# What each step runs on the host: modules of the agent bundle, carried in its command (remote/host_python.py),
+# in import order, the one whose `main` runs last.
+PROBE_MODULES = ("wr_agent.launcher", "wr_agent.install_probe")
+"""The probe (`wr_agent/install_probe.py`); the folder rule is the launcher's."""
 
 RELAY_MODULES = ("wr_agent", "wr_agent.proc_name", "wr_agent.relay")
-"""What the relay runs, in import order: the modules its code imports, carried in the relay's commands."""
+"""The relay: the modules its code imports, then its own."""
 
+PROBE_THEN_RELAY_MODULES = ("wr_agent.launcher", "wr_agent.relay", "wr_agent.install_probe")
+"""The probe, with the relay it becomes when nothing needs to change."""
 
-def _relay_sources(bundle: AgentBundle) -> str:
-    sources = tuple((m, bundle.module_source(m, "relay")) for m in RELAY_MODULES)
-    return f"RELAY_SOURCES = {sources!r}\n"
+PLACE_MODULES = ("wr_agent.install_place",)
+"""What checks an upload's sha256 on the host and renames it into place."""
+
+WAIT_MODULES = ("wr_agent.install_wait",)
+"""What waits until the agent answers with build HASH (`build=HASH`) or is not stalled (`checking`)."""
+
+UNINSTALL_MODULES = ("wr_agent.uninstall",)
+"""What stops the agent the way it was started (systemd unit, LaunchAgent, own supervisor by its pid, else
+the agent by its lock's pid), then removes its unit, plist, bundle and state files."""
 
 PROBE_ANSWER_LIMIT = 64 * 1024
 """The most the host may print before the probe's answer (a login script's chatter included)."""
-
-
-_VERIFY_AND_PLACE = textwrap.dedent(
-    r"""
-    import hashlib, os, sys
-    staged, final, expected = [os.path.expanduser(a) for a in sys.argv[1:3]] + [sys.argv[3]]
-    with open(staged, "rb") as f:
-        got = hashlib.sha256(f.read()).hexdigest()
-    if got != expected:
-        os.unlink(staged)
-        sys.exit("sha256 mismatch: uploaded %s, expected %s; the partial upload was deleted" % (got, expected))
-    os.replace(staged, final)
-    """
-)
-
-_WAIT_FOR_AGENT = textwrap.dedent(
-    r"""
-    import json, os, socket, sys, time
-    sock, timeout, want = os.path.expanduser(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
-    build = want[len("build="):] if want.startswith("build=") else None
-
-    def ready(f):
-        hello = json.loads(f.readline())
-        if build is not None:
-            return hello.get("build") == build, "agent still runs build %s" % hello.get("build")
-        f.write(b'{"id":"w","method":"status"}\n')
-        f.flush()
-        for _ in range(100):
-            reply = json.loads(f.readline())
-            if reply.get("id") == "w":
-                return (reply.get("result") or {}).get("stalled") is False, "still stalled"
-        return False, "no answer to status"
-
-    deadline, last = time.monotonic() + timeout, "no answer"
-    while time.monotonic() < deadline:
-        try:
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(2)
-            s.connect(sock)
-            try:
-                ok, last = ready(s.makefile("rwb"))
-            finally:
-                s.close()
-            if ok:
-                sys.exit(0)
-        except (OSError, ValueError, AttributeError) as e:
-            last = str(e)
-        time.sleep(0.05)
-    sys.exit("the agent did not come up %s within %.0f s (%s)"
-             % ("with the new build" if build else "checking", timeout, last))
-    """
-)
-"""Run on the host: wait until the agent answers with build HASH (`build=HASH`) or is not stalled (`checking`)."""
-
-_UNINSTALL = textwrap.dedent(
-    r"""
-    import fcntl, hashlib, json, os, shutil, signal, subprocess, sys, time
-    bundle, sock = os.path.expanduser(sys.argv[1]), os.path.expanduser(sys.argv[2])
-    label = "%s.%s" % (sys.argv[3], hashlib.sha256(sock.encode()).hexdigest()[:8])  # as launchd_label() names it
-    out = {"stopped": [], "removed": [], "problems": [], "still_running": False}
-    stop_only = sys.argv[4:5] == ["stop-only"]  # stop it the same way, but keep its files (its why-awake record)
-    home = os.path.expanduser("~")
-
-    def run(argv):
-        try:
-            p = subprocess.run(argv, capture_output=True, timeout=30)
-        except (OSError, subprocess.SubprocessError) as e:
-            return False, str(e)
-        return p.returncode == 0, (p.stderr or p.stdout).decode("utf-8", "replace").strip()[-300:]
-
-    def holder():
-        # The pid in the lock file, if an agent still holds the lock (a free lock: nobody serves).
-        try:
-            fd = os.open(sock + ".lock", os.O_RDONLY | os.O_NONBLOCK)
-        except OSError:
-            return None
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(fd, fcntl.LOCK_UN)
-                return None
-            except OSError:
-                pass
-            try:
-                return int(os.pread(fd, 32, 0).split()[0])
-            except (OSError, ValueError, IndexError):
-                return -1
-        finally:
-            os.close(fd)
-
-    def parent_and_comm(pid):
-        ok, text = run(["ps", "-o", "ppid=,comm=", "-p", str(pid)])
-        try:
-            ppid, comm = text.split(None, 1)
-            return int(ppid), comm.strip()
-        except ValueError:
-            return None, ""
-
-    def wait_free(seconds):
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            if holder() is None:
-                return True
-            time.sleep(0.1)
-        return holder() is None
-
-    # 1. Stop it the way it was started, so nothing starts it again.
-    unit = os.path.join(home, ".config/systemd/user/wr-agent.service")
-    if os.path.exists(unit) and shutil.which("systemctl"):
-        ok, text = run(["systemctl", "--user", "disable", "--now", "wr-agent.service"])
-        out["stopped" if ok else "problems"].append("systemd user unit" if ok else "systemctl: " + text)
-    plist = os.path.join(home, "Library/LaunchAgents", label + ".plist")
-    if os.path.exists(plist) and shutil.which("launchctl"):
-        ok, text = run(["launchctl", "bootout", "gui/%d/%s" % (os.getuid(), label)])
-        out["stopped"].append("launchd LaunchAgent")
-    pid = holder()
-    if pid and pid > 0:
-        ppid, comm = parent_and_comm(pid)
-        victims = [pid]
-        if ppid and parent_and_comm(ppid)[1].endswith("wr-agent-super"):
-            victims.insert(0, ppid)  # the supervisor first, or it starts the agent again
-            out["stopped"].append("the agent's own supervisor (pid %d)" % ppid)
-        for v in victims:
-            try:
-                os.kill(v, signal.SIGTERM)
-            except OSError:
-                pass
-        if not wait_free(10):
-            for v in victims:
-                try:
-                    os.kill(v, signal.SIGKILL)
-                except OSError:
-                    pass
-            wait_free(5)
-        out["stopped"].append("the agent (pid %d)" % pid)
-    out["still_running"] = holder() is not None
-    # 2. Remove what it left: unit, plist, bundle, state (only the agent's own files), then empty folders.
-    if not out["still_running"] and not stop_only:
-        state_dir, install_dir = os.path.dirname(sock), os.path.dirname(bundle)
-        paths = [unit, plist, bundle]
-        base = os.path.basename(sock)
-        for folder, prefixes in ((state_dir, (base,)), (install_dir, (".wr-agent.pyz.staged-",))):
-            try:
-                paths += [os.path.join(folder, n) for n in os.listdir(folder) if n.startswith(prefixes)]
-            except OSError:
-                pass
-        for path in paths:
-            try:
-                os.unlink(path)
-                out["removed"].append(path)
-            except FileNotFoundError:
-                pass
-            except OSError as e:
-                out["problems"].append("%s: %s" % (path, e.strerror or e))
-        if os.path.exists(unit[:-len("/wr-agent.service")]) and shutil.which("systemctl"):
-            run(["systemctl", "--user", "daemon-reload"])
-        for folder in (state_dir, install_dir):
-            try:
-                os.rmdir(folder)
-            except OSError:
-                pass
-    print(json.dumps(out))
-    """
-)
-"""Run on the host: stop the agent the way it was started (systemd unit, LaunchAgent, own supervisor by its
-pid, else the agent by its lock's pid), then remove its unit, plist, bundle and state files."""
 
 
 @dataclass
@@ -522,29 +208,6 @@ _LAUNCHD_BOOTSTRAP = (
 _STUB_MARKERS = ("xcode-select", "developer tools", "xcrun: error", "CommandLineTools")
 
 
-def _python_exec(python: tuple[str, ...], flags: tuple[str, ...] = ()) -> str:
-    """`exec PYTHON FLAGS`, or says there is no such Python (exit 127, "wr: no python3") when the host has none.
-    The interpreter is the command's last word that is not an option (`env VAR=1 python`, `python3.12 -I`)."""
-    interpreter = next((a for a in reversed(python) if not a.startswith("-")), python[-1])
-    exe = shlex.quote(interpreter)
-    check = f"[ -x {exe} ]" if interpreter.startswith("/") else f"command -v {exe} >/dev/null 2>&1"
-    run = " ".join(shlex.quote(a) for a in (*python, *flags))
-    return f"{check} || {{ echo 'wr: no python3' >&2; exit 127; }}; exec {run}"
-
-
-def _python_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3) -> tuple[str, bytes]:
-    """A command that runs `script` (sent on stdin) with `python`, or says there is no such Python."""
-    quoted = " ".join(shlex.quote(a) for a in args)
-    return f"{_python_exec(python)} - {quoted}", (_NAME_SELF + script).encode()
-
-
-def _python_inline_cmd(script: str, *args: str, python: tuple[str, ...] = PYTHON3,
-                       flags: tuple[str, ...] = ()) -> str:
-    """`script` on the command line (`-c`), leaving stdin to whatever the script becomes (the relay)."""
-    quoted = " ".join(shlex.quote(a) for a in (_NAME_SELF + script, *args))
-    return f"{_python_exec(python, flags)} -c {quoted}"
-
-
 RELAY_START_FLAGS = ("-I", "-S")
 """How the relay's commands (the probe-then-relay one, `relay_command`) start Python: isolated (no PYTHON*
 variables, no user site, not the login's folder on the path) and without `site` (no .pth files run): they need
@@ -569,8 +232,8 @@ def relay_command(python: tuple[str, ...], bundle: AgentBundle, socket_path: str
     """The relay a session opens after a push, hand-off or start (or to a newer agent it keeps): the same
     `relay --socket PATH` as `relay_argv`, its code carried in the command from the app's own bundle as the
     probe-then-relay command carries it, so nothing of the installed file runs by its path alone."""
-    script = "import os, sys\n" + _relay_sources(bundle) + "sock = os.path.expanduser(sys.argv[1])\n" + _RUN_RELAY
-    return _python_inline_cmd(script, socket_path, python=python, flags=RELAY_START_FLAGS)
+    return inline_command(bundle, RELAY_MODULES, "relay", "--socket", socket_path, python=python,
+                          flags=RELAY_START_FLAGS)
 
 
 def _home_relative(path: str) -> str:
@@ -626,22 +289,20 @@ class AgentInstaller:
         self.python = python
 
     def probe(self) -> Probe:
-        probe_script = self.bundle.launcher_source() + _PROBE  # the folder rule is the launcher's
-        cmd, script = _python_cmd(probe_script, self.layout.bundle_path, self.layout.socket_path, self.bundle.sha256,
-                                  python=self.python)
+        cmd, script = stdin_command(self.bundle, PROBE_MODULES, self.layout.bundle_path, self.layout.socket_path,
+                                    self.bundle.sha256, python=self.python)
         return self.read_probe(self.shell.run(cmd, input=script, timeout=30, limit=PROBE_ANSWER))
 
     def probe_then_relay_command(self) -> str:
-        """One remote command for a reconnect: the probe (the same script as `probe`, the same Python), whose
+        """One remote command for a reconnect: the probe (the same module as `probe`, the same Python), whose
         answer is the stream's first line, then -- only when `relay_follows`, the bundle's hash checked -- the
         relay in the same process, speaking the protocol on the same stream. The relay's code is carried in the
-        command from this app's bundle (`RELAY_MODULES`): it runs only when the installed bundle's bytes hash to
-        this one, so it is that bundle's relay, and the installed file is not read again after its check."""
-        # The launcher's folder rule first, as in `probe`: the same checks, the same refusals.
-        script = (self.bundle.launcher_source() + _PROBE + _relay_sources(self.bundle) + _RELAY_AFTER_PROBE
-                  + textwrap.indent(_RUN_RELAY, "    "))
-        return _python_inline_cmd(script, self.layout.bundle_path, self.layout.socket_path,
-                                  self.bundle.sha256, "relay", python=self.python, flags=RELAY_START_FLAGS)
+        command from this app's bundle (`PROBE_THEN_RELAY_MODULES`): it runs only when the installed bundle's
+        bytes hash to this one, so it is that bundle's relay, and the installed file is not read again after
+        its check."""
+        return inline_command(self.bundle, PROBE_THEN_RELAY_MODULES, self.layout.bundle_path,
+                              self.layout.socket_path, self.bundle.sha256, "relay", python=self.python,
+                              flags=RELAY_START_FLAGS)
 
     def relay_follows(self, probe: Probe) -> bool:
         """Whether the probe-then-relay command went on as the relay: this bundle is installed and an agent runs
@@ -713,8 +374,8 @@ class AgentInstaller:
         nothing starts it again) but keep its files — its why-awake record, its settings — for the next start.
         Raises AgentInstallError when it is still running afterwards (nothing is then removed) or the host
         could not be read."""
-        cmd, script = _python_cmd(_UNINSTALL, self.layout.bundle_path, self.layout.socket_path,
-                                  LAUNCHD_LABEL_PREFIX, *(["stop-only"] if stop_only else []), python=self.python)
+        cmd, script = stdin_command(self.bundle, UNINSTALL_MODULES, self.layout.bundle_path, self.layout.socket_path,
+                                    LAUNCHD_LABEL_PREFIX, *(["stop-only"] if stop_only else []), python=self.python)
         result = self.shell.run(cmd, input=script, timeout=90)
         try:
             data = json.loads(result.text().strip().splitlines()[-1])
@@ -791,8 +452,8 @@ class AgentInstaller:
             )
         staged = f"{install_dir}/.{BUNDLE_NAME}.staged-{secrets.token_hex(6)}"
         sent = self.shell.put_file(self.bundle.data, staged, mode=0o600)
-        cmd, script = _python_cmd(_VERIFY_AND_PLACE, staged, probe.bundle_path, self.bundle.sha256,
-                                  python=self.python)
+        cmd, script = stdin_command(self.bundle, PLACE_MODULES, staged, probe.bundle_path, self.bundle.sha256,
+                                    python=self.python)
         placed = self.shell.run(cmd, input=script, timeout=60)
         if not placed.ok:
             raise AgentInstallError(
@@ -803,9 +464,9 @@ class AgentInstaller:
         return sent
 
     def _wait_for_build(self, probe: Probe, expected: str | None = None) -> None:
-        cmd, script = _python_cmd(
-            _WAIT_FOR_AGENT, probe.socket_path, f"{START_TIMEOUT_SECONDS:g}", f"build={expected or self.bundle.sha256}",
-            python=self.python,
+        cmd, script = stdin_command(
+            self.bundle, WAIT_MODULES, probe.socket_path, f"{START_TIMEOUT_SECONDS:g}",
+            f"build={expected or self.bundle.sha256}", python=self.python,
         )
         waited = self.shell.run(cmd, input=script, timeout=START_TIMEOUT_SECONDS + 15)
         if not waited.ok:
@@ -842,8 +503,8 @@ class AgentInstaller:
         """An agent that stopped checking: hand it off into the same bundle. The exec restarts it in place
         (same PID, lock and socket) and, unlike a kill, keeps the awake clock and a pending prompt."""
         self._handoff(probe)
-        cmd, script = _python_cmd(_WAIT_FOR_AGENT, probe.socket_path, f"{START_TIMEOUT_SECONDS:g}", "checking",
-                                  python=self.python)
+        cmd, script = stdin_command(self.bundle, WAIT_MODULES, probe.socket_path, f"{START_TIMEOUT_SECONDS:g}",
+                                    "checking", python=self.python)
         waited = self.shell.run(cmd, input=script, timeout=START_TIMEOUT_SECONDS + 15)
         if not waited.ok:
             raise AgentInstallError(
