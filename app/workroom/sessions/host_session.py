@@ -19,7 +19,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from pydantic import BaseModel
@@ -36,7 +36,6 @@ from workroom.core.protocol import (
     AgentCall,
     Method,
     PromptEvent,
-    ProtocolError,
     Status,
     StatusEvent,
     TimelineReply,
@@ -47,11 +46,12 @@ from workroom.core.questions import HostKeyQuestion
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider, ProviderUnreadable
 from workroom.remote.agent_client import REQUEST_TIMEOUT_SECONDS
-from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, InstallReport, Probe
-from workroom.remote.agent_link import AgentLink, PreambleError, plain_reason
+from workroom.remote.agent_install import InstallReport
+from workroom.remote.agent_link import AgentLink, plain_reason
 from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
-from workroom.remote.host_shell import ExecResult, HostShell
+from workroom.remote.host_shell import HostShell
 from workroom.remote.ssh_errors import AuthFailed
+from workroom.sessions.agent_reach import AgentReach
 from workroom.sessions.blocking_runner import BlockingRunner
 from workroom.sessions.heartbeat_reports import HeartbeatReports
 from workroom.sessions.heartbeat_watch import HeartbeatWatch, keep_awake_interval
@@ -64,11 +64,6 @@ PING_INTERVAL_SECONDS = 3.0
 PING_TIMEOUT_SECONDS = 5.0
 LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
 """Worst case from a peer freezing to the session calling it lost (the issue asks for <= 10 s)."""
-PROBE_TIMEOUT_SECONDS = 30.0
-"""How long the probe's answer may take (as long as the probe run on its own may)."""
-DIRECT_HELLO_SECONDS = 5.0
-"""How long the agent at a remembered socket may take to say hello (it answers at once; past this the probe
-decides)."""
 BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 ASLEEP_RECHECK_SECONDS = 60.0
 """The longest wait between reads of an asleep box's state (the provider answers without waking it)."""
@@ -141,6 +136,19 @@ so ..."); a method without a row: "its agent cannot be asked"."""
 
 
 class HostSession:
+    """One host's connection, for as long as the app wants it: the states of the module's docstring, each
+    published to `listeners` as a `HostSnapshot`.
+
+    A run (`_run`) connects once (`_connect_once`: may we connect, a shell, the agent reached, the settings
+    synced, live), waits for the link to close, then backs off and runs again, or settles where a reconnect
+    would not help or would wake the box. How the agent is reached -- its remembered socket, the probe that
+    becomes the relay, a push, this computer's socket -- is `AgentReach`'s (sessions/agent_reach.py); the
+    session holds the link it returns, takes the agent's pushed statuses and prompts, and watches the peer
+    (pings, or the keep-awake's proof on a network-metered box: `HeartbeatWatch`; request-metered boxes:
+    `OutsideKeepAwake`). Everything here runs on the event loop; blocking calls go through the host's own
+    `BlockingRunner`, one at a time.
+    """
+
     def __init__(
         self,
         host: Host,
@@ -161,7 +169,6 @@ class HostSession:
         self.status: Status | None = None
         self.status_received_at: float | None = None
         self.prompt: PromptEvent | None = None
-        self.install: InstallReport | None = None
         self.listeners: list[Listener] = []
         self.host_key_answerer: HostKeyAnswerer | None = None
         self._runner = BlockingRunner(host.name)
@@ -175,7 +182,7 @@ class HostSession:
         self.first_status_seconds: float | None = None
         self.failure: UserError | None = None
         self.phase_seconds: dict[str, float] = {}
-        self._direct = False  # this run's link went straight to the agent's socket (`_direct_link`)
+        self._reach = AgentReach(host, provider, self._runner, self._on_event, self._hold_link, clock)
         self.previous_verdict = previous_verdict
         """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
         self._reports = HeartbeatReports(self.traits, self._reports_overdue, clock=clock)
@@ -186,6 +193,15 @@ class HostSession:
         self._proof_check: asyncio.Task[None] | None = None
         self._own_traffic_at: float | None = None
         """When the app last put bytes on the box's wire (link set-up, a status, a ping)."""
+
+    @property
+    def install(self) -> InstallReport | None:
+        """What the last install step found or did (pushed bytes, the agent's socket and supervisor)."""
+        return self._reach.install
+
+    def _hold_link(self, link: AgentLink | None) -> None:
+        """The link being set up or live: what `_teardown` closes, what calls to the agent go over."""
+        self._rt.link = link
 
     # -- public ----------------------------------------------------------------------------------
 
@@ -554,12 +570,12 @@ class HostSession:
         shell = await self._open_shell()
         self.phase_seconds = {"ssh": self._clock() - start}
         self._rt.shell = shell
-        self._direct = False
-        link, subscribed = await self._install_and_link(shell, start)
+        self._set_state(ConnectionState.PUSHING)
+        link, subscribed = await self._reach.reach(shell, start, self.phase_seconds)
         status = await self._sync_settings(link, start, subscribed)
         self._go_live(link, status, was_asleep=was_asleep, seconds=self._clock() - start)
-        if self._direct:  # the probe's checks still run on this connect, after the first status
-            self._rt.tasks.append(asyncio.get_running_loop().create_task(self._check_installed(shell, link)))
+        if self._reach.direct:  # the probe's checks still run on this connect, after the first status
+            self._rt.tasks.append(asyncio.get_running_loop().create_task(self._reach.check_installed(shell, link)))
         # Connected: what follows (a reconnect after a loss) is the app's doing, not the user's Connect,
         # so it may not wake the box, nor try a box whose state it cannot read.
         self._may_wake = False
@@ -587,186 +603,6 @@ class HostSession:
         else:
             self._set_state(ConnectionState.CONNECTING)
         return was_asleep
-
-    async def _install_and_link(self, shell: HostShell,
-                                start: float) -> tuple[AgentLink, asyncio.Future[Status] | None]:
-        """Push the agent if its hash differs (or start it), and open a live, greeted link to it; with it, the
-        answer to a `subscribe` already sent on it when the link came from the probe's own command."""
-        self._set_state(ConnectionState.PUSHING)
-        layout = self.provider.layout(self.host)
-        installer = self._installer(shell, layout)
-        direct = await self._direct_link(shell, start)
-        if direct is not None:
-            return direct
-        if self.provider.relay_argv(self.host, layout.socket_path) is not None:  # a relay over a command
-            probed = await self._probe_then_relay(shell, installer, start)
-            if isinstance(probed, tuple):
-                await self._remember_agent()
-                return probed
-            # The probe said what to change (or said nothing usable: then it runs again on its own, and says
-            # why in its own words): change it, then a relay of its own -- never one before the probe.
-            install = self.install = await self._runner.run(installer.ensure, probed)
-            self.phase_seconds["install"] = self._clock() - start
-            after = self._rt.link = await self.provider.open_link(self.host, shell, install.socket_path,
-                                                                  self._on_event)
-            await after.client.hello()
-            self.phase_seconds["hello"] = self._clock() - start
-            await self._remember_agent()
-            return after, None
-        # Without one command for both (this computer: its socket), open the link while the probe runs, and
-        # keep it only if the probe finds nothing to change.
-        early = asyncio.ensure_future(self.provider.open_link(self.host, shell, layout.socket_path, self._on_event))
-        try:
-            install = self.install = await self._runner.run(installer.ensure)
-        except BaseException:
-            early.add_done_callback(_close_link_quietly)
-            raise
-        self.phase_seconds["install"] = self._clock() - start
-        link = None
-        if install.action == "none":
-            try:
-                link = await early
-                await link.client.hello()
-            except (UserError, OSError, TimeoutError, EOFError):
-                if link is not None:
-                    link.close("replaced")
-                link = None
-        else:
-            early.add_done_callback(_close_link_quietly)
-        if link is None:
-            link = await self.provider.open_link(self.host, shell, install.socket_path, self._on_event)
-            self._rt.link = link
-            await link.client.hello()
-        self._rt.link = link
-        self.phase_seconds["hello"] = self._clock() - start
-        await self._remember_agent()
-        return link, None
-
-    def _installer(self, shell: HostShell, layout: AgentLayout) -> AgentInstaller:
-        return AgentInstaller(shell, self.provider.context.bundle, layout, self.provider.serve_options(self.host),
-                              self.provider.python_command(self.host))
-
-    async def _direct_link(self, shell: HostShell,
-                           start: float) -> tuple[AgentLink, asyncio.Future[Status]] | None:
-        """A reconnect with no command on the host: a stream straight to the socket where the agent listened at
-        the last connect (`Provider.open_direct_link`), `subscribe` sent at once. Kept only if the agent there
-        says hello as this app's build and is not stalled; else None, and the connect goes the probe's way
-        (which checks the installed bundle, and pushes, hands off or restarts as needed). Nothing runs from
-        the host's disk here: the bundle's hash is checked wherever it is started (docs/protocol.md)."""
-        opened = await self.provider.open_direct_link(self.host, shell, self._on_event)
-        if opened is None:
-            return None
-        link, place = opened
-        self._rt.link = link
-        subscribed = asyncio.ensure_future(link.client.subscribe())
-        subscribed.add_done_callback(lambda f: f.cancelled() or f.exception())
-        bundle = self.provider.context.bundle
-        keep = False
-        try:
-            hello = await link.client.hello(timeout=DIRECT_HELLO_SECONDS)
-            if hello.build != bundle.sha256:
-                log.info("the agent at %s on %s is another build: probing", place.socket, self.host.name)
-                return None
-            self.phase_seconds["hello"] = self._clock() - start
-            status = await subscribed
-            if status.stalled:
-                log.info("the agent on %s has stalled: probing", self.host.name)
-                return None
-            self.install = InstallReport(installed_version=bundle.version, socket_path=place.socket,
-                                         bundle_path=place.bundle, supervisor=place.supervisor)
-            self.phase_seconds["install"] = self.phase_seconds["hello"]
-            keep = self._direct = True
-            return link, subscribed
-        except (UserError, ProtocolError, OSError, TimeoutError, EOFError) as failed:
-            log.info("the agent's socket on %s did not answer as this build (%s): probing", self.host.name,
-                     getattr(failed, "message", None) or failed)
-            return None
-        finally:
-            if not keep:  # closing fails the subscribe still waiting (a cancel first would orphan its reply)
-                link.close("replaced")
-                self._rt.link = None
-
-    async def _check_installed(self, shell: HostShell, link: AgentLink) -> None:
-        """After a direct reconnect, the install probe as every other connect runs it (the installed bundle's
-        sha256, its folders, the host's Python), off the path to the first status. All well: nothing more.
-        Anything to change (the installed file is not this build's, an unsafe folder, ...): the remembered
-        socket is forgotten and the link closed, and the reconnect that follows goes the probe's way, which
-        changes it (or says why it cannot) as a first connect would."""
-        installer = self._installer(shell, self.provider.layout(self.host))
-        try:
-            probe = await self._runner.run(installer.probe)
-            why = None if installer.relay_follows(probe) else "the agent installed on the host needs changing"
-        except AgentInstallError as error:
-            why = plain_reason(error.message)
-        except (UserError, OSError, TimeoutError):
-            return  # the connection's own trouble: its loss is noticed and reported where it always is
-        if why is None or link.closed.done():
-            return
-        log.info("%s: %s; reconnecting through the install probe", self.host.name, why)
-        await self._runner.run(self.provider.remember_agent, self.host, None)
-        link.close(why)
-
-    async def _remember_agent(self) -> None:
-        """Where the agent is now, for the next connect's `_direct_link` (a file write only on a change)."""
-        await self._runner.run(self.provider.remember_agent, self.host, self.install)
-
-    async def _probe_then_relay(self, shell: HostShell, installer: AgentInstaller,
-                                start: float) -> tuple[AgentLink, asyncio.Future[Status]] | Probe | None:
-        """A reconnect in one round trip after login: one command probes (the installed bundle's sha256 is
-        checked first) and, when nothing needs to change, becomes the relay on the same stream. `subscribe`
-        is sent at once, so the agent's hello and its answer follow the probe's answer without waiting for
-        us. Returns the live link and that answer to come; else the probe (a push, hand-off or restart is
-        needed first); else None when the command said nothing usable (the probe on its own then says why,
-        in the same words as ever)."""
-        link = self._rt.link = await self.provider.open_probed_link(
-            self.host, shell, installer.probe_then_relay_command(), self._on_event)
-        assert link.preamble is not None
-        subscribed = asyncio.ensure_future(link.client.subscribe())
-        subscribed.add_done_callback(lambda f: f.cancelled() or f.exception())  # unused when no relay follows
-        keep = False
-        try:
-            try:
-                answer = await asyncio.wait_for(asyncio.shield(link.preamble), PROBE_TIMEOUT_SECONDS)
-            except TimeoutError:
-                raise AgentInstallError(
-                    "Could not read the host",
-                    f"The probe of the host gave no answer within {PROBE_TIMEOUT_SECONDS:.0f} s.",
-                    "Check that the host's shell works for this user.") from None
-            except PreambleError as ended:
-                if ended.too_long:
-                    raise AgentInstallError(
-                        "Could not read the host", f"The probe of the host failed: {ended.why}.",
-                        "Make the host's shell start-up files print nothing for a command "
-                        "(e.g. only when the shell is interactive), then connect again.") from None
-                log.info("the probe-then-relay command on %s ended early (%s): probing on its own",
-                         self.host.name, ended.why)
-                return None
-            probe = installer.read_probe(ExecResult(0, answer, b""))
-            if not installer.relay_follows(probe):
-                return probe
-            self.phase_seconds["install"] = self._clock() - start
-            # The running agent's build and whether it stalled, from the relay's own stream (the probe did not
-            # ask: that took it a module and a round trip of its own); a hand-off or restart comes first if so.
-            try:
-                hello = await link.client.hello()
-            except ProtocolError as other:
-                log.info("the agent on %s answered the relay in another protocol (%s): probing on its own",
-                         self.host.name, other.code)
-                return None
-            self.phase_seconds["hello"] = self._clock() - start
-            status = await subscribed
-            probe = replace(probe, running_build=hello.build, running_stalled=status.stalled)
-            if not installer.agent_is_current(probe):
-                return probe
-            install = self.install = await self._runner.run(installer.ensure, probe)  # nothing to do: no command
-            if install.action != "none":  # one rule on both sides makes this impossible; never trust it anyway
-                return probe
-            keep = True
-            return link, subscribed
-        finally:
-            if not keep:  # closing fails the subscribe still waiting (a cancel first would orphan its reply)
-                link.close("replaced")
-                self._rt.link = None
 
     async def _sync_settings(self, link: AgentLink, start: float,
                              subscribed: asyncio.Future[Status] | None = None) -> Status:
@@ -890,11 +726,6 @@ def _slept_while_busy(previous: dict[str, Any] | None, status: Status, *, sleeps
         return True  # the box restarted (its clock began again) since the app saw it busy
     gap = status.last_gap
     return gap is not None and gap.busy_before and gap.at > seen_at
-
-
-def _close_link_quietly(future: asyncio.Future[AgentLink]) -> None:
-    if not future.cancelled() and future.exception() is None:
-        future.result().close("not needed")
 
 
 def _lost_error(host: Host, error: BaseException | str) -> UserError:

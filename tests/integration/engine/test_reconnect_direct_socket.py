@@ -252,7 +252,7 @@ def test_commands_on_the_apps_own_connection_are_not_the_boxs_work_and_another_c
         session = engine.session("box1")
         try:
             await session.connect(timeout=60)
-            assert session.install is not None and session._direct  # the stream went straight to the socket
+            assert session.install is not None and session._reach.direct  # the stream went straight to the socket
 
             def named() -> list[str]:
                 status = session.snapshot().status

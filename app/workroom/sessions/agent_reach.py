@@ -1,0 +1,260 @@
+"""How a session reaches its host's agent, once it has a shell: four ways, tried in this order.
+
+1. Straight to the socket where the agent listened at the last connect (`_direct_link`): no command on the
+   host; kept only if the agent there says hello as this app's build and is not stalled. The install probe
+   then runs after the first status (`check_installed`).
+2. Over SSH, one command that probes and becomes the relay (`_probe_then_relay`): one round trip after the
+   login when nothing needs to change.
+3. Otherwise the probe's answer says what to change: push, hand off or start, then a relay of its own
+   (`_push_then_relay`).
+4. This computer, whose agent has no relay command: its socket opened while the install runs, kept only
+   when nothing changed (`_local_link`).
+
+docs/protocol.md (transport) says why each is safe: nothing runs from the host's disk before its hash is
+checked. Every way ends with the link greeted (`hello`) and, for the first two, the answer to a `subscribe`
+already sent on it. The link being set up is handed to the session (`hold`) as soon as it exists, so a
+session torn down mid-way closes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TypeAlias
+
+from workroom.core.errors import UserError
+from workroom.core.hosts import Host
+from workroom.core.protocol import PromptEvent, ProtocolError, Status, StatusEvent
+from workroom.providers.base import Provider
+from workroom.remote.agent_install import AgentInstaller, AgentInstallError, InstallReport, Probe
+from workroom.remote.agent_link import AgentLink, PreambleError, plain_reason
+from workroom.remote.host_shell import ExecResult, HostShell
+from workroom.sessions.blocking_runner import BlockingRunner
+
+log = logging.getLogger(__name__)
+
+PROBE_TIMEOUT_SECONDS = 30.0
+"""How long the probe's answer may take (as long as the probe run on its own may)."""
+DIRECT_HELLO_SECONDS = 5.0
+"""How long the agent at a remembered socket may take to say hello (it answers at once; past this the probe
+decides)."""
+
+Reached: TypeAlias = tuple[AgentLink, asyncio.Future[Status] | None]
+"""A greeted link, and the answer to the `subscribe` already sent on it (None: none was sent)."""
+
+
+class AgentReach:
+    """One host's ways to its agent (see the module's docstring), for its session. `install` is what the last
+    install step found or did (the session's `install`); `direct` whether this connect's link went straight
+    to the socket."""
+
+    def __init__(self, host: Host, provider: Provider, runner: BlockingRunner,
+                 on_event: Callable[[StatusEvent | PromptEvent], None], hold: Callable[[AgentLink | None], None],
+                 clock: Callable[[], float]) -> None:
+        self.host = host
+        self.provider = provider
+        self._runner = runner
+        self._on_event = on_event
+        self._hold = hold
+        self._clock = clock
+        self.install: InstallReport | None = None
+        self.direct = False
+        self._start = 0.0
+        self._phases: dict[str, float] = {}
+
+    async def reach(self, shell: HostShell, start: float, phases: dict[str, float]) -> Reached:
+        """A live, greeted link to the agent, pushing it first if its hash differs (or starting it); `phases`
+        gets the seconds from `start` to the install step's end and to the hello."""
+        self.direct = False
+        self._start, self._phases = start, phases
+        layout = self.provider.layout(self.host)
+        installer = self.installer(shell)
+        direct = await self._direct_link(shell)
+        if direct is not None:
+            return direct
+        if self.provider.relay_argv(self.host, layout.socket_path) is not None:  # a relay over a command
+            probed = await self._probe_then_relay(shell, installer)
+            if isinstance(probed, tuple):
+                await self._remember_agent()
+                return probed
+            # The probe said what to change (or said nothing usable: then it runs again on its own, and says
+            # why in its own words): change it, then a relay of its own -- never one before the probe.
+            return await self._push_then_relay(shell, installer, probed)
+        return await self._local_link(shell, installer, layout.socket_path)
+
+    def installer(self, shell: HostShell) -> AgentInstaller:
+        return AgentInstaller(shell, self.provider.context.bundle, self.provider.layout(self.host),
+                              self.provider.serve_options(self.host), self.provider.python_command(self.host))
+
+    def _mark(self, phase: str) -> None:
+        self._phases[phase] = self._clock() - self._start
+
+    async def _direct_link(self, shell: HostShell) -> tuple[AgentLink, asyncio.Future[Status]] | None:
+        """A reconnect with no command on the host: a stream straight to the socket where the agent listened at
+        the last connect (`Provider.open_direct_link`), `subscribe` sent at once. Kept only if the agent there
+        says hello as this app's build and is not stalled; else None, and the connect goes the probe's way
+        (which checks the installed bundle, and pushes, hands off or restarts as needed). Nothing runs from
+        the host's disk here: the bundle's hash is checked wherever it is started (docs/protocol.md)."""
+        opened = await self.provider.open_direct_link(self.host, shell, self._on_event)
+        if opened is None:
+            return None
+        link, place = opened
+        self._hold(link)
+        subscribed = asyncio.ensure_future(link.client.subscribe())
+        subscribed.add_done_callback(lambda f: f.cancelled() or f.exception())
+        bundle = self.provider.context.bundle
+        keep = False
+        try:
+            hello = await link.client.hello(timeout=DIRECT_HELLO_SECONDS)
+            if hello.build != bundle.sha256:
+                log.info("the agent at %s on %s is another build: probing", place.socket, self.host.name)
+                return None
+            self._mark("hello")
+            status = await subscribed
+            if status.stalled:
+                log.info("the agent on %s has stalled: probing", self.host.name)
+                return None
+            self.install = InstallReport(installed_version=bundle.version, socket_path=place.socket,
+                                         bundle_path=place.bundle, supervisor=place.supervisor)
+            self._phases["install"] = self._phases["hello"]
+            keep = self.direct = True
+            return link, subscribed
+        except (UserError, ProtocolError, OSError, TimeoutError, EOFError) as failed:
+            log.info("the agent's socket on %s did not answer as this build (%s): probing", self.host.name,
+                     getattr(failed, "message", None) or failed)
+            return None
+        finally:
+            if not keep:  # closing fails the subscribe still waiting (a cancel first would orphan its reply)
+                link.close("replaced")
+                self._hold(None)
+
+    async def check_installed(self, shell: HostShell, link: AgentLink) -> None:
+        """After a direct reconnect, the install probe as every other connect runs it (the installed bundle's
+        sha256, its folders, the host's Python), off the path to the first status. All well: nothing more.
+        Anything to change (the installed file is not this build's, an unsafe folder, ...): the remembered
+        socket is forgotten and the link closed, and the reconnect that follows goes the probe's way, which
+        changes it (or says why it cannot) as a first connect would."""
+        installer = self.installer(shell)
+        try:
+            probe = await self._runner.run(installer.probe)
+            why = None if installer.relay_follows(probe) else "the agent installed on the host needs changing"
+        except AgentInstallError as error:
+            why = plain_reason(error.message)
+        except (UserError, OSError, TimeoutError):
+            return  # the connection's own trouble: its loss is noticed and reported where it always is
+        if why is None or link.closed.done():
+            return
+        log.info("%s: %s; reconnecting through the install probe", self.host.name, why)
+        await self._runner.run(self.provider.remember_agent, self.host, None)
+        link.close(why)
+
+    async def _remember_agent(self) -> None:
+        """Where the agent is now, for the next connect's `_direct_link` (a file write only on a change)."""
+        await self._runner.run(self.provider.remember_agent, self.host, self.install)
+
+    async def _probe_then_relay(self, shell: HostShell,
+                                installer: AgentInstaller) -> tuple[AgentLink, asyncio.Future[Status]] | Probe | None:
+        """A reconnect in one round trip after login: one command probes (the installed bundle's sha256 is
+        checked first) and, when nothing needs to change, becomes the relay on the same stream. `subscribe`
+        is sent at once, so the agent's hello and its answer follow the probe's answer without waiting for
+        us. Returns the live link and that answer to come; else the probe (a push, hand-off or restart is
+        needed first); else None when the command said nothing usable (the probe on its own then says why,
+        in the same words as ever)."""
+        link = await self.provider.open_probed_link(self.host, shell, installer.probe_then_relay_command(),
+                                                    self._on_event)
+        self._hold(link)
+        assert link.preamble is not None
+        subscribed = asyncio.ensure_future(link.client.subscribe())
+        subscribed.add_done_callback(lambda f: f.cancelled() or f.exception())  # unused when no relay follows
+        keep = False
+        try:
+            try:
+                answer = await asyncio.wait_for(asyncio.shield(link.preamble), PROBE_TIMEOUT_SECONDS)
+            except TimeoutError:
+                raise AgentInstallError(
+                    "Could not read the host",
+                    f"The probe of the host gave no answer within {PROBE_TIMEOUT_SECONDS:.0f} s.",
+                    "Check that the host's shell works for this user.") from None
+            except PreambleError as ended:
+                if ended.too_long:
+                    raise AgentInstallError(
+                        "Could not read the host", f"The probe of the host failed: {ended.why}.",
+                        "Make the host's shell start-up files print nothing for a command "
+                        "(e.g. only when the shell is interactive), then connect again.") from None
+                log.info("the probe-then-relay command on %s ended early (%s): probing on its own",
+                         self.host.name, ended.why)
+                return None
+            probe = installer.read_probe(ExecResult(0, answer, b""))
+            if not installer.relay_follows(probe):
+                return probe
+            self._mark("install")
+            # The running agent's build and whether it stalled, from the relay's own stream (the probe did not
+            # ask: that took it a module and a round trip of its own); a hand-off or restart comes first if so.
+            try:
+                hello = await link.client.hello()
+            except ProtocolError as other:
+                log.info("the agent on %s answered the relay in another protocol (%s): probing on its own",
+                         self.host.name, other.code)
+                return None
+            self._mark("hello")
+            status = await subscribed
+            probe = replace(probe, running_build=hello.build, running_stalled=status.stalled)
+            if not installer.agent_is_current(probe):
+                return probe
+            install = self.install = await self._runner.run(installer.ensure, probe)  # nothing to do: no command
+            if install.action != "none":  # one rule on both sides makes this impossible; never trust it anyway
+                return probe
+            keep = True
+            return link, subscribed
+        finally:
+            if not keep:  # closing fails the subscribe still waiting (a cancel first would orphan its reply)
+                link.close("replaced")
+                self._hold(None)
+
+    async def _push_then_relay(self, shell: HostShell, installer: AgentInstaller, probe: Probe | None) -> Reached:
+        """Push, hand off or start as `probe` says (None: probe again first), then a relay of its own."""
+        install = self.install = await self._runner.run(installer.ensure, probe)
+        self._mark("install")
+        after = await self.provider.open_link(self.host, shell, install.socket_path, self._on_event)
+        self._hold(after)
+        await after.client.hello()
+        self._mark("hello")
+        await self._remember_agent()
+        return after, None
+
+    async def _local_link(self, shell: HostShell, installer: AgentInstaller, socket_path: str) -> Reached:
+        """This computer (no relay command: its socket): open the link while the probe runs, and keep it only
+        if the probe finds nothing to change."""
+        early = asyncio.ensure_future(self.provider.open_link(self.host, shell, socket_path, self._on_event))
+        try:
+            install = self.install = await self._runner.run(installer.ensure)
+        except BaseException:
+            early.add_done_callback(_close_link_quietly)
+            raise
+        self._mark("install")
+        link = None
+        if install.action == "none":
+            try:
+                link = await early
+                await link.client.hello()
+            except (UserError, OSError, TimeoutError, EOFError):
+                if link is not None:
+                    link.close("replaced")
+                link = None
+        else:
+            early.add_done_callback(_close_link_quietly)
+        if link is None:
+            link = await self.provider.open_link(self.host, shell, install.socket_path, self._on_event)
+            self._hold(link)
+            await link.client.hello()
+        self._hold(link)
+        self._mark("hello")
+        await self._remember_agent()
+        return link, None
+
+
+def _close_link_quietly(future: asyncio.Future[AgentLink]) -> None:
+    if not future.cancelled() and future.exception() is None:
+        future.result().close("not needed")
