@@ -6,6 +6,8 @@ Times, interleaved run by run (so a busy machine slows every column alike), medi
   * `workroom status --json`                              the CLI's other everyday command;
   * `workroom --version`                                  the CLI's start alone (imports);
   * the in-process reconnect (an Engine, as the app does it) to first status, and its SSH-login phase alone;
+  * the same reconnect with no socket remembered: the one command that probes and becomes the relay;
+  * that command alone on the host, as the login user without SSH: to the answer to `subscribe`, and its CPU;
 then the ratios the issue's goals are stated in. The commands run with bytecode kept (PYTHONDONTWRITEBYTECODE
 dropped from their environment), as an installed app runs; the untimed first connect writes it.
 
@@ -19,6 +21,9 @@ import argparse
 import asyncio
 import json
 import os
+import pwd
+import resource
+import select
 import shutil
 import statistics
 import subprocess
@@ -44,14 +49,17 @@ def _timed(argv: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
-async def _reconnect(home: Path) -> tuple[float, dict[str, float], int]:
-    """One in-process reconnect: seconds to the first status, its phases (from its start), bytes pushed."""
+async def _reconnect(home: Path, direct: bool = True) -> tuple[float, dict[str, float], int]:
+    """One in-process reconnect: seconds to the first status, its phases (from its start), bytes pushed.
+    `direct`: as the app does, straight to the remembered socket; else the probe-then-relay command."""
     from workroom.agent_bundle import load_agent_bundle
     from workroom.paths import app_paths
     from workroom.sessions.engine import Engine
 
     paths = app_paths({"WORKROOM_HOME": str(home)})
     engine = Engine(paths, load_agent_bundle(paths), auto_reconnect=False)
+    if not direct:
+        engine.context.agent_sockets = None  # no socket remembered: the one command
     session = engine.session("bench")
     t0 = time.perf_counter()
     snap = await session.connect(timeout=60)
@@ -59,6 +67,50 @@ async def _reconnect(home: Path) -> tuple[float, dict[str, float], int]:
     phases = dict(session.phase_seconds)
     await engine.close()
     return elapsed, phases, snap.install.pushed_bytes if snap.install else -1
+
+
+HOST_COMMAND_TIMEOUT_SECONDS = 30.0
+
+
+def _host_command(server: sshd_mod.SshdServer, command: str) -> tuple[float, float]:
+    """The probe-then-relay command run on the host as the login user, without SSH (what the host's side of a
+    reconnect costs): seconds to the answer to `subscribe`, and the CPU seconds its processes used."""
+    entry = pwd.getpwuid(server.uid)
+    env = {"HOME": str(server.home), "USER": server.user, "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(["setpriv", f"--reuid={server.uid}", f"--regid={entry.pw_gid}", "--init-groups",
+                             "sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            cwd=server.home, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        proc.stdin.write(b'{"id": 1, "method": "subscribe"}\n')
+        proc.stdin.flush()
+        buf, deadline = b"", t0 + HOST_COMMAND_TIMEOUT_SECONDS
+        while b'"id": 1' not in buf and b'"id":1' not in buf:
+            ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.perf_counter()))
+            chunk = os.read(proc.stdout.fileno(), 65536) if ready else b""
+            if not chunk:
+                raise SystemExit(f"the probe-then-relay command gave no answer to subscribe: {buf[-2000:]!r}")
+            buf += chunk
+        elapsed = time.perf_counter() - t0
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=HOST_COMMAND_TIMEOUT_SECONDS)
+        proc.stdout.close()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return elapsed, (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+
+
+def _probe_then_relay_command(home: Path) -> str:
+    from workroom.agent_bundle import load_agent_bundle
+    from workroom.paths import app_paths
+    from workroom.remote.agent_install import AgentInstaller, AgentLayout, ServeOptions
+    from workroom.remote.host_shell import LocalShell
+
+    paths = app_paths({"WORKROOM_HOME": str(home)})
+    installer = AgentInstaller(LocalShell(), load_agent_bundle(paths), AgentLayout(), ServeOptions(workroom="bench"))
+    return installer.probe_then_relay_command()
 
 
 def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, object]:
@@ -80,7 +132,9 @@ def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, objec
            "-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes", "-i", str(server.key_path),
            "-p", str(server.port), f"{server.user}@{server.host}", "true"]
     columns: dict[str, list[float]] = {k: [] for k in (
-        "ssh_true", "workroom_connect", "workroom_status", "workroom_version", "reconnect", "reconnect_ssh_phase")}
+        "ssh_true", "workroom_connect", "workroom_status", "workroom_version", "reconnect", "reconnect_ssh_phase",
+        "reconnect_one_command", "reconnect_one_command_ssh_phase", "host_command", "host_command_cpu")}
+    command = _probe_then_relay_command(home)
     pushed: set[int] = set()
     phases: list[dict[str, float]] = []
     for _ in range(runs):
@@ -93,6 +147,14 @@ def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, objec
         columns["reconnect_ssh_phase"].append(phase["ssh"])
         phases.append(phase)
         pushed.add(sent)
+        total, phase, sent = asyncio.run(_reconnect(home, direct=False))
+        columns["reconnect_one_command"].append(total)
+        columns["reconnect_one_command_ssh_phase"].append(phase["ssh"])
+        pushed.add(sent)
+        for _ in range(3):
+            wall, cpu = _host_command(server, command)
+            columns["host_command"].append(wall)
+            columns["host_command_cpu"].append(cpu)
     med = {k: statistics.median(v) * 1000 for k, v in columns.items()}
     return {
         "load_average": [round(x, 2) for x in os.getloadavg()],  # a shared machine: read the figures with it
@@ -102,6 +164,8 @@ def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, objec
             "workroom_connect / ssh_true": round(med["workroom_connect"] / med["ssh_true"], 2),
             "workroom_status / ssh_true": round(med["workroom_status"] / med["ssh_true"], 2),
             "reconnect / reconnect_ssh_phase": round(med["reconnect"] / med["reconnect_ssh_phase"], 2),
+            "reconnect_one_command / its ssh phase": round(
+                med["reconnect_one_command"] / med["reconnect_one_command_ssh_phase"], 2),
         },
         "goals": {"workroom_connect / ssh_true": "<= 1.3", "reconnect / reconnect_ssh_phase": "<= 1.3",
                   "workroom_version": "<= 60 ms"},

@@ -1,17 +1,8 @@
-"""The installer's probe: what a host has for the agent, as one JSON line the app reads (docs/agent.md).
+"""The installer's probe, `BUNDLE SOCKET SHA256 [relay]`: what the host has for the agent, one JSON line.
 
-`install_probe BUNDLE SOCKET SHA256 [relay]` answers: the host's Python, the home, the bundle's and the
-socket's paths (`~` expanded), the installed bundle's sha256 (and, when it is not SHA256, its version read
-from the archive: a bundle of unknown hash is never run), whether an agent runs (its lock is held), whether a
-systemd user manager with linger or launchd is there, which supervisor the last start named, and "unsafe"
-with why when a folder the agent or its supervisor's file would live in could be written by another user.
-
-The app never runs this from the installed bundle: it carries this file's text in its command, from its own
-bundle (remote/host_python.py), so the probe is the app's even when the host's bundle is not. With `relay`,
-and when the installed bundle is SHA256 and an agent runs, the same process goes on as the relay on the same
-stream, its answer the stream's first line (docs/protocol.md, transport). That is the reconnect's hot path:
-only `fcntl, os, stat, sys` are imported up front (json's start-up, with re's, cost ~18 ms of CPU here), the
-rest where it is needed.
+Carried in the app's command (remote/host_python.py); with `relay`, it goes on as the relay when the
+installed bundle is SHA256 and an agent runs (docs/protocol.md, transport). Every byte of this file is sent
+and compiled on each such reconnect, and only `fcntl, os, stat, sys` are imported up front: keep it short.
 """
 
 import fcntl
@@ -22,8 +13,8 @@ import sys
 from wr_agent.launcher import sha256, unsafe_folder
 
 try:
-    from _json import encode_basestring_ascii as quote  # json.dumps's own quoting, without json's start-up
-except ImportError:  # an interpreter without the C accelerator
+    from _json import encode_basestring_ascii as quote  # json.dumps's quoting, without json's start-up
+except ImportError:
     from json.encoder import encode_basestring_ascii as quote
 
 VERSION_IN_INIT = r'__version__ = "([0-9.]+)"'
@@ -33,7 +24,7 @@ PROBE_ID = "probe"
 
 
 def dumps(value):
-    """`json.dumps(value)` for the answer's values (dicts, lists, text, booleans, None, integers)."""
+    """json.dumps for the answer's values."""
     if isinstance(value, dict):
         return "{" + ", ".join(quote(k) + ": " + dumps(v) for k, v in value.items()) + "}"
     if isinstance(value, list):
@@ -46,7 +37,7 @@ def dumps(value):
 
 
 def which(name):
-    """Whether `name` is an executable on PATH (shutil.which's answer, without shutil)."""
+    """shutil.which, as a yes or no."""
     for folder in os.environ.get("PATH", os.defpath).split(os.pathsep):
         path = os.path.join(folder, name)
         if folder and os.access(path, os.X_OK) and not os.path.isdir(path):
@@ -55,19 +46,16 @@ def which(name):
 
 
 def nearest(path):
-    """`path`, or the nearest folder above it that exists (what an absent folder would be made in)."""
+    """`path`, or the nearest folder above it that exists."""
     while not os.path.lexists(path) and os.path.dirname(path) != path:
         path = os.path.dirname(path)
     return path
 
 
 def check_install_folder(folder, repaired):
-    """(why the install folder is unsafe or None, whether what it holds may be trusted).
-
-    It decides who could have written the bundle: it must be a real folder of this user's that nobody else
-    can write to. One of ours but open to others is closed (its path added to `repaired`), and what it holds
-    is not trusted. An absent folder is fine (the push makes it). Then every folder above it, by the
-    launcher's rule (OpenSSH's safe_path)."""
+    """(why the folder is unsafe or None, whether what it holds is trusted). A real folder of this user's,
+    else unsafe; open to others: closed (in `repaired`), its bundle untrusted; every folder above it safe
+    by the launcher's rule."""
     try:
         st = os.lstat(folder)
     except FileNotFoundError:
@@ -86,8 +74,7 @@ def check_install_folder(folder, repaired):
 
 
 def bundle_sha256(path):
-    """The installed bundle's sha256 (the launcher's hash), or None unless it is a regular file of this
-    user's that nobody else can write. Opened without following a link and without waiting on a FIFO."""
+    """Its sha256 if it is a regular file of this user's alone (no link followed, no FIFO waited on)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
         with os.fdopen(fd, "rb") as f:
@@ -102,7 +89,7 @@ def bundle_sha256(path):
 
 
 def bundle_version(path):
-    """The version of a bundle whose hash is not ours, read from its archive, never by running it."""
+    """A foreign bundle's version, read from its archive: it is never run."""
     try:
         import re
         import zipfile
@@ -115,7 +102,7 @@ def bundle_version(path):
 
 
 def lock_held(sock):
-    """Whether an agent holds `SOCKET.lock` (one agent per socket). A FIFO there must not stall the probe."""
+    """Whether an agent holds `SOCKET.lock` (a FIFO there is not waited on)."""
     try:
         fd = os.open(sock + ".lock", os.O_RDONLY | os.O_NONBLOCK)
     except OSError:
@@ -131,9 +118,7 @@ def lock_held(sock):
 
 
 def ask_agent(sock):
-    """(the running agent's build, whether it stalled), asked on its socket: what it said before it stopped
-    answering, else (None, False). Only the probe on its own asks: before a relay, the app reads both from
-    the relay's own stream."""
+    """(its build, whether it stalled), as far as the running agent answers."""
     build, stalled = None, False
     try:
         import json
@@ -160,8 +145,7 @@ def ask_agent(sock):
 
 
 def systemd_user():
-    """A systemd user manager that outlives the app's session: running, and this user lingers (without
-    linger it stops, with the agent, soon after the last session ends; the agent's own supervisor does not)."""
+    """A running systemd user manager that outlives the session (linger)."""
     if not (os.environ.get("XDG_RUNTIME_DIR") and which("systemctl") and which("loginctl")):
         return False
     import subprocess
@@ -173,8 +157,7 @@ def systemd_user():
 
 
 def supervisor_named(sock):
-    """What the last start wrote in `SOCKET.supervisor` (at most 100 characters), or None. Only a regular
-    file names one (a FIFO or device there names none, and is not waited on)."""
+    """The supervisor the last start named (a regular file's first 100 characters), or None."""
     try:
         fd = os.open(sock + ".supervisor", os.O_RDONLY | os.O_NONBLOCK)
         with os.fdopen(fd) as f:
@@ -186,8 +169,7 @@ def supervisor_named(sock):
 
 
 def probe(bundle, sock, expected, ask=True):
-    """The answer for the installed `bundle` and `sock` (both `~`-expanded), the app's hash `expected`; `ask`:
-    ask a running agent its build and whether it stalled (the probe on its own)."""
+    """The answer (docs/agent.md); `ask`: ask a running agent too (the probe on its own)."""
     out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
            "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
            "systemd_user": False, "repaired": [], "launchd": False, "supervisor": None}
@@ -197,17 +179,16 @@ def probe(bundle, sock, expected, ask=True):
         return out
     out["sha256"] = bundle_sha256(bundle)
     if out["sha256"] and out["sha256"] != expected and not trusted:
-        out["sha256"] = None  # may have been swapped while the folder was open: replace it, never run it
+        out["sha256"] = None  # may have been swapped while the folder was open
     if out["sha256"] and out["sha256"] != expected:
         out["version"] = bundle_version(bundle)
     out["running"] = lock_held(sock)
     if out["running"] and ask:
         out["running_build"], out["running_stalled"] = ask_agent(sock)
     out["systemd_user"] = systemd_user()
-    # launchd: macOS. A LaunchAgent needs the user's GUI domain; the installer falls back when it is absent.
     out["launchd"] = which("launchctl") and not out["systemd_user"]
     out["supervisor"] = supervisor_named(sock)
-    # The folder the supervisor's own file goes in: whoever can write there chooses what starts.
+    # Whoever can write the supervisor's folder chooses what starts.
     config = ("~/.config/systemd/user" if out["systemd_user"] else "~/Library/LaunchAgents" if out["launchd"]
               else None)
     if config is not None:
@@ -218,21 +199,18 @@ def probe(bundle, sock, expected, ask=True):
 
 
 def relay_follows(answer, expected):
-    """Whether the probe goes on as the relay: the installed bundle is `expected` and an agent runs (the
-    app's `AgentInstaller.relay_follows` is the same rule)."""
+    """Whether the relay follows (`AgentInstaller.relay_follows` is the same rule)."""
     return answer["sha256"] is not None and answer["sha256"] == expected and answer["running"]
 
 
 def main(argv):
-    """`BUNDLE SOCKET SHA256 [relay]`: print the answer; with `relay`, go on as the relay when it follows."""
+    """`BUNDLE SOCKET SHA256 [relay]`."""
     bundle, sock = os.path.expanduser(argv[0]), os.path.expanduser(argv[1])
     expected, relay_after = argv[2], argv[3:] == ["relay"]
     answer = probe(bundle, sock, expected, ask=not relay_after)
     sys.stdout.write(dumps(answer) + "\n")
-    sys.stdout.flush()  # the answer leads the stream: the relay writes to the file descriptor itself
+    sys.stdout.flush()  # the relay writes to the file descriptor
     if relay_after and relay_follows(answer, expected):
-        # The relay's code came with this command, from the app's own bundle -- the bytes the installed file's
-        # hash was just checked against -- so nothing of the installed file is read again after its check.
         from wr_agent.relay import main as relay
 
         return relay(["relay", "--socket", sock])
