@@ -21,18 +21,6 @@ OURS = b"#!/usr/bin/env python3\nour bundle's bytes"
 OURS_SHA = hashlib.sha256(OURS).hexdigest()
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    """A home of the test's own (mode 0700), no systemd session, and a PATH with nothing on it."""
-    home = tmp_path / "home"
-    home.mkdir(mode=0o700)
-    (tmp_path / "bin").mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
-    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
-    return home
-
-
 def paths(home):
     """The default layout's bundle and socket under `home`, as the app sends them."""
     return (str(home / ".local/share/wr-agent/wr-agent.pyz"), str(home / ".local/state/wr-agent/agent.sock"))

@@ -14,16 +14,6 @@ pytestmark = pytest.mark.unit
 PREFIX = "dev.workroom.companion.agent"
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    home = tmp_path / "home"
-    home.mkdir(mode=0o700)
-    (tmp_path / "bin").mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("PATH", str(tmp_path / "bin"))  # no systemctl, no launchctl
-    return home
-
-
 def installed(home):
     """An installed agent's files as it leaves them (nothing running), and files of others beside them."""
     share, state = home / ".local/share/wr-agent", home / ".local/state/wr-agent"
