@@ -5,11 +5,11 @@ installed bundle is SHA256 and an agent runs (docs/protocol.md, transport). Ever
 and compiled on each such reconnect, and only `fcntl, os, stat, sys` are imported up front: keep it short.
 """
 
-import fcntl
 import os
 import stat
 import sys
 
+from wr_agent.agent_process import lock_holder, stopped
 from wr_agent.launcher import sha256, unsafe_folder
 
 try:
@@ -103,18 +103,7 @@ def bundle_version(path):
 
 def lock_held(sock):
     """Whether an agent holds `SOCKET.lock` (a FIFO there is not waited on)."""
-    try:
-        fd = os.open(sock + ".lock", os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    except OSError:
-        return True
-    finally:
-        os.close(fd)
+    return lock_holder(sock) is not None
 
 
 def ask_agent(sock):
@@ -182,9 +171,14 @@ def probe(bundle, sock, expected, ask=True):
         out["sha256"] = None  # may have been swapped while the folder was open
     if out["sha256"] and out["sha256"] != expected:
         out["version"] = bundle_version(bundle)
-    out["running"] = lock_held(sock)
-    if out["running"] and ask:
+    holder = lock_holder(sock)
+    out["running"] = holder is not None
+    if out["running"] and holder > 1 and stopped(holder):
+        out["running_frozen"] = True  # it cannot answer: a relay to it would wait for nothing
+    elif out["running"] and ask:
         out["running_build"], out["running_stalled"] = ask_agent(sock)
+        if out["running_build"] is None:
+            out["running_frozen"] = True  # holds its lock, never said hello
     out["systemd_user"] = systemd_user()
     out["launchd"] = which("launchctl") and not out["systemd_user"]
     out["supervisor"] = supervisor_named(sock)
@@ -200,7 +194,8 @@ def probe(bundle, sock, expected, ask=True):
 
 def relay_follows(answer, expected):
     """Whether the relay follows (`AgentInstaller.relay_follows` is the same rule)."""
-    return answer["sha256"] is not None and answer["sha256"] == expected and answer["running"]
+    return (answer["sha256"] is not None and answer["sha256"] == expected and answer["running"]
+            and not answer.get("running_frozen"))
 
 
 def main(argv):

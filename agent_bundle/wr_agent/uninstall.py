@@ -12,7 +12,6 @@ The app carries this file's text in its command, from its own bundle (remote/hos
 host whose installed bundle is damaged, foreign or gone.
 """
 
-import fcntl
 import hashlib
 import json
 import os
@@ -21,6 +20,8 @@ import signal
 import subprocess
 import sys
 import time
+
+from wr_agent.agent_process import lock_holder, why_not_our_agent
 
 SYSTEMD_UNIT = ".config/systemd/user/wr-agent.service"
 LAUNCH_AGENTS = "Library/LaunchAgents"
@@ -47,23 +48,7 @@ def run(argv):
 def holder(sock):
     """The pid in `SOCKET.lock` while an agent holds the lock (-1 when it cannot be read); None when the
     lock is free or absent: nobody serves."""
-    try:
-        fd = os.open(sock + ".lock", os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return None
-        except OSError:
-            pass
-        try:
-            return int(os.pread(fd, 32, 0).split()[0])
-        except (OSError, ValueError, IndexError):
-            return -1
-    finally:
-        os.close(fd)
+    return lock_holder(sock)
 
 
 def parent_and_comm(pid):
@@ -99,6 +84,10 @@ def stop_by_pid(sock, out, term_seconds=TERM_SECONDS, kill_seconds=KILL_SECONDS)
     SIGKILL to both when the lock is still held after `term_seconds`."""
     pid = holder(sock)
     if not pid or pid <= 0:
+        return
+    why = why_not_our_agent(pid, sock)
+    if why is not None:  # a lock file anyone could write names a pid: signal nothing that is not our agent
+        out["problems"].append("the agent's lock names a process the app will not stop: %s" % why)
         return
     ppid, _ = parent_and_comm(pid)
     victims = [pid]

@@ -27,7 +27,7 @@ import secrets
 import shlex
 import textwrap
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from workroom.agent_bundle import AgentBundle, version_tuple
 from workroom.core.display_text import plain
@@ -42,6 +42,9 @@ DEFAULT_STATE_DIR = "~/.local/state/wr-agent"
 BUNDLE_NAME = "wr-agent.pyz"
 MIN_PYTHON = (3, 8)
 START_TIMEOUT_SECONDS = 10.0
+RESTART_BY_SUPERVISOR_SECONDS = 5.0
+"""How long a killed frozen agent's supervisor has to start a fresh one (it restarts in 1-2 s) before the app
+starts one itself."""
 LAUNCHD_LABEL_PREFIX = "dev.workroom.companion.agent"
 
 SUPERVISOR_SYSTEMD = "systemd user unit"
@@ -99,6 +102,8 @@ class Probe:
     systemd_user: bool
     running_build: str | None = None
     running_stalled: bool = False
+    running_frozen: bool = False
+    """It holds its lock but cannot answer (stopped, or no hello): only replacing it helps."""
     launchd: bool = False
     supervisor: str | None = None
 
@@ -119,6 +124,19 @@ class InstallReport:
 
 class AgentInstallError(UserError):
     pass
+
+
+def _last_json_object(result: ExecResult) -> dict[str, object] | None:
+    """The JSON object a host-side step printed as its last line, or None (nothing, not JSON, not an object)."""
+    try:
+        data = json.loads(result.text().strip().splitlines()[-1])
+    except (ValueError, IndexError, RecursionError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _is_pid(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 1
 
 
 class HostNotSuitable(AgentInstallError):
@@ -146,13 +164,13 @@ def _expand(path: str, home: str) -> str:
 
 # What each step runs on the host: modules of the agent bundle, carried in its command (remote/host_python.py),
 # in import order, the one whose `main` runs last.
-PROBE_MODULES = ("wr_agent.launcher", "wr_agent.install_probe")
+PROBE_MODULES = ("wr_agent.launcher", "wr_agent.agent_process", "wr_agent.install_probe")
 """The probe (`wr_agent/install_probe.py`); the folder rule is the launcher's."""
 
 RELAY_MODULES = ("wr_agent", "wr_agent.proc_name", "wr_agent.relay")
 """The relay: the modules its code imports, then its own."""
 
-PROBE_THEN_RELAY_MODULES = ("wr_agent.launcher", "wr_agent.relay", "wr_agent.install_probe")
+PROBE_THEN_RELAY_MODULES = ("wr_agent.launcher", "wr_agent.relay", "wr_agent.agent_process", "wr_agent.install_probe")
 """The probe, with the relay it becomes when nothing needs to change."""
 
 PLACE_MODULES = ("wr_agent.install_place",)
@@ -161,9 +179,13 @@ PLACE_MODULES = ("wr_agent.install_place",)
 WAIT_MODULES = ("wr_agent.install_wait",)
 """What waits until the agent answers with build HASH (`build=HASH`) or is not stalled (`checking`)."""
 
-UNINSTALL_MODULES = ("wr_agent.uninstall",)
+UNINSTALL_MODULES = ("wr_agent.agent_process", "wr_agent.uninstall")
 """What stops the agent the way it was started (systemd unit, LaunchAgent, own supervisor by its pid, else
-the agent by its lock's pid), then removes its unit, plist, bundle and state files."""
+the agent by its lock's pid, once verified as this user's agent), then removes its unit, plist, bundle and
+state files."""
+
+REPLACE_MODULES = ("wr_agent.agent_process", "wr_agent.replace_frozen")
+"""What kills an agent that holds its lock but does not answer, once it is verified as this user's agent."""
 
 PROBE_ANSWER_LIMIT = 64 * 1024
 """The most the host may print before the probe's answer (a login script's chatter included)."""
@@ -308,11 +330,12 @@ class AgentInstaller:
         """Whether the probe-then-relay command went on as the relay: this bundle is installed and an agent runs
         (the host's rule). Whether that agent runs this build and is not stalled is read from the relay's own
         stream afterwards (`agent_is_current`)."""
-        return probe.sha256 == self.bundle.sha256 and probe.running
+        return probe.sha256 == self.bundle.sha256 and probe.running and not probe.running_frozen
 
     def agent_is_current(self, probe: Probe) -> bool:
         """Nothing to hand off or restart: the running agent is this build and not stalled."""
-        return probe.running_build in (None, self.bundle.sha256) and not probe.running_stalled
+        return (probe.running_build in (None, self.bundle.sha256) and not probe.running_stalled
+                and not probe.running_frozen)
 
     def read_probe(self, result: ExecResult) -> Probe:
         """The probe's answer (the last line of its output), or the host's refusal in words."""
@@ -365,7 +388,7 @@ class AgentInstaller:
             python=python, home=paths[0], bundle_path=paths[1], socket_path=paths[2],
             sha256=_text(data.get("sha256")), version=_text(data.get("version")), running=bool(data.get("running")),
             systemd_user=bool(data.get("systemd_user")), running_build=_text(data.get("running_build")),
-            running_stalled=data.get("running_stalled") is True,
+            running_stalled=data.get("running_stalled") is True, running_frozen=data.get("running_frozen") is True,
             launchd=bool(data.get("launchd")), supervisor=_text(data.get("supervisor")),
         )
 
@@ -407,6 +430,9 @@ class AgentInstaller:
             if not probe.running:
                 report.supervisor = self._start(probe)
                 report.action = "started"
+            elif probe.running_frozen:
+                report.supervisor = self._replace_frozen(probe)
+                report.action = "replaced"
             elif probe.running_build not in (None, self.bundle.sha256):
                 # The file is new but an earlier hand-off did not take: the old build still runs.
                 self._handoff(probe)
@@ -498,6 +524,30 @@ class AgentInstaller:
                                                                       self._launchd_dir(probe)),
                                               probe.socket_path + ".log", probe.home),
                                 f"{self._launchd_dir(probe)}/{label}.plist", mode=0o644)
+
+    def _replace_frozen(self, probe: Probe) -> str | None:
+        """An agent that holds its lock but cannot answer (stopped, deadlocked): kill it once it is verified as
+        this user's agent serving this socket, let its supervisor start a fresh one (or start one), and wait
+        until that answers. The fresh agent goes on from the ceiling the frozen one kept. Returns the
+        supervisor (SUPERVISOR_*), as a start does."""
+        cmd, script = stdin_command(self.bundle, REPLACE_MODULES, probe.socket_path, python=self.python)
+        done = self.shell.run(cmd, input=script, timeout=30)
+        answer = _last_json_object(done)
+        killed = answer.get("killed") if answer is not None else None
+        refused = answer.get("refused") if answer is not None else None
+        if answer is None or refused is not None or not (killed is None or _is_pid(killed)):
+            why = plain(str(refused), 200) if isinstance(refused, str) else (
+                f"its answer could not be read (exit {done.exit_status})")
+            raise AgentInstallError(
+                "The agent does not answer",
+                f"The agent on the host holds its place but does not answer, and the app did not stop it: {why}.",
+                f"Stop the process serving {probe.socket_path} on the host, then connect again.")
+        cmd, script = stdin_command(self.bundle, WAIT_MODULES, probe.socket_path,
+                                    f"{RESTART_BY_SUPERVISOR_SECONDS:g}", f"build={self.bundle.sha256}",
+                                    python=self.python)
+        if self.shell.run(cmd, input=script, timeout=RESTART_BY_SUPERVISOR_SECONDS + 15).ok:
+            return probe.supervisor  # its supervisor started a fresh one
+        return self._start(replace(probe, running=False, running_frozen=False))
 
     def _restart_stalled(self, probe: Probe) -> None:
         """An agent that stopped checking: hand it off into the same bundle. The exec restarts it in place

@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 
 PROBE_TIMEOUT_SECONDS = 30.0
 """How long the probe's answer may take (as long as the probe run on its own may)."""
+RELAY_HELLO_SECONDS = 5.0
+"""How long the agent behind a relay may take to say hello (it answers at once): past this it holds its lock and
+says nothing, frozen, and is replaced."""
 DIRECT_HELLO_SECONDS = 5.0
 """How long the agent at a remembered socket may take to say hello (it answers at once; past this the probe
 decides)."""
@@ -193,11 +196,15 @@ class AgentReach:
             # The running agent's build and whether it stalled, from the relay's own stream (the probe did not
             # ask: that took it a module and a round trip of its own); a hand-off or restart comes first if so.
             try:
-                hello = await link.client.hello()
+                hello = await link.client.hello(timeout=RELAY_HELLO_SECONDS)
             except ProtocolError as other:
                 log.info("the agent on %s answered the relay in another protocol (%s): probing on its own",
                          self.host.name, other.code)
                 return None
+            except TimeoutError:  # it holds its lock and says nothing: frozen; only replacing it helps
+                log.info("the agent on %s did not say hello within %.0f s: replacing it", self.host.name,
+                         RELAY_HELLO_SECONDS)
+                return replace(probe, running_frozen=True)
             self._mark("hello")
             status = await subscribed
             probe = replace(probe, running_build=hello.build, running_stalled=status.stalled)

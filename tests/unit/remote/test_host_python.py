@@ -44,7 +44,7 @@ def agent_imports(source: str) -> list[tuple[str, bool]]:
 
 def test_the_steps_are_found() -> None:
     assert set(CARRIED) == {"PROBE_MODULES", "RELAY_MODULES", "PROBE_THEN_RELAY_MODULES", "PLACE_MODULES",
-                            "WAIT_MODULES", "UNINSTALL_MODULES"}
+                            "WAIT_MODULES", "UNINSTALL_MODULES", "REPLACE_MODULES"}
 
 
 @pytest.mark.parametrize("step", sorted(CARRIED))

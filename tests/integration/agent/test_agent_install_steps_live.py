@@ -78,6 +78,7 @@ def test_the_uninstall_stops_the_supervisor_first_then_the_agent(tmp_path, home)
 
 
 def test_an_agent_that_ignores_sigterm_is_killed(tmp_path, home):
+    """A stand-in agent (it holds the lock and its command line serves the socket) that ignores SIGTERM."""
     sock = os.path.join(private_dir(tmp_path / "run"), "agent.sock")
     holder = subprocess.Popen([sys.executable, "-c", (
         "import fcntl, os, signal, sys, time\n"
@@ -86,7 +87,7 @@ def test_an_agent_that_ignores_sigterm_is_killed(tmp_path, home):
         "fcntl.flock(fd, fcntl.LOCK_EX)\n"
         "os.pwrite(fd, b'%d\\n' % os.getpid(), 0)\n"
         "print('held', flush=True)\n"
-        "time.sleep(60)\n"), sock], stdout=subprocess.PIPE)
+        "time.sleep(60)\n"), sock, "serve", f"--socket={sock}"], stdout=subprocess.PIPE)
     try:
         assert holder.stdout.readline() == b"held\n"
         t0 = time.monotonic()
@@ -124,3 +125,37 @@ def test_every_carried_step_runs_on_the_oldest_python_the_agent_supports(tmp_pat
     finally:
         removed = installer.uninstall()
     assert any("supervisor" in s for s in removed.stopped) and layout.bundle_path in removed.removed
+
+
+@pytest.mark.parametrize("victim", ["another process of this user", "a process holding the lock"])
+def test_a_lock_naming_a_process_that_is_not_our_agent_signals_nothing(tmp_path, home, victim):
+    """A lock file anyone could write names a pid: uninstall and the frozen agent's replacement verify that it is
+    this user's agent serving the socket before signalling it, and say why not."""
+    from wr_agent import replace_frozen
+
+    sock = os.path.join(private_dir(tmp_path / "run"), "agent.sock")
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    locker = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        "fd = os.open(sys.argv[1] + '.lock', os.O_RDWR | os.O_CREAT, 0o600)\n"
+        "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+        "os.pwrite(fd, b'%d\\n' % int(sys.argv[2]), 0)\n"
+        "print('held', flush=True)\n"
+        "time.sleep(60)\n"), sock, str(bystander.pid)], stdout=subprocess.PIPE)
+    try:
+        assert locker.stdout.readline() == b"held\n"
+        if victim == "a process holding the lock":  # the lock names its holder, which is not an agent
+            os.pwrite(os.open(sock + ".lock", os.O_WRONLY), b"%d\n" % locker.pid, 0)
+        named = uninstall.holder(sock)
+        out = uninstall.uninstall(str(tmp_path / "share" / "wr-agent.pyz"), sock, PREFIX, term_seconds=0.5)
+        assert out["stopped"] == [] and out["still_running"] is True
+        assert any("will not stop" in p for p in out["problems"]), out
+        answer = replace_frozen.replace(sock)
+        assert "refused" in answer and str(named) in answer["refused"], answer
+        time.sleep(0.3)
+        assert bystander.poll() is None and locker.poll() is None  # neither was signalled
+    finally:
+        for p in (bystander, locker):
+            p.kill()
+            p.wait(timeout=10)
+        locker.stdout.close()
