@@ -173,8 +173,8 @@ MACHINE_NAME = ReferenceField(
     "empty means the address.")
 HEALTH_PAGE_URL = ReferenceField(
     "health_url", "health page URL",
-    "The simulated box's health page, e.g. http://127.0.0.1:8765/ (printed when the box is created); without it "
-    "the app cannot tell asleep from offline.",
+    "The simulator's health page, e.g. http://127.0.0.1:8765/ as `workroom-simbox up` prints it (the box is "
+    "found by its SSH port), or the box's own /v1/boxes/NAME; without it the app cannot tell asleep from offline.",
     kind=ReferenceKind.URL, required=True)
 PROXY_BASE_URL = ReferenceField(
     "proxy_url", "proxy base URL",

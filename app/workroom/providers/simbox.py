@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from workroom.core.display_text import plain
 from workroom.core.heartbeat_proof import IdleClockReading
@@ -44,14 +45,38 @@ class SimboxProvider(SshProvider):
         return reading_from(data, time.monotonic())
 
     async def _health(self, host: Host) -> dict[str, Any]:
-        """The box's document on the simulator's health page; `ProviderUnreadable` when it cannot be read."""
+        """The box's document on the simulator's health page; `ProviderUnreadable` when it cannot be read.
+
+        The URL may be the box's own page (`/v1/boxes/NAME`) or the simulator's root (`simbox up --json` prints
+        it first, and the dialog's example is one): then the box is the one in the simulator's list whose SSH
+        port is this host's (the simulator proxies each box's SSH on a port of its own)."""
         url = HEALTH_PAGE_URL.of(host.reference)
         if url is None:
             raise ProviderUnreadable("The simulator", "this host has no health page URL")
+        page = f"The simulator's health page ({plain(url, 80)})"
+        parts = urlsplit(url)
+        if parts.path in ("", "/"):
+            url = urlunsplit((parts.scheme, parts.netloc, "/v1/boxes", "", ""))
         try:
             data = await get_json(url, HEALTH_TIMEOUT_SECONDS)
         except PollFailed as failed:
-            raise ProviderUnreadable(f"The simulator's health page ({plain(url, 80)})", str(failed)) from None
+            raise ProviderUnreadable(page, str(failed)) from None
+        if isinstance(data, dict) and isinstance(data.get("boxes"), list):
+            data = box_on_port(data["boxes"], host.port)
+            if data is None:
+                raise ProviderUnreadable(page, f"it lists no box whose SSH port is {host.port}")
         if not isinstance(data, dict):
-            raise ProviderUnreadable(f"The simulator's health page ({plain(url, 80)})", "its answer is not a box's")
+            raise ProviderUnreadable(page, "its answer is not a box's")
         return data
+
+
+def box_on_port(boxes: list[Any], port: int | None) -> dict[str, Any] | None:
+    """The box in the simulator's list whose SSH is proxied on `port` (its document's `ssh.port`)."""
+    for box in boxes:
+        if not isinstance(box, dict):
+            continue
+        ssh = box.get("ssh")
+        if isinstance(ssh, dict) and ssh.get("port") == port and not isinstance(port, bool):
+            found: dict[str, Any] = box
+            return found
+    return None
