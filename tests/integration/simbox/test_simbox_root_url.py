@@ -54,7 +54,7 @@ def test_the_root_url_finds_each_box_by_its_ssh_port(sim: Any, tmp_path: Path, r
 
 
 def test_a_root_url_listing_no_box_on_the_hosts_port_says_so(sim: Any, tmp_path: Path) -> None:
-    home, info = sim
+    _home, info = sim
     stray = dict(info["boxes"][0], ssh_port=1)
     with pytest.raises(ProviderUnreadable, match="lists no box whose SSH port is 1"):
         asyncio.run(provider(tmp_path).box_state(host(info, stray, info["health_url"])))
