@@ -23,9 +23,10 @@ class AnswerLimit:
     """"the agent probe"; None: the command itself is named."""
 
     def exceeded(self, command: str) -> AnswerTooLarge:
-        from workroom.remote.ssh_errors import short_command
+        from workroom.remote.ssh_errors import logged_command
 
-        what = self.what or f"`{short_command(command)}`"
+        logged_command(command)
+        what = self.what or "a command the app ran"
         return AnswerTooLarge(
             "The host sent too much",
             f"The host sent more than {self.max_bytes // 1024} KiB in answer to {what}; the rest was not read.",

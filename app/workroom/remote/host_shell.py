@@ -20,7 +20,7 @@ from typing import Protocol
 
 from workroom.core.display_text import plain
 from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
-from workroom.remote.ssh_errors import CommandTimedOut, short_command
+from workroom.remote.ssh_errors import CommandTimedOut, logged_command
 
 
 @dataclass(frozen=True)
@@ -86,9 +86,10 @@ class LocalShell:
                 raise limit.exceeded(cmd)
             if not finished:
                 _stop_group(proc)
+                logged_command(cmd)
                 raise CommandTimedOut(
                     "Command timed out",
-                    f"`{short_command(cmd)}` did not finish within {timeout:g} s on this computer, and was stopped.",
+                    f"A command the app ran on this computer did not finish within {timeout:g} s, and was stopped.",
                     "This computer may be very busy; try again.",
                 )
             proc.wait()

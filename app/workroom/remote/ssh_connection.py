@@ -48,10 +48,10 @@ from workroom.remote.ssh_errors import (
     close_quietly,
     dial,
     handshake_error,
+    logged_command,
     open_fdpass_proxy,
     open_proxy_command,
     said,
-    short_command,
 )
 from workroom.remote.ssh_transport import WorkroomTransport
 
@@ -235,7 +235,7 @@ class ExecStream:
         """Raises `BrokenPipeError` when the command has already ended (the connection lives on: a probe that
         said what to change ends before the request sent after it), `ConnectionLost` when the connection broke."""
         _send_or_ended(self._channel, self._guard, data, timeout,
-                       lambda: f"the command `{short_command(self.command)}` has ended")
+                       lambda: "the app's command on the host has ended")
 
     def recv(self, size: int = 65536) -> bytes:
         try:
@@ -262,7 +262,7 @@ class ExecStream:
         if status > 0:
             return CommandFailed(self.command, status, self._stderr_tail())
         return ConnectionLost("Connection to the host lost",
-                              f"The stream `{short_command(self.command)}` ended without an exit status.",
+                              "The app's command on the host ended without an exit status.",
                               "The host may have restarted or dropped the connection; reconnect.")
 
     def _stderr_tail(self) -> str:
@@ -490,8 +490,9 @@ class SshConnection:
             if self.lost_error is not None:
                 raise self.lost_error
             self.check_alive(timeout=min(5.0, max(timeout, 1.0)))
+            logged_command(command)
             raise CommandTimedOut("Command timed out",
-                                  f"`{short_command(command)}` did not finish within {timeout:g} s.",
+                                  f"A command the app ran on the host did not finish within {timeout:g} s.",
                                   "The host is answering but the command is slow or stuck; try again.")
         result = ExecResult(channel.recv_exit_status(), out.getvalue(), err.getvalue())
         if check and result.exit_status != 0:
@@ -502,7 +503,7 @@ class SshConnection:
         channel = self._open_channel(
             lambda: self._transport.open_session(timeout=timeout), "starting a command", timeout,
             lambda exc: SshError("The host refused a new session",
-                                 f"{self.target.describe()} refused to start `{short_command(command)}` ({exc.text}).",
+                                 f"{self.target.describe()} refused to start the app's command ({exc.text}).",
                                  "The host may limit sessions per connection; reconnect."))
         self._guard.track(channel)
         with self._guard.watch(timeout + 1.0, "starting a command"):

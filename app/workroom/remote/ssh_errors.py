@@ -7,6 +7,7 @@ the CLI show it as it is, never as a Python exception.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import subprocess
@@ -34,11 +35,13 @@ __all__ = [
     "close_quietly",
     "dial",
     "handshake_error",
+    "logged_command",
     "open_fdpass_proxy",
     "open_proxy_command",
-    "short_command",
 ]
 
+
+log = logging.getLogger(__name__)
 
 class SshError(UserError):
     """Base of every SSH failure a user may see.
@@ -81,9 +84,10 @@ class CommandFailed(SshError):
 
     def __init__(self, command: str, exit_status: int, stderr: str) -> None:
         detail = plain(stderr.strip().splitlines()[-1], 300) if stderr.strip() else "no error output"
+        logged_command(command)
         super().__init__(
             "Command failed on the host",
-            f"`{short_command(command)}` exited with status {exit_status}: {detail}",
+            f"A command the app ran on the host exited with status {exit_status}: {detail}",
             "See the host's error output above; the host may lack a program this needs.",
         )
         self.command = command
@@ -99,9 +103,10 @@ class ConnectionLost(SshError):
     """The connection broke or the peer stopped answering; everything on it has been torn down."""
 
 
-def short_command(command: str, limit: int = 80) -> str:
-    """A command cut to fit in one line of an error message."""
-    return command if len(command) <= limit else command[: limit - 1] + "…"
+def logged_command(command: str, limit: int = 300) -> None:
+    """Put a command the app ran on a host in the log, where its text belongs: what a person reads names "a
+    command the app ran", never the command (it is the app's machinery, and can be thousands of characters)."""
+    log.info("the command was: %s", command if len(command) <= limit else command[: limit - 1] + "…")
 
 
 def dial(target: SshTarget, timeout: float) -> socket.socket:
