@@ -294,3 +294,42 @@ def test_no_app_action_wakes_an_asleep_box_but_the_explicit_wakes(sim: Sim, engi
         no_new_wake("quit", 3)
 
     run(scenario(), timeout=300)
+
+
+@pytest.mark.parametrize("health_url", ["http://127.0.0.1:9/v1/boxes/box2", None],
+                         ids=["provider unreadable", "provider cannot tell"])
+def test_test_connection_on_a_box_whose_provider_cannot_say_asks_before_it_may_wake_it(
+        sim: Sim, engine: Any, qtbot: Any, run: Any, health_url: str | None) -> None:
+    """A sleepable box whose state cannot be read (its health page refuses; a request-metered platform, which
+    cannot tell without waking): Test connection says it may be asleep, tests nothing, and offers Wake and test."""
+    asleep(sim, "box2")
+    b2 = box(sim, "box2")
+    before = len(wakes(sim))
+    app = WorkroomApp(engine)
+    qtbot.addWidget(app.window)
+
+    async def scenario() -> None:
+        app.start(connect=False, show_window=True)
+        dialog = app.window.open_add_dialog()
+        if health_url is None:
+            dialog.select_provider("request-metered")
+            fields = (("ref_proxy_url", "http://127.0.0.1:9/"),)
+        else:
+            dialog.select_provider("simbox")
+            fields = (("ref_health_url", health_url),)
+        for key, value in (("name", "box2"), ("address", "127.0.0.1"), ("port", str(b2["ssh_port"])),
+                           ("user", b2["user"]), ("identity", b2["client_key"]), *fields):
+            dialog.inputs[key].setText(value)
+        dialog.test_button.click()
+        await wait_for(lambda: "may be asleep" in dialog.test_result.text(), 20, "Test connection to say so")
+        words = dialog.test_result.text()
+        assert "not tested" in words and "Wake and test" in words, words
+        assert dialog.test_button.text() == "Wake and test"
+        await asyncio.sleep(1.0)
+        assert len(wakes(sim)) == before, wakes(sim)
+        dialog.reject()
+
+    try:
+        run(scenario(), timeout=60)
+    finally:
+        app.window.cards.timer.stop()

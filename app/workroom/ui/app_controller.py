@@ -28,6 +28,8 @@ from workroom.storage import save_hosts
 from workroom.ui.tasks import TaskKeeper
 
 log = logging.getLogger(__name__)
+WAKE_AND_TEST_WORDS = "Wake and test"
+"""The dialog's test button once the box may be asleep (ui.host_dialog.WAKE_AND_TEST is the same words)."""
 
 HostKeyPrompter = Callable[[str, HostKeyQuestion], Awaitable[bool]]
 SecretPrompter = Callable[[SecretRequest], Awaitable[str | None]]
@@ -230,18 +232,27 @@ class AppController(QObject):
         `wake` (the dialog's "Wake and test"). A host key new to this computer is asked about first (the same
         question as connecting; trusted only on a yes), and then the login is tried: "reached" means logged in.
         """
-        from workroom.providers.base import BoxState
+        from workroom.providers.base import BoxState, ProviderUnreadable
         from workroom.remote.host_keys import HostKeyUnknown
 
         provider = self.engine.provider_for(host)
         if not wake:  # every provider answers without touching the box (UNKNOWN when it cannot tell)
+            why = "its provider cannot tell without waking it"
             try:
-                asleep = await provider.box_state(host) is BoxState.ASLEEP
+                state = await provider.box_state(host)
+            except ProviderUnreadable as unreadable:
+                state, why = BoxState.UNKNOWN, f"its provider could not be read ({unreadable.message.rstrip('.')})"
             except Exception:
-                asleep = False
-            if asleep:
+                log.exception("reading the state of %s failed", host.name)
+                state = BoxState.UNKNOWN
+            keeps = "Saving the host does not need the test."
+            if state is BoxState.ASLEEP:
                 return TestOutcome(False, f"{host.name} is asleep (its provider says so), so it was not tested: "
-                                   "logging in would wake it. Click Wake and test to wake it, or add it as it is.",
+                                   f"logging in would wake it. Click {WAKE_AND_TEST_WORDS} to wake it. {keeps}",
+                                   asleep=True)
+            if state is BoxState.UNKNOWN and host.traits.sleeps_when_idle:
+                return TestOutcome(False, f"{host.name} may be asleep ({why}), so it was not tested: logging in "
+                                   f"would wake it if it is. Click {WAKE_AND_TEST_WORDS} to test it anyway. {keeps}",
                                    asleep=True)
 
         def attempt() -> None:

@@ -39,6 +39,7 @@ from workroom.core.hosts import (
 )
 from workroom.core.provider_specs import PROVIDER_SPECS, ProviderSpec, ReferenceField
 from workroom.ui import styles
+from workroom.ui.app_controller import WAKE_AND_TEST_WORDS
 from workroom.ui.ssh_aliases import config_aliases
 
 
@@ -60,8 +61,8 @@ class Tester(Protocol):
 
 
 TEST = "Test connection"
-WAKE_AND_TEST = "Wake and test"
-"""The test button once the provider said the box is asleep: the one click that may wake it."""
+WAKE_AND_TEST = WAKE_AND_TEST_WORDS
+"""The test button once the provider said the box is asleep, or cannot say: the one click that may wake it."""
 
 FIELDS = ("name", "provider", "address", "port", "user", "identity", "reference", "idle_window_seconds",
           "agent_candidates")
