@@ -36,6 +36,7 @@ def visible(status):
         v.pop("classifier_verdict", None)
     ka = dict(v["keep_awake"])
     ka.pop("last_sent", None)
+    ka.pop("sent", None)
     v["keep_awake"] = ka
     return v
 
@@ -237,8 +238,8 @@ class Agent(object):
                 "suppressed": c.suppressed,
                 "let_sleep": c.suppressed and c.let_sleep_asked,
                 "asserting": bool(self.published_busy and hb.enabled and hb.error is None),
-                # `sent` counts the heartbeats sent: it changes with each one, so each is reported to a connected
-                # app as it goes (the app knows the agent is ticking, docs/protocol.md "Heartbeat reports").
+                # `sent` counts the heartbeats sent; like `last_sent`, its change alone pushes nothing (a push
+                # would reset a network-metered box's idle clock and hide a heartbeat the provider never saw).
                 "keep_awake": {"last_sent": hb.last_sent, "error": hb.error, "target": hb.target,
                                "interval_seconds": hb.interval, "enabled": hb.enabled, "sent": hb.sent},
                 "settings_error": self.settings_error,

@@ -199,6 +199,9 @@ def badge(
         return _asleep(traits, connection)
     if state is ConnectionState.UNREADABLE:
         return _unreadable(connection)
+    if connection.agent_silent_since is not None and not connection.spec.live and traits.sleeps_when_idle \
+            and status is not None and (status.verdict is Verdict.BUSY or status.classifier_verdict is Verdict.BUSY):
+        return _frozen_agent(connection)
     if state in UNREACHABLE_STATES:
         return _offline(connection, face)
     if state is ConnectionState.DISCONNECTED:
@@ -263,6 +266,19 @@ def _unreadable(connection: ConnectionInfo) -> Badge:
         "The box may be asleep, so the app does not connect to it on its own (that could wake it).",
     ], hint="The app reads the provider again on its own; Wake and connect reaches the box (it may wake it).",
         label="Unknown: could not read the provider")
+
+
+def _frozen_agent(connection: ConnectionInfo) -> Badge:
+    """Its agent stopped answering while the box was busy: nothing keeps the box awake while it is replaced (or,
+    where it cannot be, at all)."""
+    sentences = ["The agent stopped answering (frozen), so it is not keeping the box awake and the box may fall "
+                 "asleep mid-work."]
+    hint = "The app is replacing it."
+    error = connection.error
+    if error is not None:
+        sentences.append(f"{error.title}: {without_exception_names(error.message)}")
+        hint = error.hint or hint
+    return _make(BadgeKind.BUSY_NOT_KEPT_AWAKE, sentences, hint=hint, reason=NotKeptAwakeReason.STALLED_AGENT)
 
 
 def _offline(connection: ConnectionInfo, face: Face) -> Badge:

@@ -136,16 +136,6 @@ def judge(reading: IdleClockReading, *, interval_seconds: float, own_traffic_at:
                           why="Confirmed: the provider's idle clock shows the keep-awake.")
 
 
-def not_ticking(proof: HeartbeatProof, silent_seconds: float) -> HeartbeatProof:
-    """`proof`, no longer confirmed: the agent has not reported a heartbeat for `silent_seconds`. Something else
-    on the box's wire (a job's traffic, our reconnects) may still reset the provider's clock, so the clock alone
-    proves nothing about the keep-awake once the agent is not known to be ticking."""
-    return proof.model_copy(update={
-        "state": ProofState.UNCONFIRMED,
-        "why": f"Not confirmed: the agent has not reported a heartbeat for {_secs(silent_seconds)}, so it may be "
-               "frozen; whatever the provider last saw is not known to be the keep-awake."})
-
-
 def next_read_in(proof: HeartbeatProof, *, interval_seconds: float, now: float,
                  minimum: float = 1.0) -> float:
     """When to read again: just as the clock would pass the limit if nothing resets it — few reads, and a

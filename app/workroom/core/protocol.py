@@ -166,8 +166,7 @@ class KeepAwakeInfo(_AgentModel):
     interval_seconds: float = Field(gt=0)
     enabled: bool
     sent: int | None = Field(default=None, ge=0)
-    """Heartbeats sent since the agent started (None: an agent that does not report them). It changes with every
-    heartbeat, so each one reaches a connected app as a status: the app's proof that the agent is ticking."""
+    """Heartbeats sent since the agent started (None: an agent that does not report them)."""
 
     @field_validator("error", "target")
     @classmethod

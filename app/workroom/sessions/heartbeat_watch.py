@@ -16,8 +16,10 @@ from typing import assert_never
 
 from workroom.core.heartbeat_proof import (
     CANNOT_READ,
+    OWN_TRAFFIC_SLACK_SECONDS,
     HeartbeatProof,
     IdleClockReading,
+    ProofState,
     judge,
     next_read_in,
     window_too_short,
@@ -27,6 +29,9 @@ from workroom.core.metering import Keeper
 from workroom.core.protocol import Status, Verdict
 from workroom.core.traits import ProviderTraits
 
+NOT_THE_HEARTBEAT = ("Not confirmed: the activity the provider last saw was not the agent's heartbeat (the box's "
+                     "own traffic, or a person's ssh); the next reading will tell.")
+NOT_ASKED_YET = "Not known yet: the next reading will tell whether the provider sees the heartbeat."
 UNREADABLE_RETRY_SECONDS = 30.0
 """A provider that cannot be read now is asked again this much later (it may be a passing failure)."""
 
@@ -59,6 +64,7 @@ class HeartbeatWatch:
     def __init__(self, read: Callable[[], Awaitable[IdleClockReading | None]], *, interval_seconds: float,
                  window_seconds: float | None, own_traffic_at: Callable[[], float | None],
                  on_proof: Callable[[HeartbeatProof], None], clock: Callable[[], float] = time.monotonic,
+                 confirm: Callable[[HeartbeatProof], Awaitable[bool | None]] | None = None,
                  name: str = "heartbeat-watch") -> None:
         self.interval_seconds = interval_seconds
         self.proof: HeartbeatProof | None = None
@@ -67,6 +73,8 @@ class HeartbeatWatch:
         self._own_traffic_at = own_traffic_at
         self._on_proof = on_proof
         self._clock = clock
+        self._confirm = confirm
+        self._confirmed_reset: float | None = None
         self.reads = 0
         self._started = clock()
         self.task = asyncio.get_running_loop().create_task(self._run(), name=name)
@@ -95,6 +103,21 @@ class HeartbeatWatch:
             # started it) proves nothing about the keep-awake: count the start as our own traffic.
             own = max(self._own_traffic_at() or self._started, self._started)
             proof = judge(reading, interval_seconds=self.interval_seconds, own_traffic_at=own, previous=self.proof)
+            fresh = proof.last_seen_at is not None and proof.last_seen_at > own + OWN_TRAFFIC_SLACK_SECONDS
+            if proof.state is ProofState.CONFIRMED and self._confirm is not None and fresh \
+                    and proof.last_seen_at != self._confirmed_reset:
+                # The clock shows activity nothing of ours explains: the agent's heartbeat, or a job's traffic?
+                # (and is the agent ticking at all?) Asked once per reset, right after the reading.
+                answer = await self._confirm(proof)
+                if answer is None:
+                    return  # frozen: the session closes the link, and this watch with it
+                if answer:
+                    self._confirmed_reset = proof.last_seen_at
+                else:
+                    proof = proof.model_copy(update={"state": ProofState.UNCONFIRMED, "why": NOT_THE_HEARTBEAT})
+            elif proof.state is ProofState.CONFIRMED and self._confirm is not None \
+                    and self._confirmed_reset is None:
+                proof = proof.model_copy(update={"state": ProofState.UNCONFIRMED, "why": NOT_ASKED_YET})
             self._publish(proof)
             if proof.window_seconds is not None and window_too_short(proof.window_seconds,
                                                                      self.interval_seconds) is not None:

@@ -28,14 +28,16 @@ from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import Face, UserError
-from workroom.core.heartbeat_proof import HeartbeatProof, ProofState, not_ticking
+from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.last_known import LastKnown
+from workroom.core.metering import Keeper
 from workroom.core.protocol import (
     AgentCall,
     Method,
     PromptEvent,
+    ProtocolError,
     Status,
     StatusEvent,
     TimelineReply,
@@ -53,7 +55,6 @@ from workroom.remote.host_shell import HostShell
 from workroom.remote.ssh_errors import AuthFailed
 from workroom.sessions.agent_reach import AgentReach
 from workroom.sessions.blocking_runner import BlockingRunner
-from workroom.sessions.heartbeat_reports import HeartbeatReports
 from workroom.sessions.heartbeat_watch import HeartbeatWatch, keep_awake_interval
 from workroom.sessions.keepawake_task import OutsideKeepAwake
 
@@ -62,6 +63,12 @@ log = logging.getLogger(__name__)
 PING_INTERVAL_SECONDS = 3.0
 """Each ping costs ~400 B on the wire with SSH and TCP: ~130 B/s, well under the agent's 500 B/s net signal."""
 PING_TIMEOUT_SECONDS = 5.0
+CONFIRM_ASK_SECONDS = 3.0
+"""How long the agent may take to answer the ask that confirms a heartbeat (or the ping after a missed one):
+it answers at once; past this it is frozen. A frozen agent is so named within one interval, the margin and this."""
+HEARTBEAT_MATCH_SECONDS = 2.5
+"""How close the provider's last activity must be to the agent's last heartbeat to be that heartbeat: the
+provider samples its meter about once a second, and the two clocks are matched over one round trip."""
 LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
 """Worst case from a peer freezing to the session calling it lost (the issue asks for <= 10 s)."""
 BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
@@ -185,7 +192,6 @@ class HostSession:
         self._reach = AgentReach(host, provider, self._runner, self._on_event, self._hold_link, clock)
         self.previous_verdict = previous_verdict
         """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
-        self._reports = HeartbeatReports(self.traits, self._reports_overdue, clock=clock)
         self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
                                            lambda: self._wanted, self._keep_awake_changed)
         self._asleep_watch: asyncio.Task[None] | None = None
@@ -341,10 +347,8 @@ class HostSession:
     def _on_status(self, status: Status) -> None:
         self._keepawake.on_status(status)
         self.status = status
-        self.status_received_at = self._clock()
-        if not self._reports.on_status(status):  # a heartbeat's report travels with it: not our own traffic
-            self._own_traffic_at = self.status_received_at
-        if not self._reports.overdue and self.connection.agent_silent_since is not None:
+        self.status_received_at = self._own_traffic_at = self._clock()
+        if self.connection.agent_silent_since is not None:  # it spoke: it is not frozen
             self.connection = self.connection.model_copy(update={"agent_silent_since": None})
         link = self._rt.link
         if status.stalled and self.traits.sleeps_when_idle and link is not None and not link.closed.done() and (
@@ -377,7 +381,8 @@ class HostSession:
             self._heartbeat_watch = HeartbeatWatch(
                 lambda: self.provider.read_idle_clock(self.host), interval_seconds=interval,
                 window_seconds=self.traits.idle_window_seconds, own_traffic_at=self._own_traffic_counted,
-                on_proof=self._on_proof, clock=self._clock, name=f"heartbeat-watch-{self.host.name}")
+                on_proof=self._on_proof, clock=self._clock, name=f"heartbeat-watch-{self.host.name}",
+                confirm=self._confirm_heartbeat if self.traits.metering.keeper is Keeper.AGENT_HEARTBEAT else None)
 
     def _own_traffic_counted(self) -> float | None:
         """Our own traffic as the provider's meter sees it: bytes on the box's wire where they move its idle
@@ -401,35 +406,58 @@ class HostSession:
         self._show_proof(proof)
 
     async def _confirm_link_then_show(self, link: AgentLink, proof: HeartbeatProof) -> None:
-        if await self._ping_or_close(link) and self._rt.link is link:
+        self._own_traffic_at = self._clock()
+        try:
+            await link.client.ping(timeout=CONFIRM_ASK_SECONDS)
+        except TimeoutError:
+            self._agent_frozen(link, f"sent no heartbeat and did not answer within {CONFIRM_ASK_SECONDS:.0f} s")
+            return
+        except Exception as error:  # an unwatched connection is worse than a reconnect
+            link.close(f"the liveness check failed: {error}")
+            return
+        if self._rt.link is link and not link.closed.done():
             self._show_proof(proof)
 
     def _show_proof(self, proof: HeartbeatProof) -> None:
-        silent = self.connection.agent_silent_since
-        if silent is not None and proof.state is ProofState.CONFIRMED:
-            proof = not_ticking(proof, self._clock() - silent)  # the provider's clock alone proves nothing then
         self.connection = self.connection.model_copy(update={"heartbeat_proof": proof})
         self._publish()
 
-    # -- is the agent ticking? (sessions/heartbeat_reports.py) -----------------------------------------------
+    # -- is the agent ticking? ----------------------------------------------------------------------------
 
-    def _reports_overdue(self, reported_at: float) -> None:
-        """No heartbeat report for an interval plus the margin: say the agent has stalled (keep-awake never
-        "confirmed" from here), then ask it once. No answer: the link is closed as frozen, and the reconnect
-        that follows replaces the agent (the probe restarts one that does not answer)."""
-        proof = self.connection.heartbeat_proof
-        update: dict[str, Any] = {"agent_silent_since": reported_at}
-        if proof is not None and proof.state is ProofState.CONFIRMED:
-            update["heartbeat_proof"] = not_ticking(proof, self._clock() - reported_at)
-        self.connection = self.connection.model_copy(update=update)
-        log.info("%s: no heartbeat report from the agent for %.0f s", self.host.name, self._clock() - reported_at)
-        self._publish()
+    async def _confirm_heartbeat(self, proof: HeartbeatProof) -> bool | None:
+        """Was the reset the provider saw this agent's heartbeat? Ask the agent once (its status: when it sent its
+        last heartbeat), right after the reading that showed the reset, far from the next heartbeat, so the
+        ask's own bytes (counted as ours) never stand in for a heartbeat. True: the agent is ticking and sent a
+        heartbeat when the provider saw activity; False: it answered, but what the provider saw was something
+        else (a job's traffic, a person's ssh); None: no answer — it is frozen, the link is closed, and the
+        reconnect replaces it (docs/providers.md, "Is the heartbeat seen?")."""
         link = self._rt.link
-        if link is not None and not link.closed.done():
-            self._rt.tasks.append(asyncio.get_running_loop().create_task(
-                self._ping_or_close(link, why="the agent stopped reporting its heartbeat and did not answer "
-                                               f"within {PING_TIMEOUT_SECONDS:.0f} s (frozen)"),
-                name=f"silent-agent-{self.host.name}"))
+        if link is None or link.closed.done() or proof.last_seen_at is None:
+            return None
+        self._own_traffic_at = self._clock()
+        try:
+            status = await link.client.call(Method.STATUS, timeout=CONFIRM_ASK_SECONDS)
+        except TimeoutError:
+            self._agent_frozen(link, f"did not answer within {CONFIRM_ASK_SECONDS:.0f} s")
+            return None
+        except (UserError, ProtocolError, OSError, EOFError):
+            return None  # the link's own trouble: its loss is noticed and said where it always is
+        received = self._clock()
+        self._on_status(status)
+        keep = status.keep_awake
+        if keep is None or keep.last_sent is None:
+            return False
+        sent_here = received - (status.monotonic - keep.last_sent)
+        return abs(sent_here - proof.last_seen_at) <= HEARTBEAT_MATCH_SECONDS
+
+    def _agent_frozen(self, link: AgentLink, how: str) -> None:
+        """The agent does not answer: say it has stalled (busy but not kept awake), close the link, and let the
+        reconnect replace it (the probe finds it frozen; agent_reach, agent_install)."""
+        last = self.status_received_at if self.status_received_at is not None else self._clock()
+        self.connection = self.connection.model_copy(update={"agent_silent_since": last})
+        log.info("%s: the agent %s: frozen; replacing it", self.host.name, how)
+        self._publish()
+        link.close(f"the agent {how} (frozen)")
 
     def _ping_due(self) -> bool:
         """No liveness pings while the keep-awake is being proven where our own bytes reset the provider's
@@ -448,7 +476,6 @@ class HostSession:
             self._on_status(event.status)
 
     def _teardown(self, why: str) -> None:
-        self._reports.stop()
         for task in self._rt.tasks:
             task.cancel()
         if self._proof_check is not None:

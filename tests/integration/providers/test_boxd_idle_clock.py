@@ -109,3 +109,42 @@ def test_a_provider_without_an_idle_clock_is_unconfirmed(tmp_path: Path) -> None
     asyncio.run(scenario())
     assert [p.state for p in proofs] == [ProofState.UNCONFIRMED]
     assert proofs[0].confirmed is None and "does not let the app read its idle clock" in proofs[0].why
+
+
+@pytest.mark.parametrize(("agent_says", "expected"), [
+    (True, ProofState.CONFIRMED),  # it sent a heartbeat when the provider saw activity
+    (False, ProofState.UNCONFIRMED),  # it answered, but the activity was something else (a job's traffic)
+    (None, None),  # no answer: frozen; the watch ends (the session closes the link)
+])
+def test_a_reset_is_confirmed_only_when_the_agent_says_it_was_its_heartbeat(
+        tmp_path: Path, answer: Path, agent_says: bool | None, expected: ProofState | None) -> None:
+    """The clock shows a reset nothing of ours explains; the agent is asked once per reset, and its answer
+    decides (a reset from the box's own traffic proves nothing about the agent)."""
+    provider = make_provider("boxd", _context(tmp_path))
+    answer.write_text(json.dumps({"state": "running", "idle_seconds": 0.5, "idle_window_seconds": 60}))
+    proofs: list[HeartbeatProof] = []
+    asked: list[float | None] = []
+
+    async def confirm(proof: HeartbeatProof) -> bool | None:
+        asked.append(proof.last_seen_at)
+        return agent_says
+
+    async def scenario() -> None:
+        watch = HeartbeatWatch(lambda: provider.read_idle_clock(HOST), interval_seconds=4.0, window_seconds=60,
+                               own_traffic_at=lambda: None, on_proof=proofs.append, confirm=confirm)
+        try:
+            for _ in range(100):
+                if asked and (watch.task.done() or len(proofs) >= 3):
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            watch.stop()
+
+    asyncio.run(scenario())
+    assert asked, proofs
+    if expected is None:
+        assert not [p for p in proofs if p.state is ProofState.CONFIRMED]
+    else:
+        assert proofs[-1].state is expected, proofs
+        if expected is ProofState.UNCONFIRMED:
+            assert "was not the agent's heartbeat" in proofs[-1].why
