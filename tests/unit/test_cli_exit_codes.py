@@ -56,7 +56,7 @@ def test_a_setting_out_of_range_exits_7(capsys: pytest.CaptureFixture[str]) -> N
 def test_the_title_does_not_decide(monkeypatch: pytest.MonkeyPatch) -> None:
     """An error titled like a host-key refusal is still only what its type says."""
 
-    def refuse(_args: object) -> int:
+    def refuse(*_args: object) -> int:
         raise UserError("Host key changed", "A title that once decided the code.")
 
     monkeypatch.setattr(cli, "_cmd_hosts", refuse)
