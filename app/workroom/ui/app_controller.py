@@ -420,9 +420,10 @@ class AppController(QObject):
         """The host's why-awake record (raises UserError when it is not connected)."""
         return await self._session(name).timeline(since)
 
-    async def exclusions(self, name: str, names: list[str] | None = None) -> UserExclusions:
-        """Read (None) or replace the host's "never work" process names."""
-        return await self._session(name).exclusions(names)
+    async def exclusions(self, name: str, *, add: list[str] | None = None,
+                         remove: list[str] | None = None) -> UserExclusions:
+        """Read the host's "never work" process names, or add and remove some (never the list replaced)."""
+        return await self._session(name).exclusions(add=add, remove=remove)
 
     def set_hourly_price(self, name: str, price: float | None) -> None:
         """Save the provider's hourly price for this host (the timeline's estimated cost)."""
