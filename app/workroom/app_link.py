@@ -265,7 +265,6 @@ def _converse(sock: _socket.socket, argv: list[str]) -> int:
     if hello is None or hello[0] != HELLO:
         raise LinkError("The running Workroom app is an older version that does not take commands. Quit it (from "
                         "its menu) and open it again, then run the command again.")
-    out, err = sys.stdout.buffer, sys.stderr.buffer
     while True:
         message = frames.next()
         if message is None:
@@ -274,11 +273,9 @@ def _converse(sock: _socket.socket, argv: list[str]) -> int:
             raise LinkError("The Workroom app ended before it answered (see its log).")
         tag, payload = message
         if tag == OUT:
-            out.write(payload)
-            out.flush()
+            _write(sys.stdout, payload)
         elif tag in (ERR, REFUSED):
-            err.write(b"workroom: " + payload + b"\n" if tag == REFUSED else payload)
-            err.flush()
+            _write(sys.stderr, b"workroom: " + payload + b"\n" if tag == REFUSED else payload)
         elif tag in (ASK, SECRET):
             reply = _ask(payload.decode("utf-8", "replace"), tag == SECRET)
             sock.sendall(frame(NO_ANSWER) if reply is None else
@@ -289,6 +286,18 @@ def _converse(sock: _socket.socket, argv: list[str]) -> int:
             except ValueError:
                 return EXIT_ERROR
             return code if 0 <= code < 256 else EXIT_ERROR
+
+
+def _write(stream: Any, payload: bytes) -> None:
+    """The app's bytes as they came (a stream in a test's hands may take only text)."""
+    raw = getattr(stream, "buffer", None)
+    if raw is not None:
+        stream.flush()
+        raw.write(payload)
+        raw.flush()
+    else:
+        stream.write(payload.decode("utf-8", "replace"))
+        stream.flush()
 
 
 def _ask(prompt: str, secret: bool) -> str | None:
