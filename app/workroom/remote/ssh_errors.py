@@ -245,13 +245,14 @@ def _stalled_handshake(target: SshTarget, exc: BaseException, timeout: float, tr
     if transport is None or not isinstance(exc, paramiko.SSHException) or getattr(transport, "initial_kex_done", True):
         return None
     greeting = plain(str(getattr(transport, "remote_version", "") or ""), 100)
+    timed_out = exc.args == ("No existing session",)  # its wait for the key exchange ran out first
     if not greeting:
-        if "protocol banner" not in str(exc):
+        if "protocol banner" not in str(exc) and not timed_out:
             return None
         return HostUnreachable("Not an SSH server", f"{target.describe()} took the connection, but no SSH greeting "
                                f"came (it closed the connection, or said nothing of SSH within {timeout:g} s).",
                                "Check that this address and port lead to an SSH server; it may also be overloaded.")
-    if exc.args != ("No existing session",):
+    if not timed_out:
         return None
     return HostUnreachable("Host not answering", f"{target.describe()} greeted as an SSH server ({greeting}) but did "
                            f"not go on with the handshake within {timeout:g} s.",
