@@ -109,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(argv: list[str] | None) -> int:
     from workroom.cli.face import Face, Here
+    from workroom.pydantic_plugins import skip_pydantic_plugins
+
+    skip_pydantic_plugins()
 
     parser = build_parser()
     args = parser.parse_args(argv)  # --version and --help end here, having imported nothing heavy
