@@ -69,6 +69,20 @@ def workroom(env: dict[str, str], *argv: str, strace: Path | None = None) -> sub
                           stdin=subprocess.DEVNULL)
 
 
+def said_no_at_a_terminal(env: dict[str, str], *argv: str) -> subprocess.CompletedProcess[str]:
+    """The command with a terminal as its stdin, "n" typed ahead."""
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        os.write(leader, b"n\n")
+        return subprocess.run([*WORKROOM, *argv], capture_output=True, text=True, timeout=90, env=env,
+                              stdin=follower)
+    finally:
+        os.close(follower)
+        os.close(leader)
+
+
 @pytest.mark.timeout(420)
 @pytest.mark.skipif(shutil.which("strace") is None, reason="needs strace")
 def test_two_minutes_of_commands_through_the_app_never_reach_an_asleep_box(sim: Sim, tmp_path: Path) -> None:
@@ -119,6 +133,12 @@ def test_two_minutes_of_commands_through_the_app_never_reach_an_asleep_box(sim: 
             assert seen_by_the_simulator(sim) == before, (argv, seen_by_the_simulator(sim))
         print(f"{ran} commands in {time.monotonic() - started:.0f} s through the app")
         assert ran >= len(COMMANDS) * 2, f"only {ran} commands in {LOOP_SECONDS:.0f} s"
+        # Uninstalling wakes the box: at a terminal the app asks through the command, and "n" wakes nothing.
+        asked = said_no_at_a_terminal(env, "hosts", "remove", "box1", "--uninstall")
+        assert asked.returncode == ExitCode.ASLEEP, (asked.stdout, asked.stderr)
+        assert "uninstalling its agent wakes it. Wake it and uninstall? [y/N]" in asked.stdout, asked.stdout
+        assert "--uninstall --wake" in asked.stdout and seen_by_the_simulator(sim) == before
+        assert "box1" in workroom(env, "hosts", "list").stdout
         quit_ = workroom(env, "app", "quit")
         assert quit_.returncode == 0, quit_.stderr
         assert app.wait(timeout=30) == 0

@@ -114,8 +114,11 @@ def _run(argv: list[str] | None) -> int:
     skip_pydantic_plugins()
 
     parser = build_parser()
-    args = parser.parse_args(argv)  # --version and --help end here, having imported nothing heavy
     face = Face(Here())
+    try:
+        args = parser.parse_args(argv)  # --version and --help end here, having imported nothing heavy
+    except SystemExit as done:
+        return _unparsed(done, sys.argv[1:] if argv is None else argv, face)
     try:
         work = _dispatch(args, face)
         if work is None:
@@ -130,6 +133,21 @@ def _run(argv: list[str] | None) -> int:
         return EXIT_INTERRUPTED
     except Exception as error:  # a UserError in words (anything else is a bug, raised as it is)
         return _failed(error, args, face)
+
+
+def _unparsed(done: SystemExit, argv: list[str], face: Face, *, raising: bool = True) -> int:
+    """argparse ended the parse (a usage error, having said it on stderr, or --help): with `--json` a usage error
+    is also said as JSON on stdout, as every path of a --json command is. In-process (tests) a parse that ended
+    otherwise ends as argparse ends it."""
+    from workroom.cli.face import usage
+
+    code = done.code if isinstance(done.code, int) else 2
+    if code == 2 and "--json" in argv:
+        return usage(face, "the arguments could not be read (`workroom COMMAND --help` says what it takes)",
+                     as_json=True)
+    if raising:
+        raise done
+    return code
 
 
 async def _guarded(work: Coroutine[Any, Any, int], args: argparse.Namespace, face: Face) -> int:
@@ -172,7 +190,7 @@ async def serve(argv: list[str], term: Terminal, engine: Engine, app: AppSide | 
             parser.print_help()
             return 2
     except SystemExit as done:
-        return done.code if isinstance(done.code, int) else 2
+        return _unparsed(done, argv, face, raising=False)
     except Exception as error:
         return _failed_in_app(error, args, face, argv)
     finally:
