@@ -277,7 +277,7 @@ def _converse(sock: _socket.socket, argv: list[str]) -> int:
         elif tag in (ERR, REFUSED):
             _write(sys.stderr, b"workroom: " + payload + b"\n" if tag == REFUSED else payload)
         elif tag in (ASK, SECRET):
-            reply = _ask(payload.decode("utf-8", "replace"), tag == SECRET)
+            reply = ask_here(payload.decode("utf-8", "replace"), tag == SECRET)
             sock.sendall(frame(NO_ANSWER) if reply is None else
                          frame(ANSWER, reply.encode("utf-8", "surrogateescape")[:MAX_REPLY_BYTES]))
         elif tag == EXIT:
@@ -300,8 +300,10 @@ def _write(stream: Any, payload: bytes) -> None:
         stream.flush()
 
 
-def _ask(prompt: str, secret: bool) -> str | None:
-    """A question the app asks the person at this terminal (a passphrase, a yes or no); None at end of input."""
+def ask_here(prompt: str, secret: bool = False) -> str | None:
+    """A question for the person at this process's terminal (a passphrase, not echoed; a yes or no), or one line
+    of stdin when it is not a terminal; None at end of input. The app's questions come here, and a command running
+    without the app asks the same way (`cli.face.Here`)."""
     if secret and _isatty(sys.stdin):
         import getpass
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from itertools import cycle
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fixtures.procs import stop_process
 from fixtures.simboxes import Sim, simulated_boxes
 from gui_helpers import kill_agents_under
+from test_no_wake_simbox import box
 from workroom.core.errors import ExitCode
 
 pytestmark = [pytest.mark.gui, pytest.mark.integration, pytest.mark.root, pytest.mark.slow]
@@ -46,10 +46,6 @@ COMMANDS: list[tuple[list[str], set[int]]] = [
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
     with simulated_boxes(tmp_path_factory.mktemp("sim"), 2, WINDOW) as boxes:
         yield boxes
-
-
-def box(sim: Sim, name: str) -> dict[str, Any]:
-    return next(b for b in sim[1]["boxes"] if b["name"] == name)
 
 
 def seen_by_the_simulator(sim: Sim) -> dict[str, tuple[int, int]]:
@@ -143,12 +139,6 @@ def test_two_minutes_of_commands_through_the_app_never_reach_an_asleep_box(sim: 
         assert quit_.returncode == 0, quit_.stderr
         assert app.wait(timeout=30) == 0
     finally:
-        if app.poll() is None:
-            app.send_signal(signal.SIGTERM)
-            try:
-                app.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                app.kill()
-                app.wait(timeout=10)
+        stop_process(app, 20)
         kill_agents_under(home)
     assert seen_by_the_simulator(sim) == before

@@ -120,6 +120,12 @@ def test_no_face_loses_anothers_change(served: Any, engine: Any, run: Any, qtbot
         changed = await cli("settings", "set", "--ceiling", "1800")
         assert changed.returncode == 0, changed.stderr
         await wait_for(lambda: ceiling.value() == 1800, SHOWN_WITHIN, "the pane to show the new ceiling")
+        # One of this computer's own settings: the app takes it at once (its notifications, the idle-sleep hold).
+        taken: list[bool] = []
+        app.controller.local_settings_changed.connect(lambda: taken.append(True))
+        assert (await cli("settings", "set", "--no-notify-finished")).returncode == 0
+        assert taken and app.controller.notice_settings.finished is False
+        assert window.settings.editors["finished"].value() is False
 
     run(story(), timeout=120)
 

@@ -25,20 +25,21 @@ Run = Callable[[list[str], app_link.LinkTerminal], Awaitable[int]]
 
 
 @contextmanager
-def app_serving(home: Path, run: Run) -> Iterator[single_instance.InstanceLock]:
+def app_serving(home: Path, run: Run | None) -> Iterator[single_instance.InstanceLock]:
     """The single-instance lock and socket of `home`, served on a loop of its own (as the app's), commands run
-    by `run`."""
+    by `run` (None: an app from before this link, which knows only `show`)."""
     lock = single_instance.claim(app_paths({"WORKROOM_HOME": str(home)}))
     assert isinstance(lock, single_instance.InstanceLock)
     loop = asyncio.new_event_loop()
     ready = threading.Event()
 
     async def command(line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        assert run is not None
         await app_link.serve_link(line, reader, writer, run)
 
     def serve() -> None:
         asyncio.set_event_loop(loop)
-        loop.run_until_complete(lock.serve(lambda: None, command))
+        loop.run_until_complete(lock.serve(lambda: None, command if run is not None else None))
         ready.set()
         loop.run_forever()
 
@@ -112,27 +113,8 @@ def test_no_app_means_run_here_and_a_crashed_apps_socket_too(
 def test_an_older_app_that_only_knows_show_is_named_so(
         tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """The app before this link read one line and, when it was not `show`, closed without a word."""
-    home = tmp_path / "home"
-    lock = single_instance.claim(app_paths({"WORKROOM_HOME": str(home)}))
-    assert isinstance(lock, single_instance.InstanceLock)
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-
-    def serve() -> None:
-        asyncio.set_event_loop(loop)
-        loop.run_until_complete(lock.serve(lambda: None))  # no command server: an older app
-        ready.set()
-        loop.run_forever()
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    try:
-        code, out, err = through_app(home, ["status"], capfd, monkeypatch)
-    finally:
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
-        lock.release()
+    with app_serving(tmp_path / "home", None):
+        code, out, err = through_app(tmp_path / "home", ["status"], capfd, monkeypatch)
     assert code == app_link.EXIT_ERROR and out == ""
     assert "older version that does not take commands" in err and "Traceback" not in err
 

@@ -57,17 +57,9 @@ class Here:
         print(text, file=sys.stderr, flush=True)
 
     async def ask(self, prompt: str, *, secret: bool = False) -> str | None:
-        if secret and self.stdin_is_tty:
-            import getpass
+        from workroom.app_link import ask_here
 
-            return getpass.getpass(prompt)
-        if self.stdin_is_tty:
-            try:
-                return input(prompt)
-            except EOFError:
-                return None
-        line = sys.stdin.readline()
-        return line.rstrip("\n") if line else None
+        return ask_here(prompt, secret)
 
 
 class Face:

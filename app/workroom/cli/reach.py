@@ -21,7 +21,7 @@ TYPE_CHECKING = False  # not `typing`'s: the command's start imports nothing it 
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Callable
     from contextlib import AbstractAsyncContextManager
 
     from workroom.core.errors import UserError
@@ -86,7 +86,6 @@ def connected(face: Face, name: str, command: str, wake: bool = False, *,
 
 
 async def cmd_connect(args: argparse.Namespace, face: Face) -> int:
-    import asyncio
     import json
 
     from workroom.core.errors import ExitCode
@@ -110,14 +109,23 @@ async def cmd_connect(args: argparse.Namespace, face: Face) -> int:
             def show(s: HostSnapshot) -> None:
                 face.out(json.dumps(snapshot_json(s)) if args.json else snapshot_line(s))
 
-            session.listeners.append(show)
             if not face.in_app:
                 session.auto_reconnect = True
-            try:
-                await asyncio.get_running_loop().create_future()
-            finally:
-                session.listeners.remove(show)
+            await _listening(session.listeners, show)
         return ExitCode.OK
+
+
+async def _listening(listeners: list[Callable[[HostSnapshot], None]],
+                     listener: Callable[[HostSnapshot], None]) -> None:
+    """`--watch`: `listener` hears every change until the command is ended (Ctrl-C, or its `workroom` process gone
+    from the app); then it hears no more (the app's sessions go on)."""
+    import asyncio
+
+    listeners.append(listener)
+    try:
+        await asyncio.get_running_loop().create_future()
+    finally:
+        listeners.remove(listener)
 
 
 async def cmd_status(args: argparse.Namespace, face: Face) -> int:
@@ -160,14 +168,7 @@ async def cmd_status(args: argparse.Namespace, face: Face) -> int:
                 for task in tasks:
                     task.cancel()
         if args.watch:  # then one line per change: with --json, each a JSON object (the stream is JSON Lines)
-            def changed(snap: HostSnapshot) -> None:
-                show(engine, snap)
-
-            engine.listeners.append(changed)
-            try:
-                await asyncio.get_running_loop().create_future()
-            finally:
-                engine.listeners.remove(changed)
+            await _listening(engine.listeners, lambda snap: show(engine, snap))
         return ExitCode.OK
 
 

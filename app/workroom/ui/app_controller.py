@@ -61,6 +61,8 @@ class AppController(QObject):
         self.host_key_prompter: HostKeyPrompter | None = None
         self.secret_prompter: SecretPrompter | None = None
         """async (request) -> str | None: asks the user for a passphrase the keyring does not have."""
+        self._taking_locally = False
+        """A change of this computer's settings made here is in hand (`_taken_locally` says so itself)."""
         self._added_quietly: set[str] = set()
         """Hosts being added with `connect=False`: not connected when the engine says they were added."""
         engine.secret_asker = self._ask_secret
@@ -114,7 +116,7 @@ class AppController(QObject):
     def _settings_changed(self, change: SettingsChange) -> None:
         self.stored_settings_changed.emit(change.names)
         local = {row.name for row in rows_in(Store.NOTICES, Store.THIS_COMPUTER)}
-        if change.outside and change.names & local:
+        if change.names & local and not self._taking_locally:  # a command through the app, or the file
             self.local_settings_changed.emit()
 
     def _session(self, name: str) -> HostSession:
@@ -374,18 +376,25 @@ class AppController(QObject):
 
     def change_setting(self, name: str, value: object) -> None:
         """One of this computer's settings, from now on (in memory at once), and saved (a failure is shown)."""
+        self._taking_locally = True
         try:
             self.engine.change_settings({name: value})
         except UserError as error:
             self.settings_failed.emit(error)
             return
+        finally:
+            self._taking_locally = False
         self._taken_locally()
 
     def apply_notice_settings(self, notices: NoticeSettings) -> None:
         """Use these notification settings (with each host's own choice) from now on, and save them."""
         if notices == self.engine.settings.notices:
             return
-        self.engine.use_notice_settings(notices)
+        self._taking_locally = True
+        try:
+            self.engine.use_notice_settings(notices)
+        finally:
+            self._taking_locally = False
         self._taken_locally()
 
     def _taken_locally(self) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from engine_helpers import ssh_host, trust_sshd
 from fixtures.procs import stop_process
-from test_status_watch_interrupt import MuteServer
+from fixtures.quiet_server import QuietServer
 from workroom.core.hosts import Host, HostsFile
 from workroom.paths import app_paths
 from workroom.storage import save_hosts
@@ -35,7 +35,7 @@ def _start(env: dict[str, str]) -> subprocess.Popen[str]:
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
-def _hosts(home: Path, sshd, mute: MuteServer) -> dict[str, str]:  # type: ignore[no-untyped-def]
+def _hosts(home: Path, sshd, mute: QuietServer) -> dict[str, str]:  # type: ignore[no-untyped-def]
     env = _env(home)
     paths = app_paths(env).ensure()
     trust_sshd(paths, sshd)
@@ -48,7 +48,7 @@ def _hosts(home: Path, sshd, mute: MuteServer) -> dict[str, str]:  # type: ignor
 
 
 def test_a_mute_host_does_not_hold_the_others_line_and_comes_last_saying_why(tmp_path: Path, sshd) -> None:  # type: ignore[no-untyped-def]
-    mute = MuteServer()
+    mute = QuietServer()
     try:
         env = _hosts(tmp_path / "home", sshd, mute)
         started = time.monotonic()
@@ -71,7 +71,7 @@ def test_a_mute_host_does_not_hold_the_others_line_and_comes_last_saying_why(tmp
 
 
 def test_ctrl_c_exits_130_and_prints_nothing_for_a_host_never_reached(tmp_path: Path, sshd) -> None:  # type: ignore[no-untyped-def]
-    mute = MuteServer()
+    mute = QuietServer()
     try:
         env = _hosts(tmp_path / "home", sshd, mute)
         cli = _start(env)

@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 from fixtures.procs import stop_process
+from fixtures.quiet_server import QuietServer
 from workroom.core.hosts import Host, HostsFile
 from workroom.paths import app_paths
 from workroom.storage import save_hosts
@@ -32,36 +31,12 @@ pytestmark = pytest.mark.integration
 EXIT_SECONDS = 2.0
 
 
-class MuteServer:
-    """Accepts TCP connections on loopback and never writes a byte; closes them all on `stop`."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self.sock.getsockname()[1]
-        self.accepted: list[socket.socket] = []
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted.append(conn)
-
-    def stop(self) -> None:
-        self.sock.close()
-        for conn in self.accepted:
-            conn.close()
-
-
 def test_ctrl_c_ends_the_live_view_while_a_connect_is_stuck(tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKROOM_", "XDG_"))}
     env.update(WORKROOM_HOME=str(home), WORKROOM_LOGIN_ENV="0",
                PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
-    server = MuteServer()
+    server = QuietServer()
     save_hosts(app_paths(env), HostsFile(hosts=(Host(name="mute", provider="ssh", address="127.0.0.1",
                                                      port=server.port, user="nobody"),)))
     cli = subprocess.Popen([sys.executable, "-m", "workroom.cli", "status", "--watch"], env=env,

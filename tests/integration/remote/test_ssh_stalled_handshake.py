@@ -5,12 +5,11 @@ servers; the connect's own deadline is short so the test is."""
 
 from __future__ import annotations
 
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixtures.quiet_server import QuietServer
 from workroom.remote.host_keys import KnownHosts
 from workroom.remote.ssh_config import SshTarget
 from workroom.remote.ssh_connection import SshConnection
@@ -19,27 +18,6 @@ from workroom.remote.ssh_errors import HostUnreachable
 pytestmark = pytest.mark.integration
 
 DEADLINE = 2.0
-
-
-def _server(greeting: bytes | None, close: bool) -> tuple[socket.socket, int]:
-    listen = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-
-    def run() -> None:
-        while True:
-            try:
-                conn, _ = listen.accept()
-            except OSError:
-                return
-            if greeting is not None:
-                conn.sendall(greeting)
-            if close:
-                conn.close()
-            else:
-                held.append(conn)
-
-    threading.Thread(target=run, daemon=True).start()
-    return listen, listen.getsockname()[1]
 
 
 @pytest.fixture
@@ -55,13 +33,13 @@ def known(tmp_path: Path) -> Iterator[KnownHosts]:
 ])
 def test_a_stalled_handshake_is_said_in_words(known: KnownHosts, greeting: bytes | None, close: bool, title: str,
                                               words: str) -> None:
-    listen, port = _server(greeting, close)
+    server = QuietServer(greeting, close=close)
     try:
         with pytest.raises(HostUnreachable) as refused:
-            SshConnection.connect(SshTarget(alias="b", hostname="127.0.0.1", port=port, user="u"), known,
+            SshConnection.connect(SshTarget(alias="b", hostname="127.0.0.1", port=server.port, user="u"), known,
                                   timeout=DEADLINE, use_agent=False)
     finally:
-        listen.close()
+        server.stop()
     error = refused.value
     assert error.title == title and words in error.message, error.message
     assert "No existing session" not in str(error) and "protocol banner" not in str(error)
