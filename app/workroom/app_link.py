@@ -20,7 +20,7 @@ import sys
 
 from workroom import __version__
 
-TYPE_CHECKING = False  # not `typing`'s: this module is on the path of every command (see cli.py)
+TYPE_CHECKING = False  # not `typing`'s: this module is on the path of every command (cli/__init__.py)
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Awaitable, Callable
