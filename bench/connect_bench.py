@@ -8,7 +8,10 @@ Times, interleaved run by run (so a busy machine slows every column alike), medi
   * the in-process reconnect (an Engine, as the app does it) to first status, and its SSH-login phase alone;
   * the same reconnect with no socket remembered: the one command that probes and becomes the relay;
   * that command alone on the host, as the login user without SSH: to the answer to `subscribe`, and its CPU;
-then the ratios the issue's goals are stated in. The commands run with bytecode kept (PYTHONDONTWRITEBYTECODE
+then, with the desktop app running (offscreen, `python -m workroom.ui.main`; its engine has the host live), the
+same commands through the app (workroom.app_link), again interleaved with `ssh host true`:
+  * `workroom status` and `workroom connect host` (the app answers; the command opens no SSH connection);
+then the ratios and goals the issues state. The commands run with bytecode kept (PYTHONDONTWRITEBYTECODE
 dropped from their environment), as an installed app runs; the untimed first connect writes it.
 
 Run as root (sshd logs in a throwaway user):
@@ -113,6 +116,37 @@ def _probe_then_relay_command(home: Path) -> str:
     return installer.probe_then_relay_command()
 
 
+def _with_app(env: dict[str, str], runs: int, ssh: list[str]) -> dict[str, list[float]]:
+    """The commands through the running app: it is started offscreen, waited for until it serves and has the host
+    live, timed `runs` times interleaved with `ssh host true`, then quit with `workroom app quit`."""
+    app_env = dict(env, QT_QPA_PLATFORM="offscreen", WORKROOM_LOGIN_ENV="0")
+    app = subprocess.Popen([sys.executable, "-m", "workroom.ui.main"], env=app_env, stdin=subprocess.DEVNULL,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            done = subprocess.run([*WORKROOM, "status", "--json"], env=env, capture_output=True, text=True,
+                                  timeout=30)
+            if done.returncode == 0 and done.stdout.startswith("[") and any(
+                    h["name"] == "bench" and h["connection"] in ("live", "quiet") for h in json.loads(done.stdout)):
+                break
+            if app.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"the app did not serve with the host live: {done.stdout} {done.stderr}")
+            time.sleep(0.2)
+        columns: dict[str, list[float]] = {"app_ssh_true": [], "app_workroom_status": [], "app_workroom_connect": []}
+        for _ in range(runs):
+            columns["app_ssh_true"].append(_timed(ssh, env))
+            columns["app_workroom_status"].append(_timed([*WORKROOM, "status"], env))
+            columns["app_workroom_connect"].append(_timed([*WORKROOM, "connect", "bench"], env))
+        subprocess.run([*WORKROOM, "app", "quit"], env=env, capture_output=True, timeout=30)
+        app.wait(timeout=30)
+        return columns
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.wait(timeout=10)
+
+
 def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, object]:
     home = work / "home"
     # As a user runs it: Python may keep its bytecode (an installed app has it; with PYTHONDONTWRITEBYTECODE set,
@@ -155,6 +189,7 @@ def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, objec
             wall, cpu = _host_command(server, command)
             columns["host_command"].append(wall)
             columns["host_command_cpu"].append(cpu)
+    columns.update(_with_app(env, runs * 3, ssh))
     med = {k: statistics.median(v) * 1000 for k, v in columns.items()}
     return {
         "load_average": [round(x, 2) for x in os.getloadavg()],  # a shared machine: read the figures with it
@@ -166,9 +201,11 @@ def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, objec
             "reconnect / reconnect_ssh_phase": round(med["reconnect"] / med["reconnect_ssh_phase"], 2),
             "reconnect_one_command / its ssh phase": round(
                 med["reconnect_one_command"] / med["reconnect_one_command_ssh_phase"], 2),
+            "app_workroom_connect / app_ssh_true": round(med["app_workroom_connect"] / med["app_ssh_true"], 2),
         },
         "goals": {"workroom_connect / ssh_true": "<= 1.3", "reconnect / reconnect_ssh_phase": "<= 1.3",
-                  "workroom_version": "<= 60 ms"},
+                  "workroom_version": "<= 60 ms", "app_workroom_status": "<= 60 ms",
+                  "app_workroom_connect": "<= 100 ms"},
         "reconnect_phases_ms": {k: round(statistics.median(p[k] for p in phases) * 1000, 1) for k in phases[0]},
         "reconnect_pushed_bytes": sorted(pushed),
         "runs": runs,

@@ -301,6 +301,14 @@ class Agent(object):
             self._forget_processes = True
             return {"names": names, "problem": None}
 
+    def change_exclusions(self, add, remove):
+        """Add and remove "never work" names in the list held now, so two clients changing it at once both keep
+        theirs (raises SettingsError; nothing changes then)."""
+        with self.lock:
+            names = self.user_exclusions.change(add, remove)
+            self._forget_processes = True
+            return {"names": names, "problem": None}
+
     def exclusions(self):
         with self.lock:
             return {"names": list(self.user_exclusions.names), "problem": self.user_exclusions.problem}

@@ -323,6 +323,10 @@ class Server(object):
 
     def _exclusions(self, c, req):
         agent = self.agent
+        if "add" in req or "remove" in req:
+            if "names" in req:
+                raise RequestError("invalid", "names replaces the list: not with add or remove")
+            return agent.change_exclusions(req.get("add", []), req.get("remove", []))
         return agent.exclusions() if "names" not in req else agent.set_exclusions(req["names"])
 
     def _handoff_request(self, req):

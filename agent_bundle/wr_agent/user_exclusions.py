@@ -59,6 +59,12 @@ class UserExclusions(object):
             self.problem = "exclusions file %s is unreadable (%s); none applied until the list is set again" % (
                 self.path, getattr(exc, "message", exc))
 
+    def change(self, add, remove):
+        """The names held now, less `remove`, with `add` (each checked as `validate` checks a list); saved and
+        applied as `set` does. Removing a name that is not there is no error."""
+        add, remove = validate(add), set(validate(remove))
+        return self.set([n for n in self.names if n not in remove] + add)
+
     def set(self, names):
         """Validate, save, apply. Nothing changes on an error (SettingsError)."""
         names = validate(names)

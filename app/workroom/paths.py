@@ -6,18 +6,18 @@ directories are used (platformdirs: ~/.config, ~/Library/Application Support, ..
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-
-import platformdirs
+from typing import TYPE_CHECKING
 
 from workroom.regular_file import read_regular_file
+
+if TYPE_CHECKING:  # platformdirs is imported only where WORKROOM_HOME does not say where everything is
+    import platformdirs
 
 APP_NAME = "workroom"
 HOME_ENV = "WORKROOM_HOME"
@@ -76,6 +76,8 @@ def app_paths(env: Mapping[str, str] | None = None) -> AppPaths:
             runtime_dir=root / "runtime",
             log_dir=root / "logs",
         )
+    import platformdirs
+
     dirs = platformdirs.PlatformDirs(APP_NAME, appauthor=False)
     return AppPaths(
         config_dir=Path(dirs.user_config_dir),
@@ -172,6 +174,8 @@ def agent_socket_dir(preferred: Path, env: Mapping[str, str] | None = None) -> P
     if _fits(preferred):
         return preferred
     environ = os.environ if env is None else env
+    import hashlib
+
     tag = hashlib.sha256(str(preferred).encode()).hexdigest()[:10]
     for base in _private_bases(environ):
         candidate = base / f"wr-agent-{tag}"
@@ -212,6 +216,8 @@ def _remembered_temp_dir(note: Path) -> Path:
     if remembered is not None and remembered.is_absolute() and _fits(remembered) and _is_private(remembered):
         return remembered
     # Gone (a reboot cleaned /tmp) or not ours any more: a fresh random folder, never the old name.
+    import tempfile
+
     fresh = Path(tempfile.mkdtemp(prefix="wr-", dir="/tmp"))
     note.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     tmp = note.with_name(f".{note.name}.{os.getpid()}.tmp")

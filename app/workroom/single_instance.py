@@ -7,8 +7,10 @@ and listens on `app.sock` beside it; a later launch that finds the lock taken as
 window and exits. The lock is per app home (`WORKROOM_HOME`), not per user, so separate homes (tests, a
 second profile) still run side by side.
 
-The folder is private to this user (checked, as for the agent's socket); the holder also checks the peer's
-uid before it acts on a request, and answers only the one word it knows.
+The same socket serves the `workroom` command while the app runs (workroom.app_link): a request that is a JSON
+line is a command, run by the app against its own engine. The folder is private to this user (checked, as for the
+agent's socket); the holder also checks the peer's uid before it acts on a request, and reads at most a line of
+4 KiB and `app_link.MAX_REQUEST_BYTES` after it.
 """
 
 from __future__ import annotations
@@ -20,20 +22,24 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from workroom import app_link
 from workroom.paths import AppPaths, agent_socket_dir, check_private_dir
 
 if TYPE_CHECKING:
     import asyncio
 
+    CommandServer = Callable[[bytes, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+    """Serves one `workroom` command: its request line (read), the stream to answer on (app_link.serve_link)."""
+
 log = logging.getLogger(__name__)
 
-LOCK_NAME = "app.lock"
-SOCKET_NAME = "app.sock"
+LOCK_NAME = app_link.LOCK_NAME
+SOCKET_NAME = app_link.SOCKET_NAME
 SHOW = b"show\n"
 SHOWN = b"shown\n"
 HAND_OVER_SECONDS = 5.0
@@ -55,14 +61,16 @@ class InstanceLock:
     def socket_path(self) -> Path:
         return self.folder / SOCKET_NAME
 
-    async def serve(self, on_show: Callable[[], None]) -> None:
-        """Listen for later launches; each `show` calls `on_show` on the loop."""
+    async def serve(self, on_show: Callable[[], None], on_command: CommandServer | None = None) -> None:
+        """Listen for later launches (each `show` calls `on_show` on the loop) and, with `on_command`, for
+        `workroom` commands."""
         import asyncio  # here, not above: `claim` runs before the tray shows, and needs none of it
 
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()  # a crashed app's socket: ours, since we hold the lock
-        self.server = await asyncio.start_unix_server(lambda r, w: _answer(r, w, on_show),
-                                                      path=str(self.socket_path))
+        self.server = await asyncio.start_unix_server(lambda r, w: _answer(r, w, on_show, on_command),
+                                                      path=str(self.socket_path),
+                                                      limit=4096)
         os.chmod(self.socket_path, 0o600)
 
     def release(self) -> None:
@@ -76,14 +84,13 @@ class InstanceLock:
         self.fd = -1
 
 
-async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, on_show: Callable[[], None]) -> None:
+async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, on_show: Callable[[], None],
+                  on_command: CommandServer | None = None) -> None:
     import asyncio
-
-    from workroom.remote.agent_link import peer_uid  # loaded with the engine by now
 
     try:
         sock = writer.get_extra_info("socket")
-        uid = peer_uid(sock) if sock is not None else None
+        uid = app_link.peer_uid(sock) if sock is not None else None
         if uid is not None and uid != os.getuid():
             log.warning("another launch: refused a request from uid %s", uid)
             return
@@ -93,8 +100,12 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, on
             on_show()
             writer.write(SHOWN)
             await writer.drain()
-    except (TimeoutError, OSError, ValueError):
+        elif on_command is not None and app_link.is_request(line):
+            await on_command(line, reader, writer)
+    except (TimeoutError, OSError, ValueError, EOFError):
         pass
+    except Exception:  # one request's bug must not stop the app answering the next
+        log.exception("a request on the app's socket failed")
     finally:
         writer.close()
 

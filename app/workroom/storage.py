@@ -2,20 +2,28 @@
 
 A file that cannot be understood is moved aside as `<name>.corrupt-<timestamp>` (kept, never
 deleted), the caller gets a `UserError` to show, and the app carries on with defaults.
+
+Every change is a read-modify-write under an advisory lock shared by every workroom process (`locked`, a
+`<name>.lock` file beside the data file): the change is applied to what the file holds now, so a change another
+process made meanwhile (the app, a `workroom` command, a hand edit) is never written over
+(`update_hosts`, `update_settings`, `update_json`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
+import logging
 import os
 import socket
 import stat
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -24,6 +32,8 @@ from workroom.core.errors import UserError
 from workroom.core.hosts import HostsFile
 from workroom.paths import AppPaths
 from workroom.regular_file import NotARegularFileError, read_regular_file
+
+log = logging.getLogger(__name__)
 
 FILE_MODE = 0o600
 MAX_FILE_BYTES = 4 * 1024 * 1024
@@ -174,6 +184,28 @@ def this_host_name() -> str:
     return socket.gethostname()
 
 
+def _read(path: Path, model: type[_T]) -> _T | None:
+    """What `path` holds now, or None when it is missing or cannot be read or understood: for a process that
+    already holds a copy and only wants a newer one (nothing is moved aside: a hand edit may be half done)."""
+    try:
+        raw = read_regular_file(path, MAX_FILE_BYTES)
+        if len(raw) > MAX_FILE_BYTES:
+            return None
+        return model.model_validate_json(raw.decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def read_hosts(paths: AppPaths) -> HostsFile | None:
+    """hosts.json as it is now; None when it is missing or damaged (see `_read`)."""
+    return _read(paths.hosts_file, HostsFile)
+
+
+def read_settings(paths: AppPaths) -> AppSettings | None:
+    """settings.json as it is now; None when it is missing or damaged (see `_read`)."""
+    return _read(paths.settings_file, AppSettings)
+
+
 def load_hosts(paths: AppPaths, hostname: str | None = None) -> Loaded[HostsFile]:
     """The user's hosts. First run (no file) or a damaged file: this computer only."""
     default = HostsFile.first_run(this_host_name() if hostname is None else hostname)
@@ -191,3 +223,83 @@ def load_settings(paths: AppPaths) -> Loaded[AppSettings]:
 
 def save_settings(paths: AppPaths, settings: AppSettings) -> None:
     _save(paths.settings_file, settings)
+
+
+# -- read-modify-write, locked -----------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold the advisory lock of `path` (`<name>.lock` beside it, 0600) for one read-modify-write. Every workroom
+    process takes it before it reads a file it is about to write, so two changes never read the same old file.
+    It is held for a read and an atomic write (milliseconds); the kernel drops it if the process dies."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
+                 FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
+def _change(path: Path, load: Callable[[], Loaded[_T]], save: Callable[[_T], None],
+            change: Callable[[_T], _T], fallback: _T | None) -> _T:
+    """`change` applied to what `path` holds now, written back when it changed; all under the file's lock.
+
+    A file that cannot be read is never written over (its problem is raised). A damaged one is moved aside (kept)
+    and `change` applied to `fallback` (what the caller last read) when there is one, else to the defaults."""
+    with locked(path):
+        loaded = load()
+        if loaded.problem is not None and loaded.moved_aside_to is None:
+            raise loaded.problem
+        current = loaded.value
+        if loaded.problem is not None:
+            log.warning("%s", loaded.problem.info().text())
+            current = fallback if fallback is not None else current
+        new = change(current)
+        if new != current or loaded.problem is not None or not path.exists():
+            save(new)
+        return new
+
+
+def update_hosts(paths: AppPaths, change: Callable[[HostsFile], HostsFile], *, hostname: str | None = None,
+                 fallback: HostsFile | None = None) -> HostsFile:
+    """The hosts after `change`, applied to hosts.json as it is now and saved (raises what `change` raises, a
+    UserError when the file cannot be read, OSError when it cannot be written: then nothing changed)."""
+    return _change(paths.hosts_file, lambda: load_hosts(paths, hostname), lambda hosts: save_hosts(paths, hosts),
+                   change, fallback)
+
+
+def update_settings(paths: AppPaths, change: Callable[[AppSettings], AppSettings], *,
+                    fallback: AppSettings | None = None) -> AppSettings:
+    """The settings after `change`, applied to settings.json as it is now and saved (as `update_hosts`)."""
+    return _change(paths.settings_file, lambda: load_settings(paths),
+                   lambda settings: save_settings(paths, settings), change, fallback)
+
+
+def read_json_object(path: Path, limit: int) -> dict[str, Any]:
+    """A JSON object file the app keeps as a hint or a record (last verdicts, agent places): {} when it is
+    missing, damaged, too large or not a regular file (logged, never raised: losing it costs little)."""
+    try:
+        raw = read_regular_file(path, limit)
+        if len(raw) > limit:
+            raise ValueError(f"larger than {limit} bytes")
+        data = json.loads(raw)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError, RecursionError) as error:
+        log.warning("ignoring an unreadable %s (%s)", path, error)
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def update_json(path: Path, change: Callable[[dict[str, Any]], dict[str, Any]], *, limit: int) -> dict[str, Any]:
+    """`change` applied to the JSON object in `path` as it is now (see `read_json_object`), written back (0600,
+    atomically) when it changed; under the file's lock. Raises OSError when it cannot be written."""
+    with locked(path):
+        current = read_json_object(path, limit)
+        new = change(dict(current))
+        if new != current:
+            atomic_write_bytes(path, json.dumps(new, indent=1).encode())
+        return new

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from workroom import cli
 from workroom.agent_bundle import AgentBundle
+from workroom.cli.face import say_error
 from workroom.core.errors import UserError
 from workroom.core.protocol import (
     ErrorReply,
@@ -119,7 +119,7 @@ def test_agent_answers_reach_the_terminal_plain_and_small(message: dict[str, Any
     if isinstance(parsed, UserError):
         printed = io.StringIO()
         with redirect_stderr(printed):
-            cli._err(parsed)
+            say_error(parsed)
         assert clean(printed.getvalue())
     elif isinstance(parsed, PromptEvent):
         assert clean(parsed.workroom) and len(parsed.workroom) <= 100
@@ -169,5 +169,5 @@ def test_an_ssh_banner_reaches_the_terminal_plain(line: bytes, ssh: bool, tmp_pa
         listen.close()
     printed = io.StringIO()
     with redirect_stderr(printed):
-        cli._err(info.value)
+        say_error(info.value)
     assert clean(printed.getvalue()) and len(printed.getvalue()) < 3000

@@ -210,7 +210,7 @@ def test_editing_a_host_from_an_old_file_whose_name_starts_with_a_dash_keeps_it(
 
 def test_an_edit_the_engine_refuses_is_shown_in_words_and_changes_nothing(
         window: Any, engine: Any, run: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    from workroom.sessions import engine as engine_module
+    from workroom import storage
 
     controller = window.controller
     controller.add_host(Host(name="gpu", provider="ssh", address="10.9.9.9"), connect=False)
@@ -238,7 +238,7 @@ def test_an_edit_the_engine_refuses_is_shown_in_words_and_changes_nothing(
     def unwritable(*_: object) -> None:
         raise PermissionError(13, "Permission denied", str(engine.paths.hosts_file))
 
-    monkeypatch.setattr(engine_module, "save_hosts", unwritable)
+    monkeypatch.setattr(storage, "save_hosts", unwritable)
     assert "Changes not saved" in refused(Host(name="gpu", provider="ssh", address="10.9.9.9", port=2222))
 
 

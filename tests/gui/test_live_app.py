@@ -176,7 +176,7 @@ def silent_server() -> Any:
 
 @pytest.mark.parametrize(("kind", "words", "wait"), [
     ("refusing", "Nothing accepts SSH connections", 15.0),
-    ("silent", "did not complete an SSH handshake", 30.0),
+    ("silent", "took the connection, but no SSH greeting came", 30.0),
 ])
 def test_dead_host_shows_lost_without_freezing_the_window(app: Any, engine: Any, run: Any, silent_server: int,
                                                           kind: str, words: str, wait: float) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
 import subprocess
 import sys
@@ -96,9 +97,12 @@ def test_no_cli_command_wakes_an_asleep_box_without_wake(sim: Sim, wr_home: Path
     answers = {ExitCode.ASLEEP}
     recipes: dict[tuple[str, ...], tuple[list[str], set[int]]] = {
         ("hosts", "add"): (["hosts", "add", "box1", *host_args(b1)], {ExitCode.OK}),
+        ("hosts", "edit"): (["hosts", "edit", "box1", "--idle-window", str(WINDOW)], {ExitCode.OK}),
         ("hosts", "list"): (["hosts", "list"], {ExitCode.OK}),
         ("hosts", "price"): (["hosts", "price", "box1", "0.5"], {ExitCode.OK}),
         ("hosts", "remove"): (["hosts", "remove", "spare"], {ExitCode.OK}),
+        ("app", "status"): (["app", "status"], {ExitCode.ERROR}),  # not running
+        ("app", "quit"): (["app", "quit"], {ExitCode.OK}),
         ("connect",): (["connect", "box1"], answers),
         ("status",): (["status"], {ExitCode.OK}),
         ("settings", "get"): (["settings", "get"], {ExitCode.OK}),
@@ -126,6 +130,16 @@ def test_no_cli_command_wakes_an_asleep_box_without_wake(sim: Sim, wr_home: Path
             assert "box1 is asleep" in result.stdout and f"`workroom {argv[0]} box1 --wake`" in result.stdout
     status = workroom("status")
     assert "Asleep" in status.stdout and "not woken" in status.stdout, status.stdout
+    # Every path of --json is JSON, the asleep answer too; and uninstalling an asleep box needs --wake (or a yes
+    # at a terminal: here stdin is not one), else nothing is woken and nothing removed.
+    answered = workroom("why", "box1", "--json")
+    assert answered.returncode == ExitCode.ASLEEP, answered.stderr
+    facts = json.loads(answered.stdout)
+    assert facts["asleep"] is True and facts["name"] == "box1"
+    assert "`workroom why box1 --wake`" in facts["answer"]["hint"]
+    refused = workroom("hosts", "remove", "box1", "--uninstall")
+    assert refused.returncode == ExitCode.ASLEEP and "--uninstall --wake" in refused.stdout, refused
+    assert "box1" in workroom("hosts", "list").stdout and wakes(sim) == []
     # The live view (also `./dev app` without a display): it watches, and wakes nothing.
     # Ctrl-C as in a terminal. A background job of a non-interactive shell (CI's `./dev test` runs its tiers with
     # `&`) starts with SIGINT ignored, and the child would inherit that: give it back its default.
@@ -153,7 +167,7 @@ def test_no_cli_command_wakes_an_asleep_box_without_wake(sim: Sim, wr_home: Path
 
     # The explicit wakes: each adds exactly one to the record.
     explicit = [["connect", "box1", "--wake"], ["why", "box1", "--wake"], ["keep", "box1", "--wake"],
-                ["exclusions", "box1", "--wake"], ["hosts", "remove", "box1", "--uninstall"]]
+                ["exclusions", "box1", "--wake"], ["hosts", "remove", "box1", "--uninstall", "--wake"]]
     for n, argv in enumerate(explicit, start=1):
         asleep(sim, "box1")
         if argv[0] == "why":  # asleep again, answered from what the app now knows of it

@@ -123,7 +123,7 @@ class RecordSource:
         self.asked += 1
         return self.reply
 
-    async def exclusions(self, name: str, names: list[str] | None = None) -> Any:
+    async def exclusions(self, name: str, *, add: list[str] | None = None, remove: list[str] | None = None) -> Any:
         return self._never
 
     def set_hourly_price(self, name: str, price: float | None) -> None:

@@ -131,7 +131,7 @@ def test_every_message_parses_with_the_apps_models(agent) -> None:  # type: igno
 EXAMPLE_PARAMS: dict[Method, dict[str, object]] = {
     Method.SETTINGS: CeilingSettings().as_request_params(),
     Method.TIMELINE: {"since": 0},
-    Method.EXCLUSIONS: {"names": ["watch"]},
+    Method.EXCLUSIONS: {"add": ["watch"], "remove": ["make"]},
 }
 """Parameters that make a method do something (a method without a row here is sent bare; `handoff` gets a
 real bundle of the agent)."""

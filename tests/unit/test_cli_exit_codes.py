@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from workroom import cli
+from workroom.cli import hosts as cli_hosts
 from workroom.core.ceiling import SettingsError
 from workroom.core.errors import ExitCode, UserError
 from workroom.core.hosts import DuplicateHostError, HostNotFoundError
@@ -56,8 +57,8 @@ def test_a_setting_out_of_range_exits_7(capsys: pytest.CaptureFixture[str]) -> N
 def test_the_title_does_not_decide(monkeypatch: pytest.MonkeyPatch) -> None:
     """An error titled like a host-key refusal is still only what its type says."""
 
-    def refuse(_args: object) -> int:
+    def refuse(*_args: object) -> int:
         raise UserError("Host key changed", "A title that once decided the code.")
 
-    monkeypatch.setattr(cli, "_cmd_hosts", refuse)
+    monkeypatch.setattr(cli_hosts, "cmd_hosts", refuse)
     assert cli.main(["hosts", "list"]) == ExitCode.UNREACHABLE

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from unit.core.status_factory import make_busy
-from workroom.cli import _snapshot_json
+from workroom.cli.words import snapshot_json as _snapshot_json
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.heartbeat_proof import CANNOT_READ, HeartbeatProof, IdleClockReading, judge
 from workroom.core.hosts import Host

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from unit.core.status_factory import make_busy
-from workroom.cli import _snapshot_json, _snapshot_line
+from workroom.cli.words import snapshot_json as _snapshot_json
+from workroom.cli.words import snapshot_line as _snapshot_line
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import ErrorInfo, ErrorKind
 from workroom.core.hosts import Host

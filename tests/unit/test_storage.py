@@ -191,3 +191,59 @@ def test_a_settings_file_from_a_newer_app_loads_and_keeps_what_it_does_not_know(
     save_settings(paths, changed)
     saved = json.loads(paths.settings_file.read_text())
     assert {key: saved[key] for key in newer} == {**newer, "ceiling": {**newer["ceiling"], "ceiling_seconds": 7200.0}}
+
+
+CHANGER = """
+import sys
+from workroom.core.hosts import Host
+from workroom.paths import app_paths
+from workroom.storage import update_hosts, update_json, update_settings
+paths = app_paths({"WORKROOM_HOME": sys.argv[1]}).ensure()
+me = sys.argv[2]
+for i in range(int(sys.argv[3])):
+    update_hosts(paths, lambda hosts: hosts.add(Host(name=f"{me}-{i}", provider="ssh", address="10.0.0.1")),
+                 hostname="me")
+    update_json(paths.state_dir / "last_verdicts.json", lambda data: {**data, f"{me}-{i}": {"verdict": "BUSY"}},
+                limit=1 << 20)
+update_settings(paths, lambda s: s.with_changes({"terminal_app": me} if me == "a" else {"ceiling_seconds": 900}))
+"""
+
+
+def test_changes_from_processes_at_once_all_land(paths: AppPaths) -> None:
+    """Four processes, each adding 12 hosts and 12 records, and each changing one setting, all at once: every
+    change lands (a read-modify-write of the whole file without the lock lost most of them)."""
+    import subprocess
+    import sys
+
+    home = str(paths.config_dir.parent)
+    procs = [subprocess.Popen([sys.executable, "-c", CHANGER, home, who, "12"]) for who in "abcd"]
+    for proc in procs:
+        assert proc.wait(timeout=120) == 0
+    names = set(load_hosts(paths, hostname="me").value.names())
+    assert names == {"me"} | {f"{who}-{i}" for who in "abcd" for i in range(12)}
+    verdicts = json.loads((paths.state_dir / "last_verdicts.json").read_text())
+    assert set(verdicts) == {f"{who}-{i}" for who in "abcd" for i in range(12)}
+    settings = load_settings(paths).value
+    assert settings.terminal_app == "a" and settings.ceiling.ceiling_seconds == 900
+
+
+def test_a_file_that_cannot_be_read_is_never_written_over(paths: AppPaths) -> None:
+    from workroom.core.errors import UserError
+    from workroom.storage import update_hosts
+
+    paths.hosts_file.mkdir()  # a folder where the file should be: it cannot be read, so it is not replaced
+    with pytest.raises(UserError, match="Could not read"):
+        update_hosts(paths, lambda hosts: hosts.add(Host(name="gpu", provider="ssh")), hostname="me")
+    assert paths.hosts_file.is_dir()
+
+
+def test_a_damaged_file_is_kept_and_the_change_made_to_what_the_caller_held(paths: AppPaths) -> None:
+    from workroom.storage import update_hosts
+
+    held = HostsFile.first_run("me").add(Host(name="gpu", provider="ssh"))
+    paths.hosts_file.write_text("{half an edit")
+    after = update_hosts(paths, lambda hosts: hosts.add(Host(name="tpu", provider="ssh")), hostname="me",
+                         fallback=held)
+    assert after.names() == ["me", "gpu", "tpu"] and load_hosts(paths).value == after
+    kept = list(paths.config_dir.glob("hosts.json.corrupt-*"))
+    assert len(kept) == 1 and kept[0].read_text() == "{half an edit"

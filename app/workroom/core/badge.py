@@ -291,7 +291,7 @@ def _offline(connection: ConnectionInfo, face: Face) -> Badge:
     message = without_exception_names(error.message)
     hint = error.advice(face) or hint
     named = ERROR_KINDS.get(error.kind)
-    if named is not None:
+    if named is not None and named.label is not None and named.lead is not None:
         return _make(BadgeKind.OFFLINE, [named.lead, message], hint=hint, label=named.label)
     return _make(BadgeKind.OFFLINE, ["The app cannot reach this host.", f"{error.title}: {message}"], hint=hint)
 

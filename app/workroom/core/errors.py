@@ -45,16 +45,18 @@ class ErrorKind(StrEnum):
 
     OTHER = "other"
     LOGIN_REFUSED = "login_refused"
+    HOST_KEY_UNKNOWN = "host_key_unknown"
 
 
 @dataclass(frozen=True)
 class ErrorKindSpec:
-    """How the faces name one kind of error: the offline badge's label and first sentence, and the advice
-    per face (a face not listed shows the error's own hint: the remote layer words hints for the command line,
-    which prints them as they are)."""
+    """How the faces name one kind of error: the offline badge's label and first sentence (None: the badge says
+    Offline as for any error), and the advice per face (a face not listed shows the error's own hint: the remote
+    layer words hints for the command line, which prints them as they are). `{name}` in advice is the host's
+    name in the app (`ErrorInfo.advice(face, name)`)."""
 
-    label: str
-    lead: str
+    label: str | None
+    lead: str | None
     advice: dict[Face, str] = field(default_factory=dict)
 
 
@@ -63,6 +65,10 @@ ERROR_KINDS: dict[ErrorKind, ErrorKindSpec] = {
         "Login refused", "The host refused the login.",
         {Face.APP: "Check the user name, that your public key is in ~/.ssh/authorized_keys on the host, and which "
                    "key to use: the Key file field in Edit host…, or IdentityFile in ~/.ssh/config."}),
+    ErrorKind.HOST_KEY_UNKNOWN: ErrorKindSpec(
+        None, None,
+        {Face.CLI: "Compare it with the host's own fingerprint (ssh-keygen -lf on the host's key); if they match, "
+                   "`workroom connect {name} --trust-new-host-key` trusts it and connects."}),
 }
 
 
@@ -76,15 +82,18 @@ class ErrorInfo(BaseModel):
     hint: str = ""
     kind: ErrorKind = ErrorKind.OTHER
 
-    def advice(self, face: Face) -> str:
-        """What to do next, in the words of `face` (the hint, unless this kind has advice of its own there)."""
+    def advice(self, face: Face, name: str = "NAME") -> str:
+        """What to do next, in the words of `face` (the hint, unless this kind has advice of its own there);
+        `name`: the host's name in the app, where the advice names a command."""
         spec = ERROR_KINDS.get(self.kind)
-        return spec.advice.get(face, self.hint) if spec is not None else self.hint
+        if spec is None or face not in spec.advice:
+            return self.hint
+        return spec.advice[face].replace("{name}", name)
 
-    def text(self, face: Face = Face.CLI) -> str:
+    def text(self, face: Face = Face.CLI, name: str = "NAME") -> str:
         """The whole error as one line (CLI output, logs, tooltips), with the advice for `face`."""
         parts = [f"{self.title}: {self.message}"]
-        hint = self.advice(face)
+        hint = self.advice(face, name)
         if hint:
             parts.append(hint)
         return " ".join(parts)
@@ -118,11 +127,13 @@ class UserError(Exception):
         """The error as data (safe to send across threads or store in a model)."""
         return ErrorInfo(title=self.title, message=self.message, hint=self.hint, kind=self.error_kind)
 
-    def advice(self, face: Face) -> str:
-        return self.info().advice(face)
+    def advice(self, face: Face, name: str = "NAME") -> str:
+        return self.info().advice(face, name)
 
 
 class BoxAsleep(UserError):
     """The box is asleep and the command may not wake it: an answer from what is known, not a failure."""
 
     exit_code = ExitCode.ASLEEP
+    facts: dict[str, object] | None = None
+    """What the answer says, as data, for a face that gives it so (the command line's `--json`)."""

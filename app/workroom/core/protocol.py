@@ -521,8 +521,19 @@ class TimelineParams(_Params):
 
 
 class ExclusionsParams(_Params):
+    """Read the names in force (nothing given), or change them: `add` and `remove` are applied by the agent to
+    the list it holds then (so a change made meanwhile elsewhere is kept); `names` replaces the whole list (an
+    older app's way; not with `add` or `remove`)."""
+
     names: list[str] | None = None
-    """None: read the names in force; a list: replace them."""
+    add: list[str] | None = None
+    remove: list[str] | None = None
+
+    @model_validator(mode="after")
+    def _one_way(self) -> Self:
+        if self.names is not None and (self.add is not None or self.remove is not None):
+            raise ValueError("names replaces the list: not with add or remove")
+        return self
 
 
 @dataclass(frozen=True)

@@ -6,21 +6,21 @@ forwarding) and takes it only if the agent there says hello as this app's build,
 else -- nothing remembered, sshd refuses, a dead socket, another build -- and the connect goes the way it
 always went: the install probe first (docs/protocol.md, transport). So the file is only a hint: a missing,
 damaged or foreign one loses nothing but that round trip, and it is never trusted for anything but where
-to knock.
+to knock. Every change is a locked read-modify-write of the one host's entry (`storage.update_json`), so the app
+and a `workroom` command remembering different hosts at once both keep theirs.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from workroom.paths import AGENT_SOCKETS_FILE_NAME
-from workroom.regular_file import read_regular_file
 from workroom.remote.agent_install import is_safe_path
-from workroom.storage import atomic_write_bytes
+from workroom.storage import read_json_object, update_json
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,20 @@ def _place(raw: object) -> AgentPlace | None:
     return AgentPlace(str(socket), str(bundle), supervisor if is_safe_path(supervisor) else None)
 
 
+def _places(data: dict[str, Any]) -> dict[str, AgentPlace]:
+    """The places a file's object holds (at most MAX_HOSTS); anything the app would not use is left out."""
+    hosts = data.get("hosts")
+    places: dict[str, AgentPlace] = {}
+    for name, raw in (hosts.items() if isinstance(hosts, dict) else ()):
+        place = _place(raw)
+        if isinstance(name, str) and place is not None and len(places) < MAX_HOSTS:
+            places[name] = place
+    return places
+
+
 class AgentSockets:
-    """The remembered places, by host name: read once (lazily), written whole and atomically on a change."""
+    """The remembered places, by host name: read once (lazily, and again after `forget_cached`), each change a
+    locked read-modify-write of that host's entry."""
 
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / FILE_NAME
@@ -57,20 +69,13 @@ class AgentSockets:
 
     def _loaded(self) -> dict[str, AgentPlace]:
         if self._places is None:
-            self._places = {}
-            try:
-                data = json.loads(read_regular_file(self.path, MAX_BYTES))
-            except FileNotFoundError:
-                return self._places
-            except (OSError, ValueError, RecursionError) as exc:
-                log.info("ignoring %s (%s): every host is probed first", self.path, exc)
-                return self._places
-            hosts = data.get("hosts") if isinstance(data, dict) else None
-            for name, raw in (hosts.items() if isinstance(hosts, dict) else ()):
-                place = _place(raw)
-                if isinstance(name, str) and place is not None and len(self._places) < MAX_HOSTS:
-                    self._places[name] = place
+            self._places = _places(read_json_object(self.path, MAX_BYTES))
         return self._places
+
+    def forget_cached(self) -> None:
+        """The file changed behind this process's back: read it again when next asked."""
+        with self._lock:
+            self._places = None
 
     def get(self, name: str) -> AgentPlace | None:
         with self._lock:
@@ -79,19 +84,27 @@ class AgentSockets:
     def remember(self, name: str, place: AgentPlace | None) -> None:
         """Keep (or, with None, forget) where `name`'s agent is; writes the file when that changed (blocking).
         A file that cannot be written is logged: the next connect then probes first, as it always could."""
+        if place is not None and _place(place.__dict__) != place:
+            return
         with self._lock:
             places = self._loaded()
-            if places.get(name) == place or (place is not None and _place(place.__dict__) != place):
+            if places.get(name) == place:
                 return
-            if place is None:
-                places.pop(name, None)
-            elif name in places or len(places) < MAX_HOSTS:
-                places[name] = place
-            else:
-                return
-            data = {"version": 1, "hosts": {n: p.__dict__ for n, p in sorted(places.items())}}
+
+            def change(data: dict[str, Any]) -> dict[str, Any]:
+                now = _places(data)
+                if place is None:
+                    now.pop(name, None)
+                elif name in now or len(now) < MAX_HOSTS:
+                    now[name] = place
+                return {"version": 1, "hosts": {n: p.__dict__ for n, p in sorted(now.items())}}
+
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                atomic_write_bytes(self.path, json.dumps(data, indent=1).encode())
+                self._places = _places(update_json(self.path, change, limit=MAX_BYTES))
             except OSError as exc:
                 log.warning("could not write %s: %s", self.path, exc)
+                if place is None:  # this run still knows it
+                    places.pop(name, None)
+                elif name in places or len(places) < MAX_HOSTS:
+                    places[name] = place

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 
 from workroom.core.heartbeat_proof import IdleClockReading
-from workroom.providers.bounded_http import PollFailed, get_json
 
 IDLE_KEYS = ("idle_seconds", "idle_for_s")
 WINDOW_KEYS = ("idle_window_seconds", "idle_window_s")
@@ -48,6 +47,9 @@ def reading_from(data: object, read_at: float) -> IdleClockReading | None:
 
 async def read_idle_clock_url(url: str, deadline_seconds: float = READ_DEADLINE_SECONDS) -> IdleClockReading | None:
     """The idle clock a status page reports (through the bounded client), or None when it cannot be read."""
+    # Here, not above: an SSH host's connect reads no HTTP (http.client and email stay unloaded: docs/cli.md).
+    from workroom.providers.bounded_http import PollFailed, get_json
+
     try:
         data = await get_json(url, deadline_seconds)
     except PollFailed:

@@ -13,14 +13,12 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
-import struct
-import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from workroom.app_link import peer_uid
 from workroom.core.errors import UserError
 from workroom.core.protocol import MAX_LINE_BYTES
 from workroom.paths import check_private_dir
@@ -106,19 +104,6 @@ class _LineSplitter:
         if len(self._buf) > MAX_LINE_BYTES + 1:
             raise ValueError(f"the agent sent a line over {MAX_LINE_BYTES} bytes")
         return lines
-
-
-def peer_uid(sock: socket.socket) -> int | None:
-    """The uid of the process on the other end of a Unix socket (SO_PEERCRED on Linux, LOCAL_PEERCRED
-    on macOS), or None where the platform cannot tell."""
-    so_peercred = getattr(socket, "SO_PEERCRED", None)
-    if so_peercred is not None:
-        raw = sock.getsockopt(socket.SOL_SOCKET, so_peercred, struct.calcsize("3i"))
-        return int(struct.unpack("3i", raw)[1])
-    if sys.platform == "darwin":
-        raw = sock.getsockopt(0, 0x001, struct.calcsize("IIh16I") + 8)  # SOL_LOCAL, LOCAL_PEERCRED: xucred
-        return int(struct.unpack_from("II", raw)[1])
-    return None
 
 
 def plain_reason(words: str) -> str:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workroom.core.errors import ExitCode, UserError
+from workroom.core.errors import ErrorKind, ExitCode, UserError
 from workroom.core.questions import HostKeyQuestion
 from workroom.regular_file import NotARegularFileError, read_regular_file
 from workroom.storage import atomic_write_bytes
@@ -125,6 +125,7 @@ class HostKeyUnknown(UserError):
     """Connecting stopped at a host key nobody has confirmed yet; `.question` is what to ask."""
 
     exit_code = ExitCode.HOST_KEY_UNKNOWN
+    error_kind = ErrorKind.HOST_KEY_UNKNOWN  # the command line names its --trust-new-host-key
 
     def __init__(self, question: UnknownHostKey) -> None:
         self.question = question

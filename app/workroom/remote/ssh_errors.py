@@ -227,10 +227,36 @@ def handshake_error(target: SshTarget, exc: BaseException, timeout: float, trans
     if isinstance(exc, TimeoutError | socket.timeout):
         return HostUnreachable("Host not answering", f"{target.describe()} did not complete the SSH "
                                f"handshake within {timeout:g} s.", "The host may be overloaded or asleep.")
+    stalled = _stalled_handshake(target, exc, timeout, transport)
+    if stalled is not None:
+        return stalled
     return HostUnreachable(
         "SSH handshake failed",
         f"{target.describe()} did not complete an SSH handshake ({said(exc) or 'no further detail'}).",
         "Check that this address and port lead to an SSH server.")
+
+
+def _stalled_handshake(target: SshTarget, exc: BaseException, timeout: float, transport: object) -> SshError | None:
+    """A server that took the connection and then went quiet: paramiko's own words for it ("Error reading SSH
+    protocol banner", or "No existing session" once its wait for the key exchange ran out) say nothing a person
+    can use; this says what happened and for how long it was waited on."""
+    import paramiko
+
+    if transport is None or not isinstance(exc, paramiko.SSHException) or getattr(transport, "initial_kex_done", True):
+        return None
+    greeting = plain(str(getattr(transport, "remote_version", "") or ""), 100)
+    timed_out = exc.args == ("No existing session",)  # its wait for the key exchange ran out first
+    if not greeting:
+        if "protocol banner" not in str(exc) and not timed_out:
+            return None
+        return HostUnreachable("Not an SSH server", f"{target.describe()} took the connection, but no SSH greeting "
+                               f"came (it closed the connection, or said nothing of SSH within {timeout:g} s).",
+                               "Check that this address and port lead to an SSH server; it may also be overloaded.")
+    if not timed_out:
+        return None
+    return HostUnreachable("Host not answering", f"{target.describe()} greeted as an SSH server ({greeting}) but did "
+                           f"not go on with the handshake within {timeout:g} s.",
+                           "The server there may be overloaded or stuck.")
 
 
 def said(exc: BaseException, limit: int = 300) -> str:

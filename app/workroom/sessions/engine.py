@@ -1,18 +1,23 @@
 """The app's engine, with no Qt: the hosts, their sessions, the ceiling settings and their fan-out.
 
-The desktop app and the CLI are two faces of this one object. It owns persistence (hosts.json,
-settings.json) and hands every host's session this computer's ceiling settings (ask mode only to hosts
+The desktop app and the CLI are two faces of this one object; while the app runs, the `workroom` command is
+served by the app's engine (docs/app_link.md). It owns persistence (hosts.json, settings.json,
+last_verdicts.json) and hands every host's session this computer's ceiling settings (ask mode only to hosts
 whose provider sleeps when idle).
+
+Every write is a locked read-modify-write of the file (storage.py): a change is applied to what the file holds
+now, so another process's change is never written over, and what the file then holds becomes the engine's.
+A change found in a file (another process, a hand edit: `reload_changed_files`) is taken the same way. Either
+way the faces hear of it through `hosts_listeners` and `settings_listeners`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,22 +28,26 @@ from workroom.core.errors import UserError
 from workroom.core.hosts import Host, HostsFile
 from workroom.core.last_known import LastKnown
 from workroom.core.questions import SecretRequest
+from workroom.core.setting_rows import Store, row_named, rows_in
 from workroom.credentials import CredentialKey, CredentialStore
+from workroom.daemon_threads import DaemonThreads
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
 from workroom.providers.agent_sockets import AgentSockets
 from workroom.providers.base import Provider, ProviderContext
-from workroom.regular_file import read_regular_file
 from workroom.remote.agent_install import UninstallReport
 from workroom.remote.host_keys import KnownHosts
 from workroom.sessions.host_session import HostSession, HostSnapshot
 from workroom.storage import (
     MAX_FILE_BYTES,
-    atomic_write_bytes,
     load_hosts,
     load_settings,
-    save_hosts,
-    save_settings,
+    read_hosts,
+    read_json_object,
+    read_settings,
+    update_hosts,
+    update_json,
+    update_settings,
 )
 
 log = logging.getLogger(__name__)
@@ -47,6 +56,61 @@ log = logging.getLogger(__name__)
 SecretAsker = Callable[[SecretRequest], Coroutine[Any, Any, str | None]]
 """Asks the user for a secret the keyring does not have (a coroutine run on the event loop)."""
 ASK_SECRET_TIMEOUT_SECONDS = 300.0
+VERDICTS_FILE_NAME = "last_verdicts.json"
+
+SettingsChangeFn = Callable[[AppSettings], AppSettings]
+
+
+@dataclass(frozen=True)
+class HostsChange:
+    """What changed in the hosts, for the faces: hosts added, removed, changed in what the connection uses (its
+    session ended; connect again with the new settings) or only in what it does not (its price: the session goes
+    on). `outside`: found in hosts.json, written by another process or by hand."""
+
+    added: tuple[Host, ...] = ()
+    removed: tuple[str, ...] = ()
+    changed: tuple[Host, ...] = ()
+    updated: tuple[Host, ...] = ()
+    outside: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.added or self.removed or self.changed or self.updated)
+
+    def words(self) -> str:
+        parts = [f"{what} {', '.join(names)}" for what, names in (
+            ("added", [h.name for h in self.added]), ("removed", list(self.removed)),
+            ("changed", [h.name for h in (*self.changed, *self.updated)])) if names]
+        return "; ".join(parts) or "nothing"
+
+
+@dataclass(frozen=True)
+class SettingsChange:
+    """Which stored settings (row names, core.setting_rows) now hold another value; `outside` as for hosts."""
+
+    names: frozenset[str]
+    outside: bool = False
+
+
+def _changed_rows(before: AppSettings, after: AppSettings) -> frozenset[str]:
+    return frozenset(row.name for row in rows_in(Store.AGENTS, Store.NOTICES, Store.THIS_COMPUTER)
+                     if before.value_of(row) != after.value_of(row))
+
+
+def _row_store(name: str) -> Store | None:
+    row = row_named(name)
+    return None if row is None else row.store
+
+
+def _only_price_differs(old: Host, new: Host) -> bool:
+    return old.model_copy(update={"hourly_price": new.hourly_price}) == new
+
+
+def host_changes(was: Host, now: Host) -> dict[str, Any]:
+    """The fields a person changed, from the host as they were shown it (`was`) to what they asked for (`now`):
+    applied to the host as it is stored now (`Engine.edit_host`), so a field changed elsewhere meanwhile keeps
+    that change."""
+    before, after = was.model_dump(), now.model_dump()
+    return {key: value for key, value in after.items() if before.get(key) != value}
 
 
 def keyring_secret_lookup(store: CredentialStore,
@@ -76,11 +140,22 @@ class Engine:
     def __init__(self, paths: AppPaths, bundle: AgentBundle, *, hostname: str | None = None,
                  auto_reconnect: bool = True, credentials: CredentialStore | None = None) -> None:
         self.paths = paths.ensure()
+        self.hostname = hostname
         loaded_hosts = load_hosts(paths, hostname)
         loaded_settings = load_settings(paths)
         self.problems: list[UserError] = [p for p in (loaded_hosts.problem, loaded_settings.problem) if p]
         self.hosts: HostsFile = loaded_hosts.value
         self.settings: AppSettings = loaded_settings.value
+        self._settings_changes: list[SettingsChangeFn] = []
+        """Changes made here and not yet written (`save_settings` applies them to the file as it is then)."""
+        self._settings_writes = 0
+        self.hosts_listeners: list[Callable[[HostsChange], None]] = []
+        self.settings_listeners: list[Callable[[SettingsChange], None]] = []
+        self._files = DaemonThreads("wr-files")
+        """Writes of the engine's files off the loop's thread, one at a time in order (`close` waits for them)."""
+        self._files_closed = False
+        self._closing: dict[str, asyncio.Task[None]] = {}
+        self._background: set[asyncio.Task[Any]] = set()
         self.auto_reconnect = auto_reconnect
         self.credentials = credentials if credentials is not None else CredentialStore()
         self.secret_asker: SecretAsker | None = None
@@ -96,7 +171,7 @@ class Engine:
         self.last_verdicts: dict[str, dict[str, object]] = self._load_verdicts()
         self._heard_live: set[str] = set()
         if loaded_hosts.problem is None and not paths.hosts_file.exists():
-            save_hosts(paths, self.hosts)
+            self.hosts = update_hosts(paths, lambda hosts: hosts, hostname=hostname, fallback=self.hosts)
 
     # -- hosts -------------------------------------------------------------------------------------
 
@@ -135,21 +210,10 @@ class Engine:
 
     @property
     def _verdicts_file(self) -> Path:
-        return self.paths.state_dir / "last_verdicts.json"
+        return self.paths.state_dir / VERDICTS_FILE_NAME
 
     def _load_verdicts(self) -> dict[str, dict[str, object]]:
-        try:
-            raw = read_regular_file(self._verdicts_file, MAX_FILE_BYTES)  # never waits on a FIFO in the file's place
-            if len(raw) > MAX_FILE_BYTES:
-                raise ValueError("too large")
-            data = json.loads(raw)
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError, RecursionError):
-            log.warning("ignoring an unreadable %s", self._verdicts_file)
-            return {}
-        if not isinstance(data, dict):
-            return {}
+        data = read_json_object(self._verdicts_file, MAX_FILE_BYTES)  # never waits on a FIFO in the file's place
         records = {k: LastKnown.from_record(v) for k, v in data.items() if isinstance(k, str) and isinstance(v, dict)}
         return {k: known.to_record() for k, known in records.items() if known.known or known.asleep_since is not None}
 
@@ -180,21 +244,40 @@ class Engine:
         self.last_verdicts[name] = after.to_record()
         if not before.differs_in_meaning(after) and not (heard_before and not spec.live):
             return  # only a newer "seen at" while live: in memory now, on disk when it stops being heard
-        self._save_verdicts()
+        self._save_verdicts(name)
 
-    def _save_verdicts(self) -> None:
-        data, path = json.dumps(self.last_verdicts).encode(), self._verdicts_file
+    def _save_verdicts(self, name: str) -> None:
+        """Write `name`'s record as it is now (or its absence) into last_verdicts.json as the file is then: the
+        other hosts' records, another process's included, stay as they are."""
+        record, path = self.last_verdicts.get(name), self._verdicts_file
 
-        def save() -> None:
+        def change(data: dict[str, Any]) -> dict[str, Any]:
+            if record is None:
+                data.pop(name, None)
+            else:
+                data[name] = record
+            return data
+
+        self._write(lambda: update_json(path, change, limit=MAX_FILE_BYTES), f"cannot save {path}")
+
+    def _write(self, write: Callable[[], object], failed: str) -> None:
+        """Run a file write on the engine's writer thread (in order; fsync never on the loop's thread); with no
+        loop running (a command's last words), here and now. A failure is logged."""
+        def guarded() -> None:
             try:
-                atomic_write_bytes(path, data)
+                write()
             except OSError as error:
-                log.warning("cannot save %s: %s", path, error)
+                log.warning("%s: %s", failed, error)
 
         try:
-            asyncio.get_running_loop().run_in_executor(None, save)  # fsync never on the loop (GUI) thread
+            asyncio.get_running_loop()
         except RuntimeError:
-            save()
+            guarded()
+            return
+        if self._files_closed:  # a late word after `close`: written here and now
+            guarded()
+            return
+        self._files.submit(guarded)
 
     def snapshots(self) -> list[HostSnapshot]:
         out = []
@@ -206,20 +289,57 @@ class Engine:
             out.append(replace(snapshot, last_known=self.last_known(host.name)))
         return out
 
-    def add_host(self, host: Host) -> None:
-        self.hosts = self.hosts.add(host)
-        save_hosts(self.paths, self.hosts)
+    def change_hosts(self, change: Callable[[HostsFile], HostsFile]) -> HostsChange:
+        """`change` applied to hosts.json as it is now (locked: storage.update_hosts), and the result taken as the
+        engine's hosts: raises what `change` raises (a UserError), or OSError when the file cannot be written;
+        either way nothing changed. Another process's change found on the way is taken too."""
+        hosts = update_hosts(self.paths, change, hostname=self.hostname, fallback=self.hosts)
+        return self._take_hosts(hosts, outside=False)
 
-    async def replace_host(self, name: str, host: Host) -> None:
+    def add_host(self, host: Host) -> None:
+        self.change_hosts(lambda hosts: hosts.add(host))
+
+    def edit_host(self, name: str, changes: Mapping[str, Any]) -> Host:
+        """Change only the fields named in `changes` of the host called `name` as it is stored now (checked as
+        `HostsFile.edit` checks an edit: raises a UserError, or ValueError for a value the host cannot hold)."""
+        def change(hosts: HostsFile) -> HostsFile:
+            old = hosts.require(name)
+            return hosts.edit(name, Host.model_validate({**old.model_dump(), **changes}))
+
+        self.change_hosts(change)
+        return self.hosts.require(name)
+
+    def set_hourly_price(self, name: str, price: float | None) -> Host:
+        """The provider's hourly price for this host (the timeline's estimated cost); its session goes on."""
+        return self.edit_host(name, {"hourly_price": price})
+
+    async def replace_host(self, name: str, host: Host, *, was: Host | None = None) -> None:
         """Change the host called `name` into `host` in one step: checked (`HostsFile.edit`: raises a
         UserError) and saved (raises OSError) before anything changes, so a refused edit loses nothing.
-        Then the session made with the old settings ends; the next `session(name)` uses the new ones."""
-        hosts = self.hosts.edit(name, host)
-        save_hosts(self.paths, hosts)
-        self.hosts = hosts
-        session = self.sessions.pop(host.name, None)
-        if session is not None:
-            await session.close()
+        With `was` (the host as the person was shown it) only the fields they changed are written, onto the
+        host as it is stored now. Then the session made with the old settings ends; the next `session(name)`
+        uses the new ones."""
+        if was is not None:
+            self.edit_host(name, host_changes(was, host))
+        else:
+            self.change_hosts(lambda hosts: hosts.edit(name, host))
+        closing = self._closing.get(host.name)
+        if closing is not None:
+            await asyncio.shield(closing)
+
+    def forget_host(self, name: str) -> None:
+        """Remove the host from the list (its agent, if one runs there, keeps running), with what this computer
+        remembers of it."""
+        host = self.hosts.require(name)
+        self.change_hosts(lambda hosts: hosts.remove(host.name))
+        self._forget_records(host.name)
+
+    def _forget_records(self, name: str) -> None:
+        if self.last_verdicts.pop(name, None) is not None:
+            self._save_verdicts(name)
+        sockets = self.context.agent_sockets
+        if sockets is not None:  # its agent's place too (a provider that cannot be made is removed all the same)
+            self._write(lambda: sockets.remember(name, None), f"cannot forget {name}'s agent place")
 
     async def remove_host(self, name: str, *, uninstall: bool = False) -> UninstallReport | None:
         """Forget the host; with `uninstall`, first stop its agent and remove it from the box (asking for that
@@ -230,12 +350,48 @@ class Engine:
         if session is not None:
             await session.close()
         report = await self.uninstall_agent(host) if uninstall else None
-        self.hosts = self.hosts.remove(host.name)
-        save_hosts(self.paths, self.hosts)
-        self.last_verdicts.pop(host.name, None)
-        if self.context.agent_sockets is not None:  # its agent's place too (a provider that cannot be made
-            await asyncio.to_thread(self.context.agent_sockets.remember, host.name, None)  # is removed all the same)
+        self.forget_host(host.name)
+        closing = self._closing.get(host.name)
+        if closing is not None:
+            await asyncio.shield(closing)
         return report
+
+    def _take_hosts(self, hosts: HostsFile, *, outside: bool) -> HostsChange:
+        """Make `hosts` the engine's: a removed host's session ends, a changed one's ends too (the next connect
+        uses the new settings) unless only its price changed; then the faces hear what changed."""
+        before = {h.name: h for h in self.hosts.hosts}
+        after = {h.name: h for h in hosts.hosts}
+        self.hosts = hosts
+        changed = [h for n, h in after.items() if n in before and before[n] != h]
+        change = HostsChange(
+            added=tuple(h for n, h in after.items() if n not in before),
+            removed=tuple(n for n in before if n not in after),
+            changed=tuple(h for h in changed if not _only_price_differs(before[h.name], h)),
+            updated=tuple(h for h in changed if _only_price_differs(before[h.name], h)),
+            outside=outside)
+        if not change:
+            return change
+        for name in (*change.removed, *(h.name for h in change.changed)):
+            self._end_session(name)
+        for host in change.updated:
+            session = self.sessions.get(host.name)
+            if session is not None:
+                session.host = host
+        for listener in list(self.hosts_listeners):
+            listener(change)
+        return change
+
+    def _end_session(self, name: str) -> None:
+        session = self.sessions.pop(name, None)
+        if session is None:
+            return
+        try:
+            task = asyncio.get_running_loop().create_task(session.close(), name=f"close-{name}")
+        except RuntimeError:  # no loop (a command's last words): nothing of it runs any more
+            return
+        self._closing[name] = task
+        task.add_done_callback(lambda done: self._closing.pop(name, None) if self._closing.get(name) is done
+                               else None)
 
     async def uninstall_agent(self, host: Host, *, stop_only: bool = False) -> UninstallReport:
         """Stop the host's agent the way it was started and remove its unit, plist, bundle and state
@@ -259,23 +415,34 @@ class Engine:
 
     # -- settings ----------------------------------------------------------------------------------
 
+    def _change_settings(self, change: SettingsChangeFn) -> None:
+        """Change the settings in memory now; `save_settings` applies the same change to the file as it is then."""
+        before = self.settings
+        self.settings = change(self.settings)
+        self._settings_changes.append(change)
+        self._settings_changed(before, outside=False)
+
     async def update_app_settings(self, **changes: object) -> None:
         """Save app state that is not a setting row (the first-run offer answered); raises OSError when the
         file cannot be written (the state stays changed in memory for this run)."""
-        self.settings = self.settings.model_copy(update=changes)
+        self._change_settings(lambda settings: settings.model_copy(update=changes))
         await self.save_settings()
 
     def change_settings(self, changes: Mapping[str, object]) -> None:
         """Take the settings a person changed (row name -> value; core.setting_rows), each checked by its row
         (raises `SettingsError`): only these change, every other setting keeps its stored value. `save_settings`
         writes them; `apply_settings` also hands the ceiling to the hosts."""
-        self.settings = self.settings.with_changes(changes)
+        self.settings.with_changes(changes)  # checked now: a refused value changes nothing
+        self._change_settings(lambda settings: settings.with_changes(changes))
 
     async def apply_settings(self, changes: Mapping[str, object]) -> dict[str, UserError | None]:
         """Change (`change_settings`), save, and hand the ceiling settings to every connected host at once (the
         pane's Apply to all hosts; others get them when they connect). Returns each host's outcome."""
         self.change_settings(changes)
         await self.save_settings()
+        return await self._hand_out_ceiling()
+
+    async def _hand_out_ceiling(self) -> dict[str, UserError | None]:
         ceiling = self.settings.ceiling
         names = list(self.sessions)
         results = await asyncio.gather(*(self.sessions[n].apply_settings(ceiling) for n in names),
@@ -292,12 +459,107 @@ class Engine:
 
     def use_notice_settings(self, notices: NoticeSettings) -> None:
         """Which notifications this computer shows, from now on, with each host's own choice (nothing goes to the
-        hosts); `save_settings` writes them."""
-        self.settings = self.settings.model_copy(update={"notices": notices})
+        hosts); `save_settings` writes them. Only what differs from the notices held now is written over the
+        file's."""
+        before = self.settings.notices
+        changed = {key: value for key, value in notices.model_dump().items()
+                   if key != "finished_muted_hosts" and before.model_dump().get(key) != value}
+        muted = set(notices.finished_muted_hosts) - set(before.finished_muted_hosts)
+        unmuted = set(before.finished_muted_hosts) - set(notices.finished_muted_hosts)
+
+        def change(settings: AppSettings) -> AppSettings:
+            now = settings.notices.model_copy(update=changed)
+            for name in muted:
+                now = now.with_finished_for(name, False)
+            for name in unmuted:
+                now = now.with_finished_for(name, True)
+            return settings.model_copy(update={"notices": now})
+
+        self._change_settings(change)
 
     async def save_settings(self) -> None:
-        """Write the settings as they are now (off the loop's thread)."""
-        await asyncio.get_running_loop().run_in_executor(None, save_settings, self.paths, self.settings)
+        """Write the changes made here since the last save, each applied to settings.json as it is then (off the
+        loop's thread; locked: storage.update_settings); raises OSError when it cannot be written. What the file
+        then holds is taken, another process's changes included, unless more changes were made meanwhile."""
+        changes, self._settings_changes = self._settings_changes, []
+        if not changes:
+            return
+
+        def write() -> AppSettings:
+            def change(settings: AppSettings) -> AppSettings:
+                for one in changes:
+                    settings = one(settings)
+                return settings
+
+            return update_settings(self.paths, change, fallback=self.settings)
+
+        self._settings_writes += 1
+        try:
+            saved = write() if self._files_closed else await asyncio.wrap_future(self._files.submit(write))
+        except BaseException:
+            self._settings_changes[:0] = changes  # kept for the next save
+            raise
+        finally:
+            self._settings_writes -= 1
+        if not self._settings_writes and not self._settings_changes and saved != self.settings:
+            before, self.settings = self.settings, saved
+            self._settings_changed(before, outside=True)
+
+    def _settings_changed(self, before: AppSettings, *, outside: bool) -> None:
+        names = _changed_rows(before, self.settings)
+        if names:
+            for listener in list(self.settings_listeners):
+                listener(SettingsChange(names, outside))
+
+    # -- files changed behind the engine's back ---------------------------------------------------------------
+
+    def reload_changed_files(self) -> None:
+        """Take what another process (an older `workroom`, a hand edit) wrote into the engine's files: the hosts,
+        the settings (the ceiling handed to connected hosts when it changed), what is known of each host not
+        heard live here, and the remembered agent places. A file that cannot be read now is left for later (a
+        hand edit half done); it is never moved aside from here. Said in the log."""
+        hosts = read_hosts(self.paths)
+        if hosts is not None and hosts != self.hosts:
+            change = self._take_hosts(hosts, outside=True)
+            log.info("hosts.json changed outside the app: %s", change.words())
+        settings = read_settings(self.paths)
+        if settings is not None and settings != self.settings and not self._settings_changes \
+                and not self._settings_writes:
+            before, self.settings = self.settings, settings
+            names = _changed_rows(before, settings)
+            log.info("settings.json changed outside the app: %s", ", ".join(sorted(names)) or "nothing it shows")
+            self._settings_changed(before, outside=True)
+            if any(_row_store(name) is Store.AGENTS for name in names):
+                self._schedule(self._hand_out_ceiling(), "ceiling")
+        self._reload_verdicts()
+        if self.context.agent_sockets is not None:
+            self.context.agent_sockets.forget_cached()
+
+    def _reload_verdicts(self) -> None:
+        stored = self._load_verdicts()
+        changed = [name for name in set(stored) | set(self.last_verdicts)
+                   if name not in self._heard_live and stored.get(name) != self.last_verdicts.get(name)]
+        for name in changed:
+            if name in stored:
+                self.last_verdicts[name] = stored[name]
+            else:
+                self.last_verdicts.pop(name, None)
+        if changed:
+            log.info("%s changed outside the app: %s", VERDICTS_FILE_NAME, ", ".join(sorted(changed)))
+
+    def _schedule(self, work: Coroutine[Any, Any, object], what: str) -> None:
+        try:
+            task = asyncio.get_running_loop().create_task(work, name=what)
+        except RuntimeError:
+            work.close()
+            return
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def close(self) -> None:
-        await asyncio.gather(*(s.close() for s in self.sessions.values()), return_exceptions=True)
+        await asyncio.gather(*(s.close() for s in self.sessions.values()), *self._closing.values(),
+                             return_exceptions=True)
+        if not self._files_closed:
+            await asyncio.wrap_future(self._files.submit(lambda: None))  # every write submitted before is done
+            self._files_closed = True
+            self._files.shutdown(wait=False)

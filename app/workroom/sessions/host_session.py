@@ -300,9 +300,10 @@ class HostSession:
         """The agent's why-awake record from `since` (Unix seconds). Raises a UserError when not connected."""
         return await self.call(Method.TIMELINE, since=since)
 
-    async def exclusions(self, names: list[str] | None = None) -> UserExclusions:
-        """Read (None) or replace the host's "never work" process names, held by its agent."""
-        return await self.call(Method.EXCLUSIONS, names=names)
+    async def exclusions(self, *, add: list[str] | None = None, remove: list[str] | None = None) -> UserExclusions:
+        """Read the host's "never work" process names (nothing given), or add and remove some: its agent changes
+        the list it holds then, so a change made meanwhile elsewhere (another window, the command line) stays."""
+        return await self.call(Method.EXCLUSIONS, add=add, remove=remove)
 
     async def apply_settings(self, settings: CeilingSettings) -> Status | None:
         """Hand new ceiling settings to the agent (ask mode only where the provider sleeps)."""

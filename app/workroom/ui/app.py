@@ -13,6 +13,7 @@ import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QEvent, QObject, QSocketNotifier, Qt
@@ -30,6 +31,7 @@ from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.app_controller import AppController
 from workroom.ui.computer_sleep import ComputerSleepWatch
+from workroom.ui.file_watch import FileWatch
 from workroom.ui.host_notices import HostNotices
 from workroom.ui.main_window import SETTINGS_TAB, MainWindow
 from workroom.ui.notifications import BackendFactory, Notice, NoticeButton, Notifications, choose_backend
@@ -68,6 +70,8 @@ class WorkroomApp:
         self.quit_event = asyncio.Event()
         self.app_nap = AppNapGuard()
         self.sleep_watch = ComputerSleepWatch()
+        self.file_watch = FileWatch(engine)
+        """hosts.json, settings.json and the state files changed by another process: the engine reads them again."""
         self._kept_by_this_computer: set[str] = set()
         """Hosts whose keep-awake is this computer's own polls (request-metered, busy): they stop while it sleeps."""
         self.can_stop_local_agent = engine.this_computer() is not None
@@ -279,6 +283,7 @@ class WorkroomApp:
             self.window.bring_up()
         hide_dock_icon()  # a no-op off macOS
         self.sleep_watch.start()
+        self.file_watch.start()
         if connect:
             self.controller.connect_all()  # never wakes a sleeping box just to look
 
@@ -299,6 +304,23 @@ class WorkroomApp:
 
     def request_quit(self) -> None:
         self.quit_event.set()
+
+    @property
+    def log_path(self) -> Path | None:
+        return app_log_folder() / LOG_FILE_NAME
+
+    def quit(self) -> None:
+        """`workroom app quit`: the same orderly quit as the menu's (every session closed first), unasked."""
+        log.info("quit requested by `workroom app quit`")
+        self.request_quit()
+
+    async def serve_command(self, line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """A `workroom` command sent to this app (workroom.app_link): run by this app's engine, so what it changes
+        shows here at once and it opens no connection of its own; its words go back to the command."""
+        from workroom import app_link, cli
+
+        engine = self.controller.engine
+        await app_link.serve_link(line, reader, writer, lambda argv, term: cli.serve(argv, term, engine, self))
 
     def show_for_another_launch(self) -> None:
         """Another launch of the app for this home (Finder, Spotlight, a login item, the binary again): it
@@ -380,6 +402,7 @@ class WorkroomApp:
             log.warning("the notification service did not take back every notification within %.0f s",
                         NOTIFICATIONS_DRAIN_SECONDS)
         self.sleep_watch.stop()
+        self.file_watch.stop()
         self.idle_sleep.set_enabled(False)
         if self._connect_after is not None:
             self._connect_after.cancel()

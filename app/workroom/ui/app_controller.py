@@ -22,9 +22,8 @@ from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import Status, TimelineReply, UserExclusions
 from workroom.core.questions import HostKeyQuestion, SecretRequest
 from workroom.core.setting_rows import Store, rows_in
-from workroom.sessions.engine import Engine
+from workroom.sessions.engine import Engine, HostsChange, SettingsChange
 from workroom.sessions.host_session import HostSession, HostSnapshot
-from workroom.storage import save_hosts
 from workroom.ui.tasks import TaskKeeper
 
 log = logging.getLogger(__name__)
@@ -52,6 +51,8 @@ class AppController(QObject):
     local_settings_changed = Signal()
     """This computer's settings changed: notifications, the idle-sleep hold, the terminal (in memory at once;
     saved in the background)."""
+    stored_settings_changed = Signal(object)
+    """The row names (a frozenset) whose stored value changed: here, from the command line, or in the file."""
 
     def __init__(self, engine: Engine) -> None:
         super().__init__()
@@ -60,8 +61,14 @@ class AppController(QObject):
         self.host_key_prompter: HostKeyPrompter | None = None
         self.secret_prompter: SecretPrompter | None = None
         """async (request) -> str | None: asks the user for a passphrase the keyring does not have."""
+        self._taking_locally = False
+        """A change of this computer's settings made here is in hand (`_taken_locally` says so itself)."""
+        self._added_quietly: set[str] = set()
+        """Hosts being added with `connect=False`: not connected when the engine says they were added."""
         engine.secret_asker = self._ask_secret
         engine.listeners.append(self._relay)
+        engine.hosts_listeners.append(self._hosts_changed)
+        engine.settings_listeners.append(self._settings_changed)
 
     # -- state ------------------------------------------------------------------------------------
 
@@ -93,6 +100,24 @@ class AppController(QObject):
 
     def _relay(self, snapshot: HostSnapshot) -> None:
         self.snapshot_changed.emit(snapshot)
+
+    def _hosts_changed(self, change: HostsChange) -> None:
+        """The engine's hosts changed (here, through the command line, or in hosts.json): a removed host's row
+        goes, an added or changed one shows and connects (waking none), a new price shows."""
+        for name in change.removed:
+            self.host_removed.emit(name)
+        for host in (*change.added, *change.changed):
+            self.host_added.emit(self._snapshot_of(host))
+            if host.name not in self._added_quietly:
+                self.connect_host(host.name, wake=False, unknown=True)
+        for host in change.updated:
+            self.snapshot_changed.emit(self._snapshot_of(host))
+
+    def _settings_changed(self, change: SettingsChange) -> None:
+        self.stored_settings_changed.emit(change.names)
+        local = {row.name for row in rows_in(Store.NOTICES, Store.THIS_COMPUTER)}
+        if change.names & local and not self._taking_locally:  # a command through the app, or the file
+            self.local_settings_changed.emit()
 
     def _session(self, name: str) -> HostSession:
         session = self.engine.session(name)
@@ -213,11 +238,12 @@ class AppController(QObject):
         Adding a host is not asking to wake it: a box its provider says is asleep shows Asleep (with "Wake
         and connect"); one whose state cannot be read is connected to, as the user adding it expects.
         """
-        self.engine.add_host(host)
-        snapshot = self._snapshot_of(host)
-        self.host_added.emit(snapshot)
-        if connect:
-            self.connect_host(host.name, wake=False, unknown=True)
+        if not connect:
+            self._added_quietly.add(host.name)
+        try:
+            self.engine.add_host(host)  # the engine says so: `_hosts_changed` shows it and connects
+        finally:
+            self._added_quietly.discard(host.name)
 
     def _snapshot_of(self, host: Host) -> HostSnapshot:
         try:
@@ -291,25 +317,26 @@ class AppController(QObject):
             return TestOutcome(False, f"Could not reach {host.connect_address}; the app's log has the details.")
         return TestOutcome(True, f"Reached {host.connect_address} and logged in.{trusted}")
 
-    def edit_host(self, name: str, host: Host) -> None:
+    def edit_host(self, name: str, host: Host, *, was: Host | None = None) -> None:
         """Save changed settings of the host called `name` (`host`: all of it, the fields the dialog does
-        not show included) and connect with them; its old session ends.
+        not show included) and connect with them; its old session ends. With `was` (the host the dialog was
+        opened with) only the fields the person changed are written, so a change made meanwhile elsewhere (the
+        command line) stays.
 
         The engine checks and saves the change before anything else happens: one it refuses, or that
         cannot be saved, is shown (`failed`) and the host stays as it was, on disk and in the window.
         """
         async def edit() -> None:
             try:
-                await self.engine.replace_host(name, host)
+                await self.engine.replace_host(name, host, was=was)
             except UserError as error:
                 self.failed.emit(error)
                 return
             except OSError as error:
                 self.failed.emit(UserError("Changes not saved", f"{name}: {error}",
                                            "Check that the settings folder is writable; the host is unchanged."))
-                return
-            self.host_added.emit(self._snapshot_of(host))
-            self.connect_host(host.name, wake=False, unknown=True)
+            except ValueError as error:  # a value the host cannot hold (the dialog checks them first)
+                self.failed.emit(UserError("Changes not saved", f"{name}: {error}", "The host is unchanged."))
 
         self.tasks.run(f"edit:{name}", edit())
 
@@ -325,7 +352,6 @@ class AppController(QObject):
                                            "Try again when the host is reachable, or remove it without "
                                            "uninstalling (its agent then keeps running there)."))
                 return
-            self.host_removed.emit(name)
             if report is not None:
                 self.host_uninstalled.emit(name, report.words())
 
@@ -350,18 +376,25 @@ class AppController(QObject):
 
     def change_setting(self, name: str, value: object) -> None:
         """One of this computer's settings, from now on (in memory at once), and saved (a failure is shown)."""
+        self._taking_locally = True
         try:
             self.engine.change_settings({name: value})
         except UserError as error:
             self.settings_failed.emit(error)
             return
+        finally:
+            self._taking_locally = False
         self._taken_locally()
 
     def apply_notice_settings(self, notices: NoticeSettings) -> None:
         """Use these notification settings (with each host's own choice) from now on, and save them."""
         if notices == self.engine.settings.notices:
             return
-        self.engine.use_notice_settings(notices)
+        self._taking_locally = True
+        try:
+            self.engine.use_notice_settings(notices)
+        finally:
+            self._taking_locally = False
         self._taken_locally()
 
     def _taken_locally(self) -> None:
@@ -396,26 +429,19 @@ class AppController(QObject):
         """The host's why-awake record (raises UserError when it is not connected)."""
         return await self._session(name).timeline(since)
 
-    async def exclusions(self, name: str, names: list[str] | None = None) -> UserExclusions:
-        """Read (None) or replace the host's "never work" process names."""
-        return await self._session(name).exclusions(names)
+    async def exclusions(self, name: str, *, add: list[str] | None = None,
+                         remove: list[str] | None = None) -> UserExclusions:
+        """Read the host's "never work" process names, or add and remove some (never the list replaced)."""
+        return await self._session(name).exclusions(add=add, remove=remove)
 
     def set_hourly_price(self, name: str, price: float | None) -> None:
         """Save the provider's hourly price for this host (the timeline's estimated cost)."""
-        host = self.engine.hosts.require(name)
-        updated = Host.model_validate({**host.model_dump(), "hourly_price": price})
-        self.engine.hosts = self.engine.hosts.replace(updated)
         try:
-            save_hosts(self.engine.paths, self.engine.hosts)
+            self.engine.set_hourly_price(name, price)  # a session goes on with it; its row shows it
         except OSError as error:
             self.failed.emit(UserError("Price not saved", str(error), "Check that the settings folder is writable."))
-            return
-        try:
-            session = self._session(name)
-        except UserError:
-            return  # saved; a host whose provider cannot be made has no session to update
-        session.host = updated
-        self.snapshot_changed.emit(session.snapshot())
+        except UserError as error:
+            self.failed.emit(error)
 
     def save_app_settings(self, **changes: object) -> None:
         """Save app state that is not a setting row (the open-at-login offer answered)."""
@@ -430,8 +456,11 @@ class AppController(QObject):
 
     async def close(self) -> None:
         await self.tasks.cancel_all()
-        if self._relay in self.engine.listeners:
-            self.engine.listeners.remove(self._relay)
+        for listeners, listener in ((self.engine.listeners, self._relay),
+                                    (self.engine.hosts_listeners, self._hosts_changed),
+                                    (self.engine.settings_listeners, self._settings_changed)):
+            if listener in listeners:
+                listeners.remove(listener)  # type: ignore[arg-type]
         await self.engine.close()
 
 

@@ -193,7 +193,7 @@ async def _run(show_window: bool, lock: InstanceLock | None = None, early: Early
         log.info("quit while starting (from the tray's menu)")
         return 0
     if lock is not None:
-        await lock.serve(app.show_for_another_launch)
+        await lock.serve(app.show_for_another_launch, app.serve_command)
     await app.run_until_quit()
     return 0
 
@@ -298,6 +298,9 @@ def _load_engine() -> AgentBundle:
     imports (pydantic, asyncio; no Qt), paramiko's (the engine loads it only with a first SSH connection:
     here it is loaded ahead, off the path to the hosts' connects) and the agent bundle (read and hashed; in a
     checkout built first, in a child process)."""
+    from workroom.pydantic_plugins import skip_pydantic_plugins
+
+    skip_pydantic_plugins()
     import workroom.platform.login_item
     import workroom.remote.ssh_connection
     import workroom.sessions.engine  # noqa: F401

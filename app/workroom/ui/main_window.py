@@ -227,6 +227,7 @@ class MainWindow(QMainWindow):
         self.settings.apply_requested.connect(c.apply_settings)
         self.settings.local_changed.connect(c.change_setting)
         c.local_settings_changed.connect(self._local_settings_changed)
+        c.stored_settings_changed.connect(lambda _names: self.settings.show_stored(self.controller.setting_values()))
         self.detail.finished_notice_toggled.connect(
             lambda name, wanted, local: c.set_finished_notice(name, wanted, this_computer=local))
         self.add_button.clicked.connect(self.open_add_dialog)
@@ -432,7 +433,7 @@ class MainWindow(QMainWindow):
 
     def _edit_from(self, dialog: AddHostDialog) -> None:
         if isinstance(dialog.host, Host) and dialog.editing is not None:
-            self.controller.edit_host(dialog.editing.name, dialog.host)
+            self.controller.edit_host(dialog.editing.name, dialog.host, was=dialog.editing)
 
     def _add_from(self, dialog: AddHostDialog) -> None:
         host = dialog.host

@@ -149,6 +149,13 @@ class SettingsView(QWidget):
         self._enable()
         self._validate()
 
+    def show_stored(self, values: dict[str, Any]) -> None:
+        """The stored values changed (Apply here, `workroom settings set`, settings.json edited): show each row
+        whose stored value is now another than the one this pane last showed or took (an edit being typed in a
+        row nobody else changed is left as it is)."""
+        self.load({name: value for name, value in values.items()
+                   if name not in self._stored or self._stored[name] != value})
+
     def refresh_system(self) -> None:
         """Read the settings the system keeps (open at login) back from it, and what this computer can do."""
         self._why_not = {name: self.here.why_not(editor.row) for name, editor in self.editors.items()}

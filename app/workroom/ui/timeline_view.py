@@ -96,7 +96,8 @@ class TimelineSource(Protocol):
 
     def timeline(self, name: str, since: float | None) -> Awaitable[TimelineReply]: ...
 
-    def exclusions(self, name: str, names: list[str] | None = None) -> Awaitable[UserExclusions]: ...
+    def exclusions(self, name: str, *, add: list[str] | None = None,
+                   remove: list[str] | None = None) -> Awaitable[UserExclusions]: ...
 
     def set_hourly_price(self, name: str, price: float | None) -> None: ...
 
@@ -379,14 +380,16 @@ class TimelineView(QWidget):
         self.reply, self.never_work = reply, never_work
         self._render()
 
-    def _set_never(self, names: list[str]) -> None:
+    def _change_never(self, *, add: list[str] | None = None, remove: list[str] | None = None) -> None:
+        """Ask the agent to add or remove a name in the list it holds (never to replace the list with this view's
+        copy, which may be older than a change made meanwhile from the command line)."""
         name = self.host_name
         if name is None or not _loop_running():
             return
 
         async def change() -> None:
             try:
-                result = await self._source.exclusions(name, names)
+                result = await self._source.exclusions(name, add=add, remove=remove)
             except UserError as error:
                 self.never_status.setText(html.escape(f"{error.title}: {error.message}"))
                 return
@@ -403,12 +406,12 @@ class TimelineView(QWidget):
             return
         self.never_input.clear()
         if text not in self.never_work:
-            self._set_never([*self.never_work, text])
+            self._change_never(add=[text])
 
     def _remove_never(self) -> None:
         item = self.never_list.currentItem()
         if item is not None:
-            self._set_never([n for n in self.never_work if n != item.text()])
+            self._change_never(remove=[item.text()])
 
     def _price_edited(self) -> None:
         if self.host_name is None:

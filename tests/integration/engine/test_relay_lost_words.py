@@ -12,7 +12,7 @@ import time
 
 import pytest
 from engine_helpers import ssh_host, trust_sshd
-from workroom.cli import _snapshot_line
+from workroom.cli.words import snapshot_line as _snapshot_line
 from workroom.core.connection import ConnectionState
 from workroom.core.plain_errors import shows_exception_name
 from workroom.sessions.engine import Engine

@@ -312,6 +312,26 @@ def test_user_exclusions_validate_persist_and_apply(tmp_path):
     assert "watch" not in exclusions.TREES
 
 
+def test_exclusions_change_by_what_is_added_and_removed_in_the_list_held_then(tmp_path):
+    """Two clients that each read the list and then change it (the window and `workroom exclusions`): by adding
+    and removing, both changes land; replacing the list with each one's copy lost the first one's."""
+    path = str(tmp_path / "agent.exclusions")
+    ex = UserExclusions(path)
+    try:
+        ex.set(["watch"])
+        seen_by_one, seen_by_two = list(ex.names), list(ex.names)
+        assert seen_by_one == seen_by_two == ["watch"]
+        assert ex.change(["top"], []) == ["top", "watch"]
+        assert ex.change(["htop"], ["watch", "not-there"]) == ["htop", "top"]
+        assert UserExclusions(path).names == ["htop", "top"]
+        for bad in (([""], []), ([], ["a/b"]), (["x" * 65], [])):
+            with pytest.raises(SettingsError):
+                ex.change(*bad)
+        assert ex.names == ["htop", "top"]
+    finally:
+        exclusions.set_user_names([])
+
+
 def test_commands_match_the_command_line_with_or_without_the_programs_path(tmp_path):
     ex = UserExclusions(str(tmp_path / "agent.exclusions"))
     try:

@@ -1,0 +1,457 @@
+"""The `workroom` command's link to the running app: while the app runs, every command goes through it.
+
+The app's engine owns the hosts, the settings, the connections and what is known of each host; a command that
+ran an engine of its own beside it opened SSH connections of its own and wrote files the app then wrote over. So
+the command finds the running app on its single-instance socket, sends its arguments, and prints what the app
+answers: the app runs the very same command (`workroom.cli.serve`) against its own engine, so the words and the
+`--json` are the same as without the app.
+
+This side is on the path of every command, so it imports next to nothing: the C socket module, no json, no
+pathlib, no pydantic or paramiko; a command through the app costs a Python start and one round trip. The wire
+(docs/app_link.md) is a header line, then length-prefixed frames. The app's side is here too (`serve_link`,
+`LinkTerminal`); it imports asyncio only when it serves.
+"""
+
+from __future__ import annotations
+
+import _socket
+import os
+import sys
+
+from workroom import __version__
+
+TYPE_CHECKING = False  # not `typing`'s: this module is on the path of every command (cli/__init__.py)
+if TYPE_CHECKING:
+    import asyncio
+    from collections.abc import Awaitable, Callable
+    from typing import Any
+
+LINK_VERSION = 1
+"""The version of this wire. A request of another version is refused, saying which side is older; the header line,
+the hello frame and the refusal frame keep their form in every version, so either side can say so."""
+SOCKET_NAME = "app.sock"
+LOCK_NAME = "app.lock"
+HEADER = b"workroom-command"
+"""The first word of a command's request (a later launch of the app sends `show` instead)."""
+MAX_REQUEST_BYTES = 64 * 1024
+MAX_ARGS = 256
+MAX_ARG_BYTES = 4096
+MAX_FRAME_BYTES = 8 * 1024 * 1024
+"""One frame of the app's answer (a week of `why --json` is well under it)."""
+MAX_REPLY_BYTES = 64 * 1024
+"""The person's answer to a question the app asked through the command."""
+MAX_UNSENT_BYTES = 16 * 1024 * 1024
+"""What the app holds for a command that does not read its answer (a `status --watch` piped into a stopped
+program): past it the command is ended."""
+HELLO_SECONDS = 5.0
+STARTING_SECONDS = 5.0
+"""How long a command waits for an app that holds this home's lock but does not listen yet (it is starting)."""
+EXIT_ERROR = 1
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+QUITTING = ("app", "quit")
+"""The one command whose answer ends with the app itself (its connection closes when the process ends)."""
+
+# Frames: a tag byte, the payload's length (4 bytes, big-endian), the payload.
+HELLO = b"H"  # app -> command, first: "link=1 version=0.1.0 pid=123"
+REFUSED = b"R"  # app -> command, instead of running it: why, in words (then EXIT)
+OUT = b"O"  # app -> command: what the command prints on stdout (UTF-8, newlines included)
+ERR = b"E"  # app -> command: what it prints on stderr
+ASK = b"A"  # app -> command: a question for the person (the prompt); SECRET: one not echoed
+SECRET = b"S"
+EXIT = b"X"  # app -> command, last: the exit code in decimal
+ANSWER = b"a"  # command -> app: the person's answer (UTF-8); NO_ANSWER: end of input
+NO_ANSWER = b"n"
+
+
+class LinkError(Exception):
+    """The app is there but the command cannot go through it: why, in words for the person."""
+
+
+def frame(tag: bytes, payload: bytes = b"") -> bytes:
+    return tag + len(payload).to_bytes(4, "big") + payload
+
+
+# -- finding the app --------------------------------------------------------------------------------------------
+
+
+def guessed_folder(environ: os._Environ[str] | dict[str, str]) -> str:
+    """Where this home's app listens, worked out with os.path alone (`paths.app_paths` and `single_instance.
+    instance_folder` say it exactly, with platformdirs): a wrong guess costs only the exact look after it."""
+    home = environ.get("WORKROOM_HOME", "").strip()
+    if home:
+        root = os.path.expanduser(home)
+        return os.path.join(root if os.path.isabs(root) else os.path.join(os.getcwd(), root), "runtime")
+    if sys.platform == "darwin":
+        return os.path.expanduser("~/Library/Caches/TemporaryItems/workroom")
+    runtime = environ.get("XDG_RUNTIME_DIR", "").strip()
+    if runtime:
+        return os.path.join(runtime, "workroom")
+    cache = environ.get("XDG_CACHE_HOME", "").strip() or os.path.expanduser("~/.cache")
+    return os.path.join(cache, "workroom", "run")
+
+
+def _exact_folder() -> str:
+    from workroom.paths import agent_socket_dir, app_paths
+
+    return str(agent_socket_dir(app_paths().runtime_dir))
+
+
+def _private(folder: str) -> bool:
+    """A real folder of this user's that nobody else can enter (as `paths.check_private_dir` judges it)."""
+    import stat
+
+    try:
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid() and not stat.S_IMODE(info.st_mode) & 0o077
+
+
+def _holder_alive(folder: str) -> bool:
+    """Whether the process named in the folder's lock file still runs (the app writes its pid there)."""
+    try:
+        fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        try:
+            pid = int(os.read(fd, 32).strip() or b"0")
+        finally:
+            os.close(fd)
+        if pid <= 0:
+            return False
+        os.kill(pid, 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _dial(path: str) -> _socket.socket | None:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.connect(path)
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def peer_uid(sock: Any) -> int | None:
+    """The uid of the process on the other end of a Unix socket (SO_PEERCRED's ucred on Linux, LOCAL_PEERCRED's
+    xucred on macOS: the uid follows a 4-byte field in both), or None where the platform cannot tell."""
+    so_peercred = getattr(_socket, "SO_PEERCRED", None)
+    if so_peercred is not None:
+        raw = sock.getsockopt(_socket.SOL_SOCKET, so_peercred, 12)
+    elif sys.platform == "darwin":
+        raw = sock.getsockopt(0, 0x001, 76 + 8)  # SOL_LOCAL, LOCAL_PEERCRED: struct xucred
+    else:
+        return None
+    return int.from_bytes(raw[4:8], sys.byteorder)
+
+
+def connect(environ: os._Environ[str] | dict[str, str] | None = None) -> _socket.socket | None:
+    """A connection to this home's running app, its peer checked to be this user; None when no app runs here
+    (no socket, or a crashed app's). An app that holds the home but does not listen yet is waited for; one that
+    never listens is a LinkError."""
+    env = os.environ if environ is None else environ
+    folders = [guessed_folder(env)]
+    for folder in folders:
+        path = os.path.join(folder, SOCKET_NAME)
+        sock = _dial(path) if _private(folder) else None
+        if sock is None and _private(folder) and _holder_alive(folder):
+            import time
+
+            deadline = time.monotonic() + STARTING_SECONDS
+            while sock is None and time.monotonic() < deadline and _holder_alive(folder):
+                time.sleep(0.05)
+                sock = _dial(path)
+            if sock is None and _holder_alive(folder):
+                raise LinkError("Workroom is running for this home but does not answer. If it is stuck, quit it "
+                                "(or end it with kill) and run the command again.")
+        if sock is not None:
+            uid = peer_uid(sock)
+            if uid is not None and uid != os.getuid():
+                sock.close()
+                raise LinkError(f"The process listening at {path} is not yours (uid {uid}): nothing was sent.")
+            return sock
+        if len(folders) == 1 and environ is None:
+            exact = _exact_folder()
+            if exact != folder:
+                folders.append(exact)
+    return None
+
+
+# -- the command's side ---------------------------------------------------------------------------------------
+
+
+def request(argv: list[str], cwd: str | None = None, stdin_tty: bool | None = None) -> bytes:
+    """The request: `workroom-command LINK VERSION LENGTH`, then LENGTH bytes of NUL-separated fields: the folder
+    the command was typed in, "1" when its stdin is a terminal (else "0"), then its arguments."""
+    fields = [os.getcwd() if cwd is None else cwd, "1" if (_isatty(sys.stdin) if stdin_tty is None else stdin_tty)
+              else "0", *argv]
+    body = b"\0".join(f.encode("utf-8", "surrogateescape") for f in fields)
+    if (len(body) > MAX_REQUEST_BYTES or len(argv) > MAX_ARGS
+            or any(len(a.encode("utf-8", "surrogateescape")) > MAX_ARG_BYTES for a in argv)):
+        raise LinkError(f"The command is too long to send to the app (at most {MAX_ARGS} arguments of "
+                        f"{MAX_ARG_BYTES} bytes).")
+    return b"%s %d %s %d\n" % (HEADER, LINK_VERSION, __version__.encode(), len(body)) + body
+
+
+def _isatty(stream: object) -> bool:
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+def run_through_app(argv: list[str]) -> int | None:
+    """Run `argv` in the running app and print its answer here; its exit code, or None when no app runs for this
+    home (then the command runs here, as it always could)."""
+    try:
+        sock = connect()
+        if sock is None:
+            return None
+        try:
+            return _converse(sock, argv)
+        finally:
+            sock.close()
+    except LinkError as error:
+        sys.stderr.write(f"workroom: {error}\n")
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `| head` stopped reading: nothing more to say there
+        return EXIT_BROKEN_PIPE
+
+
+class _Frames:
+    """The app's frames, read from the socket with a bound on each."""
+
+    def __init__(self, sock: _socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+
+    def _take(self, n: int) -> bytes | None:
+        while len(self.buffer) < n:
+            chunk = self.sock.recv(max(65536, n - len(self.buffer)))
+            if not chunk:
+                return None
+            self.buffer += chunk
+        taken, self.buffer = self.buffer[:n], self.buffer[n:]
+        return taken
+
+    def next(self) -> tuple[bytes, bytes] | None:
+        head = self._take(5)
+        if head is None:
+            return None
+        size = int.from_bytes(head[1:], "big")
+        if size > MAX_FRAME_BYTES:
+            raise LinkError("The app's answer was larger than this command takes.")
+        payload = self._take(size)
+        if payload is None:
+            return None
+        return head[:1], payload
+
+
+def _converse(sock: _socket.socket, argv: list[str]) -> int:
+    sock.sendall(request(argv))
+    sock.settimeout(HELLO_SECONDS)
+    frames = _Frames(sock)
+    try:
+        hello = frames.next()
+    except TimeoutError:
+        raise LinkError("Workroom is running for this home but did not answer in time.") from None
+    except ConnectionResetError:
+        hello = None
+    sock.settimeout(None)
+    if hello is None or hello[0] != HELLO:
+        raise LinkError("The running Workroom app is an older version that does not take commands. Quit it (from "
+                        "its menu) and open it again, then run the command again.")
+    while True:
+        message = frames.next()
+        if message is None:
+            if tuple(argv[:2]) == QUITTING:
+                return 0
+            raise LinkError("The Workroom app ended before it answered (see its log).")
+        tag, payload = message
+        if tag == OUT:
+            _write(sys.stdout, payload)
+        elif tag in (ERR, REFUSED):
+            _write(sys.stderr, b"workroom: " + payload + b"\n" if tag == REFUSED else payload)
+        elif tag in (ASK, SECRET):
+            reply = ask_here(payload.decode("utf-8", "replace"), tag == SECRET)
+            sock.sendall(frame(NO_ANSWER) if reply is None else
+                         frame(ANSWER, reply.encode("utf-8", "surrogateescape")[:MAX_REPLY_BYTES]))
+        elif tag == EXIT:
+            try:
+                code = int(payload)
+            except ValueError:
+                return EXIT_ERROR
+            return code if 0 <= code < 256 else EXIT_ERROR
+
+
+def _write(stream: Any, payload: bytes) -> None:
+    """The app's bytes as they came (a stream in a test's hands may take only text)."""
+    raw = getattr(stream, "buffer", None)
+    if raw is not None:
+        stream.flush()
+        raw.write(payload)
+        raw.flush()
+    else:
+        stream.write(payload.decode("utf-8", "replace"))
+        stream.flush()
+
+
+def ask_here(prompt: str, secret: bool = False) -> str | None:
+    """A question for the person at this process's terminal (a passphrase, not echoed; a yes or no), or one line
+    of stdin when it is not a terminal; None at end of input. The app's questions come here, and a command running
+    without the app asks the same way (`cli.face.Here`)."""
+    if secret and _isatty(sys.stdin):
+        import getpass
+
+        return getpass.getpass(prompt)
+    if _isatty(sys.stdin):
+        try:
+            return input(prompt)
+        except EOFError:
+            return None
+    line = sys.stdin.readline()
+    return line.rstrip("\n") if line else None
+
+
+# -- the app's side -------------------------------------------------------------------------------------------
+
+
+def is_request(line: bytes) -> bool:
+    return line.startswith(HEADER + b" ")
+
+
+class LinkTerminal:
+    """A command's terminal when the app runs it: what it prints and asks goes to the `workroom` process that sent
+    it, in order (`workroom.cli.Terminal`)."""
+
+    def __init__(self, writer: asyncio.StreamWriter, cwd: str, stdin_is_tty: bool) -> None:
+        self._writer = writer
+        self.cwd = cwd
+        self.stdin_is_tty = stdin_is_tty
+        self._asked: asyncio.Future[str | None] | None = None
+        self.gone = False
+
+    def out(self, text: str) -> None:
+        self._send(OUT, text + "\n")
+
+    def err(self, text: str) -> None:
+        self._send(ERR, text + "\n")
+
+    async def ask(self, prompt: str, *, secret: bool = False) -> str | None:
+        import asyncio
+
+        self._asked = asyncio.get_running_loop().create_future()
+        self._send(SECRET if secret else ASK, prompt)
+        try:
+            return await self._asked
+        finally:
+            self._asked = None
+
+    def answered(self, reply: str | None) -> None:
+        if self._asked is not None and not self._asked.done():
+            self._asked.set_result(reply)
+
+    def _send(self, tag: bytes, text: str) -> None:
+        if self.gone or self._writer.is_closing():
+            return
+        transport = self._writer.transport
+        if transport.get_write_buffer_size() > MAX_UNSENT_BYTES:
+            self.gone = True
+            transport.abort()  # it does not read: its command ends (`serve_link` sees the connection go)
+            return
+        self._writer.write(frame(tag, text.encode("utf-8", "surrogateescape")[:MAX_FRAME_BYTES]))
+
+    async def finish(self, code: int) -> None:
+        self._send(EXIT, str(code))
+        if not self._writer.is_closing():
+            await self._writer.drain()
+
+
+def refusal(header: bytes) -> str | None:
+    """Why a request with this header line cannot be served (another link version, saying which side is older,
+    or a header that cannot be read); None when it can."""
+    parts = header.split()
+    if len(parts) != 4 or not parts[1].isdigit() or not parts[3].isdigit():
+        return "The request could not be read."
+    link, version = int(parts[1]), parts[2].decode("ascii", "replace")[:40]
+    if link > LINK_VERSION:
+        return (f"The running Workroom app (version {__version__}) is older than this `workroom` command (version "
+                f"{version}) and cannot take its commands. Quit the app (from its menu, or `workroom app quit` with "
+                "the command that came with it) and open the new one.")
+    if link < LINK_VERSION:
+        return (f"The running Workroom app (version {__version__}) is newer than this `workroom` command (version "
+                f"{version}). Use the `workroom` command that came with the app.")
+    if int(parts[3]) > MAX_REQUEST_BYTES:
+        return f"The command is longer than the app takes ({MAX_REQUEST_BYTES} bytes)."
+    return None
+
+
+def read_body(body: bytes) -> tuple[str, bool, list[str]] | None:
+    """The folder, whether stdin is a terminal, and the arguments; None when the body cannot be one."""
+    fields = [f.decode("utf-8", "surrogateescape") for f in body.split(b"\0")]
+    if len(fields) < 2 or len(fields) - 2 > MAX_ARGS or not os.path.isabs(fields[0]) or fields[1] not in ("0", "1"):
+        return None
+    if any(len(f.encode("utf-8", "surrogateescape")) > MAX_ARG_BYTES for f in fields[2:]):
+        return None
+    return fields[0], fields[1] == "1", fields[2:]
+
+
+async def serve_link(header: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                     run: Callable[[list[str], LinkTerminal], Awaitable[int]]) -> None:
+    """Serve one command request (its header line already read, the peer already checked): the app's hello, what
+    the command prints, its exit code. A command whose `workroom` process goes away (Ctrl-C, a closed pipe) is
+    cancelled; nothing it would have printed is kept."""
+    import asyncio
+    import logging
+
+    writer.write(frame(HELLO, b"link=%d version=%s pid=%d" % (LINK_VERSION, __version__.encode(), os.getpid())))
+    why = refusal(header)
+    body = None
+    if why is None:
+        body = read_body(await asyncio.wait_for(reader.readexactly(int(header.split()[3])), HELLO_SECONDS))
+        why = None if body is not None else "The command's arguments could not be read."
+    if body is None:
+        writer.write(frame(REFUSED, (why or "").encode()) + frame(EXIT, b"%d" % EXIT_ERROR))
+        await writer.drain()
+        return
+    cwd, tty, argv = body
+    term = LinkTerminal(writer, cwd, tty)
+    command = asyncio.ensure_future(run(argv, term))
+    listening = asyncio.ensure_future(_listen(reader, term))
+    try:
+        await asyncio.wait({command, listening}, return_when=asyncio.FIRST_COMPLETED)
+        if not command.done():
+            command.cancel()  # its `workroom` process went away
+            await asyncio.gather(command, return_exceptions=True)
+            return
+        try:
+            code = command.result()
+        except Exception:  # `cli.serve` says its own failures; this is a bug of the link's
+            logging.getLogger(__name__).exception("workroom %s failed in the app", " ".join(argv[:2]))
+            code = EXIT_ERROR
+        await term.finish(code)
+    finally:
+        listening.cancel()
+        if not command.done():
+            command.cancel()
+
+
+async def _listen(reader: asyncio.StreamReader, term: LinkTerminal) -> None:
+    """Answers to the questions the command asks; returns when the `workroom` process closes its end."""
+    import asyncio
+
+    while True:
+        try:
+            head = await reader.readexactly(5)
+            size = int.from_bytes(head[1:], "big")
+            if size > MAX_REPLY_BYTES:
+                return
+            payload = await reader.readexactly(size)
+        except (asyncio.IncompleteReadError, OSError):
+            return
+        if head[:1] in (ANSWER, NO_ANSWER):
+            term.answered(payload.decode("utf-8", "surrogateescape") if head[:1] == ANSWER else None)

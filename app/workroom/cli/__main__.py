@@ -1,0 +1,7 @@
+"""`python -m workroom.cli`: the `workroom` command."""
+
+import sys
+
+from workroom.cli import main
+
+sys.exit(main())

@@ -1,0 +1,286 @@
+"""The commands that reach a host: `connect`, `status`, `keep`, `let-sleep`, `why`, `exclusions`. Through the app
+they use its sessions (connected already, or connected by the app); without it, an engine of the command's own.
+A box its provider says is asleep is never woken without `--wake`."""
+
+from __future__ import annotations
+
+import time
+
+from workroom.cli.face import Face, Refused, usage
+from workroom.cli.words import (
+    asleep_answer,
+    asleep_words,
+    last_known_json,
+    snapshot_json,
+    snapshot_line,
+    status_line,
+    with_last_known,
+)
+
+TYPE_CHECKING = False  # not `typing`'s: the command's start imports nothing it does not use (docs/cli.md)
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import AsyncIterator, Callable
+    from contextlib import AbstractAsyncContextManager
+
+    from workroom.core.errors import UserError
+    from workroom.core.questions import HostKeyQuestion
+    from workroom.sessions.engine import Engine
+    from workroom.sessions.host_session import HostSession, HostSnapshot
+
+
+async def reach(engine: Engine, session: HostSession, command: str, *, wake: bool, timeout: float) -> HostSnapshot:
+    """The host's session, connected for a command: at once when it is live (the app's usually is); a box its
+    provider says is asleep (or cannot be read) is left so unless `wake`, and answered for from what is known
+    (`BoxAsleep`, exit 9) without a word to the box or its provider; otherwise a connect (waking only with `wake`)."""
+    from workroom.core.connection import ConnectionState
+
+    state = session.connection.state
+    if session.connection.spec.live:
+        return session.snapshot()
+    if state in (ConnectionState.ASLEEP, ConnectionState.UNREADABLE) and not wake:
+        if state is ConnectionState.UNREADABLE and session.connection.error is not None:
+            raise session.failure or _unreadable(session)
+        raise asleep_answer(engine, session.host.name, command)
+    if state is ConnectionState.BACKING_OFF:  # the person asked now: no waiting out the back-off
+        await session.disconnect()
+    snap = await session.connect(timeout=timeout, wake=wake)
+    if snap.connection.state is ConnectionState.ASLEEP:
+        raise asleep_answer(engine, session.host.name, command)
+    return snap
+
+
+def _unreadable(session: HostSession) -> UserError:
+    from workroom.core.errors import UserError
+
+    error = session.connection.error
+    assert error is not None
+    return UserError(error.title, error.message, error.hint)
+
+
+class NeverSleeps(Exception):
+    """The command changes something only on a box that sleeps, and this host never does."""
+
+
+def connected(face: Face, name: str, command: str, wake: bool = False, *,
+               only_if_it_sleeps: bool = False) -> AbstractAsyncContextManager[HostSession]:
+    """A session to host `name`, connected, for one command: the app's own session when the app runs the command
+    (it stays connected), else one of the command's own engine (closed when the command is done).
+
+    A box its provider says is asleep is left asleep unless `wake`: then `BoxAsleep` (exit 9) answers from
+    what the app last knew. Where the provider cannot tell, it connects. `only_if_it_sleeps`: raise
+    `NeverSleeps` before connecting to a host that never sleeps."""
+    import contextlib  # here, not at the top: `workroom --version` imports nothing it does not use
+
+    @contextlib.asynccontextmanager
+    async def connected() -> AsyncIterator[HostSession]:
+        async with face.engine_for() as engine:
+            session = engine.session(name)
+            if only_if_it_sleeps and not session.traits.sleeps_when_idle:
+                raise NeverSleeps(name)
+            await reach(engine, session, command, wake=wake, timeout=30)
+            yield session
+
+    return connected()
+
+
+async def cmd_connect(args: argparse.Namespace, face: Face) -> int:
+    import json
+
+    from workroom.core.errors import ExitCode
+
+    async with face.engine_for() as engine:
+        session = engine.session(args.name)
+
+        async def answer(_session: HostSession, question: HostKeyQuestion) -> bool:
+            if args.trust_new_host_key:
+                face.err(f"workroom: trusting new host key {question.fingerprint}")
+                return True
+            return False
+
+        asked_before, session.host_key_answerer = session.host_key_answerer, answer
+        try:
+            snap = await reach(engine, session, "connect", wake=args.wake, timeout=args.timeout)
+        finally:
+            session.host_key_answerer = asked_before
+        face.out(json.dumps(snapshot_json(snap)) if args.json else snapshot_line(snap))
+        if args.watch:
+            def show(s: HostSnapshot) -> None:
+                face.out(json.dumps(snapshot_json(s)) if args.json else snapshot_line(s))
+
+            if not face.in_app:
+                session.auto_reconnect = True
+            await _listening(session.listeners, show)
+        return ExitCode.OK
+
+
+async def _listening(listeners: list[Callable[[HostSnapshot], None]],
+                     listener: Callable[[HostSnapshot], None]) -> None:
+    """`--watch`: `listener` hears every change until the command is ended (Ctrl-C, or its `workroom` process gone
+    from the app); then it hears no more (the app's sessions go on)."""
+    import asyncio
+
+    listeners.append(listener)
+    try:
+        await asyncio.get_running_loop().create_future()
+    finally:
+        listeners.remove(listener)
+
+
+async def cmd_status(args: argparse.Namespace, face: Face) -> int:
+    """Every host's line. The app's engine answers from what it holds (it owns the connections); a command's own
+    engine connects to each host (waking none), each on its own deadline, and prints each line as it comes: a
+    host that never answers holds no one else's line and comes last, saying why."""
+    import asyncio
+    import json
+
+    from workroom.core.errors import ExitCode, UserError
+
+    def show(engine: Engine, snap: HostSnapshot) -> None:
+        face.out(json.dumps(with_last_known(engine, snap)) if args.json else status_line(engine, snap))
+
+    async with face.engine_for(auto_reconnect=args.watch) as engine:
+        if face.in_app:
+            snaps = engine.snapshots()
+            if args.json:
+                face.out(json.dumps([with_last_known(engine, s) for s in snaps]))
+            else:
+                for snap in snaps:
+                    show(engine, snap)
+        else:
+            async def one(name: str) -> HostSnapshot:
+                session = engine.session(name)
+                try:
+                    return await session.connect(timeout=30)  # never wakes an asleep box: its row says so
+                except UserError:
+                    return session.snapshot()
+
+            tasks = [asyncio.ensure_future(one(n)) for n in engine.hosts.names()]
+            try:
+                if args.json:
+                    snaps = await asyncio.gather(*tasks)
+                    face.out(json.dumps([with_last_known(engine, s) for s in snaps]))
+                else:
+                    for done in asyncio.as_completed(tasks):
+                        show(engine, await done)
+            finally:
+                for task in tasks:
+                    task.cancel()
+        if args.watch:  # then one line per change: with --json, each a JSON object (the stream is JSON Lines)
+            await _listening(engine.listeners, lambda snap: show(engine, snap))
+        return ExitCode.OK
+
+
+async def cmd_keep(args: argparse.Namespace, face: Face) -> int:
+    import json
+
+    from workroom.core.errors import ExitCode
+    from workroom.core.protocol import Method
+
+    try:
+        async with connected(face, args.name, "keep", args.wake, only_if_it_sleeps=True) as session:
+            status = await session.call(Method.KEEP)
+            face.out(json.dumps({"name": args.name, "kept": True, "awake_seconds": status.awake_seconds})
+                     if args.json else
+                     f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
+            return ExitCode.OK
+    except NeverSleeps:  # Keep awake only where it changes something
+        face.out(json.dumps({"name": args.name, "kept": False, "never_sleeps": True}) if args.json else
+                 f"{args.name} never sleeps, so there is nothing to keep awake (its awake ceiling is only a note); "
+                 "nothing was sent to it.")
+        return ExitCode.OK
+
+
+async def cmd_let_sleep(args: argparse.Namespace, face: Face) -> int:
+    """Never wakes: an asleep box is already what the user asked for."""
+    import json
+
+    from workroom.core.errors import BoxAsleep, ExitCode
+    from workroom.core.protocol import Method
+
+    async with face.engine_for() as engine:
+        session = engine.session(args.name)
+        if not session.traits.sleeps_when_idle:
+            raise Refused(f"{args.name} never sleeps, so there is nothing to let sleep.")
+        try:
+            await reach(engine, session, "connect", wake=False, timeout=30)
+        except BoxAsleep:
+            face.out(json.dumps({"name": args.name, "asleep": True, "suppressed": True,
+                                 "last_known": last_known_json(engine.last_known(args.name))}) if args.json
+                     else f"{asleep_words(engine, args.name)}: already what you asked for; nothing sent.")
+            return ExitCode.OK
+        status = await session.call(Method.LET_SLEEP)
+        if args.json:
+            face.out(json.dumps({"name": args.name, "asleep": False, "suppressed": status.suppressed}))
+        elif status.suppressed:
+            face.out(f"{args.name}: let sleep; its agent no longer keeps it awake, so it sleeps within its idle "
+                     "window")
+        else:
+            face.out(f"{args.name}: idle already; nothing keeps it awake")
+        return ExitCode.OK
+
+
+async def cmd_why(args: argparse.Namespace, face: Face) -> int:
+    import json
+
+    from workroom.core import timeline as tl
+    from workroom.core.errors import ExitCode
+    from workroom.core.protocol import Method
+
+    try:
+        window = tl.parse_since(args.since)
+    except ValueError as error:
+        return usage(face, f"--since: {error}", as_json=args.json)
+    async with connected(face, args.name, "why", args.wake) as session:
+        # Asked from a little earlier than the window, in case the box's clock runs ahead of ours.
+        reply = await session.call(Method.TIMELINE, since=time.time() - window - 3600)
+        summary = tl.summarise(reply, window)
+        period = tl.period_words(window)
+        cost = tl.cost_words(summary, session.host.hourly_price)
+        if args.json:
+            face.out(json.dumps({
+                "name": session.host.name, "since_seconds": window, "now": summary.end,
+                "headline": summary.headline(period), "awake_seconds": summary.awake_seconds,
+                "up_seconds": summary.up_seconds, "totals": {k.value: v for k, v in summary.totals.items()},
+                "activities": [{"activity": what, "seconds": sec} for what, sec in summary.activities],
+                "segments": [{"start": g.start, "end": g.end, "kind": g.kind.value, "words": g.words,
+                              "class": g.reason_class, "subject": g.subject, "peer": g.peer, "port": g.port,
+                              "local_port": g.local_port} for g in summary.segments],
+                "hourly_price": session.host.hourly_price, "cost": cost, "problem": summary.problem,
+            }))
+            return ExitCode.OK
+        face.out(f"{session.host.name}: {summary.headline(period)}")
+        others = summary.other_lines()
+        if others:
+            face.out("  " + ", ".join(others))
+        face.out(f"  [{tl.text_strip(summary)}]  ({tl.STRIP_LEGEND})")
+        if cost:
+            face.out(f"  cost {cost}")
+        if summary.problem:
+            face.out(f"  note: {summary.problem}")
+        return ExitCode.OK
+
+
+async def cmd_exclusions(args: argparse.Namespace, face: Face) -> int:
+    """Read the host's "never work" names, or change them by what was added and removed (the agent applies both
+    to the list it holds then: a change made meanwhile elsewhere is kept)."""
+    import json
+
+    from workroom.core.errors import ExitCode
+    from workroom.core.protocol import Method
+
+    async with connected(face, args.name, "exclusions", args.wake) as session:
+        if args.add or args.remove:
+            current = await session.call(Method.EXCLUSIONS, add=list(args.add), remove=list(args.remove))
+        else:
+            current = await session.call(Method.EXCLUSIONS)
+        if args.json:
+            face.out(json.dumps({"name": session.host.name, "never_work": list(current.names),
+                                 "problem": current.problem}))
+        else:
+            listed = ", ".join(current.names) if current.names else "nothing"
+            face.out(f"{session.host.name}: never work: {listed}")
+            if current.problem:
+                face.out(f"  note: {current.problem}")
+        return ExitCode.OK

@@ -1,0 +1,121 @@
+"""What a command says of a host, in the app's words: its status line and JSON, and the answer for a box left
+asleep (from the one record every face reads, core.last_known)."""
+
+from __future__ import annotations
+
+import time
+
+TYPE_CHECKING = False  # not `typing`'s: the command's start imports nothing it does not use (docs/cli.md)
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from workroom.core.errors import BoxAsleep
+    from workroom.core.last_known import LastKnown
+    from workroom.sessions.engine import Engine
+    from workroom.sessions.host_session import HostSnapshot
+
+
+WAKE_DOING = {"connect": "connect", "keep": "keep it awake", "why": "read its record",
+              "exclusions": "read or change what never counts as work"}
+"""Per command that takes --wake: what it does once the box is awake (the asleep answer's last words)."""
+
+
+def _clock(unix: float | None) -> str:
+    import datetime
+
+    return "" if unix is None else datetime.datetime.fromtimestamp(unix).strftime("%H:%M")
+
+
+def asleep_words(engine: Engine, name: str) -> str:
+    """"box2 is asleep (since 14:02); last known busy (2 min ago)", from the one record every face reads
+    (core.last_known)."""
+    known = engine.last_known(name)
+    since = f" (since {_clock(known.asleep_since)})" if known.asleep_since is not None else ""
+    words = f"{name} is asleep{since}"
+    return words + ("; " + known.words(time.time()) if known.known else "; nothing known of it yet")
+
+
+def last_known_json(known: LastKnown) -> dict[str, Any]:
+    return {"verdict": known.doing, "reported": known.reported, "since": known.since, "seen_at": known.seen_at,
+            "asleep_since": known.asleep_since}
+
+
+def asleep_answer(engine: Engine, name: str, command: str) -> BoxAsleep:
+    from workroom.core.errors import BoxAsleep
+
+    answer = BoxAsleep("Asleep", asleep_words(engine, name),
+                       f"`workroom {command} {name} --wake` to wake it and {WAKE_DOING[command]}.")
+    answer.facts = {"name": name, "asleep": True, "last_known": last_known_json(engine.last_known(name))}
+    return answer
+
+
+def snapshot_json(snap: HostSnapshot) -> dict[str, Any]:
+    from workroom.core.errors import Face
+
+    b = snap.badge(time.monotonic(), Face.CLI)
+    out: dict[str, Any] = {
+        "name": snap.host.name,
+        "provider": snap.host.provider,
+        "connection": snap.connection.state.value,
+        "badge": {"kind": b.kind.value, "label": b.label, "tooltip": b.tooltip, "offers_keep": b.offers_keep},
+        "status": snap.status.model_dump(mode="json") if snap.status else None,
+        "error": snap.connection.error.model_dump() if snap.connection.error else None,
+        "wake_seconds": snap.connection.wake_seconds,
+    }
+    if snap.install is not None:
+        out["pushed_bytes"] = snap.install.pushed_bytes
+        out["install_action"] = snap.install.action
+    if snap.status is not None:
+        out["build"] = snap.status.agent.build
+    out["keep_awake"] = _keep_awake_json(snap.connection.heartbeat_proof, time.monotonic())
+    return out
+
+
+def _keep_awake_json(proof: Any, now: float) -> dict[str, Any]:
+    """Is the keep-awake seen by the provider? `confirmed` is null when it cannot be known (docs/cli.md)."""
+    if proof is None:
+        return {"confirmed": None, "state": None, "why": None, "provider_last_seen_age_seconds": None,
+                "provider_idle_window_seconds": None}
+    age = proof.last_seen_age(now)
+    return {"confirmed": proof.confirmed, "state": proof.state.value, "why": proof.why,
+            "provider_last_seen_age_seconds": None if age is None else round(age, 1),
+            "provider_idle_window_seconds": proof.window_seconds}
+
+
+NAME_COLUMN = 20
+
+
+def snapshot_line(snap: HostSnapshot) -> str:
+    """One host: its badge, connection and what keeps it busy, in the words the app uses (core.busy_reasons)."""
+    from workroom.core.badge import agent_clock
+    from workroom.core.busy_reasons import reason_words
+    from workroom.core.errors import ERROR_KINDS, Face
+    from workroom.core.text_width import pad
+
+    now = time.monotonic()
+    b = snap.badge(now, Face.CLI)
+    status = snap.status
+    words = reason_words(status, agent_now=agent_clock(status, snap.connection, now)) if status else []
+    line = f"{pad(snap.host.name, NAME_COLUMN)} {b.label:<28} {snap.connection.state.value:<12}"
+    if words:
+        line += " " + "; ".join(words[:3])
+    error = snap.connection.error
+    if error is not None and b.spec.shows_error:
+        kind = ERROR_KINDS.get(error.kind)
+        advice = error.advice(Face.CLI, snap.host.name) if kind is not None and Face.CLI in kind.advice else ""
+        line += f"  ({error.message}{'; ' + advice if advice else ''})"
+    return line
+
+
+def status_line(engine: Engine, snap: HostSnapshot) -> str:
+    from workroom.core.connection import ConnectionState
+
+    line = snapshot_line(snap)
+    if snap.connection.state is ConnectionState.ASLEEP:
+        line += f"  ({asleep_words(engine, snap.host.name)}; not woken)"
+    return line
+
+
+def with_last_known(engine: Engine, snap: HostSnapshot) -> dict[str, Any]:
+    return {**snapshot_json(snap), "last_known": last_known_json(engine.last_known(snap.host.name))}
