@@ -106,9 +106,14 @@ class AppController(QObject):
         goes, an added or changed one shows and connects (waking none), a new price shows."""
         for name in change.removed:
             self.host_removed.emit(name)
+        try:
+            asyncio.get_running_loop()
+            running = True
+        except RuntimeError:
+            running = False  # not started yet: the app's start connects every host
         for host in (*change.added, *change.changed):
             self.host_added.emit(self._snapshot_of(host))
-            if host.name not in self._added_quietly:
+            if host.name not in self._added_quietly and running:
                 self.connect_host(host.name, wake=False, unknown=True)
         for host in change.updated:
             self.snapshot_changed.emit(self._snapshot_of(host))
