@@ -21,6 +21,8 @@ from types import MappingProxyType
 from workroom.core.errors import UserError
 from workroom.core.traits import (
     BOXD_TRAITS,
+    CODER_TRAITS,
+    CODESPACES_TRAITS,
     DEFAULT_HEARTBEAT_INTERVAL_SECONDS,
     LOCAL_TRAITS,
     REQUEST_METERED_TRAITS,
@@ -187,6 +189,15 @@ IDLE_CLOCK_URL = ReferenceField(
     "endpoint), so the app can check that the keep-awake is seen.",
     kind=ReferenceKind.URL, legacy_fragment="idle-clock")
 
+WORKSPACE_NAME = ReferenceField(
+    "workspace", "workspace name",
+    "The Coder workspace as `coder list` shows it (OWNER/NAME for another owner's, NAME.AGENT to pick one of "
+    "several agents); empty means the host's name. Your logged-in `coder` CLI reads and extends it.")
+CODESPACE_NAME = ReferenceField(
+    "codespace", "codespace name",
+    "The codespace as `gh codespace list` shows it (e.g. monalisa-fuzzy-space-x5gq7r); empty means the host's "
+    "name. Your logged-in `gh` CLI reads its state.")
+
 LOCAL_KIND = "local"
 
 PROVIDER_SPECS: Mapping[str, ProviderSpec] = MappingProxyType({spec.kind: spec for spec in (
@@ -205,6 +216,14 @@ PROVIDER_SPECS: Mapping[str, ProviderSpec] = MappingProxyType({spec.kind: spec f
     ProviderSpec("request-metered", "request_metered:RequestMeteredProvider", REQUEST_METERED_TRAITS,
                  "a platform that sleeps a box when no request comes through its proxy",
                  reference=(PROXY_BASE_URL, IDLE_CLOCK_URL)),
+    ProviderSpec("coder", "coder:CoderProvider", CODER_TRAITS,
+                 "a Coder workspace, which stops at a deadline that activity (an open session) pushes back; your "
+                 "`coder` CLI reads, extends and starts it",
+                 reference=(WORKSPACE_NAME,)),
+    ProviderSpec("codespaces", "codespaces:CodespacesProvider", CODESPACES_TRAITS,
+                 "a GitHub codespace, which stops after its idle timeout without activity; your `gh` CLI reads "
+                 "and starts it",
+                 reference=(CODESPACE_NAME,)),
     ProviderSpec(LOCAL_KIND, "local:LocalProvider", LOCAL_TRAITS,
                  "this computer (the agent runs as a local process of yours)"),
 )})

@@ -203,7 +203,7 @@ class WorkroomApp:
         else:
             self.app_nap.release(snapshot.host.name)
         name = snapshot.host.name
-        if snapshot.connection.keepawake_running:
+        if snapshot.kept_by_this_computer:
             self._kept_by_this_computer.add(name)
             self.idle_sleep.hold(name)
         else:

@@ -1,0 +1,212 @@
+"""A Coder workspace through the user's `coder` CLI: read from its list, reached without autostart, never held
+while idle, a busy one extended before its deadline but never past the awake ceiling (docs/providers.md,
+"Coder and Codespaces").
+
+The real `coder` talks to a Coder deployment, which cannot run here: a fake `coder` on PATH
+(tests/fixtures/fake_platforms.py) answers as coder/coder's CLI does (its sources are named there), and its
+`ssh --stdio` proxies to the real loopback sshd with the real agent behind it. Time is compressed: a
+deadline-minute is a second (`CODER_RULES.scaled(60)`, a 30 s minimum extension).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import subprocess
+import time
+
+import pytest
+from engine_helpers import wait_until
+from fixtures.fake_platforms import Box, FakePlatform
+from workroom.core.app_settings import AppSettings
+from workroom.core.ceiling import CeilingSettings
+from workroom.core.connection import ConnectionState
+from workroom.core.hosts import Host, IdentityRef
+from workroom.core.provider_specs import spec_for
+from workroom.providers.coder import CODER_RULES, CoderProvider
+from workroom.sessions.engine import Engine
+from workroom.storage import save_settings
+
+pytestmark = pytest.mark.integration
+
+SCALE = 60.0
+RULES = CODER_RULES.scaled(SCALE).with_release_after(3.0)  # the agent's own ticks are not scaled
+LIVE = (ConnectionState.LIVE, ConnectionState.QUIET)
+
+
+def coder_host(sshd, name: str = "ws1") -> Host:  # type: ignore[no-untyped-def]
+    return Host(name=name, provider="coder", user=sshd.user, identity=IdentityRef.file(str(sshd.key_path)),
+                agent_candidates="user", idle_window_seconds=10.0)
+
+
+def engine_for(paths, bundle, sshd, *, ceiling: float = 3600, ask: bool = False,  # type: ignore[no-untyped-def]
+               prompt: float = 30) -> Engine:
+    save_settings(paths, AppSettings(ceiling=CeilingSettings(ceiling_seconds=ceiling, prompt_timeout_seconds=prompt,
+                                                             ask_at_ceiling=ask)))
+    engine = Engine(paths, bundle, auto_reconnect=True)
+    engine.use_provider(CoderProvider(engine.context, spec_for("coder"), RULES))
+    engine.add_host(coder_host(sshd))
+    return engine
+
+
+def workspace(platform: FakePlatform, sshd, state: str = "running", **more) -> None:  # type: ignore[no-untyped-def]
+    platform.add(Box(name="ws1", platform="coder", state=state, ssh_port=sshd.port, kill_uid=sshd.uid, **more))
+    if state == "running":
+        platform.update("ws1", deadline=time.time() + more.get("ttl", 3600.0))
+
+
+def test_a_stopped_workspace_is_shown_asleep_and_never_started_by_a_connect(sshd, app_home, agent_bundle,
+                                                                              fake_platform) -> None:
+    workspace(fake_platform, sshd, "stopped", ttl=10.0, bump=10.0)
+
+    async def go() -> None:
+        engine = engine_for(app_home, agent_bundle, sshd)
+        session = engine.session("ws1")
+        snap = await session.connect(timeout=30)
+        assert snap.connection.state is ConnectionState.ASLEEP
+        assert fake_platform.events_of("start") == []
+        assert [c["argv"][0] for c in fake_platform.calls] == ["list"]  # read from the list, no ssh at all
+        await engine.close()
+
+    asyncio.run(go())
+
+
+def test_wake_and_connect_starts_it_once_through_coder_start(sshd, app_home, agent_bundle, fake_platform) -> None:
+    workspace(fake_platform, sshd, "stopped", ttl=60.0, bump=10.0)
+
+    async def go() -> None:
+        engine = engine_for(app_home, agent_bundle, sshd)
+        snap = await engine.session("ws1").connect(timeout=60, wake=True)
+        assert snap.connection.state in LIVE
+        await engine.close()
+
+    asyncio.run(go())
+    assert [(e["box"], e["cause"]) for e in fake_platform.events_of("start")] == [("ws1", "coder start")]
+    ssh = [c["argv"] for c in fake_platform.calls if c["argv"][0] == "ssh" and "--stdio" in c["argv"]]
+    assert ssh and all("--disable-autostart" in argv for argv in ssh)
+
+
+def test_an_idle_workspace_is_let_go_and_stops_at_its_deadline(sshd, app_home, agent_bundle, fake_platform) -> None:
+    """Running and idle, the app running for ten deadline-minutes: after the first IDLE no session is open and
+    nothing the app does pushes the deadline; the workspace stops at it."""
+    workspace(fake_platform, sshd, "running", ttl=10.0, bump=10.0)
+
+    async def go() -> None:
+        engine = engine_for(app_home, agent_bundle, sshd)
+        session = engine.session("ws1")
+        session.start(wake=False, unknown=False)
+        await wait_until(lambda: session.status is not None, 30, "the first status")
+        await wait_until(lambda: session.connection.state is ConnectionState.RELEASED, 10, "the session let go")
+        released = time.time()
+        await wait_until(lambda: session.connection.state is ConnectionState.ASLEEP, 20, "the workspace stopped")
+        assert time.time() - released < 15
+        await engine.close()
+        return released
+
+    released = asyncio.run(go())
+    opens = fake_platform.events_of("session_open")
+    closes = fake_platform.events_of("session_close")
+    assert len(opens) == 1 and len(closes) == 1 and closes[0]["t"] <= released + 0.5
+    assert [b for b in fake_platform.events_of("bump") if b["t"] > closes[0]["t"]] == []
+    assert fake_platform.events_of("extend") == []
+    stop = fake_platform.events_of("stop")
+    assert len(stop) == 1 and stop[0]["reason"] == "autostop"
+    assert fake_platform.events_of("start") == []
+
+
+class ScaledCoder(CoderProvider):
+    """The real provider; only its agent's hold after work is compressed like the platform's clock (2 s, not
+    30 s), so that "the job ended" comes in a scaled time too."""
+
+    def serve_options(self, host: Host):  # type: ignore[no-untyped-def]
+        base = super().serve_options(host)
+        return dataclasses.replace(base, extra=(*base.extra, "--hold-seconds", "2"))
+
+
+def job(sshd, seconds: float) -> subprocess.Popen[bytes]:  # type: ignore[no-untyped-def]
+    """Work on the box: a long sleep of the box's user, which the agent counts as busy."""
+    argv = ["sleep", str(seconds)]
+    if sshd.owns_user:
+        argv = ["runuser", "-u", sshd.user, "--", *argv]
+    return subprocess.Popen(argv)
+
+
+async def run_busy(paths, bundle, sshd, platform: FakePlatform, *, ceiling: float, job_seconds: float,  # type: ignore[no-untyped-def]
+                   ask: bool = False, within: float = 150) -> dict[str, float]:
+    """The app is running and has let go of the idle workspace; a job starts there, in a session of the user's own
+    that ends at once (the platform records the use); the app learns of it from the list, connects, and keeps the
+    busy workspace up (no activity bump on this template: only the app's extensions) until it stops. Returns when
+    the work began, when the app let go after it, and when it stopped (Unix seconds)."""
+    save_settings(paths, AppSettings(ceiling=CeilingSettings(ceiling_seconds=ceiling, prompt_timeout_seconds=30,
+                                                             ask_at_ceiling=ask)))
+    engine = Engine(paths, bundle, auto_reconnect=True)
+    engine.use_provider(ScaledCoder(engine.context, spec_for("coder"), RULES))
+    engine.add_host(coder_host(sshd))
+    session = engine.session("ws1")
+    session.start(wake=False, unknown=False)
+    await wait_until(lambda: session.connection.state is ConnectionState.RELEASED, 60, "the idle workspace let go")
+    await asyncio.sleep(RULES.outside_use_grace_seconds + 1)
+    work = job(sshd, job_seconds)
+    began = time.time()
+    await asyncio.sleep(5)  # the user's session, in which the job was started, ends a few seconds later
+    platform.use("ws1")
+    try:
+        await wait_until(lambda: session.status is not None and session.status.busy
+                         and session.connection.spec.live, 30, "the app to connect to the busy workspace")
+        await wait_until(lambda: session.connection.state in (ConnectionState.RELEASED, ConnectionState.ASLEEP),
+                         within, "the app to let go, or the workspace to stop")
+        released = time.time()
+        await wait_until(lambda: session.connection.state is ConnectionState.ASLEEP, within, "the workspace stopped")
+        return {"began": began, "released": released}
+    finally:
+        work.kill()
+        work.wait()
+        await engine.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_busy_workspace_is_extended_before_its_deadline_and_stops_on_its_own_after_the_job(
+        sshd, app_home, agent_bundle, fake_platform) -> None:
+    """A 40-minute job (scaled), no user session, an hour's ceiling: the deadline is extended before it passes,
+    never past the ceiling; after the job no extension, and the workspace stops at its own deadline."""
+    workspace(fake_platform, sshd, "running", ttl=20.0, bump=0.0)  # a template without an activity bump
+    times = asyncio.run(run_busy(app_home, agent_bundle, sshd, fake_platform, ceiling=60, job_seconds=40))
+    extends = fake_platform.events_of("extend")
+    stop = fake_platform.events_of("stop")
+    assert len(extends) >= 2, extends  # 10 min to begin with, 30 min at a time
+    assert all(e["until"] <= times["began"] + 60 + 2 for e in extends), (times, extends)
+    assert [e for e in extends if e["t"] > times["released"]] == []
+    assert len(stop) == 1 and stop[0]["reason"] == "autostop"
+    assert stop[0]["at"] == pytest.approx(extends[-1]["until"], abs=0.01)  # its own deadline, the last one asked
+    assert stop[0]["at"] > times["began"] + 40  # the job was never cut short
+    assert fake_platform.events_of("start") == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_extensions_stop_at_the_awake_ceiling(sshd, app_home, agent_bundle, fake_platform) -> None:
+    """A job longer than the (advisory) ceiling: the workspace stops at the ceiling, passed by at most the
+    platform's 30-minute minimum step."""
+    workspace(fake_platform, sshd, "running", ttl=20.0, bump=0.0)
+    times = asyncio.run(run_busy(app_home, agent_bundle, sshd, fake_platform, ceiling=30, job_seconds=90))
+    extends = fake_platform.events_of("extend")
+    stop = fake_platform.events_of("stop")
+    assert extends and all(e["until"] <= times["began"] + 30 + 30 for e in extends), (times, extends)
+    assert len(stop) == 1 and stop[0]["at"] < times["began"] + 90  # stopped under the job: the ceiling held
+    assert [e for e in extends if e["t"] > times["released"]] == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_an_unanswered_ask_stops_it_at_the_deadline_after_the_prompts(sshd, app_home, agent_bundle,
+                                                                      fake_platform) -> None:
+    workspace(fake_platform, sshd, "running", ttl=20.0, bump=0.0)
+    times = asyncio.run(run_busy(app_home, agent_bundle, sshd, fake_platform, ceiling=30, job_seconds=120, ask=True))
+    extends = fake_platform.events_of("extend")
+    stop = fake_platform.events_of("stop")
+    prompt_deadline = times["began"] + 30 + 30
+    assert len(stop) == 1
+    assert prompt_deadline - 3 <= stop[0]["at"] <= prompt_deadline + 30 + 3, (times, stop, extends)
+    assert stop[0]["at"] == pytest.approx(extends[-1]["until"], abs=0.01)
+    assert [e for e in extends if e["t"] > times["released"]] == []
