@@ -234,6 +234,9 @@ class Engine:
             after = before.asleep(now)
         elif spec.live and snapshot.status is not None:
             after = before.seen(snapshot.status, now)
+        elif snapshot.connection.state is ConnectionState.RELEASED:  # the next start need not connect
+            clock = snapshot.connection.platform
+            after = before.let_go(now, clock.build if clock is not None else None)
         heard_before = name in self._heard_live
         if spec.live:
             self._heard_live.add(name)

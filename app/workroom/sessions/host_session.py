@@ -637,6 +637,13 @@ class HostSession:
             raise _EndOfRun(ConnectionState.DISCONNECTED, UserError(
                 "Not connected", f"{self.host.name}: {words}.",
                 "Connecting now could start it; the app connects once its platform says it runs."), why=words)
+        if self._platform is not None and not self._may_connect_unknown and self.previous_verdict is not None:
+            # A background connect to a box the app let go of while idle: a session would be activity; if nobody
+            # has used it since, go on watching the list instead.
+            clock = await self.provider.platform_clock(self.host)
+            if self._platform.still_let_go(self.previous_verdict, clock):
+                self._platform_view(PlatformView(clock))
+                raise _EndOfRun(ConnectionState.RELEASED, why="still idle, as the app let go of it")
         return box
 
     # -- where an open session is activity (core.metering `sessions`) --------------------------------
@@ -733,6 +740,8 @@ class HostSession:
                     "suspended_while_busy": suspended_while_busy}
         )
         self._attempt = 0
+        if self._platform is not None:
+            self._platform.link_up()
         self._on_status(status)
         self._first_status.set()
         self._rt.tasks.append(asyncio.get_running_loop().create_task(self._liveness(link)))

@@ -19,6 +19,11 @@ from workroom.core.protocol import Status, Verdict
 
 log = logging.getLogger(__name__)
 
+FIRST_LOOK_SECONDS = 6.0
+"""A link is held at least this long: an agent that has just started (or woken) says IDLE before its classifier
+has seen the work already running (a timer sleep counts once it has lasted 3 s; a resume mask of 3 s follows a
+tick gap), and letting go on that first word would miss the job until someone used the box again."""
+
 
 def wants_session(status: Status) -> bool:
     """Whether the agent means to keep the box up now: the only time a session is held where it is activity."""
@@ -30,17 +35,25 @@ def wants_session(status: Status) -> bool:
 class IdleRelease:
     """Calls `release()` once the statuses have said "no need to keep it up" for `after` seconds straight."""
 
-    def __init__(self, name: str, after: float, release: Callable[[], None]) -> None:
+    def __init__(self, name: str, after: float, release: Callable[[], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._name = name
         self._after = after
         self._release = release
+        self._clock = clock
+        self._not_before = 0.0
         self._timer: asyncio.TimerHandle | None = None
+
+    def link_up(self) -> None:
+        """A new link: hold it at least `FIRST_LOOK_SECONDS`, whatever its first statuses say."""
+        self._not_before = self._clock() + FIRST_LOOK_SECONDS
 
     def on_status(self, status: Status) -> None:
         if wants_session(status):
             self.cancel()
         elif self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self._after, self._fire)
+            delay = max(self._after, self._not_before - self._clock())
+            self._timer = asyncio.get_running_loop().call_later(delay, self._fire)
 
     def _fire(self) -> None:
         self._timer = None

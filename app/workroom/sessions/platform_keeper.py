@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
 from workroom.core.metering import NotKeptAwakeReason
-from workroom.core.platform_clock import CannotExtend, CheckAt, Extend, PlatformClock, PlatformRules, plan_extension
+from workroom.core.platform_clock import (
+    CannotExtend,
+    CheckAt,
+    Extend,
+    PlatformClock,
+    PlatformRules,
+    PlatformState,
+    plan_extension,
+)
 from workroom.core.protocol import Status
 from workroom.sessions.idle_release import IdleRelease, ReleasedWatch, wants_session
 
@@ -149,6 +157,7 @@ class PlatformSide:
         """The session is letting go of its link on purpose (the run ends let go, not lost)."""
         self.released_at: float | None = None
         self._last_run: str | None = None
+        self._reading: asyncio.Task[None] | None = None
 
     def on_status(self, status: Status) -> None:
         self._idle.on_status(status)
@@ -166,6 +175,38 @@ class PlatformSide:
         self.releasing = True
         self.released_at = self._wall()
         self._release_link()
+
+    def still_let_go(self, record: dict[str, object] | None, clock: PlatformClock | None) -> bool:
+        """A background connect (the app starting, a box seen running) need not open a session: the app last let
+        go of this box while it was idle (`record`, what the engine kept of it), it is the same run, and nobody
+        has used it since but the app's own session's echo. Then the app goes on watching the list instead."""
+        if record is None or record.get("verdict") != "IDLE":
+            return False
+        if clock is None or clock.state is not PlatformState.RUNNING:
+            return False
+        released, run = record.get("released_at"), record.get("run")
+        if not isinstance(released, int | float) or isinstance(released, bool):
+            return False
+        if isinstance(run, str) and clock.build is not None and clock.build != run:
+            return False
+        if clock.last_used is not None and clock.last_used > released + self.rules.outside_use_grace_seconds:
+            return False
+        self.released_at = float(released)
+        self._last_run = run if isinstance(run, str) else clock.build
+        return True
+
+    def link_up(self) -> None:
+        """A link is live (a first connect, a reconnect): its agent gets its first look before any letting go, and
+        the platform's clock is read once (the row's "stops in", and the run the app lets go of)."""
+        self.releasing = False
+        self._idle.link_up()
+        if not self.keeper.running:
+            self._reading = asyncio.get_running_loop().create_task(self._read_once(), name=f"platform-read-{self.name}")
+
+    async def _read_once(self) -> None:
+        clock = await self._read()
+        if clock is not None:
+            self.on_clock(clock)
 
     def run_started(self) -> None:
         """A new connect: not letting go any more, nor watching the list."""
@@ -188,6 +229,8 @@ class PlatformSide:
     def stop_keeping(self) -> None:
         self._idle.cancel()
         self.keeper.stop()
+        if self._reading is not None:
+            self._reading.cancel()
 
     def stop_watching(self) -> None:
         if self.watch is not None:

@@ -45,7 +45,8 @@ def engine_for(paths, bundle, sshd, *, ceiling: float = 3600, ask: bool = False,
                                                              ask_at_ceiling=ask)))
     engine = Engine(paths, bundle, auto_reconnect=True)
     engine.use_provider(CoderProvider(engine.context, spec_for("coder"), RULES))
-    engine.add_host(coder_host(sshd))
+    if engine.hosts.get("ws1") is None:
+        engine.add_host(coder_host(sshd))
     return engine
 
 
@@ -210,3 +211,33 @@ def test_an_unanswered_ask_stops_it_at_the_deadline_after_the_prompts(sshd, app_
     assert prompt_deadline - 3 <= stop[0]["at"] <= prompt_deadline + 30 + 3, (times, stop, extends)
     assert stop[0]["at"] == pytest.approx(extends[-1]["until"], abs=0.01)
     assert [e for e in extends if e["t"] > times["released"]] == []
+
+
+def test_the_next_start_does_not_open_a_session_on_a_workspace_let_go_while_idle(sshd, app_home, agent_bundle,
+                                                                                 fake_platform) -> None:
+    """The app starting again is a background connect: a workspace it let go of while idle, used by nobody since,
+    is not connected to (a session would push its deadline); once someone uses it, it is."""
+    workspace(fake_platform, sshd, "running", ttl=600.0, bump=10.0)
+
+    async def first_run() -> None:
+        engine = engine_for(app_home, agent_bundle, sshd)
+        session = engine.session("ws1")
+        session.start(wake=False, unknown=False)
+        await wait_until(lambda: session.connection.state is ConnectionState.RELEASED, 30, "the session let go")
+        await asyncio.sleep(0.5)  # the engine's record written
+        await engine.close()
+
+    async def next_run() -> None:
+        engine = engine_for(app_home, agent_bundle, sshd)
+        session = engine.session("ws1")
+        session.start(wake=False, unknown=False)
+        await wait_until(lambda: session.connection.state is ConnectionState.RELEASED, 10, "let go at once")
+        assert len(fake_platform.events_of("session_open")) == 1
+        await asyncio.sleep(RULES.outside_use_grace_seconds + 1)
+        fake_platform.use("ws1")
+        await wait_until(lambda: len(fake_platform.events_of("session_open")) == 2, 10, "a connect after the use")
+        await engine.close()
+
+    asyncio.run(first_run())
+    asyncio.run(next_run())
+    assert fake_platform.events_of("start") == []
