@@ -99,6 +99,11 @@ class ProviderSpec:
     heartbeat_follows_window: bool = False
     """The agent's heartbeat runs at a third of the host's idle window (at most the default), so a short
     window still gets three heartbeats (the simulated box, whose windows are seconds long in tests)."""
+    stdio_command: tuple[str, ...] = ()
+    """The words of the platform's own stdio tunnel (its program first): an ~/.ssh/config entry whose ProxyCommand
+    has them is a box of this provider, and the add-host picker offers it as one (empty: none)."""
+    picker_why: str = ""
+    """Why the picker offers this provider for such an entry, in a sentence."""
 
     def traits_for(self, idle_window_seconds: float | None) -> ProviderTraits:
         """This provider's traits for a host with this idle window (None: the provider's own). The one place
@@ -219,11 +224,17 @@ PROVIDER_SPECS: Mapping[str, ProviderSpec] = MappingProxyType({spec.kind: spec f
     ProviderSpec("coder", "coder:CoderProvider", CODER_TRAITS,
                  "a Coder workspace, which stops at a deadline that activity (an open session) pushes back; your "
                  "`coder` CLI reads, extends and starts it",
-                 reference=(WORKSPACE_NAME,)),
+                 reference=(WORKSPACE_NAME,), stdio_command=("coder", "ssh", "--stdio"),
+                 picker_why="its ProxyCommand runs `coder ssh --stdio`: an open session there is activity and that "
+                            "command starts a stopped workspace, so the coder provider reads its state from `coder "
+                            "list` instead, lets go of it while idle, and starts it only when you say so"),
     ProviderSpec("codespaces", "codespaces:CodespacesProvider", CODESPACES_TRAITS,
                  "a GitHub codespace, which stops after its idle timeout without activity; your `gh` CLI reads "
                  "and starts it",
-                 reference=(CODESPACE_NAME,)),
+                 reference=(CODESPACE_NAME,), stdio_command=("gh", "ssh", "--stdio"),
+                 picker_why="its ProxyCommand runs `gh codespace ssh --stdio`, which starts a stopped codespace, so "
+                            "the codespaces provider reads its state from `gh codespace view` first, lets go of it "
+                            "while idle, and starts it only when you say so"),
     ProviderSpec(LOCAL_KIND, "local:LocalProvider", LOCAL_TRAITS,
                  "this computer (the agent runs as a local process of yours)"),
 )})

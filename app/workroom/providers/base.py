@@ -187,6 +187,11 @@ class Provider:
         when it cannot (the base: there is no such call)."""
         raise UserError("No extension", f"The {self.kind} provider has no deadline to extend.", "")
 
+    async def list_boxes(self) -> list[tuple[str, str]]:
+        """Every box the provider's own list names, (name, its state word), for the add-host picker: a platform's
+        CLI list; none elsewhere. May raise when the list cannot be read (the picker then shows none)."""
+        return []
+
     def forget_secret(self, request: SecretRequest) -> None:
         """Blocking: forget a stored secret the host refused (the app's keyring, through the context)."""
         if self.context.forget_secret is not None:

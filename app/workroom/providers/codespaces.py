@@ -62,6 +62,8 @@ class CodespacesProvider(PlatformProvider):
     cli = "gh"
     box_field = CODESPACE_NAME
     default_rules = CODESPACES_RULES
+    default_user = "codespace"
+    """The user of GitHub's default dev container image (`gh codespace ssh --config` prints a codespace's own)."""
 
     def identity_files(self, host: Host) -> tuple[Path, ...]:
         return super().identity_files(host) or (AUTOMATIC_KEY.expanduser(),)

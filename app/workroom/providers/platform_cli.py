@@ -79,6 +79,8 @@ class PlatformProvider(SshProvider, ABC):
     box_field: ReferenceField
     """The reference field naming the box on the platform (empty: the host's name)."""
     default_rules: PlatformRules
+    default_user: str | None = None
+    """The login on the box when the host names none (None: this computer's user)."""
     connects_only_when_awake = True
 
     def __init__(self, context: ProviderContext, spec: ProviderSpec, rules: PlatformRules | None = None) -> None:
@@ -109,8 +111,9 @@ class PlatformProvider(SshProvider, ABC):
             raise PlatformError(f"No `{self.cli}` command", f"`{self.cli}` is not installed (not found on PATH).",
                                 f"Install the {self.spec.kind} command line and log in, then connect again.")
         return SshTarget(alias=host.name, hostname=f"{self.spec.kind}.{self.box_name(host)}", port=22,
-                         user=host.user or getpass.getuser(), identity_files=self.identity_files(host),
-                         identities_only=host.identity is not None, proxy_command=shlex.join([exe, *argv[1:]]))
+                         user=host.user or self.default_user or getpass.getuser(),
+                         identity_files=self.identity_files(host), identities_only=host.identity is not None,
+                         proxy_command=shlex.join([exe, *argv[1:]]))
 
     def open_shell(self, host: Host) -> HostShell:
         from workroom.remote.host_keys import ChannelVouchedKeys

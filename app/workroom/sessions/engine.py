@@ -176,9 +176,12 @@ class Engine:
     # -- hosts -------------------------------------------------------------------------------------
 
     def provider_for(self, host: Host) -> Provider:
-        if host.provider not in self._providers:
-            self._providers[host.provider] = make_provider(host.provider, self.context)
-        return self._providers[host.provider]
+        return self.provider_of_kind(host.provider)
+
+    def provider_of_kind(self, kind: str) -> Provider:
+        if kind not in self._providers:
+            self._providers[kind] = make_provider(kind, self.context)
+        return self._providers[kind]
 
     def use_provider(self, provider: Provider) -> None:
         """Serve `provider.kind` hosts with this provider (tests use stand-ins for cloud providers)."""
