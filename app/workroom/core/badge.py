@@ -273,7 +273,8 @@ def _unreadable(connection: ConnectionInfo) -> Badge:
     return _make(BadgeKind.UNKNOWN, [
         f"Could not read the provider: {why}",
         "The box may be asleep, so the app does not connect to it on its own (that could wake it).",
-    ], hint="The app reads the provider again on its own; Wake and connect reaches the box (it may wake it).",
+    ], hint=(error.hint if error is not None and error.hint else
+             "The app reads the provider again on its own; Wake and connect reaches the box (it may wake it)."),
         label="Unknown: could not read the provider")
 
 

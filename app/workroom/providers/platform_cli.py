@@ -26,7 +26,7 @@ from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.core.platform_clock import PlatformClock, PlatformRules, PlatformState
 from workroom.core.provider_specs import ProviderSpec, ReferenceField
-from workroom.providers.base import BoxState, ProviderContext
+from workroom.providers.base import BoxState, ProviderContext, ProviderUnreadable
 from workroom.providers.bounded_cli import CliAnswer, CliProblem
 from workroom.providers.ssh_family import SshProvider, SshShell
 from workroom.remote.host_shell import HostShell
@@ -39,6 +39,16 @@ CLI_TIMEOUT_SECONDS = 20.0
 CONNECT_TIMEOUT_SECONDS = 30.0
 """The platform's tunnel comes up before SSH's banner does (longer than a plain SSH dial)."""
 START_POLL_SECONDS = 2.0
+
+
+class PlatformUnreadable(ProviderUnreadable):
+    """The platform's list does not say running or stopped (another state, or the CLI could not be read): the box
+    may be starting or stopping, so nothing connects to it, a wake included; the list is read again."""
+
+    def __init__(self, cli: str, why: str) -> None:
+        super().__init__(cli, why)
+        self.hint = ("The app reads the platform's list again on its own, and connects once it says the box runs "
+                     "(connecting now could start it).")
 
 
 class PlatformError(UserError):
@@ -147,15 +157,22 @@ class PlatformProvider(SshProvider, ABC):
                              read_at=time.time())
 
     async def box_state(self, host: Host) -> BoxState:
+        """Running is awake and stopped asleep; any other state (starting, failed, one the app does not know, or
+        a CLI that cannot be read) is `ProviderUnreadable` in the platform's words: the session then connects to
+        nothing (a connect could start it) and reads the list again until it says running or stopped."""
         clock = await self.platform_clock(host)
-        return {PlatformState.RUNNING: BoxState.AWAKE, PlatformState.STOPPED: BoxState.ASLEEP}.get(
-            clock.state, BoxState.UNKNOWN)
+        if clock.state is PlatformState.RUNNING:
+            return BoxState.AWAKE
+        if clock.state is PlatformState.STOPPED:
+            return BoxState.ASLEEP
+        raise PlatformUnreadable(self.cli, self.state_words(host) or clock.said)
 
     def state_words(self, host: Host) -> str | None:
         reading = self._readings.get(host.name)
         if reading is None:
             return None
-        return reading.said if not reading.readable else f"{self.cli} says it is {reading.said}"
+        said = reading.said.removeprefix(f"{self.cli} says: ")
+        return said if not reading.readable or said != reading.said else f"it says it is {said}"
 
     # -- the user's explicit wake ---------------------------------------------------------------------------
 

@@ -696,8 +696,9 @@ class HostSession:
         says CONNECTING (or retrying) when it may. Returns whether the box was asleep (a timed wake)."""
         box = await self._box_state()
         if isinstance(box, ProviderUnreadable):
-            if self.traits.sleeps_when_idle and not self._may_wake:
-                # It may be asleep, and the provider cannot say: only an explicit wake may reach it.
+            if self.traits.sleeps_when_idle and (not self._may_wake or self.provider.connects_only_when_awake):
+                # It may be asleep, and the provider cannot say: only an explicit wake may reach it (and not even
+                # that where connecting itself would start it: a platform's tunnel).
                 raise _EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable")
             box = BoxState.UNKNOWN  # the user's Wake and connect: reach it all the same
         was_asleep = box is BoxState.ASLEEP

@@ -296,8 +296,8 @@ class AppController(QObject):
                                    asleep=True)
 
         if provider.connects_only_when_awake:  # a platform's tunnel starts whatever is not running right now
-            state = await provider.box_state(host)
             try:
+                state = await provider.box_state(host)
                 if state is BoxState.ASLEEP and wake:
                     await provider.wake(host)
                 elif state is not BoxState.AWAKE:

@@ -82,11 +82,13 @@ def test_a_codespace_of_another_state_is_not_connected_to(sshd, app_home, agent_
     async def go() -> None:
         engine = engine_for(app_home, agent_bundle, sshd)
         session = engine.session("cs1")
-        with pytest.raises(UserError, match="gh says it is Rebuilding"):
+        with pytest.raises(UserError, match="gh: it says it is Rebuilding"):
             await session.connect(timeout=30)
-        assert session.connection.state is ConnectionState.DISCONNECTED
+        assert session.connection.state is ConnectionState.UNREADABLE  # read again on its own, never connected
+        with pytest.raises(UserError, match="it says it is Rebuilding"):
+            await session.connect(timeout=30, wake=True)  # not even a wake: `--stdio` could start it
         fake_platform.update("cs1", state="Exporting-2099")  # a newer state than the app knows
-        with pytest.raises(UserError, match="gh says: the codespace is Exporting-2099"):
+        with pytest.raises(UserError, match="gh: the codespace is Exporting-2099"):
             await session.connect(timeout=30)
         fake_platform.set(garbage='{"name": "cs1", "state": ["not", "a", "word"]}')
         with pytest.raises(UserError, match="no state"):
