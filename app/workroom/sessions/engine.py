@@ -34,7 +34,7 @@ from workroom.daemon_threads import DaemonThreads
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
 from workroom.providers.agent_sockets import AgentSockets
-from workroom.providers.base import Provider, ProviderContext
+from workroom.providers.base import BoxState, Provider, ProviderContext
 from workroom.remote.agent_install import UninstallReport
 from workroom.remote.host_keys import KnownHosts
 from workroom.sessions.host_session import HostSession, HostSnapshot
@@ -403,6 +403,8 @@ class Engine:
         """Stop the host's agent the way it was started and remove its unit, plist, bundle and state
         (`stop_only`: keep them; the next connect starts it again)."""
         provider = self.provider_for(host)
+        if provider.connects_only_when_awake and await provider.box_state(host) is BoxState.ASLEEP:
+            await provider.wake(host)  # asking to uninstall is the explicit wake: the platform's own start
 
         def work() -> UninstallReport:
             shell = provider.open_shell(host)
