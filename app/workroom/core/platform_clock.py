@@ -18,6 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from workroom.core.durations import format_duration
 from workroom.core.metering import NotKeptAwakeReason
 
+STOP_WARNING_SECONDS = 5 * 60.0
+"""A busy box its platform will stop, and the app will not keep up: the notification comes this long before."""
+
 
 class PlatformState(StrEnum):
     """Where the platform says the box stands, in the app's words (each platform's own word is kept beside it)."""
@@ -76,8 +79,6 @@ class PlatformRules:
     """The slow cadence of list reads while the app keeps a busy box up, or watches one it let go of."""
     release_after_seconds: float
     """How long an IDLE verdict holds before the app lets go of its session."""
-    warn_before_seconds: float
-    """A busy box that will stop: the notification comes this long before its deadline."""
     outside_use_grace_seconds: float
     """After the app lets go, the platform may still record the app's own session as use for this long."""
     start_timeout_seconds: float
@@ -87,7 +88,7 @@ class PlatformRules:
         """These rules on a clock `factor` times faster (tests: a deadline-minute in a second)."""
         return PlatformRules(*(value / factor for value in (
             self.min_extension_seconds, self.extend_step_seconds, self.lead_seconds, self.read_interval_seconds,
-            self.release_after_seconds, self.warn_before_seconds, self.outside_use_grace_seconds,
+            self.release_after_seconds, self.outside_use_grace_seconds,
             self.start_timeout_seconds)))
 
     def with_release_after(self, seconds: float) -> PlatformRules:
@@ -169,7 +170,7 @@ def stops_words(clock: PlatformClock, now: float) -> str:
         return f"is {clock.said}"
     if left < 1.0:
         return "stops any moment now"
-    return f"stops in {format_duration(left)}"
+    return f"stops in {format_duration(left if left < 120 else 60 * (left // 60))}"  # whole minutes past two
 
 
 def clock_words(clock: PlatformClock, now: float, *, ceiling_seconds: float | None = None) -> str:

@@ -182,6 +182,10 @@ class Provider:
         None where the provider has none. Must not raise: an unreadable platform is a clock that says so."""
         return None
 
+    def last_platform_clock(self, host: Host) -> PlatformClock | None:
+        """The platform's clock as the last read of the box's state found it (None: no platform, or not read)."""
+        return None
+
     async def extend_deadline(self, host: Host, until: float) -> None:
         """Ask the platform to move the box's deadline to `until` (Unix seconds). Raises a UserError in words
         when it cannot (the base: there is no such call)."""

@@ -33,7 +33,7 @@ from workroom.providers.platform_cli import (
 CODER_RULES = PlatformRules(
     min_extension_seconds=30 * 60,  # `coder schedule extend`: "must be at least 30 minutes in the future"
     extend_step_seconds=30 * 60, lead_seconds=10 * 60, read_interval_seconds=60.0, release_after_seconds=3.0,
-    warn_before_seconds=5 * 60, outside_use_grace_seconds=3 * 60, start_timeout_seconds=10 * 60)
+    outside_use_grace_seconds=3 * 60, start_timeout_seconds=10 * 60)
 """Coder's numbers; `outside_use_grace_seconds` covers the agent's stats report and the server's batched
 last-used update after the app's own session ends."""
 

@@ -24,8 +24,8 @@ from workroom.providers.platform_cli import CLI_TIMEOUT_SECONDS, PlatformProvide
 
 CODESPACES_RULES = PlatformRules(
     min_extension_seconds=0.0, extend_step_seconds=0.0, lead_seconds=0.0,  # no extend call exists
-    read_interval_seconds=60.0, release_after_seconds=3.0, warn_before_seconds=5 * 60,
-    outside_use_grace_seconds=2 * 60, start_timeout_seconds=10 * 60)
+    read_interval_seconds=60.0, release_after_seconds=3.0, outside_use_grace_seconds=2 * 60,
+    start_timeout_seconds=10 * 60)
 
 STATES = {
     "Available": PlatformState.RUNNING, "Shutdown": PlatformState.STOPPED, "ShuttingDown": PlatformState.STOPPING,

@@ -167,6 +167,9 @@ class PlatformProvider(SshProvider, ABC):
             return BoxState.ASLEEP
         raise PlatformUnreadable(self.cli, self.state_words(host) or clock.said)
 
+    def last_platform_clock(self, host: Host) -> PlatformClock | None:
+        return self._readings.get(host.name)
+
     def state_words(self, host: Host) -> str | None:
         reading = self._readings.get(host.name)
         if reading is None:

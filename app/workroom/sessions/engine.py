@@ -235,6 +235,9 @@ class Engine:
         after = before
         if snapshot.connection.state is ConnectionState.ASLEEP:
             after = before.asleep(now)
+            clock = snapshot.connection.platform
+            if clock is not None and clock.stopped_at is not None and clock.stop_reason is not None:
+                after = after.platform_stopped(clock.stopped_at, clock.stop_reason)
         elif spec.live and snapshot.status is not None:
             after = before.seen(snapshot.status, now)
         elif snapshot.connection.state is ConnectionState.RELEASED:  # the next start need not connect

@@ -208,6 +208,9 @@ class HostSession:
         self.phase_seconds: dict[str, float] = {}
         self._reach = AgentReach(host, provider, self._runner, self._on_event, self._hold_link, clock)
         self.previous_verdict = previous_verdict
+        self.known_at_start = LastKnown.from_record(previous_verdict)
+        """What the app knew of the host when this session was made (core.last_known): kept for the why-awake
+        record's note of the platform's own stop, after `previous_verdict` has been used."""
         """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
         self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
                                            lambda: self._wanted, self._keep_awake_changed)
@@ -616,8 +619,11 @@ class HostSession:
         """The provider's word on the box, read without waking it (every provider answers: docs/providers.md);
         why it could not be read, when the provider says (a provider's bug counts as unknown, and is logged)."""
         try:
-            return await self.provider.box_state(self.host)
+            box = await self.provider.box_state(self.host)
+            self._note_platform_clock()
+            return box
         except ProviderUnreadable as unreadable:
+            self._note_platform_clock()
             log.info("%s: %s", self.host.name, unreadable.message)
             return unreadable
         except Exception:
@@ -657,6 +663,12 @@ class HostSession:
             lambda until: self.provider.extend_deadline(self.host, until),
             publish=self._platform_view, release=self._release_idle, reconnect=lambda: self.start(wake=False),
             stopped=lambda: self._end_run(_EndOfRun.asleep()))
+
+    def _note_platform_clock(self) -> None:
+        """The clock the last state read found goes with the next snapshot (an asleep box's stop reason)."""
+        clock = self.provider.last_platform_clock(self.host)
+        if clock is not None:
+            self.connection = self.connection.model_copy(update={"platform": clock})
 
     def _platform_view(self, view: PlatformView) -> None:
         self.connection = self.connection.model_copy(update={

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from engine_helpers import wait_until
@@ -21,6 +23,7 @@ from fixtures.fake_platforms import Box, FakePlatform
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
+from workroom.core.errors import UserError
 from workroom.core.hosts import Host, IdentityRef
 from workroom.core.provider_specs import spec_for
 from workroom.providers.coder import CODER_RULES, CoderProvider
@@ -241,3 +244,64 @@ def test_the_next_start_does_not_open_a_session_on_a_workspace_let_go_while_idle
     asyncio.run(first_run())
     asyncio.run(next_run())
     assert fake_platform.events_of("start") == []
+
+
+@pytest.mark.parametrize("ground", ["not installed", "not logged in", "hanging", "too old", "garbage",
+                                    "newer fields"])
+def test_bad_ground_is_a_clear_row_never_a_traceback_and_never_a_start(sshd, app_home, agent_bundle, fake_platform,
+                                                                      monkeypatch: pytest.MonkeyPatch,
+                                                                      ground: str) -> None:
+    """The CLI missing, not logged in, hanging, older than --disable-autostart, answering something else, or
+    answering a newer Coder's JSON: the row says what is wrong in words (or, for a newer CLI, just works), and
+    nothing starts the workspace or opens a session the app cannot account for."""
+    import os
+
+    from workroom.providers import platform_cli
+
+    workspace(fake_platform, sshd, "running", ttl=600.0, bump=0.0)
+    expected = {"not installed": "`coder` is not installed", "not logged in": "You are not logged in",
+                "hanging": "gave no answer within 1 s", "too old": "The coder CLI is too old",
+                "garbage": "its answer is not JSON", "newer fields": None}[ground]
+    if ground == "not installed":
+        monkeypatch.setenv("PATH", os.pathsep.join(p for p in os.environ["PATH"].split(os.pathsep)
+                                                   if not (Path(p) / "coder").exists()))
+    elif ground == "not logged in":
+        fake_platform.set(logged_in=False)
+    elif ground == "hanging":
+        monkeypatch.setattr(platform_cli, "CLI_TIMEOUT_SECONDS", 1.0)
+        monkeypatch.setattr("workroom.providers.coder.CLI_TIMEOUT_SECONDS", 1.0)
+        fake_platform.set(hang=True)
+    elif ground == "too old":
+        fake_platform.set(old_coder=True)
+    elif ground == "garbage":
+        fake_platform.set(garbage="<html>502 Bad Gateway</html>")
+    else:  # a newer Coder: fields and a nested shape this app has never seen, around the ones it reads
+        box = fake_platform.box("ws1")
+        from fixtures.fake_platforms import coder_workspace
+
+        row = coder_workspace(box)
+        row["latest_build"]["has_ai_task"] = {"prompt": None}
+        row["automatic_updates"] = "always"
+        fake_platform.set(garbage=json.dumps([row]))
+
+    async def go() -> str:
+        engine = engine_for(app_home, agent_bundle, sshd)
+        session = engine.session("ws1")
+        try:
+            await session.connect(timeout=30)
+        except UserError as error:
+            return str(error)
+        finally:
+            snap = session.snapshot()
+            await engine.close()
+        return f"{snap.connection.state.value}: {snap.badge().tooltip}"
+
+    said = asyncio.run(go())
+    assert "Traceback" not in said
+    if expected is None:
+        assert said.startswith(("live", "quiet", "released")), said
+    else:
+        assert expected in said, said
+    assert fake_platform.events_of("start") == []
+    if ground != "newer fields":
+        assert fake_platform.events_of("session_open") == []

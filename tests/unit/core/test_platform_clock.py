@@ -22,8 +22,8 @@ pytestmark = pytest.mark.unit
 
 MIN = 60.0
 RULES = PlatformRules(min_extension_seconds=30 * MIN, extend_step_seconds=30 * MIN, lead_seconds=10 * MIN,
-                      read_interval_seconds=MIN, release_after_seconds=3, warn_before_seconds=5 * MIN,
-                      outside_use_grace_seconds=3 * MIN, start_timeout_seconds=10 * MIN)
+                      read_interval_seconds=MIN, release_after_seconds=3, outside_use_grace_seconds=3 * MIN,
+                      start_timeout_seconds=10 * MIN)
 NOW = 1_000_000.0
 
 
@@ -95,3 +95,15 @@ def test_rules_scale_together() -> None:
     fast = RULES.scaled(60)
     assert (fast.min_extension_seconds, fast.lead_seconds, fast.read_interval_seconds) == (30.0, 10.0, 1.0)
     assert fast.with_release_after(3).release_after_seconds == 3
+
+
+def test_the_record_keeps_the_platforms_stop_and_the_let_go_across_runs() -> None:
+    from workroom.core.last_known import LastKnown
+
+    known = LastKnown().platform_stopped(NOW - 7200, "it reached its deadline (autostop)").let_go(NOW - 9000, "7")
+    again = LastKnown.from_record(known.to_record())
+    assert again == known
+    assert again.stop_note(NOW - 86400, NOW) == "the platform stopped it 2 h ago: it reached its deadline (autostop)"
+    assert again.stop_note(NOW - 3600, NOW) is None  # before the window
+    assert LastKnown.from_record({"verdict": "IDLE", "run": 7, "released_at": "soon"}).run is None  # never an error
+    assert again.asleep(NOW).released_at is None  # stopped: nothing to let go of any more
