@@ -16,6 +16,7 @@ import signal
 from dataclasses import dataclass
 
 from workroom.core.display_text import plain
+from workroom.remote.host_shell import ExecResult
 
 CLI_ANSWER_BYTES = 1024 * 1024
 """A list of a few hundred workspaces is well under this; more is not an answer worth parsing."""
@@ -23,20 +24,14 @@ STDERR_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True)
-class CliAnswer:
-    code: int
-    stdout: bytes
-    stderr: bytes
-
-    @property
-    def ok(self) -> bool:
-        return self.code == 0
+class CliAnswer(ExecResult):
+    """A command's answer (remote.host_shell's, here from this computer), and what it said in one line."""
 
     def said(self, limit: int = 300) -> str:
         """What the CLI said on stderr (else stdout), as one plain line, cut."""
         text = (self.stderr or self.stdout).decode("utf-8", errors="replace")
         lines = [line.strip() for line in text.splitlines() if line.strip()]
-        return plain(" ".join(lines), limit) if lines else f"it exited with status {self.code}"
+        return plain(" ".join(lines), limit) if lines else f"it exited with status {self.exit_status}"
 
 
 class CliProblem(Exception):

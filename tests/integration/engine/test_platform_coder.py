@@ -108,10 +108,10 @@ def test_an_idle_workspace_is_let_go_and_stops_at_its_deadline(sshd, app_home, a
         return released
 
     released = asyncio.run(go())
-    opens = fake_platform.events_of("session_open")
-    closes = fake_platform.events_of("session_close")
-    assert len(opens) == 1 and len(closes) == 1 and closes[0]["t"] <= released + 0.5
-    assert [b for b in fake_platform.events_of("bump") if b["t"] > closes[0]["t"]] == []
+    assert len(fake_platform.events_of("session_open")) == 1
+    # After the app let go, nothing of the app's moves the deadline: the fake's agent reports the session at most
+    # one stats interval (1 s) late.
+    assert [b for b in fake_platform.events_of("bump") if b["t"] > released + 1.5] == []
     assert fake_platform.events_of("extend") == []
     stop = fake_platform.events_of("stop")
     assert len(stop) == 1 and stop[0]["reason"] == "autostop"

@@ -122,7 +122,8 @@ def test_a_busy_codespace_is_kept_up_by_the_sessions_traffic_and_stops_after_the
             await asyncio.sleep(5)  # the job is seen by the agent before the first connect
             session.start(wake=False, unknown=False)
             await wait_until(lambda: session.status is not None and session.status.busy, 30, "a busy status")
-            await wait_until(lambda: session.connection.state is ConnectionState.RELEASED, 60, "let go after the job")
+            await wait_until(lambda: session.connection.state is ConnectionState.RELEASED, 120,
+                             "let go after the job (and the agent's 30 s hold)")
             released = time.time()
             await wait_until(lambda: session.connection.state is ConnectionState.ASLEEP, 30, "the codespace stopped")
             return released
@@ -136,9 +137,8 @@ def test_a_busy_codespace_is_kept_up_by_the_sessions_traffic_and_stops_after_the
         work.wait()
     stop = fake_platform.events_of("stop")
     assert len(stop) == 1 and stop[0]["at"] > began + 30  # never cut short while busy
-    close = fake_platform.events_of("session_close")[-1]["t"]
-    assert close <= released + 0.5
-    assert [a for a in fake_platform.events_of("activity") if a["t"] > close] == []
+    # After the app let go, no activity: the fake reports the tunnel's traffic at most one "minute" (1 s) late.
+    assert [a for a in fake_platform.events_of("activity") if a["t"] > released + 1.5] == []
     last = fake_platform.events_of("activity")[-1]["t"]
     assert stop[0]["at"] == pytest.approx(last + 10.0, abs=0.05)
     assert fake_platform.events_of("start") == []
