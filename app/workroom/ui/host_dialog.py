@@ -10,6 +10,7 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+import shiboken6
 from pydantic import ValidationError
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QShowEvent
@@ -263,6 +264,7 @@ class AddHostDialog(QDialog):
         self._fit_picker()
         if platform_lister is not None and editing is None:
             self._list_task = asyncio.ensure_future(self._list_platforms(platform_lister))
+            self.finished.connect(lambda _result: self._list_task.cancel())  # a closed dialog lists nothing more
         self._line("name", "Workroom name", form, "e.g. gpu-box")
         provider = QComboBox()
         has_local = any(spec_of(h.provider).is_this_computer for h in existing.hosts if h.provider in PROVIDER_SPECS)
@@ -361,8 +363,12 @@ class AddHostDialog(QDialog):
         self._picker_label.setVisible(shown)
 
     async def _list_platforms(self, lister: PlatformLister) -> None:
-        """The workspaces and codespaces the platforms' own CLIs list (a `Host coder.*` block names none)."""
-        for kind, boxes in await lister():
+        """The workspaces and codespaces the platforms' own CLIs list (a `Host coder.*` block names none). A
+        dialog gone meanwhile (closed, or deleted with its window) is left alone."""
+        listed = await lister()
+        if not shiboken6.isValid(self):
+            return
+        for kind, boxes in listed:
             self.add_picker_entries(platform_entries(kind, boxes, self._prefixes.get(kind)))
         if self.isVisible():
             self.fit_height()
