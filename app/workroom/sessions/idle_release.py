@@ -27,7 +27,7 @@ tick gap), and letting go on that first word would miss the job until someone us
 
 def wants_session(status: Status) -> bool:
     """Whether the agent means to keep the box up now: the only time a session is held where it is activity. A
-    stalled agent's last word stands: the session replaces a frozen agent on a busy box (heartbeat_reports), which
+    stalled agent's last word stands: the session replaces a stalled agent on a busy box (HostSession._on_status), which
     letting go would prevent."""
     if status.verdict is not Verdict.BUSY or status.suppressed:
         return False
