@@ -1,7 +1,7 @@
 """No face starts a stopped Coder workspace or codespace without an explicit wake: every `workroom` command
 (enumerated from the CLI's own parser, so a new command cannot be missed) and every action of the desktop app,
 run against a stopped workspace and a stopped codespace, starts nothing; each explicit wake ("Wake and connect",
-"Wake and test", "Wake, uninstall and remove", `--wake`, `hosts remove --uninstall`) starts the box exactly once,
+"Wake and test", "Wake, uninstall and remove", `--wake`, `hosts remove --uninstall --wake`) starts the box exactly once,
 through the platform's own start command.
 
 The platforms cannot run here: fake `coder` and `gh` on PATH (tests/fixtures/fake_platforms.py, which names the
@@ -74,9 +74,12 @@ def test_no_cli_command_starts_a_stopped_platform_box_without_wake(sshd: Any, wr
     answers = {ExitCode.ASLEEP}
     recipes: dict[tuple[str, ...], tuple[list[str], set[int]]] = {
         ("hosts", "add"): (["hosts", "add", "ws1", *host_args(sshd, "coder", "ws1")], {ExitCode.OK}),
+        ("hosts", "edit"): (["hosts", "edit", "ws1", "--idle-window", str(WINDOW)], {ExitCode.OK}),
         ("hosts", "list"): (["hosts", "list"], {ExitCode.OK}),
         ("hosts", "price"): (["hosts", "price", "ws1", "0.5"], {ExitCode.OK}),
         ("hosts", "remove"): (["hosts", "remove", "spare"], {ExitCode.OK}),
+        ("app", "status"): (["app", "status"], {ExitCode.ERROR}),  # not running
+        ("app", "quit"): (["app", "quit"], {ExitCode.OK}),
         ("connect",): (["connect", "ws1"], answers),
         ("status",): (["status"], {ExitCode.OK}),
         ("settings", "get"): (["settings", "get"], {ExitCode.OK}),
@@ -104,13 +107,15 @@ def test_no_cli_command_starts_a_stopped_platform_box_without_wake(sshd: Any, wr
             assert "Traceback" not in result.stderr and starts(fake_platform) == [], (argv, result.stderr)
     status = workroom("status")
     assert status.stdout.count("not woken") == 2, status.stdout
+    refused = workroom("hosts", "remove", "ws1", "--uninstall")  # an asleep box's uninstall needs --wake
+    assert refused.returncode == ExitCode.ASLEEP and "--uninstall --wake" in refused.stdout, refused
     stdio = [c["argv"] for c in fake_platform.calls if "--stdio" in c["argv"]]
     assert stdio == [], stdio  # no command even opened a tunnel to a stopped box
 
     # The explicit wakes: each starts the box exactly once, through the platform's own start.
     explicit = [["connect", "ws1", "--wake"], ["why", "ws1", "--wake"], ["keep", "ws1", "--wake"],
                 ["exclusions", "ws1", "--wake"], ["connect", "cs1", "--wake"],
-                ["hosts", "remove", "ws1", "--uninstall"]]
+                ["hosts", "remove", "ws1", "--uninstall", "--wake"]]
     expected: list[tuple[str, str]] = []
     for argv in explicit:
         stop(fake_platform, "ws1", "cs1")

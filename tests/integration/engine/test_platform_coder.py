@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
-from engine_helpers import wait_until
+from engine_helpers import wait_until, wait_until_let_go
 from fixtures.fake_platforms import Box, FakePlatform
 from workroom.core.app_settings import AppSettings
 from workroom.core.ceiling import CeilingSettings
@@ -101,7 +101,7 @@ def test_an_idle_workspace_is_let_go_and_stops_at_its_deadline(sshd, app_home, a
         session.start(wake=False, unknown=False)
         await wait_until(lambda: session.status is not None, 30, "the first status")
         # The agent's first look (6 s) and the release delay (3 s), on a busy machine.
-        await wait_until(lambda: session.connection.state is ConnectionState.RELEASED, 25, "the session let go")
+        await wait_until_let_go(session, 40, "the session let go")
         released = time.time()
         await wait_until(lambda: session.connection.state is ConnectionState.ASLEEP, 40, "the workspace stopped")
         assert time.time() - released < 30  # its deadline: at most one activity bump (10 s) after the app's session
@@ -149,7 +149,7 @@ async def run_busy(paths, bundle, sshd, platform: FakePlatform, *, ceiling: floa
     engine.add_host(coder_host(sshd))
     session = engine.session("ws1")
     session.start(wake=False, unknown=False)
-    await wait_until(lambda: session.connection.state is ConnectionState.RELEASED, 60, "the idle workspace let go")
+    await wait_until_let_go(session, 60, "the idle workspace let go")
     await asyncio.sleep(RULES.outside_use_grace_seconds + 1)
     work = job(sshd, job_seconds)
     began = time.time()
@@ -230,7 +230,7 @@ def test_the_next_start_does_not_open_a_session_on_a_workspace_let_go_while_idle
         engine = engine_for(app_home, agent_bundle, sshd)
         session = engine.session("ws1")
         session.start(wake=False, unknown=False)
-        await wait_until(lambda: session.connection.state is ConnectionState.RELEASED, 30, "the session let go")
+        await wait_until_let_go(session, 60, "the session let go")
         await asyncio.sleep(0.5)  # the engine's record written
         await engine.close()
 

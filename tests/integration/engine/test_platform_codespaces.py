@@ -15,7 +15,7 @@ import asyncio
 import time
 
 import pytest
-from engine_helpers import wait_until
+from engine_helpers import wait_until, wait_until_let_go
 from fixtures.fake_platforms import Box, FakePlatform
 from test_platform_coder import job
 from workroom.core.connection import ConnectionState
@@ -122,8 +122,7 @@ def test_a_busy_codespace_is_kept_up_by_the_sessions_traffic_and_stops_after_the
             await asyncio.sleep(5)  # the job is seen by the agent before the first connect
             session.start(wake=False, unknown=False)
             await wait_until(lambda: session.status is not None and session.status.busy, 30, "a busy status")
-            await wait_until(lambda: session.connection.state is ConnectionState.RELEASED, 120,
-                             "let go after the job (and the agent's 30 s hold)")
+            await wait_until_let_go(session, 180, "let go after the job (and the agent's 30 s hold)")
             released = time.time()
             await wait_until(lambda: session.connection.state is ConnectionState.ASLEEP, 30, "the codespace stopped")
             return released
