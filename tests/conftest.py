@@ -7,10 +7,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from fixtures import netns
 from fixtures import sshd as sshd_mod
+from fixtures.fake_platforms import FakePlatform
 from fixtures.memory_keyring import MemoryKeyring
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -98,3 +100,16 @@ def memory_keyring() -> Iterator[MemoryKeyring]:
         yield backend
     finally:
         keyring.set_keyring(previous)
+
+
+@pytest.fixture
+def fake_platform(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakePlatform:
+    """The fake `coder` and `gh` first on PATH, sharing one state (tests/fixtures/fake_platforms.py): the real
+    CLIs talk to cloud services that cannot run here."""
+
+    platform = FakePlatform(tmp_path / "platform", stats_interval=1.0, min_extension=30.0, start_delay=0.5)
+    bindir = platform.install(tmp_path / "platform-bin")
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    for name, value in platform.env.items():
+        monkeypatch.setenv(name, value)
+    return platform

@@ -262,7 +262,7 @@ def test_provider_reference_fields_are_each_providers_own_and_required_where_nee
             assert dialog.ref_help[field.name].isVisible() and dialog.ref_help[field.name].text() == field.help
             assert field.label in dialog.inputs[ref_key(field)].placeholderText()  # type: ignore[union-attr]
             asked_somewhere.add(field.name)
-    assert asked_somewhere == {"machine", "health_url", "proxy_url", "idle_clock_url"}
+    assert asked_somewhere == {"machine", "health_url", "proxy_url", "idle_clock_url", "workspace", "codespace"}
     base = {"name": "sim1", "address": "10.0.0.2"}
     missing = host_from_fields({**base, "provider": "simbox"}, engine.hosts)
     assert missing == {"ref_health_url": "A simbox host needs its health page URL here."}

@@ -248,6 +248,7 @@ async def cmd_why(args: argparse.Namespace, face: Face) -> int:
                               "class": g.reason_class, "subject": g.subject, "peer": g.peer, "port": g.port,
                               "local_port": g.local_port} for g in summary.segments],
                 "hourly_price": session.host.hourly_price, "cost": cost, "problem": summary.problem,
+                "platform_stop": session.known_at_start.stop_note(summary.start, summary.end),
             }))
             return ExitCode.OK
         face.out(f"{session.host.name}: {summary.headline(period)}")
@@ -259,6 +260,9 @@ async def cmd_why(args: argparse.Namespace, face: Face) -> int:
             face.out(f"  cost {cost}")
         if summary.problem:
             face.out(f"  note: {summary.problem}")
+        stopped = session.known_at_start.stop_note(summary.start, summary.end)
+        if stopped:
+            face.out(f"  {stopped}")
         return ExitCode.OK
 
 

@@ -69,6 +69,10 @@ def snapshot_json(snap: HostSnapshot) -> dict[str, Any]:
     if snap.status is not None:
         out["build"] = snap.status.agent.build
     out["keep_awake"] = _keep_awake_json(snap.connection.heartbeat_proof, time.monotonic())
+    clock = snap.connection.platform
+    out["platform"] = None if clock is None else {
+        **clock.model_dump(mode="json"), "not_kept": snap.connection.platform_not_kept,
+        "stops_in_seconds": None if clock.deadline is None else round(max(0.0, clock.deadline - time.time()), 1)}
     return out
 
 
@@ -105,6 +109,11 @@ def snapshot_line(snap: HostSnapshot) -> str:
         kind = ERROR_KINDS.get(error.kind)
         advice = error.advice(Face.CLI, snap.host.name) if kind is not None and Face.CLI in kind.advice else ""
         line += f"  ({error.message}{'; ' + advice if advice else ''})"
+    clock = snap.connection.platform
+    if clock is not None:  # the platform's own clock: "stops in 12 min"
+        from workroom.core.platform_clock import clock_words
+
+        line += f"  [{clock_words(clock, time.time(), ceiling_seconds=status.ceiling_seconds if status else None)}]"
     return line
 
 

@@ -21,6 +21,7 @@ from workroom.core.errors import ERROR_KINDS, Face
 from workroom.core.heartbeat_proof import ProofState
 from workroom.core.metering import Keeper, NotKeptAwakeReason
 from workroom.core.plain_errors import without_exception_names
+from workroom.core.platform_clock import stop_words, stops_words
 from workroom.core.protocol import PROTOCOL_VERSION, Status, Verdict
 from workroom.core.traits import ProviderTraits
 
@@ -156,6 +157,7 @@ def tray_summary(badges: Mapping[str, Badge], names_shown: int = 3) -> str:
 
 
 KEPT_AWAKE_BY_THIS_COMPUTER = "kept awake by this computer — it stops if this computer sleeps"
+KEPT_AWAKE_THROUGH_PLATFORM = "kept awake by this computer; nothing keeps it awake while this Mac sleeps"
 
 
 def _make(
@@ -199,14 +201,18 @@ def badge(
         return _asleep(traits, connection)
     if state is ConnectionState.UNREADABLE:
         return _unreadable(connection)
+    if state is ConnectionState.RELEASED:
+        return _released(status, traits, connection, now_monotonic)
     if connection.agent_silent_since is not None and not connection.spec.live and traits.sleeps_when_idle \
             and status is not None and (status.verdict is Verdict.BUSY or status.classifier_verdict is Verdict.BUSY):
         return _frozen_agent(connection)
     if state in UNREACHABLE_STATES:
         return _offline(connection, face)
     if state is ConnectionState.DISCONNECTED:
-        return _make(BadgeKind.UNKNOWN, ["Not connected, so the app does not know what this host is doing."],
-                     hint="Connect to see its state.")
+        why = [without_exception_names(connection.error.message)] if connection.error is not None else []
+        return _make(BadgeKind.UNKNOWN, ["Not connected, so the app does not know what this host is doing.", *why],
+                     hint=(connection.error.hint if connection.error is not None and connection.error.hint
+                           else "Connect to see its state."))
     if state in WAITING_STATES:
         return _waiting(connection)
     if status is None:
@@ -252,6 +258,9 @@ def _asleep(traits: ProviderTraits, connection: ConnectionInfo) -> Badge:
         )
         sentences.append(_slept_keeper_sentence(traits.metering.keeper))
         hint = "Wake and connect to see what survived; check its keep-awake before starting long work again."
+    stopped = stop_words(connection.platform) if connection.platform is not None else None
+    if stopped is not None:
+        sentences.append(stopped[:1].upper() + stopped[1:] + ".")
     if connection.wake_seconds is not None:
         sentences.append(f"Last wake took {connection.wake_seconds:.1f} s.")
     return _make(BadgeKind.ASLEEP, sentences, hint=hint, reason=reason)
@@ -264,7 +273,8 @@ def _unreadable(connection: ConnectionInfo) -> Badge:
     return _make(BadgeKind.UNKNOWN, [
         f"Could not read the provider: {why}",
         "The box may be asleep, so the app does not connect to it on its own (that could wake it).",
-    ], hint="The app reads the provider again on its own; Wake and connect reaches the box (it may wake it).",
+    ], hint=(error.hint if error is not None and error.hint else
+             "The app reads the provider again on its own; Wake and connect reaches the box (it may wake it)."),
         label="Unknown: could not read the provider")
 
 
@@ -350,7 +360,7 @@ def _heartbeat_interval(status: Status, traits: ProviderTraits) -> float | None:
 def _slept_keeper_sentence(keeper: Keeper) -> str:
     """What a box that slept while busy says of its keeper."""
     match keeper:
-        case Keeper.THIS_COMPUTER:
+        case Keeper.THIS_COMPUTER | Keeper.PLATFORM:
             return "Only this computer keeps such a box awake, and only while the app runs."
         case Keeper.AGENT_HEARTBEAT | Keeper.NOTHING_NEEDED:
             return ""
@@ -388,10 +398,55 @@ def _not_kept_awake(
             return _heartbeat_not_kept(status, traits, connection)
         case Keeper.THIS_COMPUTER:
             return _this_computer_not_kept(connection)
+        case Keeper.PLATFORM:
+            return _platform_not_kept(connection)
         case Keeper.NOTHING_NEEDED:
             return None
         case _:
             assert_never(keeper)
+
+
+PLATFORM_HINTS = {
+    NotKeptAwakeReason.PLATFORM_UNREADABLE: "Check the platform's command line (installed, logged in: `coder login`, "
+                                            "`gh auth login`); the app reads it again on its own.",
+    NotKeptAwakeReason.PLATFORM_EXTEND_FAILING: "Check the platform's command line; the app tries again before the "
+                                                "deadline.",
+    NotKeptAwakeReason.PLATFORM_MAXIMUM: "Save your work: the platform stops it at its limit whatever is asked.",
+    NotKeptAwakeReason.AWAKE_CEILING_REACHED: "Click Keep awake to keep it up.",
+}
+"""What to do about each reason a platform's box is not kept awake (the keeper's own reasons)."""
+
+
+def _platform_not_kept(connection: ConnectionInfo) -> tuple[NotKeptAwakeReason, str, str] | None:
+    """Why the platform's keep-alive does not hold the box now, as the session last found (its words)."""
+    reason = connection.platform_not_kept
+    if reason is None:
+        return None
+    words = connection.platform_words or "the platform cannot be asked"
+    lead = "Nothing keeps it awake: " if reason is NotKeptAwakeReason.PLATFORM_UNREADABLE else ""
+    return reason, f"{lead}{words}.", PLATFORM_HINTS.get(reason, "")
+
+
+def _released(status: Status | None, traits: ProviderTraits, connection: ConnectionInfo,
+              now_monotonic: float | None) -> Badge:
+    """The app let go of its session (an open session is activity there): idle, or busy past its ceiling with
+    nobody asked, either way left to the platform's own clock."""
+    clock = connection.platform
+    stops = f"the platform {stops_words(clock, clock.read_at)}" if clock is not None else \
+        "the platform stops it on its own clock"
+    if status is not None and status.verdict is Verdict.BUSY:
+        agent_now = agent_clock(status, connection, now_monotonic)
+        return _make(
+            BadgeKind.BUSY_NOT_KEPT_AWAKE,
+            [_busy_sentence(status, agent_now),
+             f"It is past its {format_duration(status.ceiling_seconds)} awake ceiling, so the app stopped keeping "
+             f"it awake and let go of its session; {stops}."],
+            hint=PLATFORM_HINTS[NotKeptAwakeReason.AWAKE_CEILING_REACHED], offers_keep=traits.sleeps_when_idle,
+            reason=NotKeptAwakeReason.AWAKE_CEILING_REACHED)
+    return _make(BadgeKind.IDLE, [
+        "Idle: nothing running on it counts as work.",
+        f"An open session is activity there, so the app let go of its session: {stops}.",
+        "The app watches the platform's list, and connects again when the box is used."])
 
 
 def _heartbeat_not_kept(
@@ -476,6 +531,12 @@ def _keeper_sentence(traits: ProviderTraits, status: Status) -> str:
             interval = _heartbeat_interval(status, traits)
             every = f" (every {format_duration(interval)})" if interval is not None else ""
             return f"Kept awake by the agent's heartbeat{every}."
+        case Keeper.PLATFORM:
+            return (
+                f"Kept awake by {traits.metering.keeper_words} (an open session is activity there, and its "
+                "deadline is extended before it passes, never past the awake ceiling but by the platform's minimum "
+                "step): nothing keeps it awake while this Mac sleeps or the app is not running."
+            )
         case Keeper.NOTHING_NEEDED:
             return ""
         case _:
@@ -487,6 +548,8 @@ def _label_suffix(keeper: Keeper) -> str:
     match keeper:
         case Keeper.THIS_COMPUTER:
             return f" · {KEPT_AWAKE_BY_THIS_COMPUTER}"
+        case Keeper.PLATFORM:
+            return f" · {KEPT_AWAKE_THROUGH_PLATFORM}"
         case Keeper.AGENT_HEARTBEAT | Keeper.NOTHING_NEEDED:
             return ""
         case _:
@@ -575,6 +638,11 @@ def _from_status(
             )
 
     keeper = _keeper_sentence(traits, status) if sleeps else ""
+    if sleeps and connection.platform is not None:
+        clock = connection.platform
+        keeper += f" The platform {stops_words(clock, clock.read_at)} as of its last reading."
+        if connection.platform_note:
+            keeper += f" Note: {connection.platform_note}."
     suffix = _label_suffix(traits.metering.keeper) if sleeps else ""
     if status.prompt_pending or status.awake_ceiling_exceeded:
         # A question waits only on a box that sleeps (ask mode is sent to no other); elsewhere, a note.

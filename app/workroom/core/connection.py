@@ -15,6 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from workroom.core.errors import ErrorInfo, UserError
 from workroom.core.heartbeat_proof import HeartbeatProof
+from workroom.core.metering import NotKeptAwakeReason
+from workroom.core.platform_clock import PlatformClock
 
 
 class ConnectionState(StrEnum):
@@ -38,6 +40,9 @@ class ConnectionState(StrEnum):
     UNREADABLE = "unreadable"
     """The provider could not be read (its daemon gone, its CLI failing): the box may be asleep, so nothing of
     ours connects to it unasked; the provider is read again now and then."""
+    RELEASED = "released"
+    """Idle where an open session is activity: the app let go of its session so the platform can stop the box,
+    and watches the platform's list instead (core.metering, `session_while_idle`)."""
     ERROR = "error"
     """Cannot connect until something changes (refused host key, no python3, bad credentials)."""
 
@@ -98,6 +103,8 @@ CONNECTION_SPECS: Mapping[ConnectionState, ConnectionSpec] = MappingProxyType({s
     # It may be asleep: connecting may wake it, and the control says so.
     ConnectionSpec(ConnectionState.UNREADABLE, "Could not read the provider", settled=True,
                    connect=ConnectAction.WAKE),
+    ConnectionSpec(ConnectionState.RELEASED, "Let go while idle (its platform's list is watched)",
+                   settled=True, connect=ConnectAction.CONNECT, disconnect=True),
     ConnectionSpec(ConnectionState.ERROR, "Cannot connect", unreachable=True, settled=True,
                    connect=ConnectAction.CONNECT),
 )})
@@ -146,6 +153,15 @@ class ConnectionInfo(BaseModel):
     agent_silent_since: float | None = None
     """When the agent's last heartbeat report arrived, while the next one is overdue (it may be frozen: it is not
     keeping the box awake). None: reports arrive as due, or none are expected."""
+    platform: PlatformClock | None = None
+    """The platform's own clock for the box, as last read from its list (metering `sessions`)."""
+    platform_not_kept: NotKeptAwakeReason | None = None
+    """Why the app cannot keep this busy box up through its platform now (None: it can, or need not)."""
+    platform_words: str | None = None
+    """That reason in words (the platform's own, where it gave some)."""
+    platform_note: str | None = None
+    """What the app's last extension did beyond the plan ("30 min past the awake ceiling: the platform's
+    minimum step"), for the row."""
 
     def with_state(
         self, state: ConnectionState, now_monotonic: float, *, error: UserError | ErrorInfo | None = None

@@ -49,6 +49,15 @@ class LastKnown:
     """When the app first saw the box asleep this time (None: not asleep, or never seen so)."""
     agent_monotonic: float | None = None
     """The agent's own clock at its last status (tells a box that slept or restarted since)."""
+    released_at: float | None = None
+    """When the app let go of its session on this idle box (where an open session is activity: metering
+    `sessions`), so the next start need not open one (sessions/platform_keeper.py, `still_let_go`)."""
+    run: str | None = None
+    """The platform's identity of the box's run when the app let go (a new run means someone started it)."""
+    stopped_at: float | None = None
+    """When the box's platform last stopped it, where it says (Coder's stop build, a codespace's idle stop)."""
+    stop_reason: str | None = None
+    """Why, in the platform's terms ("it reached its deadline (autostop)")."""
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any] | None) -> LastKnown:
@@ -59,14 +68,19 @@ class LastKnown:
         return cls(doing=_verdict(record.get("doing")) or reported, reported=reported,
                    since=_number(record.get("since")), seen_at=_number(record.get("seen_at")),
                    asleep_since=_number(record.get("asleep_since")),
-                   agent_monotonic=_number(record.get("agent_monotonic")))
+                   agent_monotonic=_number(record.get("agent_monotonic")),
+                   released_at=_number(record.get("released_at")),
+                   run=record.get("run") if isinstance(record.get("run"), str) else None,
+                   stopped_at=_number(record.get("stopped_at")),
+                   stop_reason=record.get("stop_reason") if isinstance(record.get("stop_reason"), str) else None)
 
     def to_record(self) -> dict[str, Any]:
         """The stored form: only what is known ("verdict" is the reported one, as older apps wrote it)."""
         fields = {"verdict": self.reported.upper() if self.reported else None,
                   "doing": self.doing.upper() if self.doing else None, "since": self.since,
                   "seen_at": self.seen_at, "asleep_since": self.asleep_since,
-                  "agent_monotonic": self.agent_monotonic}
+                  "agent_monotonic": self.agent_monotonic, "released_at": self.released_at, "run": self.run,
+                  "stopped_at": self.stopped_at, "stop_reason": self.stop_reason}
         return {key: value for key, value in fields.items() if value is not None}
 
     @property
@@ -78,11 +92,28 @@ class LastKnown:
         doing = status.classifier_verdict.value.lower()
         since = self.since if doing == self.doing and self.since is not None else now
         return LastKnown(doing=doing, reported=status.verdict.value.lower(), since=since, seen_at=now,
-                         asleep_since=None, agent_monotonic=status.monotonic)
+                         asleep_since=None, agent_monotonic=status.monotonic, stopped_at=self.stopped_at,
+                         stop_reason=self.stop_reason)
 
     def asleep(self, now: float) -> LastKnown:
         """Seen asleep at `now`: asleep since then, unless it already was."""
-        return self if self.asleep_since is not None else replace(self, asleep_since=now)
+        return self if self.asleep_since is not None else replace(self, asleep_since=now, released_at=None, run=None)
+
+    def platform_stopped(self, at: float, reason: str) -> LastKnown:
+        """The box's platform says it stopped it at `at`, for `reason` (kept for the why-awake record)."""
+        return replace(self, stopped_at=at, stop_reason=reason)
+
+    def stop_note(self, start: float, end: float) -> str | None:
+        """"the platform stopped it 2 h ago: it reached its deadline (autostop)", when that falls within the
+        window from `start` to `end` (Unix seconds); None otherwise."""
+        if self.stopped_at is None or self.stop_reason is None or not start <= self.stopped_at <= end:
+            return None
+        return f"the platform stopped it {format_duration(max(0.0, end - self.stopped_at))} ago: {self.stop_reason}"
+
+    def let_go(self, now: float, run: str | None) -> LastKnown:
+        """The app let go of its session on the idle box at `now` (its platform's run `run`), unless it already
+        had."""
+        return self if self.released_at is not None else replace(self, released_at=now, run=run)
 
     def differs_in_meaning(self, other: LastKnown) -> bool:
         """Whether storing `other` over this one changes anything a face says, beyond a newer `seen_at`."""

@@ -26,6 +26,9 @@ class IdleMetering(StrEnum):
     """Any packet on the box's link (boxd, the simulated box)."""
     REQUESTS = "requests"
     """Only inbound requests through the provider's proxy."""
+    SESSIONS = "sessions"
+    """An open session is activity, and the platform stops the box at a deadline that activity pushes back
+    (Coder workspaces, GitHub Codespaces): the app's own session is activity too."""
     NEVER = "never"
     """The box never sleeps on its own."""
 
@@ -39,6 +42,10 @@ class Keeper(StrEnum):
     THIS_COMPUTER = "this_computer"
     """This app, from outside the box (KeepAwake polling the provider's health page): only while the app runs
     and this computer is awake."""
+    PLATFORM = "platform"
+    """The platform's own keep-alive, asked through the user's logged-in CLI from this computer: its deadline
+    extension where it has one (Coder), the session's traffic where its CLI reports that as activity
+    (Codespaces). Only while the app runs and this computer is awake; no credential of ours on the box."""
     NOTHING_NEEDED = "nothing_needed"
     """The box never sleeps on its own."""
 
@@ -49,6 +56,9 @@ class Proof(StrEnum):
     IDLE_CLOCK = "idle_clock"
     """The provider's idle clock, read without waking the box, where the provider lets the app read one
     (core.heartbeat_proof); elsewhere the keep-awake stays "unconfirmed"."""
+    PLATFORM_CLOCK = "platform_clock"
+    """The platform's own stop time (a deadline, or an idle timeout after the last activity), read from its
+    list through its CLI without touching the box: an extension is seen when the deadline moves."""
     NOTHING_TO_PROVE = "nothing_to_prove"
 
 
@@ -67,6 +77,14 @@ class NotKeptAwakeReason(StrEnum):
     PROVIDER_NOT_SEEING = "provider_not_seeing"
     SLEPT_WHILE_BUSY = "slept_while_busy"
     """Asleep, although its agent last said it was busy: the keep-awake did not hold (an ASLEEP badge)."""
+    PLATFORM_UNREADABLE = "platform_unreadable"
+    """The platform's CLI cannot be read (not installed, not logged in, no answer): nothing extends the box."""
+    PLATFORM_EXTEND_FAILING = "platform_extend_failing"
+    """The platform refused or failed the extension the app asked for."""
+    PLATFORM_MAXIMUM = "platform_maximum"
+    """The platform's own maximum lifetime for the box is reached: no extension can pass it."""
+    AWAKE_CEILING_REACHED = "awake_ceiling_reached"
+    """Past the awake ceiling with nobody asked (advisory): the app stopped extending it and let go."""
 
 
 SLEEPABLE_REASONS = frozenset({
@@ -113,6 +131,16 @@ METERING_ROWS: Mapping[IdleMetering, MeteringRow] = MappingProxyType({row.meteri
             NotKeptAwakeReason.PROVIDER_NOT_SEEING},
         # Its meter counts only requests through the provider's proxy: our SSH bytes are not seen.
         own_traffic_resets_clock=False, session_while_idle=True, keeper_words="this computer",
+    ),
+    MeteringRow(
+        IdleMetering.SESSIONS, sleeps=True, keeper=Keeper.PLATFORM, proof=Proof.PLATFORM_CLOCK,
+        not_kept_reasons=SLEEPABLE_REASONS | {
+            NotKeptAwakeReason.PLATFORM_UNREADABLE, NotKeptAwakeReason.PLATFORM_EXTEND_FAILING,
+            NotKeptAwakeReason.PLATFORM_MAXIMUM, NotKeptAwakeReason.AWAKE_CEILING_REACHED},
+        # An open session is activity there: our session moves the platform's clock, so none is held while the
+        # box is idle (sessions/idle_release.py), and while it is busy the session itself counts.
+        own_traffic_resets_clock=True, session_while_idle=False,
+        keeper_words="this computer, through the platform's own keep-alive",
     ),
     MeteringRow(
         IdleMetering.NEVER, sleeps=False, keeper=Keeper.NOTHING_NEEDED, proof=Proof.NOTHING_TO_PROVE,

@@ -19,11 +19,13 @@ from workroom.core.badge import Badge, BadgeKind
 from workroom.core.durations import format_duration
 from workroom.core.heartbeat_proof import HeartbeatProof
 from workroom.core.metering import NotKeptAwakeReason
+from workroom.core.platform_clock import STOP_WARNING_SECONDS, PlatformClock, stops_in, stops_words
 from workroom.core.protocol import BusySpan, Status, Verdict
 from workroom.core.timeline import activity
 
-NOT_LOST_WORK = frozenset({NotKeptAwakeReason.UNANSWERED_PROMPT})
-"""Reasons a badge gives that are not lost work (the user was asked and did not answer)."""
+NOT_LOST_WORK = frozenset({NotKeptAwakeReason.UNANSWERED_PROMPT, NotKeptAwakeReason.AWAKE_CEILING_REACHED})
+"""Reasons a badge gives that are not lost work: the user was asked and did not answer, or the awake ceiling the
+user set was reached (the platform's stop is warned of before it comes: `stop_warning`)."""
 
 
 def span_words(span: BusySpan) -> str:
@@ -71,3 +73,19 @@ def lost_work_note(name: str, badge: Badge, proof: HeartbeatProof | None, now: f
         if note is not None:  # the provider's idle clock also says how long the box has left
             message = f"{note[1]} {badge.hint}".strip()
     return f"{name}: busy but not kept awake", message
+
+
+def stop_warning(name: str, badge: Badge, status: Status | None, clock: PlatformClock | None,
+                 now: float) -> tuple[str, str] | None:
+    """(title, message) when a busy box's platform will stop it within `STOP_WARNING_SECONDS` and nothing of the
+    app's keeps it up (its badge says busy but not kept awake: past the ceiling, the platform's maximum, an
+    extension failing); None otherwise. `now`: Unix seconds, as the platform's deadline."""
+    if status is None or status.classifier_verdict is not Verdict.BUSY or clock is None:
+        return None
+    if badge.kind is not BadgeKind.BUSY_NOT_KEPT_AWAKE:
+        return None
+    left = stops_in(clock, now)
+    if left is None or not 0.0 < left <= STOP_WARNING_SECONDS:
+        return None
+    when = stops_words(clock, now)
+    return f"{name} {when}", f"{name}'s platform {when} while it is busy. {badge.tooltip}"

@@ -21,6 +21,8 @@ from types import MappingProxyType
 from workroom.core.errors import UserError
 from workroom.core.traits import (
     BOXD_TRAITS,
+    CODER_TRAITS,
+    CODESPACES_TRAITS,
     DEFAULT_HEARTBEAT_INTERVAL_SECONDS,
     LOCAL_TRAITS,
     REQUEST_METERED_TRAITS,
@@ -97,6 +99,11 @@ class ProviderSpec:
     heartbeat_follows_window: bool = False
     """The agent's heartbeat runs at a third of the host's idle window (at most the default), so a short
     window still gets three heartbeats (the simulated box, whose windows are seconds long in tests)."""
+    stdio_command: tuple[str, ...] = ()
+    """The words of the platform's own stdio tunnel (its program first): an ~/.ssh/config entry whose ProxyCommand
+    has them is a box of this provider, and the add-host picker offers it as one (empty: none)."""
+    picker_why: str = ""
+    """Why the picker offers this provider for such an entry, in a sentence."""
 
     def traits_for(self, idle_window_seconds: float | None) -> ProviderTraits:
         """This provider's traits for a host with this idle window (None: the provider's own). The one place
@@ -187,6 +194,15 @@ IDLE_CLOCK_URL = ReferenceField(
     "endpoint), so the app can check that the keep-awake is seen.",
     kind=ReferenceKind.URL, legacy_fragment="idle-clock")
 
+WORKSPACE_NAME = ReferenceField(
+    "workspace", "workspace name",
+    "The Coder workspace as `coder list` shows it (OWNER/NAME for another owner's, NAME.AGENT to pick one of "
+    "several agents); empty means the host's name. Your logged-in `coder` CLI reads and extends it.")
+CODESPACE_NAME = ReferenceField(
+    "codespace", "codespace name",
+    "The codespace as `gh codespace list` shows it (e.g. monalisa-fuzzy-space-x5gq7r); empty means the host's "
+    "name. Your logged-in `gh` CLI reads its state.")
+
 LOCAL_KIND = "local"
 
 PROVIDER_SPECS: Mapping[str, ProviderSpec] = MappingProxyType({spec.kind: spec for spec in (
@@ -205,6 +221,20 @@ PROVIDER_SPECS: Mapping[str, ProviderSpec] = MappingProxyType({spec.kind: spec f
     ProviderSpec("request-metered", "request_metered:RequestMeteredProvider", REQUEST_METERED_TRAITS,
                  "a platform that sleeps a box when no request comes through its proxy",
                  reference=(PROXY_BASE_URL, IDLE_CLOCK_URL)),
+    ProviderSpec("coder", "coder:CoderProvider", CODER_TRAITS,
+                 "a Coder workspace, which stops at a deadline that activity (an open session) pushes back; your "
+                 "`coder` CLI reads, extends and starts it",
+                 reference=(WORKSPACE_NAME,), stdio_command=("coder", "ssh", "--stdio"),
+                 picker_why="its ProxyCommand runs `coder ssh --stdio`: an open session there is activity and that "
+                            "command starts a stopped workspace, so the coder provider reads its state from `coder "
+                            "list` instead, lets go of it while idle, and starts it only when you say so"),
+    ProviderSpec("codespaces", "codespaces:CodespacesProvider", CODESPACES_TRAITS,
+                 "a GitHub codespace, which stops after its idle timeout without activity; your `gh` CLI reads "
+                 "and starts it",
+                 reference=(CODESPACE_NAME,), stdio_command=("gh", "ssh", "--stdio"),
+                 picker_why="its ProxyCommand runs `gh codespace ssh --stdio`, which starts a stopped codespace, so "
+                            "the codespaces provider reads its state from `gh codespace view` first, lets go of it "
+                            "while idle, and starts it only when you say so"),
     ProviderSpec(LOCAL_KIND, "local:LocalProvider", LOCAL_TRAITS,
                  "this computer (the agent runs as a local process of yours)"),
 )})

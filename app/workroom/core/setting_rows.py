@@ -164,8 +164,9 @@ SETTING_ROWS: tuple[SettingRow, ...] = (
                Kind.YES_NO, False, Store.THIS_COMPUTER,
                "While this Mac keeps a busy box awake, keep it from sleeping when idle",
                needs=Capability.IDLE_SLEEP_HOLD,
-               tooltip="A box whose provider counts only requests from outside is kept awake by this Mac's polls; "
-                       "they stop while this Mac sleeps. Closing the lid still sleeps it."),
+               tooltip="A box whose provider counts only requests from outside is kept awake by this Mac's polls, "
+                       "and a Coder workspace or a codespace by this Mac's session and extensions; they stop while "
+                       "this Mac sleeps. Closing the lid still sleeps it."),
     SettingRow("terminal_app", "The terminal for Open in terminal", "terminal", Kind.TEXT, "",
                Store.THIS_COMPUTER, "Terminal for Open in terminal",
                empty="Terminal on macOS; $TERMINAL or x-terminal-emulator elsewhere"),

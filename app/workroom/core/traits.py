@@ -94,3 +94,15 @@ REQUEST_METERED_TRAITS = ProviderTraits(
     idle_metering=IdleMetering.REQUESTS,
     transport=Transport.SSH,
 )
+CODER_TRAITS = ProviderTraits(
+    sleeps_when_idle=True,
+    idle_metering=IdleMetering.SESSIONS,
+    transport=Transport.SSH,
+    idle_window_seconds=3600.0,  # a template's activity bump, 1 h by default: each activity moves the deadline by it
+)
+CODESPACES_TRAITS = ProviderTraits(
+    sleeps_when_idle=True,
+    idle_metering=IdleMetering.SESSIONS,
+    transport=Transport.SSH,
+    idle_window_seconds=1800.0,  # the idle timeout, 30 min by default (5-240 min by the user's setting)
+)

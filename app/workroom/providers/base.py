@@ -21,6 +21,7 @@ from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome
 from workroom.core.metering import Keeper
+from workroom.core.platform_clock import PlatformClock, PlatformRules
 from workroom.core.provider_specs import ProviderSpec
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits
@@ -70,6 +71,12 @@ class ProviderContext:
 
 class Provider:
     """Base provider: one instance per provider row (`spec`); subclasses override what differs."""
+
+    connects_only_when_awake: bool = False
+    """Connecting starts the box whenever it is not running right now (a platform's own stdio tunnel): the
+    session connects only when `box_state` reads awake, and wakes it only through `wake`."""
+    platform_rules: PlatformRules | None = None
+    """How the session paces a platform's keep-alive (metering `sessions`); None elsewhere."""
 
     def __init__(self, context: ProviderContext, spec: ProviderSpec) -> None:
         self.context = context
@@ -160,6 +167,34 @@ class Provider:
         unreachable provider: return None. `read_at` is `time.monotonic()` when the answer arrived.
         """
         return None
+
+    def state_words(self, host: Host) -> str | None:
+        """Why the state read unknown, in the provider's words ("coder says: You are not logged in"), or None."""
+        return None
+
+    async def wake(self, host: Host) -> None:
+        """The user asked to wake an asleep box, before the connect: here nothing (connecting wakes it); a
+        platform runs its own start command and waits until the box runs."""
+        return None
+
+    async def platform_clock(self, host: Host) -> PlatformClock | None:
+        """The platform's own clock for the box (its deadline, read from its list without touching the box), or
+        None where the provider has none. Must not raise: an unreadable platform is a clock that says so."""
+        return None
+
+    def last_platform_clock(self, host: Host) -> PlatformClock | None:
+        """The platform's clock as the last read of the box's state found it (None: no platform, or not read)."""
+        return None
+
+    async def extend_deadline(self, host: Host, until: float) -> None:
+        """Ask the platform to move the box's deadline to `until` (Unix seconds). Raises a UserError in words
+        when it cannot (the base: there is no such call)."""
+        raise UserError("No extension", f"The {self.kind} provider has no deadline to extend.", "")
+
+    async def list_boxes(self) -> list[tuple[str, str]]:
+        """Every box the provider's own list names, (name, its state word), for the add-host picker: a platform's
+        CLI list; none elsewhere. May raise when the list cannot be read (the picker then shows none)."""
+        return []
 
     def forget_secret(self, request: SecretRequest) -> None:
         """Blocking: forget a stored secret the host refused (the app's keyring, through the context)."""

@@ -6,10 +6,8 @@ look never wakes a sleeping box.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
-import shutil
 import time
 from typing import TYPE_CHECKING
 
@@ -19,6 +17,7 @@ from workroom.core.hosts import Host
 from workroom.core.provider_specs import MACHINE_NAME
 from workroom.providers.agent_sockets import AgentPlace
 from workroom.providers.base import BoxState, Provider, ProviderUnreadable
+from workroom.providers.bounded_cli import CliProblem, run_cli
 from workroom.providers.idle_clock import ASLEEP_STATES, AWAKE_STATES, reading_from
 from workroom.remote.agent_client import EventHandler
 from workroom.remote.agent_install import PROBE_ANSWER_LIMIT, relay_argv, relay_command
@@ -157,39 +156,14 @@ class BoxdProvider(SshProvider):
 
     async def _machine_status(self, host: Host) -> bytes:
         """`boxd machine status NAME --json`'s output; `ProviderUnreadable` with why when there is none (no
-        CLI, no answer within 10 s, an answer too large)."""
-        exe = shutil.which(self.cli)
-        if exe is None:
-            raise ProviderUnreadable("boxd", "the boxd command is not installed on this computer")
-        proc = await asyncio.create_subprocess_exec(
-            exe, "machine", "status", MACHINE_NAME.of(host.reference) or host.connect_address, "--json",
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-        )
-        async def read_all() -> bytes:
-            assert proc.stdout is not None
-            got = b""
-            while len(got) <= BOXD_ANSWER_BYTES:
-                chunk = await proc.stdout.read(BOXD_ANSWER_BYTES + 1 - len(got))
-                if not chunk:
-                    break
-                got += chunk
-            return got
-
-        out: bytes | None
+        CLI, no answer within 10 s, an answer too large: providers/bounded_cli.py)."""
+        name = MACHINE_NAME.of(host.reference) or host.connect_address
         try:
-            out = await asyncio.wait_for(read_all(), 10)
-        except TimeoutError:
-            out = None
-        finally:
-            if proc.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-            await proc.wait()
-        if out is None:
-            raise ProviderUnreadable("boxd", "`boxd machine status` gave no answer within 10 s")
-        if len(out) > BOXD_ANSWER_BYTES:
-            raise ProviderUnreadable("boxd", "`boxd machine status` answered far more than a machine's status")
-        return out
+            answer = await run_cli([self.cli, "machine", "status", name, "--json"], timeout=10,
+                                   limit=BOXD_ANSWER_BYTES)
+        except CliProblem as problem:
+            raise ProviderUnreadable("boxd", problem.words) from None
+        return answer.stdout
 
 
 def parse_boxd_idle(output: bytes, read_at: float) -> IdleClockReading | None:

@@ -523,3 +523,43 @@ def preferred_key_types(known: list[str], offered: tuple[str, ...] | list[str]) 
             wanted.append(key_type)
     wanted = list(dict.fromkeys(wanted))
     return wanted + [t for t in offered if t not in wanted]
+
+
+CHANNEL_SOURCE = Path("<the platform's own authenticated channel>")
+
+
+class ChannelVouchedKeys(KnownHosts):
+    """Host keys for a box reached only through its platform's own CLI (a Coder workspace, a codespace): the CLI
+    authenticated the box over its own channel (the user's platform login, the platform's tunnel to that named
+    box), and the box's SSH key changes with every rebuild, so no known_hosts line can hold it and asking the
+    user would ask on every rebuild (docs/security.md, "Platform boxes"). Within one run of the box (`run`, the
+    platform's own identity of it) the key is pinned: another key in the same run is refused as changed.
+    Nothing is written to any known_hosts file, and plain SSH hosts never use this."""
+
+    def __init__(self, pins: dict[tuple[str, str], str], run: str) -> None:
+        super().__init__(CHANNEL_SOURCE, None)
+        self._pins = pins
+        self._run = run
+
+    def with_files(self, files: Sequence[Path]) -> KnownHosts:
+        return self  # a ProxyCommand the app built itself: no ssh_config files apply
+
+    def known_key_types(self, host: str, port: int) -> list[str]:
+        return []
+
+    def verify(self, host: str, port: int, key: paramiko.PKey) -> HostKeyVerdict:
+        presented = fingerprint_of_blob(key.asbytes())
+        pinned = self._pins.setdefault((host, self._run), presented)
+        if pinned != presented:
+            return ChangedHostKey(host, port, key.get_name(), presented, (pinned,), (CHANNEL_SOURCE,))
+        return KnownHostKey(host, port, key.get_name(), presented, CHANNEL_SOURCE)
+
+    def trust(self, host: str, port: int, key: paramiko.PKey) -> None:
+        raise KnownHostsError("Nothing to trust", f"{host}'s key is vouched for by its platform's own channel.",
+                              "Nothing needs trusting.")
+
+    def forget(self, host: str, port: int) -> int:
+        gone = [pin for pin in list(self._pins) if pin[0] == host]
+        for pin in gone:
+            del self._pins[pin]
+        return len(gone)

@@ -34,7 +34,7 @@ from workroom.daemon_threads import DaemonThreads
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
 from workroom.providers.agent_sockets import AgentSockets
-from workroom.providers.base import Provider, ProviderContext
+from workroom.providers.base import BoxState, Provider, ProviderContext
 from workroom.remote.agent_install import UninstallReport
 from workroom.remote.host_keys import KnownHosts
 from workroom.sessions.host_session import HostSession, HostSnapshot
@@ -176,9 +176,12 @@ class Engine:
     # -- hosts -------------------------------------------------------------------------------------
 
     def provider_for(self, host: Host) -> Provider:
-        if host.provider not in self._providers:
-            self._providers[host.provider] = make_provider(host.provider, self.context)
-        return self._providers[host.provider]
+        return self.provider_of_kind(host.provider)
+
+    def provider_of_kind(self, kind: str) -> Provider:
+        if kind not in self._providers:
+            self._providers[kind] = make_provider(kind, self.context)
+        return self._providers[kind]
 
     def use_provider(self, provider: Provider) -> None:
         """Serve `provider.kind` hosts with this provider (tests use stand-ins for cloud providers)."""
@@ -232,8 +235,14 @@ class Engine:
         after = before
         if snapshot.connection.state is ConnectionState.ASLEEP:
             after = before.asleep(now)
+            clock = snapshot.connection.platform
+            if clock is not None and clock.stopped_at is not None and clock.stop_reason is not None:
+                after = after.platform_stopped(clock.stopped_at, clock.stop_reason)
         elif spec.live and snapshot.status is not None:
             after = before.seen(snapshot.status, now)
+        elif snapshot.connection.state is ConnectionState.RELEASED:  # the next start need not connect
+            clock = snapshot.connection.platform
+            after = before.let_go(now, clock.build if clock is not None else None)
         heard_before = name in self._heard_live
         if spec.live:
             self._heard_live.add(name)
@@ -397,6 +406,8 @@ class Engine:
         """Stop the host's agent the way it was started and remove its unit, plist, bundle and state
         (`stop_only`: keep them; the next connect starts it again)."""
         provider = self.provider_for(host)
+        if provider.connects_only_when_awake and await provider.box_state(host) is BoxState.ASLEEP:
+            await provider.wake(host)  # asking to uninstall is the explicit wake: the platform's own start
 
         def work() -> UninstallReport:
             shell = provider.open_shell(host)

@@ -52,8 +52,8 @@ def keep_awake_interval(traits: ProviderTraits, status: Status, *, outside_runni
             if not outside_running:
                 return None
             return KeepAwakePolicy.new(idle_window_seconds=traits.idle_window_seconds).interval_seconds
-        case Keeper.NOTHING_NEEDED:
-            return None
+        case Keeper.PLATFORM | Keeper.NOTHING_NEEDED:
+            return None  # a platform's clock is read by its own keeper (sessions/platform_keeper.py)
         case _:
             assert_never(keeper)
 

@@ -20,7 +20,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, assert_never, cast
 
 from pydantic import BaseModel
 
@@ -56,7 +56,9 @@ from workroom.remote.ssh_errors import AuthFailed
 from workroom.sessions.agent_reach import AgentReach
 from workroom.sessions.blocking_runner import BlockingRunner
 from workroom.sessions.heartbeat_watch import HeartbeatWatch, keep_awake_interval
+from workroom.sessions.idle_release import wants_session
 from workroom.sessions.keepawake_task import OutsideKeepAwake
+from workroom.sessions.platform_keeper import PlatformSide, PlatformView
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +120,21 @@ class HostSnapshot:
 
     def badge(self, now_monotonic: float | None = None, face: Face = Face.APP) -> Badge:
         return badge(self.status, self.traits, self.connection, now_monotonic=now_monotonic, face=face)
+
+    @property
+    def kept_by_this_computer(self) -> bool:
+        """This computer holds the box up now, so this computer's own sleep would let it stop (the faces offer to
+        hold off this computer's idle sleep, and say so when it slept)."""
+        keeper = self.traits.metering.keeper
+        match keeper:
+            case Keeper.THIS_COMPUTER:
+                return self.connection.keepawake_running
+            case Keeper.PLATFORM:
+                return self.connection.spec.live and self.status is not None and wants_session(self.status)
+            case Keeper.AGENT_HEARTBEAT | Keeper.NOTHING_NEEDED:
+                return False
+            case _:
+                assert_never(keeper)
 
 
 Listener = Callable[[HostSnapshot], None]
@@ -191,6 +208,9 @@ class HostSession:
         self.phase_seconds: dict[str, float] = {}
         self._reach = AgentReach(host, provider, self._runner, self._on_event, self._hold_link, clock)
         self.previous_verdict = previous_verdict
+        self.known_at_start = LastKnown.from_record(previous_verdict)
+        """What the app knew of the host when this session was made (core.last_known): kept for the why-awake
+        record's note of the platform's own stop, after `previous_verdict` has been used."""
         """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
         self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
                                            lambda: self._wanted, self._keep_awake_changed)
@@ -199,6 +219,7 @@ class HostSession:
         self._proof_check: asyncio.Task[None] | None = None
         self._own_traffic_at: float | None = None
         """When the app last put bytes on the box's wire (link set-up, a status, a ping)."""
+        self._platform = self._platform_side()
 
     @property
     def install(self) -> InstallReport | None:
@@ -225,6 +246,8 @@ class HostSession:
         self._may_wake = wake
         self._may_connect_unknown = wake if unknown is None else unknown
         self._wanted = True
+        if self._platform is not None:
+            self._platform.run_started()
         if self._main is None or self._main.done():
             self._main = asyncio.get_running_loop().create_task(self._run(), name=f"session-{self.host.name}")
 
@@ -257,6 +280,8 @@ class HostSession:
         if self._asleep_watch is not None:
             self._asleep_watch.cancel()
         self._keepawake.stop()
+        if self._platform is not None:
+            self._platform.stop()
         self._teardown("disconnected by the user")
         if self._main is not None:
             self._main.cancel()
@@ -276,6 +301,8 @@ class HostSession:
 
     async def _call(self, method: Method, /, *, timeout: float = REQUEST_TIMEOUT_SECONDS,
                     **params: Any) -> BaseModel:
+        if method is Method.KEEP and self.connection.state is ConnectionState.RELEASED:
+            await self.connect(wake=False)  # a box the app let go of runs: its agent must hear the answer
         link = self._rt.link
         if link is None or link.client.closed:
             cannot = NOT_CONNECTED_WORDS.get(method, "its agent cannot be asked")
@@ -347,6 +374,8 @@ class HostSession:
 
     def _on_status(self, status: Status) -> None:
         self._keepawake.on_status(status)
+        if self._platform is not None:
+            self._platform.on_status(status)
         self.status = status
         self.status_received_at = self._own_traffic_at = self._clock()
         if self.connection.agent_silent_since is not None:  # it spoke: it is not frozen
@@ -479,6 +508,8 @@ class HostSession:
     def _teardown(self, why: str) -> None:
         for task in self._rt.tasks:
             task.cancel()
+        if self._platform is not None:
+            self._platform.stop_keeping()
         if self._proof_check is not None:
             self._proof_check.cancel()
         self._watch_heartbeat(None)
@@ -498,6 +529,8 @@ class HostSession:
                 link = self._rt.link
                 assert link is not None
                 why = await link.closed
+                if self._platform is not None and self._platform.releasing:
+                    raise _EndOfRun(ConnectionState.RELEASED, why=why)  # let go on purpose: no reconnect
                 # The stream's own account (title, words, hint) when it gave one; else the link's words.
                 error = link.end_error or _lost_error(self.host, why)
             except asyncio.CancelledError:
@@ -554,6 +587,9 @@ class HostSession:
         self._first_status.set()
         if end.state in (ConnectionState.ASLEEP, ConnectionState.UNREADABLE):
             self._watch_asleep()
+        if end.state is ConnectionState.RELEASED and self._platform is not None:
+            clock = self.connection.platform
+            self._platform.watch_released(clock.build if clock is not None else None)
 
     def _watch_asleep(self) -> None:
         """While ASLEEP (or the provider unreadable), look again now and then (without waking it): a box woken by
@@ -583,13 +619,71 @@ class HostSession:
         """The provider's word on the box, read without waking it (every provider answers: docs/providers.md);
         why it could not be read, when the provider says (a provider's bug counts as unknown, and is logged)."""
         try:
-            return await self.provider.box_state(self.host)
+            box = await self.provider.box_state(self.host)
+            self._note_platform_clock()
+            return box
         except ProviderUnreadable as unreadable:
+            self._note_platform_clock()
             log.info("%s: %s", self.host.name, unreadable.message)
             return unreadable
         except Exception:
             log.exception("reading the state of %s failed", self.host.name)
             return BoxState.UNKNOWN
+
+    async def _awake_or_end(self, box: BoxState) -> BoxState:
+        """Where connecting itself would start a box that is not running right now (a platform's tunnel): an
+        asleep box is started only by the user's wake, through the platform's own start command; any other
+        state than awake ends the run, saying what the platform said, and nothing connects."""
+        if box is BoxState.ASLEEP and self._may_wake:
+            self._set_state(ConnectionState.CONNECTING)
+            await self.provider.wake(self.host)
+            return BoxState.AWAKE
+        if box is not BoxState.AWAKE:
+            words = self.provider.state_words(self.host) or "its platform cannot say whether it runs"
+            raise _EndOfRun(ConnectionState.DISCONNECTED, UserError(
+                "Not connected", f"{self.host.name}: {words}.",
+                "Connecting now could start it; the app connects once its platform says it runs."), why=words)
+        if self._platform is not None and not self._may_connect_unknown and self.previous_verdict is not None:
+            # A background connect to a box the app let go of while idle: a session would be activity; if nobody
+            # has used it since, go on watching the list instead.
+            clock = await self.provider.platform_clock(self.host)
+            if self._platform.still_let_go(self.previous_verdict, clock):
+                self._platform_view(PlatformView(clock))
+                raise _EndOfRun(ConnectionState.RELEASED, why="still idle, as the app let go of it")
+        return box
+
+    # -- where an open session is activity (core.metering `sessions`) --------------------------------
+
+    def _platform_side(self) -> PlatformSide | None:
+        rules = self.provider.platform_rules
+        if rules is None or self.traits.metering.session_while_idle:
+            return None
+        return PlatformSide(
+            self.host.name, rules, lambda: self.provider.platform_clock(self.host),
+            lambda until: self.provider.extend_deadline(self.host, until),
+            publish=self._platform_view, release=self._release_idle, reconnect=lambda: self.start(wake=False),
+            stopped=lambda: self._end_run(_EndOfRun.asleep()))
+
+    def _note_platform_clock(self) -> None:
+        """The clock the last state read found goes with the next snapshot (an asleep box's stop reason)."""
+        clock = self.provider.last_platform_clock(self.host)
+        if clock is not None:
+            self.connection = self.connection.model_copy(update={"platform": clock})
+
+    def _platform_view(self, view: PlatformView) -> None:
+        self.connection = self.connection.model_copy(update={
+            "platform": view.clock, "platform_not_kept": view.not_kept, "platform_words": view.words,
+            "platform_note": view.note})
+        self._publish()
+
+    def _release_idle(self) -> None:
+        """Let go of the session (the platform counts it as activity); the run ends RELEASED, not lost."""
+        link = self._rt.link
+        if link is None or link.closed.done():
+            if self._platform is not None:
+                self._platform.releasing = False  # nothing live to let go of: a loss is handled as a loss
+            return
+        link.close("let go while idle: an open session is activity on this platform")
 
     async def _connect_once(self) -> None:
         """One connect, in order: may we connect, open a shell, install and link, sync settings, go live."""
@@ -614,13 +708,16 @@ class HostSession:
         says CONNECTING (or retrying) when it may. Returns whether the box was asleep (a timed wake)."""
         box = await self._box_state()
         if isinstance(box, ProviderUnreadable):
-            if self.traits.sleeps_when_idle and not self._may_wake:
-                # It may be asleep, and the provider cannot say: only an explicit wake may reach it.
+            if self.traits.sleeps_when_idle and (not self._may_wake or self.provider.connects_only_when_awake):
+                # It may be asleep, and the provider cannot say: only an explicit wake may reach it (and not even
+                # that where connecting itself would start it: a platform's tunnel).
                 raise _EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable")
             box = BoxState.UNKNOWN  # the user's Wake and connect: reach it all the same
         was_asleep = box is BoxState.ASLEEP
         if was_asleep and not self._may_wake:
             raise _EndOfRun.asleep()
+        if self.provider.connects_only_when_awake:
+            box = await self._awake_or_end(box)
         if self.traits.sleeps_when_idle and box is BoxState.UNKNOWN and not self._may_connect_unknown:
             raise _EndOfRun(ConnectionState.DISCONNECTED, UserError(
                 "Not connected", f"{self.host.name} may be asleep, and connecting would wake it.",
@@ -656,6 +753,8 @@ class HostSession:
                     "suspended_while_busy": suspended_while_busy}
         )
         self._attempt = 0
+        if self._platform is not None:
+            self._platform.link_up()
         self._on_status(status)
         self._first_status.set()
         self._rt.tasks.append(asyncio.get_running_loop().create_task(self._liveness(link)))

@@ -203,7 +203,7 @@ class WorkroomApp:
         else:
             self.app_nap.release(snapshot.host.name)
         name = snapshot.host.name
-        if snapshot.connection.keepawake_running:
+        if snapshot.kept_by_this_computer:
             self._kept_by_this_computer.add(name)
             self.idle_sleep.hold(name)
         else:
@@ -259,6 +259,15 @@ class WorkroomApp:
     def _notification_button(self, key: str, button: str) -> None:
         """A notification's button: exactly what the card's (and the menu's) buttons do."""
         kind, _, name = key.partition(":")
+        if kind == "stopping":  # a platform about to stop a busy box (ui/host_notices.py)
+            self.notifications.withdraw(key)
+            if button == KEEP_BUTTON:
+                self._keep(name)  # restarts the ceiling, and so the extensions (a let-go box is connected to)
+            elif button == SLEEP_BUTTON:
+                snapshot = self.window.model.snapshot(name)
+                if isinstance(snapshot, HostSnapshot) and snapshot.connection.spec.live:  # else: already let go
+                    self.controller.tasks.run(f"let-sleep-{name}", self.controller.let_sleep(name))
+            return
         if kind != "prompt":
             return
         if button == KEEP_BUTTON:

@@ -20,6 +20,7 @@ from workroom.core.errors import Face, UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
 from workroom.core.protocol import Status, TimelineReply, UserExclusions
+from workroom.core.provider_specs import PROVIDER_SPECS
 from workroom.core.questions import HostKeyQuestion, SecretRequest
 from workroom.core.setting_rows import Store, rows_in
 from workroom.sessions.engine import Engine, HostsChange, SettingsChange
@@ -256,6 +257,19 @@ class AppController(QObject):
         except UserError as error:
             return _unreachable(host, error)
 
+    async def platform_boxes(self) -> list[tuple[str, list[tuple[str, str]]]]:
+        """What each provider's own list names (a platform's CLI: `coder list`, `gh codespace list`), for the
+        add-host picker; a list that cannot be read (no CLI, not logged in) names none, and the log says why."""
+        async def one(kind: str) -> tuple[str, list[tuple[str, str]]]:
+            try:
+                return kind, await self.engine.provider_of_kind(kind).list_boxes()
+            except Exception as error:  # the picker only misses those boxes; nothing to show a person
+                log.info("the %s provider's list could not be read: %s", kind, without_exception_names(str(error)))
+                return kind, []
+
+        found = await asyncio.gather(*(one(kind) for kind in PROVIDER_SPECS))
+        return [(kind, boxes) for kind, boxes in found if boxes]
+
     async def test_connection(self, host: Host, *, wake: bool = False) -> TestOutcome:
         """Log in to `host` once through its provider and close again (nothing saved, no agent pushed).
 
@@ -285,6 +299,17 @@ class AppController(QObject):
                 return TestOutcome(False, f"{host.name} may be asleep ({why}), so it was not tested: logging in "
                                    f"would wake it if it is. Click {WAKE_AND_TEST_WORDS} to test it anyway. {keeps}",
                                    asleep=True)
+
+        if provider.connects_only_when_awake:  # a platform's tunnel starts whatever is not running right now
+            try:
+                state = await provider.box_state(host)
+                if state is BoxState.ASLEEP and wake:
+                    await provider.wake(host)
+                elif state is not BoxState.AWAKE:
+                    return TestOutcome(False, f"{host.name} was not tested: {provider.state_words(host)}. Connecting "
+                                       "now could start it.")
+            except UserError as error:
+                return TestOutcome(False, f"{error.title}: {error.message} {error.advice(Face.APP)}".strip())
 
         def attempt() -> None:
             provider.open_shell(host).close()

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+import shiboken6
 from pydantic import ValidationError
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QShowEvent
@@ -40,7 +41,7 @@ from workroom.core.hosts import (
 from workroom.core.provider_specs import PROVIDER_SPECS, ProviderSpec, ReferenceField
 from workroom.ui import styles
 from workroom.ui.app_controller import WAKE_AND_TEST_WORDS
-from workroom.ui.ssh_aliases import config_aliases
+from workroom.ui.ssh_aliases import PickerEntry, platform_entries, scan_config
 
 
 class TesterOutcome(Protocol):
@@ -52,6 +53,10 @@ class TesterOutcome(Protocol):
 
     @property
     def asleep(self) -> bool: ...
+
+
+PlatformLister = Callable[[], Awaitable[list[tuple[str, list[tuple[str, str]]]]]]
+"""Each platform provider's own list of boxes, (kind, [(name, its state word)]), read through its CLI."""
 
 
 class Tester(Protocol):
@@ -224,7 +229,8 @@ class AddHostDialog(QDialog):
     """
 
     def __init__(self, existing: HostsFile, parent: QWidget | None = None, *, editing: Host | None = None,
-                 aliases: list[str] | None = None, tester: Tester | None = None) -> None:
+                 aliases: list[str] | None = None, tester: Tester | None = None,
+                 platform_lister: PlatformLister | None = None) -> None:
         super().__init__(parent)
         self.editing = editing
         self.setWindowTitle("Edit host" if editing else "Add a host")
@@ -238,13 +244,27 @@ class AddHostDialog(QDialog):
         form = QFormLayout()
         self.alias_picker = QComboBox()
         self.alias_picker.setObjectName("ssh_alias")
-        self.alias_picker.addItem("Choose a host from ~/.ssh/config…")
-        self.alias_picker.addItems(config_aliases() if aliases is None else aliases)
+        self.alias_picker.addItem("Choose a host from ~/.ssh/config or your platforms…")
+        scan = scan_config() if aliases is None else None
+        self._prefixes = scan.prefixes if scan is not None else {}
+        entries = scan.entries if scan is not None else [PickerEntry(label=a, name=a, alias=a) for a in aliases or ()]
+        self.add_picker_entries(entries)
         self.alias_picker.activated.connect(self._alias_chosen)
-        if self.alias_picker.count() > 1 and editing is None:
-            form.addRow("SSH config", self.alias_picker)
-        else:
-            self.alias_picker.hide()
+        self.picker_note = QLabel()
+        self.picker_note.setObjectName("picker_note")
+        self.picker_note.setWordWrap(True)
+        styles.set_role(self.picker_note, styles.MUTED)
+        self.picker_note.hide()
+        picker_box = QVBoxLayout()
+        picker_box.addWidget(self.alias_picker)
+        picker_box.addWidget(self.picker_note)
+        self._picker_label = QLabel("SSH config")
+        form.addRow(self._picker_label, picker_box)
+        self._show_picker = editing is None
+        self._fit_picker()
+        if platform_lister is not None and editing is None:
+            self._list_task = asyncio.ensure_future(self._list_platforms(platform_lister))
+            self.finished.connect(lambda _result: self._list_task.cancel())  # a closed dialog lists nothing more
         self._line("name", "Workroom name", form, "e.g. gpu-box")
         provider = QComboBox()
         has_local = any(spec_of(h.provider).is_this_computer for h in existing.hosts if h.provider in PROVIDER_SPECS)
@@ -331,12 +351,54 @@ class AddHostDialog(QDialog):
         if index >= 0:
             combo.setCurrentIndex(index)
 
+    def add_picker_entries(self, entries: list[PickerEntry]) -> None:
+        for entry in entries:
+            self.alias_picker.addItem(entry.label, entry)
+        if hasattr(self, "_picker_label"):
+            self._fit_picker()
+
+    def _fit_picker(self) -> None:
+        shown = self._show_picker and self.alias_picker.count() > 1
+        self.alias_picker.setVisible(shown)
+        self._picker_label.setVisible(shown)
+
+    async def _list_platforms(self, lister: PlatformLister) -> None:
+        """The workspaces and codespaces the platforms' own CLIs list (a `Host coder.*` block names none). A
+        dialog gone meanwhile (closed, or deleted with its window) is left alone."""
+        listed = await lister()
+        if not shiboken6.isValid(self):
+            return
+        for kind, boxes in listed:
+            self.add_picker_entries(platform_entries(kind, boxes, self._prefixes.get(kind)))
+        if self.isVisible():
+            self.fit_height()
+
     def _alias_chosen(self, index: int) -> None:
         if index <= 0:
             return
-        alias = self.alias_picker.itemText(index)
+        entry = self.alias_picker.itemData(index)
+        if not isinstance(entry, PickerEntry):
+            return
         name, address, provider = self.inputs["name"], self.inputs["address"], self.inputs["provider"]
         assert isinstance(name, QLineEdit) and isinstance(address, QLineEdit) and isinstance(provider, QComboBox)
+        self.picker_note.setText(entry.why)
+        self.picker_note.setVisible(bool(entry.why))
+        if entry.provider is not None:  # a platform's box: its provider, its name there, no address
+            self.select_provider(entry.provider)
+            if not name.text().strip() or name.text() == self._last_alias:
+                name.setText(entry.name)
+            address.setText("")
+            for key, value in entry.reference.items():
+                field = self.inputs.get(f"ref_{key}")
+                if isinstance(field, QLineEdit):
+                    field.setText(value)
+            user = self.inputs["user"]
+            if entry.user and isinstance(user, QLineEdit):
+                user.setText(entry.user)
+            self._last_alias = entry.name
+            self.fit_height()
+            return
+        alias = entry.alias or entry.name
         if not name.text().strip() or name.text() == self._last_alias:
             name.setText(alias)
             address.setText("")

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from workroom.core.app_settings import NoticeSettings
 from workroom.core.hosts import LOCAL_PROVIDER
 from workroom.core.metering import NotKeptAwakeReason
-from workroom.core.notices import finished_note, finished_span, lost_work_note, lost_work_reason
+from workroom.core.notices import finished_note, finished_span, lost_work_note, lost_work_reason, stop_warning
 from workroom.core.protocol import Status
 from workroom.sessions.host_session import HostSnapshot
-from workroom.ui.notifications import Notice, Notifications
+from workroom.ui.notifications import Notice, NoticeButton, Notifications
 
 
 def finished_key(name: str) -> str:
@@ -26,12 +26,24 @@ def lost_key(name: str) -> str:
     return f"lost:{name}"
 
 
+def stopping_key(name: str) -> str:
+    return f"stopping:{name}"
+
+
+STOP_BUTTONS = (NoticeButton("keep", "Keep awake"), NoticeButton("sleep", "Let it sleep"))
+"""A platform about to stop a busy box: the prompt's two answers (Keep awake restarts the ceiling, and so the
+extensions; Let it sleep leaves it to the platform)."""
+
+
 class HostNotices:
     def __init__(self, notifications: Notifications, settings: Callable[[], NoticeSettings],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
         self._notifications = notifications
         self._settings = settings
         self._clock = clock
+        self._wall = wall
+        self.stopping: dict[str, float] = {}
+        """Per host, the platform deadline a stop warning was posted for (one per deadline)."""
         self._live: dict[str, Status] = {}
         """Per host, the last status seen on the live link now open (none: not live)."""
         self.episodes: dict[str, NotKeptAwakeReason] = {}
@@ -44,6 +56,7 @@ class HostNotices:
         settings = self._settings()
         self._finished(snapshot, settings)
         self._lost_work(snapshot, settings)
+        self._stopping(snapshot)
 
     def _finished(self, snapshot: HostSnapshot, settings: NoticeSettings) -> None:
         name, status = snapshot.host.name, snapshot.status
@@ -74,6 +87,20 @@ class HostNotices:
         title, message = lost_work_note(name, badge, snapshot.connection.heartbeat_proof, now)
         self._notifications.post(Notice(lost_key(name), title, message, sticky=True))
 
+    def _stopping(self, snapshot: HostSnapshot) -> None:
+        """A busy box its platform stops within minutes, which the app will not keep up: told once per deadline,
+        with Keep awake and Let it sleep; withdrawn when that no longer holds."""
+        name, clock = snapshot.host.name, snapshot.connection.platform
+        note = stop_warning(name, snapshot.badge(self._clock()), snapshot.status, clock, self._wall())
+        if note is None or clock is None or clock.deadline is None:
+            if self.stopping.pop(name, None) is not None:
+                self._notifications.withdraw(stopping_key(name))
+            return
+        if self.stopping.get(name) == clock.deadline:
+            return
+        self.stopping[name] = clock.deadline
+        self._notifications.post(Notice(stopping_key(name), *note, buttons=STOP_BUTTONS, sticky=True))
+
     def settings_changed(self) -> None:
         """Settings changed: episodes no longer wanted are withdrawn, new ones are told."""
         for snapshot in list(self._snapshots.values()):
@@ -85,3 +112,5 @@ class HostNotices:
         if self.episodes.pop(name, None) is not None:
             self._notifications.withdraw(lost_key(name))
         self._notifications.withdraw(finished_key(name))
+        if self.stopping.pop(name, None) is not None:
+            self._notifications.withdraw(stopping_key(name))

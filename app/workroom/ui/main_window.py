@@ -410,7 +410,8 @@ class MainWindow(QMainWindow):
     def open_add_dialog(self) -> AddHostDialog:
         from workroom.ui.host_dialog import AddHostDialog
 
-        dialog = AddHostDialog(self.controller.engine.hosts, self, tester=self.host_dialog_tester)
+        dialog = AddHostDialog(self.controller.engine.hosts, self, tester=self.host_dialog_tester,
+                               platform_lister=self.controller.platform_boxes)
         dialog.accepted.connect(lambda: self._add_from(dialog))
         dialog.finished.connect(dialog.deleteLater)
         self.add_dialog = dialog

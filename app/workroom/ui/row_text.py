@@ -15,6 +15,7 @@ from workroom.core.busy_reasons import reason_words
 from workroom.core.connection import ConnectionState
 from workroom.core.durations import format_duration
 from workroom.core.errors import Face
+from workroom.core.platform_clock import clock_words, stop_words, stops_words
 from workroom.core.protocol import Verdict
 from workroom.sessions.host_session import HostSnapshot
 
@@ -125,7 +126,23 @@ def connection_text(snap: HostSnapshot, now_monotonic: float) -> str:
     if info.state is ConnectionState.BACKING_OFF and info.retry_at_monotonic is not None:
         left = max(0.0, info.retry_at_monotonic - now_monotonic)
         words += f" in {format_duration(left)}"
-    return words
+    platform = platform_text(snap, short=True)
+    return f"{words} · {platform}" if platform else words
+
+
+def platform_text(snap: HostSnapshot, now: float | None = None, *, short: bool = False) -> str:
+    """The platform's own clock for a Coder workspace or a codespace ("stops in 12 min", with its maximum
+    beside the awake ceiling unless `short`), or "" for a host without one. `now`: Unix seconds."""
+    clock = snap.connection.platform
+    if clock is None:
+        return ""
+    now = time.time() if now is None else now
+    if short:
+        return stops_words(clock, now) if clock.readable else f"unknown: {clock.said}"
+    ceiling = snap.status.ceiling_seconds if snap.status is not None else None
+    words = clock_words(clock, now, ceiling_seconds=ceiling)
+    extra = [w for w in (stop_words(clock), snap.connection.platform_note, snap.connection.platform_words) if w]
+    return "; ".join([words, *extra])
 
 
 def prompt_deadline(snap: HostSnapshot) -> float | None:
@@ -186,6 +203,9 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
             lines.append(("Settings problem", status.settings_error))
     if snap.install is not None and snap.install.supervisor:
         lines.append(("Kept running by", snap.install.supervisor))
+    platform = platform_text(snap)
+    if platform:
+        lines.append(("Platform", platform))
     seen = keep_awake_seen_text(snap, now_monotonic)
     if seen:
         lines.append(("Keep-awake seen", seen))

@@ -35,6 +35,7 @@ from workroom.core import timeline as tl
 from workroom.core.connection import CONNECTION_SPECS, ConnectionState
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
+from workroom.core.last_known import LastKnown
 from workroom.core.protocol import TimelineReply, UserExclusions
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import styles
@@ -211,6 +212,8 @@ class TimelineView(QWidget):
         self.never_work: tuple[str, ...] = ()
         self._loaded_at: float | None = None
         self._seen_state: tuple[object, ...] | None = None
+        self._known: LastKnown | None = None
+        """What the app knows of the host (core.last_known): the platform's own stop, for the notes."""
         self._reply_at: float | None = None
         """When the shown reply arrived (this computer's clock): the strip's "now" moves on from there."""
         self._reply_state: tuple[object, ...] | None = None
@@ -324,6 +327,7 @@ class TimelineView(QWidget):
             self._clear()
             self._seen_state = None
         self.hourly_price = snapshot.host.hourly_price
+        self._known = snapshot.last_known
         if not self.price.hasFocus():
             self.price.blockSignals(True)
             self.price.setValue(self.hourly_price or 0.0)
@@ -471,7 +475,8 @@ class TimelineView(QWidget):
         cost = tl.cost_words(s, self.hourly_price)
         self.cost.setText(html.escape(f"Estimated cost {cost}") if cost else
                           "Enter the provider's hourly price to see an estimated cost.")
-        notes = [n for n in (s.problem,) if n]
+        stopped = self._known.stop_note(s.start, s.end) if self._known is not None else None
+        notes = [n for n in (s.problem, stopped[:1].upper() + stopped[1:] + "." if stopped else None) if n]
         if s.unknown_states:
             notes.append("The agent recorded states this app does not know (" + ", ".join(s.unknown_states)
                          + "); they show as no record.")

@@ -31,7 +31,14 @@ MAX_TIMER_MS = 2**31 - 1
 
 def host_menu_text(snapshot: HostSnapshot, now: float) -> str:
     """One line per host: its one state word and how long, as its badge kind's row says (`BadgeSpec.menu_time`):
-    "gpu-box — Busy 42 min", "box2 — Asleep 3 min", "box1 — Asking to keep awake, answer within 9 min"."""
+    "gpu-box — Busy 42 min", "box2 — Asleep 3 min", "box1 — Asking to keep awake, answer within 9 min"; a
+    platform's box adds its own clock ("ws1 — Busy 42 min · stops in 12 min")."""
+    text = _state_text(snapshot, now)
+    platform = row_text.platform_text(snapshot, short=True)
+    return f"{text} · {platform}" if platform else text
+
+
+def _state_text(snapshot: HostSnapshot, now: float) -> str:
     badge = snapshot.badge(now)
     name, when = snapshot.host.name, badge.spec.menu_time
     if when is MenuTime.AWAKE:

@@ -19,3 +19,4 @@ def app_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AppPaths:
     monkeypatch.setenv("WORKROOM_HOME", str(tmp_path / "home"))
     return app_paths().ensure()
 
+

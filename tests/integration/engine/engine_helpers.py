@@ -79,3 +79,15 @@ async def wait_put_right(session, installed: Path, bundle: AgentBundle) -> None:
                      "the installed bundle replaced")
     await wait_until(lambda: session.snapshot().connection.state in (ConnectionState.LIVE, ConnectionState.QUIET),
                      60, "live again")
+
+
+async def wait_until_let_go(session, seconds: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    """Wait for a platform session to let go of its idle box (RELEASED); failing, say what the agent last said."""
+    from workroom.core.connection import ConnectionState
+
+    try:
+        await wait_until(lambda: session.connection.state is ConnectionState.RELEASED, seconds, what)
+    except AssertionError as late:
+        status = session.status
+        said = "nothing" if status is None else f"{status.verdict.value} ({'; '.join(status.busy_reasons)})"
+        raise AssertionError(f"{late}: {session.connection.state.value}, its agent last said {said}") from None

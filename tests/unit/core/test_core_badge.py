@@ -20,10 +20,12 @@ from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import ErrorInfo, ErrorKind, Face
 from workroom.core.heartbeat_proof import IdleClockReading, judge
 from workroom.core.metering import NotKeptAwakeReason
+from workroom.core.platform_clock import PlatformClock, PlatformState
 from workroom.core.protocol import Status
 from workroom.core.provider_specs import PROVIDER_SPECS
 from workroom.core.traits import (
     BOXD_TRAITS,
+    CODER_TRAITS,
     LOCAL_TRAITS,
     REQUEST_METERED_TRAITS,
     SIMBOX_TRAITS,
@@ -58,6 +60,16 @@ PENDING = {"awake_ceiling_exceeded": True, "prompt_pending": True, "prompt_deadl
            "ask_at_ceiling": True, "awake_seconds": 14500}
 SUPPRESSED = {"verdict": "IDLE", "classifier_verdict": "BUSY", "awake_ceiling_exceeded": True,
               "suppressed": True, "asserting": False, "awake_seconds": 15000}
+
+CLOCK = PlatformClock(state=PlatformState.RUNNING, said="running", read_at=1000.0, deadline=1000.0 + 12 * 60,
+                      max_deadline=1000.0 + 8 * 3600, can_extend=True)
+STOPPED_CLOCK = PlatformClock(state=PlatformState.STOPPED, said="stopped", read_at=1000.0,
+                              stop_reason="it reached its deadline (autostop)")
+
+
+def platform_not_kept(reason: NotKeptAwakeReason, words: str) -> ConnectionInfo:
+    return ConnectionInfo(state=ConnectionState.LIVE, platform=CLOCK, platform_not_kept=reason, platform_words=words)
+
 
 CASES: dict[str, Case] = {
     "idle ssh": Case(status_dict(), SSH_TRAITS, LIVE, BadgeKind.IDLE, ("Idle",)),
@@ -137,6 +149,33 @@ CASES: dict[str, Case] = {
         busy_dict(keep_awake=None), REQUEST_METERED_TRAITS,
         ConnectionInfo(state=ConnectionState.LIVE, keepawake_running=True, heartbeat_proof=NOT_SEEN),
         BadgeKind.BUSY_NOT_KEPT_AWAKE, ("idle 41 s",), NotKeptAwakeReason.PROVIDER_NOT_SEEING),
+    "coder busy kept through its platform": Case(
+        busy_dict(keep_awake=None), CODER_TRAITS, ConnectionInfo(state=ConnectionState.LIVE, platform=CLOCK),
+        BadgeKind.BUSY, ("stops in 12 min", "nothing keeps it awake while this mac sleeps"),
+        label_words=("kept awake by this computer; nothing keeps it awake while this Mac sleeps",)),
+    "coder busy, its CLI unreadable": Case(
+        busy_dict(keep_awake=None), CODER_TRAITS,
+        platform_not_kept(NotKeptAwakeReason.PLATFORM_UNREADABLE, "coder says: You are not logged in"),
+        BadgeKind.BUSY_NOT_KEPT_AWAKE, ("Nothing keeps it awake: coder says: You are not logged in", "coder login"),
+        NotKeptAwakeReason.PLATFORM_UNREADABLE),
+    "coder busy, extension refused": Case(
+        busy_dict(keep_awake=None), CODER_TRAITS,
+        platform_not_kept(NotKeptAwakeReason.PLATFORM_EXTEND_FAILING, "coder says: permission denied"),
+        BadgeKind.BUSY_NOT_KEPT_AWAKE, ("permission denied",), NotKeptAwakeReason.PLATFORM_EXTEND_FAILING),
+    "coder busy, platform maximum": Case(
+        busy_dict(keep_awake=None), CODER_TRAITS,
+        platform_not_kept(NotKeptAwakeReason.PLATFORM_MAXIMUM, "the platform's maximum for this run is reached"),
+        BadgeKind.BUSY_NOT_KEPT_AWAKE, ("maximum",), NotKeptAwakeReason.PLATFORM_MAXIMUM),
+    "coder let go, busy past an advisory ceiling": Case(
+        busy_dict(keep_awake=None, awake_ceiling_exceeded=True, awake_seconds=15000), CODER_TRAITS,
+        ConnectionInfo(state=ConnectionState.RELEASED, platform=CLOCK), BadgeKind.BUSY_NOT_KEPT_AWAKE,
+        ("stopped keeping it awake", "stops in 12 min"), NotKeptAwakeReason.AWAKE_CEILING_REACHED, offers_keep=True),
+    "coder let go while idle": Case(
+        status_dict(keep_awake=None), CODER_TRAITS, ConnectionInfo(state=ConnectionState.RELEASED, platform=CLOCK),
+        BadgeKind.IDLE, ("let go of its session", "stops in 12 min")),
+    "coder stopped by its platform": Case(
+        None, CODER_TRAITS, ConnectionInfo(state=ConnectionState.ASLEEP, platform=STOPPED_CLOCK), BadgeKind.ASLEEP,
+        ("the platform stopped it: it reached its deadline (autostop)",)),
     "request-metered idle": Case(status_dict(keep_awake=None), REQUEST_METERED_TRAITS, LIVE, BadgeKind.IDLE),
     "asleep": Case(None, BOXD_TRAITS, ConnectionInfo(state=ConnectionState.ASLEEP, wake_seconds=0.8),
                    BadgeKind.ASLEEP, ("put this box to sleep", "0.8 s", "Connecting wakes it")),

@@ -56,9 +56,12 @@ def test_the_same_span_again_is_not_a_new_finish() -> None:
 
 @pytest.mark.parametrize("reason", list(NotKeptAwakeReason))
 def test_every_not_kept_awake_reason_but_an_unanswered_prompt_is_lost_work(reason: NotKeptAwakeReason) -> None:
+    """An unanswered prompt is the user's answer; the awake ceiling reached on a platform's box is the ceiling the
+    user set, and its stop is warned of before it comes (`stop_warning`)."""
     kind = BadgeKind.ASLEEP if reason is NotKeptAwakeReason.SLEPT_WHILE_BUSY else BadgeKind.BUSY_NOT_KEPT_AWAKE
     badge = Badge(kind=kind, label="x", tooltip="t", reason=reason)
-    expected = None if reason is NotKeptAwakeReason.UNANSWERED_PROMPT else reason
+    asked = (NotKeptAwakeReason.UNANSWERED_PROMPT, NotKeptAwakeReason.AWAKE_CEILING_REACHED)
+    expected = None if reason in asked else reason
     assert lost_work_reason(badge) is expected
     assert lost_work_reason(Badge(kind=BadgeKind.BUSY, label="Busy", tooltip="t")) is None
 
@@ -73,3 +76,21 @@ def test_notice_settings_this_computer_and_opt_out() -> None:
     assert muted.with_finished_for("box1", True).finished_muted_hosts == ()
     with pytest.raises(ValueError):
         NoticeSettings(finished_after_seconds=10)
+
+
+def test_a_busy_box_its_platform_stops_soon_is_warned_of_once_it_is_not_kept_up() -> None:
+    from workroom.core.notices import stop_warning
+    from workroom.core.platform_clock import PlatformClock, PlatformState
+
+    now = 1000.0
+    clock = PlatformClock(state=PlatformState.RUNNING, said="running", read_at=now, deadline=now + 240,
+                          can_extend=True)
+    not_kept = Badge(kind=BadgeKind.BUSY_NOT_KEPT_AWAKE, label="x", tooltip="Past its ceiling.",
+                     reason=NotKeptAwakeReason.AWAKE_CEILING_REACHED)
+    busy = make_busy()
+    assert stop_warning("ws1", not_kept, busy, clock, now) == (
+        "ws1 stops in 4 min", "ws1's platform stops in 4 min while it is busy. Past its ceiling.")
+    assert stop_warning("ws1", not_kept, busy, clock, now - 120) is None  # 6 min left: not yet
+    assert stop_warning("ws1", Badge(kind=BadgeKind.BUSY, label="Busy", tooltip="t"), busy, clock, now) is None
+    assert stop_warning("ws1", not_kept, make_status(), clock, now) is None  # idle: nothing to lose
+    assert stop_warning("ws1", not_kept, busy, clock, now + 300) is None  # past its deadline

@@ -38,8 +38,12 @@ def traits_for_kind(kind: str) -> ProviderTraits:
 
 def test_provider_kinds_declare_the_designed_traits() -> None:
     sleepers = {k for k, spec in PROVIDER_SPECS.items() if spec.traits.sleeps_when_idle}
-    assert sleepers == {"boxd", "simbox", "request-metered"}
+    assert sleepers == {"boxd", "simbox", "request-metered", "coder", "codespaces"}
     assert traits_for_kind("boxd").idle_metering is IdleMetering.NETWORK
+    for platform in ("coder", "codespaces"):  # an open session is activity there: none is held while idle
+        assert traits_for_kind(platform).idle_metering is IdleMetering.SESSIONS
+        assert traits_for_kind(platform).metering.keeper is Keeper.PLATFORM
+        assert not traits_for_kind(platform).metering.session_while_idle
     assert traits_for_kind("request-metered").idle_metering is IdleMetering.REQUESTS
     assert traits_for_kind("request-metered").metering.keeper is Keeper.THIS_COMPUTER
     assert traits_for_kind("boxd").metering.keeper is Keeper.AGENT_HEARTBEAT
