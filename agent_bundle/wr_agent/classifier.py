@@ -87,6 +87,8 @@ class Classifier(object):
             # names the process only
             facts = t[2] if len(t) > 2 and isinstance(t[2], dict) else {}
             reasons.append(R.make(R.TCP, t[0], t[1], **facts))
+        for comm, pid, facts in sig.unix:
+            reasons.append(R.make(R.UNIX, comm, pid, **facts))
         tty_rate = self._rate(self._tty, now, TTY_WINDOW, sig.tty_bytes)
         if tty_rate >= TTY_BYTES_PER_S:
             # No rate in the reason: a reason that changes every tick would push an event every tick,

@@ -19,7 +19,7 @@ import os
 import resource
 import time
 
-from wr_agent import exclusions, tcp_diag, tcp_rule
+from wr_agent import exclusions, job_wait, tcp_diag, tcp_rule, unix_diag
 from wr_agent.signals import Signals
 
 log = logging.getLogger("wr_agent")
@@ -164,6 +164,12 @@ class ProcSampler(object):
         self._listed = None  # the candidates (_Proc) of the last listing, in its order; None: list next tick
         self._listed_at = None
         self._host_fds = {}  # loadavg's sibling files read every tick (net/dev, net/snmp), held open: pread(0)
+        # A job step waiting on a peer (job_wait): processes that ran and blocked, looked at once they have been
+        # blocked WAIT_MIN; those found waiting, until they run again.
+        self.job_due = {}
+        self.job_waits = {}  # pid -> (_Proc, [job_wait.Wait], the parent's ran_at when looked at)
+        self.job_memory = job_wait.Memory()
+        self._unix = None if root != "/proc" else False  # unix_diag reader, opened at first need (False: not yet)
 
     # -- file helpers -------------------------------------------------------------------------------------
     def _path(self, pid, name):
@@ -248,6 +254,8 @@ class ProcSampler(object):
                 and now - self._listed_at < FULL_SCAN_SECONDS)
 
     def _drop(self, pid):
+        self.job_due.pop(pid, None)
+        self.job_waits.pop(pid, None)
         p = self.procs.pop(pid, None)
         if p is not None:
             for fd in p.fds.values():
@@ -267,6 +275,9 @@ class ProcSampler(object):
         self.close()
         if self.tcp_reader is not None:
             self.tcp_reader.close()
+        if self._unix:
+            self._unix.close()
+            self._unix = None
         if self._loadavg_fd is not None:
             os.close(self._loadavg_fd)
             self._loadavg_fd = None
@@ -380,12 +391,14 @@ class ProcSampler(object):
         sig.tty_bytes = sum(n for path, n in tty_out.items() if path in watched or path not in self._pts_seen)
         sig.net_bytes = self._net_bytes()
         if sig.cpu:  # work by these processes: their next long wait on a connection is a first one again
-            self.tcp_judge.note_work(frozenset((pid, self.procs[pid].start) for _c, pid, _s in sig.cpu
-                                               if pid in self.procs), now)
+            owners = frozenset((pid, self.procs[pid].start) for _c, pid, _s in sig.cpu if pid in self.procs)
+            self.tcp_judge.note_work(owners, now)
+            self.job_memory.note_work(owners, now)
         # CPU and D state always vote (the operation hint too); whatever else a tick holds, a timer sleep a
         # daemon keeps between checks included, the connections are judged.
         if not (busy_hint or sig.cpu or sig.dstate):
             sig.tcp = self._tcp(now)
+            self._job_waits(now, sig)
         return sig
 
     def _list(self, now, since, sig, tty_out):
@@ -537,6 +550,8 @@ class ProcSampler(object):
                 sig.cpu.append((p.comm, p.pid, share))
         if p.state == "S":
             p.timer = self._wchan(p)
+            if p.timer is None:
+                self.job_due[p.pid] = p
         if p.tty:
             p.wchar = self._wchar(p)
 
@@ -587,6 +602,10 @@ class ProcSampler(object):
             self._judge_cpu(p, now, dt, cpu, sig)
             if ran:
                 p.timer = self._wchan(p) if p.state == "S" else None
+                if p.pid in self.job_waits:
+                    self._end_job_wait(p.pid, now)
+                if p.state == "S" and p.timer is None:
+                    self.job_due[p.pid] = p
         elif p.window:
             self._judge_cpu(p, now, dt, 0.0, sig)
         p.runtime = runtime
@@ -762,6 +781,70 @@ class ProcSampler(object):
             hits.append((comm, pid, tcp_rule.facts(track, round(track.busy_from, 1))))
         hits.sort(key=lambda h: int(h[1]))
         return hits
+
+    # -- a job step waiting on a peer (job_wait) -------------------------------------------------------------
+    def _unix_reader(self):
+        if self._unix is False:
+            self._unix = unix_diag.open_reader()
+        return self._unix
+
+    def _wchan_of(self, pid):
+        try:
+            return self._read_once(self._path(pid, "wchan"), 128).decode("ascii", "replace").strip()
+        except OSError:
+            return None
+
+    def _end_job_wait(self, pid, now):
+        entry = self.job_waits.pop(pid, None)
+        if entry is not None:
+            for w in entry[1]:
+                self.job_memory.end(w, now)
+
+    def _tcp_cadence(self, owner, peer, now):
+        """Whether the connection rule saw a long wait on this key end with no work since: a listener re-asking."""
+        if peer.kind != "tcp":
+            return False
+        p = self.tcp_judge.peers.get((owner, peer.peer, peer.port, False))
+        return (p is not None and p.ended is not None and now - p.ended <= job_wait.RETURN_GAP
+                and (p.work_at is None or p.work_at < p.ended))
+
+    def _job_waits(self, now, sig):
+        """Blocked processes that are a step their job waits on, holding a connection to a peer (job_wait): looked
+        at once per block, WAIT_MIN after it began; voted while the block lasts and the parent still waits."""
+        for pid, p in list(self.job_due.items()):
+            if p.excluded or self.procs.get(pid) is not p or p.state != "S" or p.timer is not None:
+                del self.job_due[pid]
+                continue
+            if now - p.ran_at < job_wait.WAIT_MIN:
+                continue
+            del self.job_due[pid]
+            peers = job_wait.find_peers(self.root, pid, p.ppid, self.tcp_judge.tracks, self.tcp_judge.listen_inodes,
+                                        self._unix_reader(), self._wchan_of)
+            if peers:
+                owner = (pid, p.start)
+                parent = self.procs.get(p.ppid)
+                self.job_waits[pid] = (p, [self.job_memory.begin(owner, peer, p.ran_at,
+                                                                 self._tcp_cadence(owner, peer, now))
+                                           for peer in peers], None if parent is None else parent.ran_at)
+        voted = set(h[1] for h in sig.tcp)
+        for pid, (p, waits, parent_ran) in list(self.job_waits.items()):
+            parent = self.procs.get(p.ppid)
+            if parent is not None and parent.ran_at != parent_ran:
+                # The parent ran: it may have stopped waiting. Looked at again next tick.
+                self._end_job_wait(pid, now)
+                self.job_due[pid] = p
+                continue
+            for w in waits:
+                if not w.counted or pid in voted:
+                    continue
+                if w.peer.kind == "tcp":
+                    t = self.tcp_judge.tracks.get(w.peer.inode)
+                    if t is None or t.state != tcp_rule.ESTABLISHED:
+                        continue
+                    sig.tcp.append((p.comm, pid, w.peer.facts(round(w.start, 1))))
+                else:
+                    sig.unix.append((p.comm, pid, w.peer.facts(round(w.start, 1))))
+                voted.add(pid)
 
     def _owner_of(self, inode):
         """(pid, start) of the candidate owning this socket, or None. Looked up by scanning candidates' fd

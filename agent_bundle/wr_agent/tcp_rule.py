@@ -198,10 +198,12 @@ class Judge(object):
         self.tracks = {}
         self.peers = collections.OrderedDict()
         self.listening = frozenset()
+        self.listen_inodes = frozenset()  # sockets that listen: their owner is a server
 
     def ingest(self, now, conns):
         """A fresh read of every socket (tcp_diag.Conn)."""
         listening = set(c.lport for c in conns if c.state == LISTEN)
+        self.listen_inodes = frozenset(c.inode for c in conns if c.state == LISTEN)
         tracks = {}
         for c in conns:
             if c.state == LISTEN or c.inode == 0:

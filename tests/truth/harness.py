@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import glob
 import json
 import os
 import pwd
+import re
 import shlex
 import shutil
 import subprocess
@@ -85,11 +87,13 @@ class Workload:
     work: float | None = None  # seconds of work in CI timings, when the header needs more than the default
     side: str = "inside"  # "outside": sshd runs in the box, the script (an ssh client) in the outside world
     stay: float | None = None  # IDLE this long before it counts as settled, when a heartbeat must be seen to repeat
+    remote: str = ""  # "sshd": a real sshd in the outside world, for the box's ssh client (SSH_REMOTE)
+    proof: tuple[str, str] | None = None  # (file in its directory, regex): its own log says it really ran
 
     @classmethod
     def load(cls, path: Path) -> Workload:
         meta: dict[str, str] = {}
-        for line in path.read_text().splitlines()[1:12]:
+        for line in path.read_text().splitlines()[1:16]:
             if line.startswith("# ") and ":" in line:
                 key, _, value = line[2:].partition(":")
                 meta[key.strip()] = value.strip()
@@ -100,10 +104,21 @@ class Workload:
         return cls(path.stem, path, expect, meta["why"], meta.get("debatable", ""),
                    tuple(meta.get("needs", "").split()), float(grace.split()[0]) if grace else None,
                    float(meta["work"].split()[0]) if meta.get("work") else None, meta.get("side", "inside"),
-                   float(meta["stay"].split()[0]) if meta.get("stay") else None)
+                   float(meta["stay"].split()[0]) if meta.get("stay") else None, meta.get("remote", ""),
+                   tuple(meta["proof"].split(None, 1)) if meta.get("proof") else None)  # type: ignore[arg-type]
 
     def missing(self) -> list[str]:
-        return [n for n in self.needs if shutil.which(n) is None]
+        return [n for n in self.needs if tool_path(n) is None]
+
+
+EXTRA_BIN = ("/usr/lib/postgresql/*/bin",)
+"""Where Debian puts tools that are not on PATH (PostgreSQL's server); tools/lib.sh adds the same to the
+workloads' PATH. The harness's own caches (venv, node_modules) come in through `needs_cache`."""
+
+
+def tool_path(name: str) -> str | None:
+    dirs = [d for pattern in EXTRA_BIN for d in sorted(glob.glob(pattern))]
+    return shutil.which(name) or shutil.which(name, path=os.pathsep.join(dirs))
 
 
 def all_workloads() -> list[Workload]:
@@ -122,6 +137,7 @@ class Result:
     error: str | None = None
     skipped: str | None = None
     grace: float | None = None
+    proof: str | None = None  # the line of its own log that shows it really ran
 
     def _settled_idle_from(self, after: float) -> float | None:
         """First time >= after from which the verdict stays IDLE to the end of the record."""
@@ -264,6 +280,7 @@ class Suite:
         outside_env = None
         if w.side == "outside":
             cfg["sshd"], outside_env = self._sshd(d, cfg)
+        remote_sshd = self._remote_sshd(d, cfg) if w.remote == "sshd" else None
         (d / "inner.json").write_text(json.dumps(cfg))
         procs: list[subprocess.Popen[bytes]] = []
         made_ns: list[str] = []
@@ -286,6 +303,10 @@ class Suite:
             outside = subprocess.Popen(["ip", "netns", "exec", ns_out, PY, str(self.tools / "outside.py"),
                                         OUTSIDE_ADDR], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             procs.append(outside)
+            if remote_sshd is not None:
+                with open(d / "remote-sshd.log", "wb") as log:
+                    procs.append(subprocess.Popen(["ip", "netns", "exec", ns_out, *remote_sshd],
+                                                  stdout=log, stderr=log, stdin=subprocess.DEVNULL))
             assert outside.stdout is not None
             if outside.stdout.readline().strip() != b"ready":
                 raise RuntimeError("the outside-world server did not start")
@@ -304,6 +325,10 @@ class Suite:
                                                   env=outside_env, cwd=str(d), stdout=log, stderr=log,
                                                   stdin=subprocess.DEVNULL))
             self._record(d, sock, res, inner, max(self.timings.stay, w.stay or 0.0))
+            if w.proof is not None:
+                res.proof = _proof(d / w.proof[0], w.proof[1])
+                if res.proof is None:
+                    res.error = f"no proof it ran: /{w.proof[1]}/ not in {w.proof[0]}: " + _tail(d / w.proof[0])
         finally:
             _stop(procs)
             for ns in made_ns:
@@ -344,6 +369,35 @@ class Suite:
                "TRUTH_WORK": str(cfg["work"]), "TRUTH_TOOLS": str(self.tools), "SSH_CMD": ssh,
                "TERM": "xterm", "LANG": "C.UTF-8"}
         return [sshd, "-D", "-e", "-f", str(config)], env
+
+    def _remote_sshd(self, d: Path, cfg: dict) -> list[str]:
+        """A real sshd in the outside world (run as root there; logins as the test user), and the ssh command the
+        box's jobs run as SSH_REMOTE (its key the test user's own, the outside's host key pinned)."""
+        for extra in (HERE.parent, HERE.parent.parent / "tools" / "simbox"):
+            if str(extra) not in sys.path:
+                sys.path.insert(0, str(extra))
+        from fixtures import sshd as sshd_fixture
+
+        sshd = sshd_fixture.find_sshd()
+        if sshd is None:
+            raise RuntimeError("OpenSSH server not installed")
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        keys = d / "rssh"
+        keys.mkdir(mode=0o755)
+        sshd_fixture.keygen(keys / "host", "truth-remote")
+        sshd_fixture.keygen(keys / "client", "truth-box")
+        auth = keys / "authorized_keys"
+        auth.write_text((keys / "client.pub").read_text())
+        auth.chmod(0o644)
+        (keys / "known_hosts").write_text(f"{OUTSIDE_ADDR} {(keys / 'host.pub').read_text()}")
+        (keys / "known_hosts").chmod(0o644)
+        os.chown(keys / "client", self.uid, self.gid)
+        config = sshd_fixture.write_sshd_config(keys, listen=OUTSIDE_ADDR, port=22, user=self.user,
+                                                host_key=keys / "host", authorized_keys=str(auth))
+        cfg.setdefault("env", {})["SSH_REMOTE"] = (
+            f"ssh -F /dev/null -i {keys / 'client'} -o IdentitiesOnly=yes -o BatchMode=yes -o ConnectionAttempts=10"
+            f" -o UserKnownHostsFile={keys / 'known_hosts'} -o StrictHostKeyChecking=yes {self.user}@{OUTSIDE_ADDR}")
+        return [sshd, "-D", "-e", "-f", str(config)]
 
     def _record(self, d: Path, sock: Path, res: Result, inner: subprocess.Popen[bytes], stay: float) -> None:
         tm = self.timings
@@ -437,6 +491,20 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
     from x_desktop import stop_all
 
     stop_all(procs)
+
+
+def _proof(path: Path, pattern: str) -> str | None:
+    """The first line of a workload's own log that matches: the proof it really ran."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return None
+    m = re.search(pattern, text, re.MULTILINE)
+    if m is None:
+        return None
+    start = text.rfind("\n", 0, m.start()) + 1
+    end = text.find("\n", m.end())
+    return text[start:end if end >= 0 else len(text)].strip()[:100]
 
 
 def _tail(path: Path) -> str:

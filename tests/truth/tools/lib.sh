@@ -1,6 +1,7 @@
 # Sourced by every workload. $TRUTH_DIR: its private directory (cwd); $TRUTH_WORK: seconds of work;
 # $TRUTH_TOOLS: helpers; $OUTSIDE: the outside world's address (across eth0).
 set -u
+for _d in /usr/lib/postgresql/*/bin; do [ -d "$_d" ] && PATH="$PATH:$_d"; done  # Debian keeps postgres there
 work_started() { touch "$TRUTH_DIR/work_started"; }
 work_done() { touch "$TRUTH_DIR/work_done"; }
 work_until() { END=$(( $(date +%s) + ${TRUTH_WORK%.*} )); }
@@ -16,3 +17,13 @@ start_daemon() {
 while True: time.sleep(4)' &
   sleep 6
 }
+# A PostgreSQL server of the workload's own, as the test user: its socket in $TRUTH_DIR, no TCP, every statement
+# logged with its duration (the proof a query really ran). Returns once it accepts connections.
+start_postgres() {
+  initdb -D "$TRUTH_DIR/pg" -U dev --auth=trust >/dev/null
+  postgres -D "$TRUTH_DIR/pg" -k "$TRUTH_DIR" -c listen_addresses= -c log_min_duration_statement=0 \
+    -c logging_collector=off -c shared_buffers=16MB -c max_connections=20 >"$TRUTH_DIR/postgres.log" 2>&1 &
+  for _ in $(seq 100); do pg_isready -q -h "$TRUTH_DIR" -U dev && return 0; sleep 0.2; done
+  return 1
+}
+PSQL="psql -h $TRUTH_DIR -U dev -d postgres -X -q"
