@@ -379,7 +379,7 @@ def _drive_every_reason_class():  # type: ignore[no-untyped-def]
         "unix": [Signals(unix=[("psql", "48", {"path": "/var/run/postgresql/.s.PGSQL.5432", "since": 990.0})])],
         "tty_output": [Signals(tty_bytes=5000)],
         "keystroke": [Signals(keystroke_age=1.0)],
-        "net": [Signals(net_bytes=10**6)],
+        "net": [Signals(net_bytes=10**6)] * 3,
         "more": [Signals(cpu=[(f"job{i}", str(100 + i), 1.0 - i / 100) for i in range(10)])],
         "hold": [Signals(cpu=[("make", "46", 1.0)]), Signals()],
         "resume": [Signals(cpu=[("make", "47", 1.0)]), "gap", Signals()],

@@ -89,6 +89,7 @@ class Workload:
     stay: float | None = None  # IDLE this long before it counts as settled, when a heartbeat must be seen to repeat
     remote: str = ""  # "sshd": a real sshd in the outside world, for the box's ssh client (SSH_REMOTE)
     proof: tuple[str, str] | None = None  # (file in its directory, regex): its own log says it really ran
+    settle: str = ""  # a tighter bound than the suite's on its time to IDLE: "hold+15" or seconds
 
     @classmethod
     def load(cls, path: Path) -> Workload:
@@ -105,7 +106,16 @@ class Workload:
                    tuple(meta.get("needs", "").split()), float(grace.split()[0]) if grace else None,
                    float(meta["work"].split()[0]) if meta.get("work") else None, meta.get("side", "inside"),
                    float(meta["stay"].split()[0]) if meta.get("stay") else None, meta.get("remote", ""),
-                   tuple(meta["proof"].split(None, 1)) if meta.get("proof") else None)  # type: ignore[arg-type]
+                   tuple(meta["proof"].split(None, 1)) if meta.get("proof") else None,  # type: ignore[arg-type]
+                   meta.get("settle", ""))
+
+    def settle_limit(self, timings: Timings) -> float:
+        """The longest its time to IDLE may be: the suite's bound, or the header's tighter one."""
+        if not self.settle:
+            return timings.settle
+        extra = self.settle.split()[0]
+        limit = timings.hold + float(extra[5:]) if extra.startswith("hold+") else float(extra)
+        return min(limit, timings.settle)
 
     def missing(self) -> list[str]:
         return [n for n in self.needs if tool_path(n) is None]
@@ -116,9 +126,18 @@ EXTRA_BIN = ("/usr/lib/postgresql/*/bin",)
 workloads' PATH. The harness's own caches (venv, node_modules) come in through `needs_cache`."""
 
 
+CACHE_BIN: list[str] = []
+"""The harness's caches' bin folders (cache.prepare), on the workloads' PATH after the system's."""
+BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
 def tool_path(name: str) -> str | None:
-    dirs = [d for pattern in EXTRA_BIN for d in sorted(glob.glob(pattern))]
+    dirs = [d for pattern in EXTRA_BIN for d in sorted(glob.glob(pattern))] + CACHE_BIN
     return shutil.which(name) or shutil.which(name, path=os.pathsep.join(dirs))
+
+
+def workload_path() -> str:
+    return os.pathsep.join([BASE_PATH, *CACHE_BIN])
 
 
 def all_workloads() -> list[Workload]:
@@ -138,6 +157,7 @@ class Result:
     skipped: str | None = None
     grace: float | None = None
     proof: str | None = None  # the line of its own log that shows it really ran
+    settle: float | None = None  # its own bound on the time to IDLE (Workload.settle_limit), else the suite's
 
     def _settled_idle_from(self, after: float) -> float | None:
         """First time >= after from which the verdict stays IDLE to the end of the record."""
@@ -174,7 +194,7 @@ class Result:
 
     def busy_for_ever(self, timings: Timings) -> bool:
         tti = self.time_to_idle()
-        return tti is None or tti > timings.settle
+        return tti is None or tti > (self.settle if self.settle is not None else timings.settle)
 
     def reasons(self, when: str) -> list[str]:
         seen: dict[str, int] = {}
@@ -245,7 +265,7 @@ class Suite:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def run(self, w: Workload) -> Result:
-        res = Result(w.name, w.expect, w.why, w.debatable, grace=w.grace)
+        res = Result(w.name, w.expect, w.why, w.debatable, grace=w.grace, settle=w.settle_limit(self.timings))
         missing = w.missing()
         if missing:
             res.skipped = "not installed: " + " ".join(missing)
@@ -275,6 +295,7 @@ class Suite:
                "tools": str(self.tools), "outside": OUTSIDE_ADDR,
                "work": max(self.timings.work, w.work or 0) if self.timings is CI else self.timings.work,
                "socket": str(sock), "script": str(self.root / "workloads" / w.path.name),
+               "env": {"PATH": workload_path()},
                "agent": [PY, str(self.bundle), "serve", "--socket", str(sock), "--workroom", w.name,
                          *self.timings.agent_args()]}
         outside_env = None
@@ -365,7 +386,7 @@ class Suite:
                " -o ConnectionAttempts=10"  # sshd may not listen yet: one try a second
                f" -o UserKnownHostsFile={keys / 'known_hosts'} -o StrictHostKeyChecking=yes"
                f" {self.user}@{INSIDE_ADDR}")
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(keys), "TRUTH_DIR": str(d),
+        env = {"PATH": workload_path(), "HOME": str(keys), "TRUTH_DIR": str(d),
                "TRUTH_WORK": str(cfg["work"]), "TRUTH_TOOLS": str(self.tools), "SSH_CMD": ssh,
                "TERM": "xterm", "LANG": "C.UTF-8"}
         return [sshd, "-D", "-e", "-f", str(config)], env
@@ -515,6 +536,9 @@ def _tail(path: Path) -> str:
 
 
 def run_suite(workloads: list[Workload], timings: Timings, jobs: int, keep: bool = False) -> list[Result]:
+    import cache  # beside this file
+
+    CACHE_BIN[:] = cache.prepare({n for w in workloads for n in w.needs})
     suite = Suite(timings, keep=keep, jobs=jobs)
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:

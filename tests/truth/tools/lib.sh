@@ -27,3 +27,15 @@ start_postgres() {
   return 1
 }
 PSQL="psql -h $TRUTH_DIR -U dev -d postgres -X -q"
+# What a command run on the box over ssh needs to find the harness's tools (an ssh session's PATH is the system's).
+BOXENV="PATH=$PATH TRUTH_DIR=$TRUTH_DIR TRUTH_TOOLS=$TRUTH_TOOLS"
+# A notebook server (jupyter_server, with ipykernel's kernel), token "truth", in $TRUTH_DIR/nb; log nb.log.
+JUPYTER="jupyter-server --ServerApp.ip=127.0.0.1 --ServerApp.port=8888 --ServerApp.port_retries=0 --ServerApp.open_browser=False --IdentityProvider.token=truth --ServerApp.root_dir=$TRUTH_DIR/nb"
+# A vite project (index.html and one module) in $TRUTH_DIR/web, on the harness's cached node_modules.
+make_vite_project() {
+  mkdir -p "$TRUTH_DIR/web"
+  ln -sfn "$(dirname "$(dirname "$(command -v vite)")")" "$TRUTH_DIR/web/node_modules"
+  printf '<!doctype html><html><body><div id="app"></div><script type="module" src="/main.js"></script></body></html>\n' > "$TRUTH_DIR/web/index.html"
+  printf 'document.querySelector("#app").textContent = "hello";\nif (import.meta.hot) import.meta.hot.accept();\n' > "$TRUTH_DIR/web/main.js"
+  printf 'export default { cacheDir: "%s/web/.vite", server: { host: "127.0.0.1", port: 5173, strictPort: true } };\n' "$TRUTH_DIR" > "$TRUTH_DIR/web/vite.config.mjs"
+}
