@@ -66,6 +66,7 @@ class _Proc(object):
         "ppid",
         "quick",
         "ran_at",
+        "reaper",
         "runtime",
         "sched",
         "start",
@@ -100,6 +101,9 @@ class _Proc(object):
         self.endless = False  # `sleep infinity`: a timer sleep that no job step follows
         self.wakes = 0  # timer sleeps seen to end: a process that sleeps again and again is ticking
         self.window = None  # [(monotonic, cpu seconds)] with CPU in the last CPU_WINDOW seconds
+        # A non-candidate whose reaped children are candidates (PID 1, a process of another user under
+        # `--candidates user`): [reaped CPU in clock ticks at the last look, ticks of known children gone since]
+        self.reaper = None
 
 
 def _parse_stat(raw):
@@ -257,6 +261,10 @@ class ProcSampler(object):
         self.job_due.pop(pid, None)
         self.job_waits.pop(pid, None)
         p = self.procs.pop(pid, None)
+        if p is not None and not p.excluded and p.ticks is not None:
+            parent = self.procs.get(p.ppid)
+            if parent is not None and parent.reaper is not None:
+                parent.reaper[1] += p.ticks + p.children  # seen already: not unseen work when it is reaped
         if p is not None:
             for fd in p.fds.values():
                 os.close(fd)
@@ -342,6 +350,10 @@ class ProcSampler(object):
                 p.excluded = os.stat("%s/%s" % (self.root, pid)).st_uid != self.only_uid
             except OSError:
                 return None
+            if p.excluded:
+                p.reaper = [p.children, 0]
+        if pid == "1" and not p.tree:
+            p.reaper = [p.children, 0]
         if not p.excluded:
             p.tty = self._on_tty(pid)
             if comm == "sleep":
@@ -445,6 +457,27 @@ class ProcSampler(object):
         for pid in [q for q in procs if q not in present]:
             self._drop(pid)
         self._listed = listed
+        self._reaped(now, sig)
+
+    def _reaped(self, now, sig):
+        """CPU of processes that lived between two ticks, reaped by a parent that is no candidate (PID 1 reaping
+        orphans, a root script forking a user's tools under `--candidates user`): its reaped-children time grew
+        by more than the known children it outlived had used. Read only when listing (a process was made)."""
+        for p in self.procs.values():
+            r = p.reaper
+            if r is None:
+                continue
+            try:
+                f = _parse_stat(self._read_once(self._path(p.pid, "stat")))[1]
+                children = int(f[STAT_CUTIME]) + int(f[STAT_CSTIME])
+            except (OSError, ValueError, IndexError):
+                continue
+            unseen = max(0, children - r[0] - r[1])
+            r[0], r[1] = children, 0
+            dt = now - p.last
+            p.last = now
+            if unseen or p.window:
+                self._judge_cpu(p, now, dt, unseen / self.clk_tck, sig)
 
     def _read_listed(self, now, sig, tty_out, pread=os.pread):
         """The tick's read of the last listing's candidates (the same order as listing again would give). The
@@ -603,7 +636,7 @@ class ProcSampler(object):
             if ran:
                 p.timer = self._wchan(p) if p.state == "S" else None
                 if p.pid in self.job_waits:
-                    self._end_job_wait(p.pid, now)
+                    self._end_job_wait(p.pid, now, woke=True)
                 if p.state == "S" and p.timer is None:
                     self.job_due[p.pid] = p
         elif p.window:
@@ -794,19 +827,30 @@ class ProcSampler(object):
         except OSError:
             return None
 
-    def _end_job_wait(self, pid, now):
+    def _end_job_wait(self, pid, now, woke=False):
+        """The step's wait is over: its parent ran, or (`woke`) it ran itself. A wake ends a wait on a Unix socket
+        (its wakes are all that is seen of its exchanges); a wait over TCP lasts through wakes (a keep-alive
+        answered), as long as the connection rule sees no listener's repeat on it."""
         entry = self.job_waits.pop(pid, None)
-        if entry is not None:
-            for w in entry[1]:
+        if entry is None:
+            return
+        kept = []
+        for w in entry[1]:
+            if woke and w.peer.kind == "tcp":
+                kept.append(w)
+            else:
                 self.job_memory.end(w, now)
+        if kept:
+            self.job_waits[pid] = (entry[0], kept, entry[2])
 
     def _tcp_cadence(self, owner, peer, now):
-        """Whether the connection rule saw a long wait on this key end with no work since: a listener re-asking."""
+        """Whether the connection rule judged a long wait on this key a listener's repeat (a job worker's pop
+        answered nothing and asked again), with no work by it since."""
         if peer.kind != "tcp":
             return False
         p = self.tcp_judge.peers.get((owner, peer.peer, peer.port, False))
-        return (p is not None and p.ended is not None and now - p.ended <= job_wait.RETURN_GAP
-                and (p.work_at is None or p.work_at < p.ended))
+        return (p is not None and p.beat_at is not None and now - p.beat_at <= job_wait.RETURN_GAP
+                and (p.work_at is None or p.work_at < p.beat_at))
 
     def _job_waits(self, now, sig):
         """Blocked processes that are a step their job waits on, holding a connection to a peer (job_wait): looked
@@ -814,18 +858,23 @@ class ProcSampler(object):
         for pid, p in list(self.job_due.items()):
             if p.excluded or self.procs.get(pid) is not p or p.state != "S" or p.timer is not None:
                 del self.job_due[pid]
+                self._end_job_wait(pid, now)
                 continue
             if now - p.ran_at < job_wait.WAIT_MIN:
                 continue
             del self.job_due[pid]
             peers = job_wait.find_peers(self.root, pid, p.ppid, self.tcp_judge.tracks, self.tcp_judge.listen_inodes,
                                         self._unix_reader(), self._wchan_of)
-            if peers:
-                owner = (pid, p.start)
+            found = set(peer.inode for peer in peers)
+            # waits over TCP that lasted through its wakes, on connections it still waits on
+            kept = [w for w in self.job_waits.pop(pid, (None, []))[1] if w.peer.inode in found]
+            known = set(w.peer.inode for w in kept)
+            owner = (pid, p.start)
+            waits = kept + [self.job_memory.begin(owner, peer, p.ran_at, self._tcp_cadence(owner, peer, now))
+                            for peer in peers if peer.inode not in known]
+            if waits:
                 parent = self.procs.get(p.ppid)
-                self.job_waits[pid] = (p, [self.job_memory.begin(owner, peer, p.ran_at,
-                                                                 self._tcp_cadence(owner, peer, now))
-                                           for peer in peers], None if parent is None else parent.ran_at)
+                self.job_waits[pid] = (p, waits, None if parent is None else parent.ran_at)
         voted = set(h[1] for h in sig.tcp)
         for pid, (p, waits, parent_ran) in list(self.job_waits.items()):
             parent = self.procs.get(p.ppid)
@@ -835,6 +884,8 @@ class ProcSampler(object):
                 self.job_due[pid] = p
                 continue
             for w in waits:
+                if w.counted and self._tcp_cadence(w.owner, w.peer, now):
+                    w.counted = False  # the connection rule saw it ask again with no work between: a listener
                 if not w.counted or pid in voted:
                     continue
                 if w.peer.kind == "tcp":

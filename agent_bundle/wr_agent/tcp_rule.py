@@ -193,11 +193,12 @@ class Track(object):
 
 
 class _Peer(object):
-    __slots__ = ("ended", "work_at")
+    __slots__ = ("beat_at", "ended", "work_at")
 
     def __init__(self):
         self.ended = None  # when the last long wait on this key ended (its answer's time where known)
         self.work_at = None  # when work was last seen on this key or by its process
+        self.beat_at = None  # when a long wait on this key was last judged a heartbeat (a repeat, no work between)
 
 
 class Judge(object):
@@ -307,6 +308,8 @@ class Judge(object):
                     work = max(p.work_at if p is not None and p.work_at is not None else -1.0,
                                self.owner_work.get(owner, -1.0))
                     heartbeat = work <= before + ANSWER_WORK
+                if heartbeat:
+                    self._peer(key).beat_at = start
                 t.wait = _Wait(start, key, not heartbeat)
             counted = t.wait is not None and t.wait.counted
             if active or counted or tail:

@@ -178,6 +178,12 @@ class Result:
         return sum(1 for t, busy, _ in self.samples
                    if self.work_start + grace <= t <= self.work_end - 1.0 and not busy)
 
+    def time_to_busy(self) -> float | None:
+        """From the start of work to the first BUSY second (busy workloads); None for idle ones or never."""
+        if self.expect != "busy" or self.work_start is None:
+            return None
+        return next((t - self.work_start for t, busy, _ in self.samples if t >= self.work_start and busy), None)
+
     def busy_fraction(self) -> float | None:
         if self.work_start is None:
             return None
@@ -550,23 +556,35 @@ def run_suite(workloads: list[Workload], timings: Timings, jobs: int, keep: bool
 
 
 def table(results: list[Result], timings: Timings) -> str:
-    head = (f"{'workload':<22} {'expect':<6} {'busy%':>6} {'false idle':>10} {'to idle':>8} {'ok':<4} "
+    head = (f"{'workload':<26} {'expect':<6} {'busy%':>6} {'false idle':>10} {'to busy':>8} {'to idle':>8} {'ok':<4} "
             f"reasons (work) / after")
     lines = [head, "-" * len(head)]
     for r in sorted(results, key=lambda r: r.name):
         if r.skipped or r.error:
-            lines.append(f"{r.name:<22} {r.expect:<6} {'-':>6} {'-':>10} {'-':>8} "
+            lines.append(f"{r.name:<26} {r.expect:<6} {'-':>6} {'-':>10} {'-':>8} {'-':>8} "
                          f"{'skip' if r.skipped else 'ERR':<4} {r.skipped or r.error}")
             continue
         bf = r.busy_fraction()
         tti = r.time_to_idle()
+        ttb = r.time_to_busy()
         lines.append(
-            f"{r.name + (' *' if r.debatable else ''):<22} {r.expect:<6} "
+            f"{r.name + (' *' if r.debatable else ''):<26} {r.expect:<6} "
             f"{'-' if bf is None else f'{bf * 100:.0f}':>6} {r.false_idle(timings.grace):>10} "
+            f"{'-' if ttb is None else f'{ttb:.0f} s':>8} "
             f"{'never' if tti is None else f'{tti:.0f} s':>8} {'yes' if r.ok(timings) else 'NO':<4} "
             f"{', '.join(r.reasons('work')) or '-'} / {', '.join(r.reasons('after')) or '-'}")
     lines.append("* debatable (see the workload's header).  busy% = BUSY seconds during work (idle: after "
-                 "setup); to idle = from the end of work (idle: from setup) to a verdict that stays IDLE.")
+                 "setup); to busy = from the start of work to the first BUSY second; to idle = from the end of work "
+                 "(idle: from setup) to a verdict that stays IDLE.")
+    ran = [r for r in results if not (r.skipped or r.error)]
+    ttbs = [t for t in (r.time_to_busy() for r in ran) if t is not None]
+    ttis = [t for t in (r.time_to_idle() for r in ran) if t is not None]
+    lines.append(f"{len(results)} workloads ({len(ran)} ran, {sum(1 for r in results if r.skipped)} skipped, "
+                 f"{sum(1 for r in results if r.error)} errors): false idle in "
+                 f"{sum(1 for r in ran if r.false_idle(timings.grace))}, busy for ever in "
+                 f"{sum(1 for r in ran if r.busy_for_ever(timings))}; worst time to busy "
+                 f"{max(ttbs, default=0):.0f} s, worst time to idle {max(ttis, default=0):.0f} s; "
+                 f"{sum(1 for r in results if r.proof)} proved by their own logs")
     return "\n".join(lines)
 
 

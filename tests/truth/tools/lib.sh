@@ -39,3 +39,11 @@ make_vite_project() {
   printf 'document.querySelector("#app").textContent = "hello";\nif (import.meta.hot) import.meta.hot.accept();\n' > "$TRUTH_DIR/web/main.js"
   printf 'export default { cacheDir: "%s/web/.vite", server: { host: "127.0.0.1", port: 5173, strictPort: true } };\n' "$TRUTH_DIR" > "$TRUTH_DIR/web/vite.config.mjs"
 }
+# A Redis server of the workload's own on a Unix socket ($TRUTH_DIR/redis.sock, no TCP), log redis.log.
+REDIS="redis-cli -s $TRUTH_DIR/redis.sock"
+start_redis() {
+  redis-server --port 0 --unixsocket "$TRUTH_DIR/redis.sock" --unixsocketperm 700 --dir "$TRUTH_DIR" --save "" \
+    --appendonly no --enable-debug-command yes --logfile "$TRUTH_DIR/redis.log" --daemonize no &
+  for _ in $(seq 100); do [ "$($REDIS ping 2>/dev/null)" = PONG ] && return 0; sleep 0.1; done
+  return 1
+}
