@@ -101,8 +101,9 @@ class _Proc(object):
         self.endless = False  # `sleep infinity`: a timer sleep that no job step follows
         self.wakes = 0  # timer sleeps seen to end: a process that sleeps again and again is ticking
         self.window = None  # [(monotonic, cpu seconds)] with CPU in the last CPU_WINDOW seconds
-        # A non-candidate whose reaped children are candidates (PID 1, a process of another user under
-        # `--candidates user`): [reaped CPU in clock ticks at the last look, ticks of known children gone since]
+        # A non-candidate whose reaped children are candidates (PID 1; a process of another user under
+        # `--candidates user` once a child of it is a candidate): [reaped CPU in clock ticks at the last look (None:
+        # not read yet), ticks of known children gone since]; [] another user's, no candidate child seen yet
         self.reaper = None
 
 
@@ -173,6 +174,7 @@ class ProcSampler(object):
         self.job_due = {}
         self.job_waits = {}  # pid -> (_Proc, [job_wait.Wait], the parent's ran_at when looked at)
         self.job_memory = job_wait.Memory()
+        self.reapers = {}  # pid -> _Proc whose reaped-children time is read on listing ticks (_reaped)
         self._unix = None if root != "/proc" else False  # unix_diag reader, opened at first need (False: not yet)
 
     # -- file helpers -------------------------------------------------------------------------------------
@@ -258,12 +260,13 @@ class ProcSampler(object):
                 and now - self._listed_at < FULL_SCAN_SECONDS)
 
     def _drop(self, pid):
+        self.reapers.pop(pid, None)
         self.job_due.pop(pid, None)
         self.job_waits.pop(pid, None)
         p = self.procs.pop(pid, None)
         if p is not None and not p.excluded and p.ticks is not None:
             parent = self.procs.get(p.ppid)
-            if parent is not None and parent.reaper is not None:
+            if parent is not None and parent.reaper:
                 parent.reaper[1] += p.ticks + p.children  # seen already: not unseen work when it is reaped
         if p is not None:
             for fd in p.fds.values():
@@ -351,9 +354,13 @@ class ProcSampler(object):
             except OSError:
                 return None
             if p.excluded:
-                p.reaper = [p.children, 0]
+                p.reaper = []  # another user's: read as a reaper once a candidate child of it is seen
         if pid == "1" and not p.tree:
             p.reaper = [p.children, 0]
+            self.reapers[pid] = p
+        if not p.excluded and parent is not None and parent.reaper == []:
+            parent.reaper = [None, 0]  # its reaped time is read from the next listing on
+            self.reapers[ppid] = parent
         if not p.excluded:
             p.tty = self._on_tty(pid)
             if comm == "sleep":
@@ -463,16 +470,14 @@ class ProcSampler(object):
         """CPU of processes that lived between two ticks, reaped by a parent that is no candidate (PID 1 reaping
         orphans, a root script forking a user's tools under `--candidates user`): its reaped-children time grew
         by more than the known children it outlived had used. Read only when listing (a process was made)."""
-        for p in self.procs.values():
+        for p in self.reapers.values():
             r = p.reaper
-            if r is None:
-                continue
             try:
                 f = _parse_stat(self._read_once(self._path(p.pid, "stat")))[1]
                 children = int(f[STAT_CUTIME]) + int(f[STAT_CSTIME])
             except (OSError, ValueError, IndexError):
                 continue
-            unseen = max(0, children - r[0] - r[1])
+            unseen = 0 if r[0] is None else max(0, children - r[0] - r[1])
             r[0], r[1] = children, 0
             dt = now - p.last
             p.last = now
