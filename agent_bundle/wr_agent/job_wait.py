@@ -156,10 +156,13 @@ def blocked_fd(root, pid):
 def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan):
     """The peers a blocked process `pid` waits on as a step of its job, or [] (see the module's rule)."""
     fd_dir = "%s/%s/fd" % (root, pid)
+    wchan = read_wchan(ppid)  # first: most blocked processes are daemons nobody waits on
+    if wchan is None or (wchan not in PARENT_WAIT_WCHANS and (wchan in ("0", "") or "nanosleep" in wchan)):
+        return []
     if _is_terminal(_link(fd_dir + "/0")):
         return []
     out = _link(fd_dir + "/1")
-    if not parent_waits(root, ppid, out if out.startswith("pipe:[") else "", read_wchan):
+    if not parent_waits(root, ppid, out if out.startswith("pipe:[") else "", lambda _pid: wchan):
         return []
     socks, _pipes = socket_inodes(fd_dir)
     peers = []

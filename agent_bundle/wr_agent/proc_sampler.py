@@ -175,6 +175,7 @@ class ProcSampler(object):
         self.job_waits = {}  # pid -> (_Proc, [job_wait.Wait], the parent's ran_at when looked at)
         self.job_memory = job_wait.Memory()
         self.reapers = {}  # pid -> _Proc whose reaped-children time is read on listing ticks (_reaped)
+        self._parent_wchan = {}  # pid -> (its schedstat bytes, wchan) for parents of blocked processes
         self._unix = None if root != "/proc" else False  # unix_diag reader, opened at first need (False: not yet)
 
     # -- file helpers -------------------------------------------------------------------------------------
@@ -261,6 +262,7 @@ class ProcSampler(object):
 
     def _drop(self, pid):
         self.reapers.pop(pid, None)
+        self._parent_wchan.pop(pid, None)
         self.job_due.pop(pid, None)
         self.job_waits.pop(pid, None)
         p = self.procs.pop(pid, None)
@@ -827,10 +829,20 @@ class ProcSampler(object):
         return self._unix
 
     def _wchan_of(self, pid):
+        """A parent's wchan, kept while it has not run (its schedstat bytes unchanged): a supervisor or a shell
+        with many children blocked is read once, not once per child's block."""
+        p = self.procs.get(pid)
+        mark = None if p is None or p.excluded else p.sched
+        kept = self._parent_wchan.get(pid)
+        if kept is not None and mark is not None and kept[0] == mark:
+            return kept[1]
         try:
-            return self._read_once(self._path(pid, "wchan"), 128).decode("ascii", "replace").strip()
+            wchan = self._read_once(self._path(pid, "wchan"), 128).decode("ascii", "replace").strip()
         except OSError:
             return None
+        if mark is not None:
+            self._parent_wchan[pid] = (mark, wchan)
+        return wchan
 
     def _end_job_wait(self, pid, now, woke=False):
         """The step's wait is over: its parent ran, or (`woke`) it ran itself. A wake ends a wait on a Unix socket
