@@ -14,7 +14,8 @@ import errno
 import socket
 import struct
 
-NETLINK_SOCK_DIAG = 4
+from wr_agent import tcp_diag
+
 SOCK_DIAG_BY_FAMILY = 20
 NLM_F_REQUEST = 0x1
 NLMSG_ERROR, NLMSG_DONE = 2, 3
@@ -103,12 +104,9 @@ class UnixDiag(object):
     open where the kernel (or a sandbox) has no sock_diag for AF_UNIX."""
 
     def __init__(self, timeout=0.5):
-        self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | getattr(socket, "SOCK_CLOEXEC", 0),
-                                  NETLINK_SOCK_DIAG)
+        self.sock = tcp_diag.open_socket(timeout)
         self.seq = 0
         try:
-            self.sock.settimeout(timeout)
-            self.sock.bind((0, 0))
             self.lookup(0xFFFFFFFE)  # refused here (EACCES, no unix_diag) rather than on a tick
         except BaseException:
             self.sock.close()
@@ -119,10 +117,7 @@ class UnixDiag(object):
         self.seq = (self.seq + 1) & 0xFFFFFFFF
         self.sock.send(request(ino, self.seq))
         while True:
-            try:
-                data = self.sock.recv(8192)
-            except socket.timeout:
-                raise OSError(errno.ETIMEDOUT, "unix_diag did not answer") from None
+            data = tcp_diag.receive(self.sock, 8192, "unix_diag")
             _length, _kind, _flags, mseq, _pid = _NLMSGHDR.unpack_from(data, 0)
             if mseq == self.seq:
                 return parse(data, self.seq)

@@ -226,7 +226,7 @@ class Result:
 class Suite:
     """One run: a test user, a built agent, a private directory; workloads run in parallel."""
 
-    def __init__(self, timings: Timings, keep: bool = False, jobs: int = 8) -> None:
+    def __init__(self, timings: Timings, keep: bool = False, jobs: int = 12) -> None:
         if os.geteuid() != 0:
             raise PermissionError("the truth suite needs root (namespaces and a test user)")
         self.timings = timings
@@ -367,8 +367,9 @@ class Suite:
                         pass
                 subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
 
-    def _sshd(self, d: Path, cfg: dict) -> tuple[list[str], dict[str, str]]:
-        """sshd for the box (run by its init, as root) and the ssh command a developer outside types."""
+    def _sshd_with_keys(self, keys: Path, listen: str, names: tuple[str, str]) -> list[str]:
+        """A real sshd's command (run as root; logins as the test user) listening on `listen`:22, with a host key
+        and one client key made in `keys`, the host key pinned in `keys`/known_hosts."""
         for extra in (HERE.parent, HERE.parent.parent / "tools" / "simbox"):  # as pytest's pythonpath
             if str(extra) not in sys.path:
                 sys.path.insert(0, str(extra))
@@ -378,53 +379,42 @@ class Suite:
         if sshd is None:
             raise RuntimeError("OpenSSH server not installed")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-        keys = d / "ssh"
         keys.mkdir(mode=0o755)
-        sshd_fixture.keygen(keys / "host", "truth-host")
-        sshd_fixture.keygen(keys / "client", "truth-client")
+        sshd_fixture.keygen(keys / "host", names[0])
+        sshd_fixture.keygen(keys / "client", names[1])
         auth = keys / "authorized_keys"
         auth.write_text((keys / "client.pub").read_text())
         auth.chmod(0o644)
-        (keys / "known_hosts").write_text(f"{INSIDE_ADDR} {(keys / 'host.pub').read_text()}")
-        config = sshd_fixture.write_sshd_config(keys, listen=INSIDE_ADDR, port=22, user=self.user,
+        (keys / "known_hosts").write_text(f"{listen} {(keys / 'host.pub').read_text()}")
+        (keys / "known_hosts").chmod(0o644)
+        config = sshd_fixture.write_sshd_config(keys, listen=listen, port=22, user=self.user,
                                                 host_key=keys / "host", authorized_keys=str(auth))
-        ssh = (f"ssh -F /dev/null -tt -i {keys / 'client'} -o IdentitiesOnly=yes -o BatchMode=yes"
-               " -o ConnectionAttempts=10"  # sshd may not listen yet: one try a second
-               f" -o UserKnownHostsFile={keys / 'known_hosts'} -o StrictHostKeyChecking=yes"
-               f" {self.user}@{INSIDE_ADDR}")
+        return [sshd, "-D", "-e", "-f", str(config)]
+
+    @staticmethod
+    def _ssh_command(keys: Path, target: str, extra: str = "") -> str:
+        return (f"ssh -F /dev/null{extra} -i {keys / 'client'} -o IdentitiesOnly=yes -o BatchMode=yes"
+                " -o ConnectionAttempts=10"  # sshd may not listen yet: one try a second
+                f" -o UserKnownHostsFile={keys / 'known_hosts'} -o StrictHostKeyChecking=yes {target}")
+
+    def _sshd(self, d: Path, cfg: dict) -> tuple[list[str], dict[str, str]]:
+        """sshd for the box (run by its init, as root) and the ssh command a developer outside types."""
+        keys = d / "ssh"
+        argv = self._sshd_with_keys(keys, INSIDE_ADDR, ("truth-host", "truth-client"))
+        ssh = self._ssh_command(keys, f"{self.user}@{INSIDE_ADDR}", " -tt")
         env = {"PATH": workload_path(), "HOME": str(keys), "TRUTH_DIR": str(d),
                "TRUTH_WORK": str(cfg["work"]), "TRUTH_TOOLS": str(self.tools), "SSH_CMD": ssh,
                "TERM": "xterm", "LANG": "C.UTF-8"}
-        return [sshd, "-D", "-e", "-f", str(config)], env
+        return argv, env
 
     def _remote_sshd(self, d: Path, cfg: dict) -> list[str]:
-        """A real sshd in the outside world (run as root there; logins as the test user), and the ssh command the
-        box's jobs run as SSH_REMOTE (its key the test user's own, the outside's host key pinned)."""
-        for extra in (HERE.parent, HERE.parent.parent / "tools" / "simbox"):
-            if str(extra) not in sys.path:
-                sys.path.insert(0, str(extra))
-        from fixtures import sshd as sshd_fixture
-
-        sshd = sshd_fixture.find_sshd()
-        if sshd is None:
-            raise RuntimeError("OpenSSH server not installed")
-        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+        """A real sshd in the outside world, and the ssh command the box's jobs run as SSH_REMOTE (its key the
+        test user's own, the outside's host key pinned)."""
         keys = d / "rssh"
-        keys.mkdir(mode=0o755)
-        sshd_fixture.keygen(keys / "host", "truth-remote")
-        sshd_fixture.keygen(keys / "client", "truth-box")
-        auth = keys / "authorized_keys"
-        auth.write_text((keys / "client.pub").read_text())
-        auth.chmod(0o644)
-        (keys / "known_hosts").write_text(f"{OUTSIDE_ADDR} {(keys / 'host.pub').read_text()}")
-        (keys / "known_hosts").chmod(0o644)
+        argv = self._sshd_with_keys(keys, OUTSIDE_ADDR, ("truth-remote", "truth-box"))
         os.chown(keys / "client", self.uid, self.gid)
-        config = sshd_fixture.write_sshd_config(keys, listen=OUTSIDE_ADDR, port=22, user=self.user,
-                                                host_key=keys / "host", authorized_keys=str(auth))
-        cfg.setdefault("env", {})["SSH_REMOTE"] = (
-            f"ssh -F /dev/null -i {keys / 'client'} -o IdentitiesOnly=yes -o BatchMode=yes -o ConnectionAttempts=10"
-            f" -o UserKnownHostsFile={keys / 'known_hosts'} -o StrictHostKeyChecking=yes {self.user}@{OUTSIDE_ADDR}")
-        return [sshd, "-D", "-e", "-f", str(config)]
+        cfg.setdefault("env", {})["SSH_REMOTE"] = self._ssh_command(keys, f"{self.user}@{OUTSIDE_ADDR}")
+        return argv
 
     def _record(self, d: Path, sock: Path, res: Result, inner: subprocess.Popen[bytes], stay: float) -> None:
         tm = self.timings
@@ -591,7 +581,7 @@ def table(results: list[Result], timings: Timings) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-k", dest="only", action="append", default=[], help="run only workloads with this in the name")
-    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--jobs", type=int, default=12)
     ap.add_argument("--real-time", action="store_true", help="production timings (30 s hold, 600 s watch)")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory (logs) for a look")
     a = ap.parse_args(argv)
