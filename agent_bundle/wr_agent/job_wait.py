@@ -109,12 +109,12 @@ def _is_terminal(target):
 
 
 def socket_inodes(fd_dir, limit=SOCKETS_MAX):
-    """(socket inodes, pipe inodes) among a process's open files."""
-    socks, pipes = [], set()
+    """The socket inodes among a process's open files."""
+    socks = []
     try:
         names = os.listdir(fd_dir)
     except OSError:
-        return socks, pipes
+        return socks
     for fd in names:
         target = _link(fd_dir + "/" + fd)
         if target.startswith("socket:[") and len(socks) < limit:
@@ -122,14 +122,12 @@ def socket_inodes(fd_dir, limit=SOCKETS_MAX):
                 socks.append(int(target[8:-1]))
             except ValueError:
                 pass
-        elif target.startswith("pipe:["):
-            pipes.add(target)
-    return socks, pipes
+    return socks
 
 
 def parent_waits(root, ppid, out_pipe, read_wchan):
-    """Whether the parent waits for its child: blocked in wait(), or blocked holding the pipe the child writes
-    its output to (reading it). `read_wchan(pid)`: the parent's wchan or None."""
+    """Whether the parent waits for its child: blocked in wait(), or blocked holding the read end of the pipe the
+    child writes its output to. `read_wchan(pid)`: the parent's wchan or None."""
     wchan = read_wchan(ppid)
     if wchan is None:
         return False
@@ -137,7 +135,27 @@ def parent_waits(root, ppid, out_pipe, read_wchan):
         return True
     if not out_pipe or wchan in ("0", "") or "nanosleep" in wchan:
         return False
-    return out_pipe in socket_inodes("%s/%s/fd" % (root, ppid))[1]
+    return reads_pipe(root, ppid, out_pipe)
+
+
+def reads_pipe(root, pid, pipe):
+    """Whether `pid` holds the read end of `pipe` ("pipe:[ino]"): its parent reads what the child writes. The
+    write end every child inherits with its parent's output is not it (fdinfo's flags say which end)."""
+    fd_dir = "%s/%s/fd" % (root, pid)
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return False
+    for fd in names:
+        if _link(fd_dir + "/" + fd) == pipe:
+            try:
+                with open("%s/%s/fdinfo/%s" % (root, pid, fd), "rb") as f:
+                    for line in f.read(512).split(b"\n"):
+                        if line.startswith(b"flags:") and int(line.split()[1], 8) & 3 == os.O_RDONLY:
+                            return True
+            except (OSError, ValueError, IndexError):
+                continue
+    return False
 
 
 def blocked_fd(root, pid):
@@ -164,7 +182,7 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan):
     out = _link(fd_dir + "/1")
     if not parent_waits(root, ppid, out if out.startswith("pipe:[") else "", lambda _pid: wchan):
         return []
-    socks, _pipes = socket_inodes(fd_dir)
+    socks = socket_inodes(fd_dir)
     peers = []
     for ino in socks:
         if ino in tcp_listening:

@@ -1,6 +1,7 @@
 """A job step waiting on a peer (wr_agent/job_wait.py): the cadence memory on a fake clock, the unix_diag parser
 on answers built as the kernel lays them out, and the rule's /proc facts on a real process tree and sockets."""
 
+import os
 import socket
 import struct
 import subprocess
@@ -103,3 +104,16 @@ def test_a_child_blocked_on_its_connection_to_a_server_while_its_parent_waits_is
         parent.wait(timeout=10)
         srv.close()
         reader.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+def test_a_parent_reads_its_childs_output_pipe_but_sharing_its_own_output_with_the_child_is_not_reading_it():
+    out = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], stdout=subprocess.PIPE)
+    try:
+        pipe = os.readlink(f"/proc/{out.pid}/fd/1")
+        assert pipe.startswith("pipe:[")
+        assert job_wait.reads_pipe("/proc", str(os.getpid()), pipe)  # we hold its read end (stdout=PIPE)
+        assert not job_wait.reads_pipe("/proc", str(out.pid), pipe)  # the child holds the write end only
+    finally:
+        out.kill()
+        out.wait(timeout=10)
