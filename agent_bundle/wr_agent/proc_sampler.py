@@ -810,7 +810,7 @@ class ProcSampler(object):
         for owner, track in self.tcp_judge.busy(now, self._owner_of, self.wall()):
             pid = owner[0]
             p = self.procs.get(pid)
-            if p is None:
+            if p is None or self._to_own_child(pid, track):
                 continue
             if pid in seen and seen[pid].busy_from <= track.busy_from:
                 continue  # one reason per process: its connection busy the longest (stable across ticks)
@@ -913,6 +913,25 @@ class ProcSampler(object):
                 else:
                     sig.unix.append((p.comm, pid, w.peer.facts(round(w.start, 1))))
                 voted.add(pid)
+
+    def _to_own_child(self, pid, track):
+        """Whether `track` is a connection from `pid` to a process of its own making in this box (a notebook
+        server's ZMQ sockets to the kernel it started): that child's own signals say whether it works, and a
+        subscription it never answers (the server's SUB to the kernel's PUB) is no request of a job."""
+        if track.inbound:
+            return False
+        for other in self.tcp_judge.tracks.values():
+            if other.lport == track.pport and other.pport == track.lport and other.peer == track.peer:
+                child = self._owner_of(other.inode)
+                q = self.procs.get(child[0]) if child is not None else None
+                for _ in range(64):
+                    if q is None:
+                        return False
+                    if q.ppid == pid:
+                        return True
+                    q = self.procs.get(q.ppid)
+                return False
+        return False
 
     def _owner_of(self, inode):
         """(pid, start) of the candidate owning this socket, or None. Looked up by scanning candidates' fd
