@@ -35,6 +35,9 @@ ANSWER_WORK = 2.0
 QUEUE_STALL = 60.0  # a full send queue whose peer took nothing this long is a stuck peer, not an upload
 RETURN_GAP = 60.0  # a long wait on a key whose last one ended with no work since, after at most this much silence
 REPLY_WINDOW = 0.2  # seconds: inbound data this soon after this end's send is the peer's reply, not a request
+# Seconds: a send this soon after data the peer pushed unasked is this end's reply (a pong, ssh's CHANNEL_CLOSE
+# confirming the server's), not a request. Wider than REPLY_WINDOW: on a loaded box the reply waits for a CPU.
+PUSH_REPLY = 1.0
 # Seconds: two reads of one wait's start that differ less than this are the same wait. A wait is tracked only
 # once it is WAIT_MIN long, so the next one starts at least that much later; below it, a read's lateness.
 SAME = 1.5
@@ -161,7 +164,7 @@ class Track(object):
         The kernel's times have a jiffy's resolution (1-4 ms): a send and a receive within one read as equal,
         an exchange answered at once (a request answered on loopback, then an idle connection). A reply is
         no request: inbound, data within REPLY_WINDOW of this end's last send (a pong to our ping); outbound,
-        a send within REPLY_WINDOW of data the peer pushed unasked (a pong to a server's ping), while a send
+        a send within PUSH_REPLY of data the peer pushed unasked (a pong to a server's ping), while a send
         right after an answer (a query after the server's "ready", the next long poll) is one."""
         if self.state != ESTABLISHED:
             return None
@@ -170,7 +173,7 @@ class Track(object):
                                               or self.sent_ago - self.recv_ago >= REPLY_WINDOW * 1000):
                 return self.recv_at
         elif self.sent_ago is not None and (self.recv_ago is None or self.sent_ago < self.recv_ago):
-            if self.push_at is not None and 0 <= self.sent_at - self.push_at < REPLY_WINDOW:
+            if self.push_at is not None and 0 <= self.sent_at - self.push_at < PUSH_REPLY:
                 return None
             return self.sent_at
         return None

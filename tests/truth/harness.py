@@ -226,7 +226,7 @@ class Result:
 class Suite:
     """One run: a test user, a built agent, a private directory; workloads run in parallel."""
 
-    def __init__(self, timings: Timings, keep: bool = False, jobs: int = 12) -> None:
+    def __init__(self, timings: Timings, keep: bool = False, jobs: int = 10) -> None:
         if os.geteuid() != 0:
             raise PermissionError("the truth suite needs root (namespaces and a test user)")
         self.timings = timings
@@ -581,7 +581,7 @@ def table(results: list[Result], timings: Timings) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-k", dest="only", action="append", default=[], help="run only workloads with this in the name")
-    ap.add_argument("--jobs", type=int, default=12)
+    ap.add_argument("--jobs", type=int, default=10)
     ap.add_argument("--real-time", action="store_true", help="production timings (30 s hold, 600 s watch)")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory (logs) for a look")
     a = ap.parse_args(argv)
