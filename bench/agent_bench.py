@@ -2,12 +2,15 @@
 memory, time-to-busy and time-to-idle. Prints the figures; cleans up every process it started by PID.
 
     sudo .venv/bin/python bench/agent_bench.py [--seconds 20] [--mode ns|host] [--full-record]
-        [--connections 200] [--chatty] [--quick]
+        [--connections 200] [--chatty] [--quick] [--baseline REF [--runs 3]]
 
 `--connections N`: N established loopback connections (idle, held by one process) beside the sleepers, as a
 box with a database pool, editors' language servers and browser tabs has. `--chatty`: one of them carries a
 ping every second, so segments move on every tick and the agent reads every socket each time (the gate open).
 `--quick`: one short run (5 s, 20 sleepers, one trial) to check the script works.
+`--baseline REF`: the agent as it was at git REF (its agent_bundle, bundled the same way) measured beside this
+tree's, alternating run by run (`--runs` each), so a change is read against what it replaces on the same machine
+at the same moment; prints both and the medians.
 
 `ns` (default as root): the agent and the sleepers run in a fresh PID namespace, so the process count is
 exactly what is measured. `host`: the agent watches the whole host (`--candidates user` when not root).
@@ -164,7 +167,24 @@ def seed_full_record(path, budget=128 * 1024):
     os.chmod(path, 0o600)
 
 
-def measure(mode, extra, seconds, hold, full_record=False, connections=0, chatty=False, cycles=3, warm_up=3.0):
+def bundle_from(ref, out_dir):
+    """The agent zipapp built from git REF's agent_bundle (None: this tree's), in out_dir; returns its path."""
+    src = AGENT_SRC
+    if ref is not None:
+        src = os.path.join(out_dir, "src")
+        os.makedirs(src)
+        archive = subprocess.run(["git", "-C", os.path.dirname(HERE), "archive", ref, "agent_bundle"],
+                                 check=True, capture_output=True, timeout=60).stdout
+        subprocess.run(["tar", "-x", "-C", src], input=archive, check=True, timeout=60)
+        src = os.path.join(src, "agent_bundle")
+    pyz = os.path.join(out_dir, "wr-agent.pyz")
+    subprocess.run([sys.executable, "-m", "wr_agent", "bundle", "--out", pyz], check=True, timeout=60,
+                   env=dict(os.environ, PYTHONPATH=src), stdout=subprocess.DEVNULL)
+    return pyz
+
+
+def measure(mode, extra, seconds, hold, full_record=False, connections=0, chatty=False, cycles=3, warm_up=3.0,
+            ref=None):
     r = Runner(mode)
     tmp = tempfile.mkdtemp(prefix="wrbench")
     os.chmod(tmp, 0o700)
@@ -177,9 +197,7 @@ def measure(mode, extra, seconds, hold, full_record=False, connections=0, chatty
                              stdout=subprocess.PIPE)
             if holder.stdout.readline().strip() != b"ready":
                 raise RuntimeError("the connection holder did not start")
-        pyz = os.path.join(tmp, "wr-agent.pyz")  # measured as deployed: the zipapp
-        subprocess.run([sys.executable, "-m", "wr_agent", "bundle", "--out", pyz], check=True, timeout=60,
-                       env=dict(os.environ, PYTHONPATH=AGENT_SRC), stdout=subprocess.DEVNULL)
+        pyz = bundle_from(ref, tmp)  # measured as deployed: the zipapp
         if full_record:
             seed_full_record(sock + ".timeline")
         argv = [sys.executable, pyz, "serve", "--socket", sock, "--no-heartbeat", "--hold-seconds", str(hold)]
@@ -224,7 +242,8 @@ def measure(mode, extra, seconds, hold, full_record=False, connections=0, chatty
             t = time.monotonic()
             idle.append(sub.wait_verdict("IDLE", hold + 10) - t)
             time.sleep(1.2)
-        return {"mode": mode, "extra_sleepers": extra, "connections": connections, "chatty": chatty,
+        return {"build": ref or "this tree", "mode": mode, "extra_sleepers": extra, "connections": connections,
+                "chatty": chatty,
                 "cpu_share_pct": round(share * 100, 3),
                 "rss_mb": round(rss / 1024.0, 1), "time_to_busy_max_s": round(max(busy), 2),
                 "time_to_idle_max_s": round(max(idle), 2), "hold_s": hold}
@@ -245,22 +264,36 @@ def main():
     ap.add_argument("--connections", type=int, default=0, help="established idle loopback connections")
     ap.add_argument("--chatty", action="store_true", help="one connection pings every second (gate open)")
     ap.add_argument("--quick", action="store_true", help="a few seconds: one small run, no figures asserted")
+    ap.add_argument("--baseline", metavar="REF", help="also measure the agent at git REF, alternating with this one")
+    ap.add_argument("--runs", type=int, default=1, help="runs of each build per count (with --baseline)")
     args = ap.parse_args()
     if args.quick:
         args.seconds, args.hold, args.counts = 1.0, 1.0, "20"
     rows = []
+    builds = [args.baseline, None] if args.baseline else [None]
     for n in [int(x) for x in args.counts.split(",")]:
-        row = measure(args.mode, n, args.seconds, args.hold, args.full_record, args.connections, args.chatty,
-                      cycles=1 if args.quick else 3, warm_up=1.0 if args.quick else 3.0)
-        rows.append(row)
-        print(json.dumps(row), flush=True)
+        for _ in range(args.runs):
+            for ref in builds:
+                row = measure(args.mode, n, args.seconds, args.hold, args.full_record, args.connections, args.chatty,
+                              cycles=1 if args.quick else 3, warm_up=1.0 if args.quick else 3.0, ref=ref)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     chatty = " chatty" if args.chatty else ""
     print(f"\nmode={args.mode} window={args.seconds:g}s connections={args.connections}{chatty}"
           "  (goals: <=0.1% @20, <=0.5% @500 (<=0.35% with connections), RSS<=20MB, busy<=1s, idle<=hold+1s)")
     for row in rows:
-        print(f"{row['extra_sleepers']:4d} sleepers: tick cost {row['cpu_share_pct']:.3f}% of a core, "
+        print(f"{row['build'][:12]:>12} {row['extra_sleepers']:4d} sleepers: "
+              f"tick cost {row['cpu_share_pct']:.3f}% of a core, "
               f"RSS {row['rss_mb']:.1f} MB, time-to-busy <= {row['time_to_busy_max_s']:.2f} s, "
               f"time-to-idle <= {row['time_to_idle_max_s']:.2f} s (hold {row['hold_s']:g} s)")
+    if args.baseline:
+        for n in [int(x) for x in args.counts.split(",")]:
+            for ref in builds:
+                own = [r for r in rows if r["extra_sleepers"] == n and r["build"] == (ref or "this tree")]
+                mine = sorted(r["cpu_share_pct"] for r in own)
+                rss = max(r["rss_mb"] for r in own)
+                print(f"median {ref or 'this tree'} @{n}: {mine[len(mine) // 2]:.3f}% of a core "
+                      f"(runs {', '.join(f'{m:.3f}' for m in mine)}), RSS max {rss:.1f} MB")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,9 @@ from wr_agent import reasons as R
 TTY_BYTES_PER_S, TTY_WINDOW = 200.0, 5.0
 KEYSTROKE_WINDOW = 10.0
 NET_BYTES_PER_S, NET_WINDOW = 500.0, 3.0
+# The network signal counts a flow, not a burst: every tick of the window moved at least this share of the rate.
+# A poll's answer through a tunnel, however big, moves in one or two ticks.
+NET_TICK_SHARE = 0.25
 GAP_SECONDS = 30.0
 MASK_SECONDS = 3.0
 REASONS_MAX = 8
@@ -58,6 +61,13 @@ class Classifier(object):
             window.popleft()
         return sum(v for _, v in window) / span
 
+    def _flowing(self, now):
+        """Bytes moved on every tick of the network window (NET_TICK_SHARE of the rate each): a flow, not a burst."""
+        floor = NET_BYTES_PER_S * self.tick_seconds * NET_TICK_SHARE
+        window = self._net
+        return (len(window) >= 2 and now - window[0][0] >= NET_WINDOW - 1.5 * self.tick_seconds
+                and all(v >= floor for _, v in window))
+
     def step(self, now, sig):
         """Feed one tick's signals; return (busy, reasons), each reason one of `reasons.ROWS` (data, see there)."""
         mark = now if self.gap_clock is None else self.gap_clock()
@@ -87,6 +97,8 @@ class Classifier(object):
             # names the process only
             facts = t[2] if len(t) > 2 and isinstance(t[2], dict) else {}
             reasons.append(R.make(R.TCP, t[0], t[1], **facts))
+        for comm, pid, facts in sig.unix:
+            reasons.append(R.make(R.UNIX, comm, pid, **facts))
         tty_rate = self._rate(self._tty, now, TTY_WINDOW, sig.tty_bytes)
         if tty_rate >= TTY_BYTES_PER_S:
             # No rate in the reason: a reason that changes every tick would push an event every tick,
@@ -95,7 +107,7 @@ class Classifier(object):
         if sig.keystroke_age is not None and sig.keystroke_age <= KEYSTROKE_WINDOW:
             reasons.append(R.make(R.KEYSTROKE))
         net_rate = self._rate(self._net, now, NET_WINDOW, 0 if masked else sig.net_bytes)
-        if net_rate >= NET_BYTES_PER_S:
+        if net_rate >= NET_BYTES_PER_S and self._flowing(now):
             reasons.append(R.make(R.NET))
         if self.operations > 0:
             reasons.append(R.make(R.OPERATION))

@@ -19,7 +19,7 @@ import os
 import resource
 import time
 
-from wr_agent import exclusions, tcp_diag, tcp_rule
+from wr_agent import exclusions, job_wait, tcp_diag, tcp_rule, unix_diag
 from wr_agent.signals import Signals
 
 log = logging.getLogger("wr_agent")
@@ -66,6 +66,7 @@ class _Proc(object):
         "ppid",
         "quick",
         "ran_at",
+        "reaper",
         "runtime",
         "sched",
         "start",
@@ -100,6 +101,10 @@ class _Proc(object):
         self.endless = False  # `sleep infinity`: a timer sleep that no job step follows
         self.wakes = 0  # timer sleeps seen to end: a process that sleeps again and again is ticking
         self.window = None  # [(monotonic, cpu seconds)] with CPU in the last CPU_WINDOW seconds
+        # A non-candidate whose reaped children are candidates (PID 1; a process of another user under
+        # `--candidates user` once a child of it is a candidate): [reaped CPU in clock ticks at the last look (None:
+        # not read yet), ticks of known children gone since]; [] another user's, no candidate child seen yet
+        self.reaper = None
 
 
 def _parse_stat(raw):
@@ -164,6 +169,14 @@ class ProcSampler(object):
         self._listed = None  # the candidates (_Proc) of the last listing, in its order; None: list next tick
         self._listed_at = None
         self._host_fds = {}  # loadavg's sibling files read every tick (net/dev, net/snmp), held open: pread(0)
+        # A job step waiting on a peer (job_wait): processes that ran and blocked, looked at once they have been
+        # blocked WAIT_MIN; those found waiting, until they run again.
+        self.job_due = {}
+        self.job_waits = {}  # pid -> (_Proc, [job_wait.Wait], the parent's ran_at when looked at)
+        self.job_memory = job_wait.Memory()
+        self.reapers = {}  # pid -> _Proc whose reaped-children time is read on listing ticks (_reaped)
+        self._parent_wchan = {}  # pid -> (its schedstat bytes, wchan) for parents of blocked processes
+        self._unix = None if root != "/proc" else False  # unix_diag reader, opened at first need (False: not yet)
 
     # -- file helpers -------------------------------------------------------------------------------------
     def _path(self, pid, name):
@@ -248,7 +261,15 @@ class ProcSampler(object):
                 and now - self._listed_at < FULL_SCAN_SECONDS)
 
     def _drop(self, pid):
+        self.reapers.pop(pid, None)
+        self._parent_wchan.pop(pid, None)
+        self.job_due.pop(pid, None)
+        self.job_waits.pop(pid, None)
         p = self.procs.pop(pid, None)
+        if p is not None and not p.excluded and p.ticks is not None:
+            parent = self.procs.get(p.ppid)
+            if parent is not None and parent.reaper:
+                parent.reaper[1] += p.ticks + p.children  # seen already: not unseen work when it is reaped
         if p is not None:
             for fd in p.fds.values():
                 os.close(fd)
@@ -267,6 +288,9 @@ class ProcSampler(object):
         self.close()
         if self.tcp_reader is not None:
             self.tcp_reader.close()
+        if self._unix:
+            self._unix.close()
+            self._unix = None
         if self._loadavg_fd is not None:
             os.close(self._loadavg_fd)
             self._loadavg_fd = None
@@ -331,6 +355,14 @@ class ProcSampler(object):
                 p.excluded = os.stat("%s/%s" % (self.root, pid)).st_uid != self.only_uid
             except OSError:
                 return None
+            if p.excluded:
+                p.reaper = []  # another user's: read as a reaper once a candidate child of it is seen
+        if pid == "1" and not p.tree:
+            p.reaper = [p.children, 0]
+            self.reapers[pid] = p
+        if not p.excluded and parent is not None and parent.reaper == []:
+            parent.reaper = [None, 0]  # its reaped time is read from the next listing on
+            self.reapers[ppid] = parent
         if not p.excluded:
             p.tty = self._on_tty(pid)
             if comm == "sleep":
@@ -380,12 +412,14 @@ class ProcSampler(object):
         sig.tty_bytes = sum(n for path, n in tty_out.items() if path in watched or path not in self._pts_seen)
         sig.net_bytes = self._net_bytes()
         if sig.cpu:  # work by these processes: their next long wait on a connection is a first one again
-            self.tcp_judge.note_work(frozenset((pid, self.procs[pid].start) for _c, pid, _s in sig.cpu
-                                               if pid in self.procs), now)
+            owners = frozenset((pid, self.procs[pid].start) for _c, pid, _s in sig.cpu if pid in self.procs)
+            self.tcp_judge.note_work(owners, now)
+            self.job_memory.note_work(owners, now)
         # CPU and D state always vote (the operation hint too); whatever else a tick holds, a timer sleep a
         # daemon keeps between checks included, the connections are judged.
         if not (busy_hint or sig.cpu or sig.dstate):
             sig.tcp = self._tcp(now)
+            self._job_waits(now, sig)
         return sig
 
     def _list(self, now, since, sig, tty_out):
@@ -432,6 +466,25 @@ class ProcSampler(object):
         for pid in [q for q in procs if q not in present]:
             self._drop(pid)
         self._listed = listed
+        self._reaped(now, sig)
+
+    def _reaped(self, now, sig):
+        """CPU of processes that lived between two ticks, reaped by a parent that is no candidate (PID 1 reaping
+        orphans, a root script forking a user's tools under `--candidates user`): its reaped-children time grew
+        by more than the known children it outlived had used. Read only when listing (a process was made)."""
+        for p in self.reapers.values():
+            r = p.reaper
+            try:
+                f = _parse_stat(self._read_once(self._path(p.pid, "stat")))[1]
+                children = int(f[STAT_CUTIME]) + int(f[STAT_CSTIME])
+            except (OSError, ValueError, IndexError):
+                continue
+            unseen = 0 if r[0] is None else max(0, children - r[0] - r[1])
+            r[0], r[1] = children, 0
+            dt = now - p.last
+            p.last = now
+            if unseen or p.window:
+                self._judge_cpu(p, now, dt, unseen / self.clk_tck, sig)
 
     def _read_listed(self, now, sig, tty_out, pread=os.pread):
         """The tick's read of the last listing's candidates (the same order as listing again would give). The
@@ -537,6 +590,8 @@ class ProcSampler(object):
                 sig.cpu.append((p.comm, p.pid, share))
         if p.state == "S":
             p.timer = self._wchan(p)
+            if p.timer is None:
+                self.job_due[p.pid] = p
         if p.tty:
             p.wchar = self._wchar(p)
 
@@ -587,6 +642,10 @@ class ProcSampler(object):
             self._judge_cpu(p, now, dt, cpu, sig)
             if ran:
                 p.timer = self._wchan(p) if p.state == "S" else None
+                if p.pid in self.job_waits:
+                    self._end_job_wait(p.pid, now, woke=True)
+                if p.state == "S" and p.timer is None:
+                    self.job_due[p.pid] = p
         elif p.window:
             self._judge_cpu(p, now, dt, 0.0, sig)
         p.runtime = runtime
@@ -751,7 +810,7 @@ class ProcSampler(object):
         for owner, track in self.tcp_judge.busy(now, self._owner_of, self.wall()):
             pid = owner[0]
             p = self.procs.get(pid)
-            if p is None:
+            if p is None or self._to_own_child(pid, track):
                 continue
             if pid in seen and seen[pid].busy_from <= track.busy_from:
                 continue  # one reason per process: its connection busy the longest (stable across ticks)
@@ -762,6 +821,117 @@ class ProcSampler(object):
             hits.append((comm, pid, tcp_rule.facts(track, round(track.busy_from, 1))))
         hits.sort(key=lambda h: int(h[1]))
         return hits
+
+    # -- a job step waiting on a peer (job_wait) -------------------------------------------------------------
+    def _unix_reader(self):
+        if self._unix is False:
+            self._unix = unix_diag.open_reader()
+        return self._unix
+
+    def _wchan_of(self, pid):
+        """A parent's wchan, kept while it has not run (its schedstat bytes unchanged): a supervisor or a shell
+        with many children blocked is read once, not once per child's block."""
+        p = self.procs.get(pid)
+        mark = None if p is None or p.excluded else p.sched
+        kept = self._parent_wchan.get(pid)
+        if kept is not None and mark is not None and kept[0] == mark:
+            return kept[1]
+        try:
+            wchan = self._read_once(self._path(pid, "wchan"), 128).decode("ascii", "replace").strip()
+        except OSError:
+            return None
+        if mark is not None:
+            self._parent_wchan[pid] = (mark, wchan)
+        return wchan
+
+    def _end_job_wait(self, pid, now, woke=False):
+        """The step's wait is over: its parent ran, or (`woke`) it ran itself. A wake ends a wait on a Unix socket
+        (its wakes are all that is seen of its exchanges); a wait over TCP lasts through wakes (a keep-alive
+        answered), as long as the connection rule sees no listener's repeat on it."""
+        entry = self.job_waits.pop(pid, None)
+        if entry is None:
+            return
+        kept = []
+        for w in entry[1]:
+            if woke and w.peer.kind == "tcp":
+                kept.append(w)
+            else:
+                self.job_memory.end(w, now)
+        if kept:
+            self.job_waits[pid] = (entry[0], kept, entry[2])
+
+    def _tcp_cadence(self, owner, peer, now):
+        """Whether the connection rule judged a long wait on this key a listener's repeat (a job worker's pop
+        answered nothing and asked again), with no work by it since."""
+        if peer.kind != "tcp":
+            return False
+        p = self.tcp_judge.peers.get((owner, peer.peer, peer.port, False))
+        return (p is not None and p.beat_at is not None and now - p.beat_at <= job_wait.RETURN_GAP
+                and (p.work_at is None or p.work_at < p.beat_at))
+
+    def _job_waits(self, now, sig):
+        """Blocked processes that are a step their job waits on, holding a connection to a peer (job_wait): looked
+        at once per block, WAIT_MIN after it began; voted while the block lasts and the parent still waits."""
+        for pid, p in list(self.job_due.items()):
+            if p.excluded or self.procs.get(pid) is not p or p.state != "S" or p.timer is not None:
+                del self.job_due[pid]
+                self._end_job_wait(pid, now)
+                continue
+            if now - p.ran_at < job_wait.WAIT_MIN:
+                continue
+            del self.job_due[pid]
+            peers = job_wait.find_peers(self.root, pid, p.ppid, self.tcp_judge.tracks, self.tcp_judge.listen_inodes,
+                                        self._unix_reader(), self._wchan_of)
+            found = set(peer.inode for peer in peers)
+            # waits over TCP that lasted through its wakes, on connections it still waits on
+            kept = [w for w in self.job_waits.pop(pid, (None, []))[1] if w.peer.inode in found]
+            known = set(w.peer.inode for w in kept)
+            owner = (pid, p.start)
+            waits = kept + [self.job_memory.begin(owner, peer, p.ran_at, self._tcp_cadence(owner, peer, now))
+                            for peer in peers if peer.inode not in known]
+            if waits:
+                parent = self.procs.get(p.ppid)
+                self.job_waits[pid] = (p, waits, None if parent is None else parent.ran_at)
+        voted = set(h[1] for h in sig.tcp)
+        for pid, (p, waits, parent_ran) in list(self.job_waits.items()):
+            parent = self.procs.get(p.ppid)
+            if parent is not None and parent.ran_at != parent_ran:
+                # The parent ran: it may have stopped waiting. Looked at again next tick.
+                self._end_job_wait(pid, now)
+                self.job_due[pid] = p
+                continue
+            for w in waits:
+                if w.counted and self._tcp_cadence(w.owner, w.peer, now):
+                    w.counted = False  # the connection rule saw it ask again with no work between: a listener
+                if not w.counted or pid in voted:
+                    continue
+                if w.peer.kind == "tcp":
+                    t = self.tcp_judge.tracks.get(w.peer.inode)
+                    if t is None or t.state != tcp_rule.ESTABLISHED:
+                        continue
+                    sig.tcp.append((p.comm, pid, w.peer.facts(round(w.start, 1))))
+                else:
+                    sig.unix.append((p.comm, pid, w.peer.facts(round(w.start, 1))))
+                voted.add(pid)
+
+    def _to_own_child(self, pid, track):
+        """Whether `track` is a connection from `pid` to a process of its own making in this box (a notebook
+        server's ZMQ sockets to the kernel it started): that child's own signals say whether it works, and a
+        subscription it never answers (the server's SUB to the kernel's PUB) is no request of a job."""
+        if track.inbound:
+            return False
+        for other in self.tcp_judge.tracks.values():
+            if other.lport == track.pport and other.pport == track.lport and other.peer == track.peer:
+                child = self._owner_of(other.inode)
+                q = self.procs.get(child[0]) if child is not None else None
+                for _ in range(64):
+                    if q is None:
+                        return False
+                    if q.ppid == pid:
+                        return True
+                    q = self.procs.get(q.ppid)
+                return False
+        return False
 
     def _owner_of(self, inode):
         """(pid, start) of the candidate owning this socket, or None. Looked up by scanning candidates' fd

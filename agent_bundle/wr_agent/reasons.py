@@ -27,7 +27,7 @@ class ReasonClass(object):
         self.recorded = recorded  # the detail keys the why-awake record keeps with the span (never a time)
 
 
-CPU, DISK, SLEEP, FIFO, TCP = "cpu", "disk", "sleep", "fifo", "tcp"
+CPU, DISK, SLEEP, FIFO, TCP, UNIX = "cpu", "disk", "sleep", "fifo", "tcp", "unix"
 TTY_OUTPUT, KEYSTROKE, NET, OPERATION = "tty_output", "keystroke", "net", "operation"
 HOLD, RESUME, MORE, RESTORED = "hold", "resume", "more", "restored"
 OTHER = "other"  # the record's class for reasons that name no work of their own
@@ -43,6 +43,9 @@ ROWS = (
     # The record keeps the peer (not `since`: a span is one stretch of work, and its start says when it began).
     ReasonClass(TCP, "tcp: {subject} (pid {pid})", TCP, ("peer", "port", "since", "local_port"),
                 ("peer", "port", "local_port")),
+    # A job step waiting on a local server over a Unix stream socket (job_wait): path (the server's socket address,
+    # "/var/run/postgresql/.s.PGSQL.5432") and since (when the wait began, the agent's status clock).
+    ReasonClass(UNIX, "unix: {subject} (pid {pid})", UNIX, ("path", "since"), ("path",)),
     ReasonClass(TTY_OUTPUT, "tty: output", TTY_OUTPUT),
     ReasonClass(KEYSTROKE, "tty: keystroke", KEYSTROKE),
     ReasonClass(NET, "net: traffic", NET),

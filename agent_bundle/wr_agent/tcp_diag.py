@@ -153,6 +153,25 @@ def parse(buf, seq=None):
     return conns, False
 
 
+def open_socket(timeout):
+    """A NETLINK_SOCK_DIAG socket, bound, with a receive timeout (the kernel answers at once or not at all)."""
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | getattr(socket, "SOCK_CLOEXEC", 0), NETLINK_SOCK_DIAG)
+    try:
+        sock.settimeout(timeout)
+        sock.bind((0, 0))
+    except BaseException:
+        sock.close()
+        raise
+    return sock
+
+
+def receive(sock, size, what):
+    try:
+        return sock.recv(size)
+    except socket.timeout:
+        raise OSError(errno.ETIMEDOUT, "%s did not answer" % what) from None
+
+
 class NetlinkReader(object):
     """One NETLINK_SOCK_DIAG socket, kept open, dumping IPv4 and IPv6 on each `read()`.
 
@@ -161,11 +180,8 @@ class NetlinkReader(object):
     kind = "sock_diag"
 
     def __init__(self, timeout=1.0):
-        self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | getattr(socket, "SOCK_CLOEXEC", 0),
-                                  NETLINK_SOCK_DIAG)
+        self.sock = open_socket(timeout)
         try:
-            self.sock.settimeout(timeout)
-            self.sock.bind((0, 0))
             self.seq = 0
             self.families = [socket.AF_INET]
             if socket.has_ipv6:
@@ -181,10 +197,7 @@ class NetlinkReader(object):
             self.seq = (self.seq + 1) & 0xFFFFFFFF
             self.sock.send(request(family, self.seq))
             while True:
-                try:
-                    data = self.sock.recv(65536)
-                except socket.timeout:
-                    raise OSError(errno.ETIMEDOUT, "sock_diag did not answer") from None
+                data = receive(self.sock, 65536, "sock_diag")
                 try:
                     conns, done = parse(data, self.seq)
                 except OSError as exc:

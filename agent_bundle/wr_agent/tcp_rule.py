@@ -7,13 +7,17 @@ A connection is work while
   not answered yet;
 * an answer is arriving: pieces come in at most ANSWER_GAP apart with this end silent between them (a
   token stream, a trickling download);
-* bytes move on it at MOVE_RATE or more (the network signal's rate, per connection);
+* bytes move on it at MOVE_RATE or more as a flow: on MOVE_READS reads over MOVE_SPAN seconds or more (a burst,
+  however big, is an exchange: a poll's listing, a page load);
 * its send queue holds unsent bytes on two reads in a row and the peer took some within QUEUE_STALL (an
   upload behind a slow receiver).
 A long wait on a key whose last long wait ended with no work since (no bytes moving, no stream, no queue,
 no CPU by that process), after at most RETURN_GAP of silence, is a listener's heartbeat (a long poll answered
 "nothing", a keep-alive ping): only the first counts. It is keyed by process and peer (the
-peer's port outbound, the local port inbound), not by socket, so a listener that reconnects is not new.
+peer's port outbound, the local port inbound), not by socket, so a listener that reconnects is not new. A
+client's cadence on a connection this end serves is a heartbeat from the start: a request that comes in at most
+RETURN_GAP after this end's last answer on that connection, with no work by the server since (a browser's ping
+no dev server answers, a notebook's poll), is no wait to count.
 
 Pure: the facts and the clock come in, the busy connections go out, so it is unit-tested on a fake clock.
 """
@@ -23,9 +27,17 @@ import collections
 WAIT_MIN = 2.0  # seconds a request waits before it counts (an exchange answered sooner is no wait)
 ANSWER_GAP = 8.0  # seconds: pieces of an answer at most this far apart are one answer still arriving
 MOVE_RATE, MOVE_WINDOW = 500.0, 3.0  # bytes/s over seconds, as the interface signal
+# A flow, not a burst: bytes moved on at least this many reads spread over at least MOVE_SPAN seconds of the window.
+# A poll's answer, a listing, a page load move in one or two reads, however many bytes they carry.
+MOVE_READS, MOVE_SPAN = 3, 1.5
+# Seconds after an answer that a CPU vote by its process still belongs to that answer (votes come at ticks).
+ANSWER_WORK = 2.0
 QUEUE_STALL = 60.0  # a full send queue whose peer took nothing this long is a stuck peer, not an upload
 RETURN_GAP = 60.0  # a long wait on a key whose last one ended with no work since, after at most this much silence
 REPLY_WINDOW = 0.2  # seconds: inbound data this soon after this end's send is the peer's reply, not a request
+# Seconds: a send this soon after data the peer pushed unasked is this end's reply (a pong, ssh's CHANNEL_CLOSE
+# confirming the server's), not a request. Wider than REPLY_WINDOW: on a loaded box the reply waits for a CPU.
+PUSH_REPLY = 1.0
 # Seconds: two reads of one wait's start that differ less than this are the same wait. A wait is tracked only
 # once it is WAIT_MIN long, so the next one starts at least that much later; below it, a read's lateness.
 SAME = 1.5
@@ -152,7 +164,7 @@ class Track(object):
         The kernel's times have a jiffy's resolution (1-4 ms): a send and a receive within one read as equal,
         an exchange answered at once (a request answered on loopback, then an idle connection). A reply is
         no request: inbound, data within REPLY_WINDOW of this end's last send (a pong to our ping); outbound,
-        a send within REPLY_WINDOW of data the peer pushed unasked (a pong to a server's ping), while a send
+        a send within PUSH_REPLY of data the peer pushed unasked (a pong to a server's ping), while a send
         right after an answer (a query after the server's "ready", the next long poll) is one."""
         if self.state != ESTABLISHED:
             return None
@@ -161,7 +173,7 @@ class Track(object):
                                               or self.sent_ago - self.recv_ago >= REPLY_WINDOW * 1000):
                 return self.recv_at
         elif self.sent_ago is not None and (self.recv_ago is None or self.sent_ago < self.recv_ago):
-            if self.push_at is not None and 0 <= self.sent_at - self.push_at < REPLY_WINDOW:
+            if self.push_at is not None and 0 <= self.sent_at - self.push_at < PUSH_REPLY:
                 return None
             return self.sent_at
         return None
@@ -174,7 +186,9 @@ class Track(object):
         """Work by bytes, not by waiting: moving, an answer arriving, or a send queue the peer drains."""
         while self.moved and self.moved[0][0] <= now - MOVE_WINDOW:
             self.moved.popleft()
-        if self.moved and sum(b for _, b in self.moved) / MOVE_WINDOW >= MOVE_RATE:
+        moved = self.moved
+        if (len(moved) >= MOVE_READS and moved[-1][0] - moved[0][0] >= MOVE_SPAN
+                and sum(b for _, b in moved) / MOVE_WINDOW >= MOVE_RATE):
             return True
         if not self.inbound and self.stream_until is not None and now <= self.stream_until:
             return True
@@ -182,11 +196,12 @@ class Track(object):
 
 
 class _Peer(object):
-    __slots__ = ("ended", "work_at")
+    __slots__ = ("beat_at", "ended", "work_at")
 
     def __init__(self):
         self.ended = None  # when the last long wait on this key ended (its answer's time where known)
         self.work_at = None  # when work was last seen on this key or by its process
+        self.beat_at = None  # when a long wait on this key was last judged a heartbeat (a repeat, no work between)
 
 
 class Judge(object):
@@ -198,10 +213,13 @@ class Judge(object):
         self.tracks = {}
         self.peers = collections.OrderedDict()
         self.listening = frozenset()
+        self.listen_inodes = frozenset()  # sockets that listen: their owner is a server
+        self.owner_work = collections.OrderedDict()  # owner -> when it last did CPU work (note_work)
 
     def ingest(self, now, conns):
         """A fresh read of every socket (tcp_diag.Conn)."""
         listening = set(c.lport for c in conns if c.state == LISTEN)
+        self.listen_inodes = frozenset(c.inode for c in conns if c.state == LISTEN)
         tracks = {}
         for c in conns:
             if c.state == LISTEN or c.inode == 0:
@@ -239,6 +257,11 @@ class Judge(object):
             for key, p in self.peers.items():
                 if key[0] in owners:
                     p.work_at = now
+            for owner in owners:
+                self.owner_work[owner] = now
+                self.owner_work.move_to_end(owner)
+            while len(self.owner_work) > PEERS_MAX:
+                self.owner_work.popitem(last=False)
 
     def _end_wait(self, t, now):
         """The wait on `t` is over: answered (or a new request sent). When it counted, the answer that ends
@@ -276,12 +299,20 @@ class Judge(object):
             if long_wait and t.wait is None:
                 p = self.peers.get(key)
                 heartbeat = False
+                before = t.before_wait()
                 if p is not None and p.ended is not None and (p.work_at is None or p.work_at < p.ended):
                     # Back to the same wait with no work since the last one: a heartbeat, unless the key was
                     # silent long before this wait (a person at a prompt, back after a while).
-                    before = t.before_wait()
                     last = max(p.ended, before) if before is not None and before <= start else p.ended
                     heartbeat = start - last <= RETURN_GAP
+                elif t.inbound and before is not None and before <= start and start - before <= RETURN_GAP:
+                    # A client's cadence on a connection this end answered lately: a ping no server answers,
+                    # a poll; work by the server after that answer makes it a request again.
+                    work = max(p.work_at if p is not None and p.work_at is not None else -1.0,
+                               self.owner_work.get(owner, -1.0))
+                    heartbeat = work <= before + ANSWER_WORK
+                if heartbeat:
+                    self._peer(key).beat_at = start
                 t.wait = _Wait(start, key, not heartbeat)
             counted = t.wait is not None and t.wait.counted
             if active or counted or tail:

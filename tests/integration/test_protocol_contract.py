@@ -376,9 +376,10 @@ def _drive_every_reason_class():  # type: ignore[no-untyped-def]
         "sleep": [Signals(timer_sleep=[("sleep", "43", 5.0, 0)])],
         "fifo": [Signals(fifo_wait=[("cat", "44")])],
         "tcp": [Signals(tcp=[("psql", "45", {"peer": "10.0.0.5", "port": 5432, "since": 990.0})])],
+        "unix": [Signals(unix=[("psql", "48", {"path": "/var/run/postgresql/.s.PGSQL.5432", "since": 990.0})])],
         "tty_output": [Signals(tty_bytes=5000)],
         "keystroke": [Signals(keystroke_age=1.0)],
-        "net": [Signals(net_bytes=10**6)],
+        "net": [Signals(net_bytes=10**6)] * 3,
         "more": [Signals(cpu=[(f"job{i}", str(100 + i), 1.0 - i / 100) for i in range(10)])],
         "hold": [Signals(cpu=[("make", "46", 1.0)]), Signals()],
         "resume": [Signals(cpu=[("make", "47", 1.0)]), "gap", Signals()],
@@ -410,7 +411,7 @@ def _drive_every_reason_class():  # type: ignore[no-untyped-def]
     return agent_reasons, seen
 
 
-TEXTLESS_FACTS = {"peer", "port", "since"}
+TEXTLESS_FACTS = {"peer", "port", "since", "path"}
 """Facts of a reason its text does not carry (a TCP wait's): an older agent's text cannot give them back."""
 
 

@@ -21,7 +21,7 @@ def truth_results() -> Iterator[dict[str, harness.Result]]:
     if os.geteuid() != 0:
         pytest.skip("needs root: namespaces and a test user (CI runs as root)")
     timings = harness.selected_timings()
-    jobs = int(os.environ.get("WR_TRUTH_JOBS", "8"))
+    jobs = int(os.environ.get("WR_TRUTH_JOBS", "10"))
     results = harness.run_suite(harness.all_workloads(), timings, jobs)
     _TABLE.append(harness.table(results, timings))
     yield {r.name: r for r in results}

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import glob
 import json
 import os
 import pwd
+import re
 import shlex
 import shutil
 import subprocess
@@ -85,11 +87,14 @@ class Workload:
     work: float | None = None  # seconds of work in CI timings, when the header needs more than the default
     side: str = "inside"  # "outside": sshd runs in the box, the script (an ssh client) in the outside world
     stay: float | None = None  # IDLE this long before it counts as settled, when a heartbeat must be seen to repeat
+    remote: str = ""  # "sshd": a real sshd in the outside world, for the box's ssh client (SSH_REMOTE)
+    proof: tuple[str, str] | None = None  # (file in its directory, regex): its own log says it really ran
+    settle: str = ""  # a tighter bound than the suite's on its time to IDLE: "hold+15" or seconds
 
     @classmethod
     def load(cls, path: Path) -> Workload:
         meta: dict[str, str] = {}
-        for line in path.read_text().splitlines()[1:12]:
+        for line in path.read_text().splitlines()[1:16]:
             if line.startswith("# ") and ":" in line:
                 key, _, value = line[2:].partition(":")
                 meta[key.strip()] = value.strip()
@@ -100,10 +105,39 @@ class Workload:
         return cls(path.stem, path, expect, meta["why"], meta.get("debatable", ""),
                    tuple(meta.get("needs", "").split()), float(grace.split()[0]) if grace else None,
                    float(meta["work"].split()[0]) if meta.get("work") else None, meta.get("side", "inside"),
-                   float(meta["stay"].split()[0]) if meta.get("stay") else None)
+                   float(meta["stay"].split()[0]) if meta.get("stay") else None, meta.get("remote", ""),
+                   tuple(meta["proof"].split(None, 1)) if meta.get("proof") else None,  # type: ignore[arg-type]
+                   meta.get("settle", ""))
+
+    def settle_limit(self, timings: Timings) -> float:
+        """The longest its time to IDLE may be: the suite's bound, or the header's tighter one."""
+        if not self.settle:
+            return timings.settle
+        extra = self.settle.split()[0]
+        limit = timings.hold + float(extra[5:]) if extra.startswith("hold+") else float(extra)
+        return min(limit, timings.settle)
 
     def missing(self) -> list[str]:
-        return [n for n in self.needs if shutil.which(n) is None]
+        return [n for n in self.needs if tool_path(n) is None]
+
+
+EXTRA_BIN = ("/usr/lib/postgresql/*/bin",)
+"""Where Debian puts tools that are not on PATH (PostgreSQL's server); tools/lib.sh adds the same to the
+workloads' PATH. The harness's own caches (venv, node_modules) come in through `needs_cache`."""
+
+
+CACHE_BIN: list[str] = []
+"""The harness's caches' bin folders (cache.prepare), on the workloads' PATH after the system's."""
+BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def tool_path(name: str) -> str | None:
+    dirs = [d for pattern in EXTRA_BIN for d in sorted(glob.glob(pattern))] + CACHE_BIN
+    return shutil.which(name) or shutil.which(name, path=os.pathsep.join(dirs))
+
+
+def workload_path() -> str:
+    return os.pathsep.join([BASE_PATH, *CACHE_BIN])
 
 
 def all_workloads() -> list[Workload]:
@@ -122,6 +156,8 @@ class Result:
     error: str | None = None
     skipped: str | None = None
     grace: float | None = None
+    proof: str | None = None  # the line of its own log that shows it really ran
+    settle: float | None = None  # its own bound on the time to IDLE (Workload.settle_limit), else the suite's
 
     def _settled_idle_from(self, after: float) -> float | None:
         """First time >= after from which the verdict stays IDLE to the end of the record."""
@@ -142,6 +178,12 @@ class Result:
         return sum(1 for t, busy, _ in self.samples
                    if self.work_start + grace <= t <= self.work_end - 1.0 and not busy)
 
+    def time_to_busy(self) -> float | None:
+        """From the start of work to the first BUSY second (busy workloads); None for idle ones or never."""
+        if self.expect != "busy" or self.work_start is None:
+            return None
+        return next((t - self.work_start for t, busy, _ in self.samples if t >= self.work_start and busy), None)
+
     def busy_fraction(self) -> float | None:
         if self.work_start is None:
             return None
@@ -158,7 +200,7 @@ class Result:
 
     def busy_for_ever(self, timings: Timings) -> bool:
         tti = self.time_to_idle()
-        return tti is None or tti > timings.settle
+        return tti is None or tti > (self.settle if self.settle is not None else timings.settle)
 
     def reasons(self, when: str) -> list[str]:
         seen: dict[str, int] = {}
@@ -184,7 +226,7 @@ class Result:
 class Suite:
     """One run: a test user, a built agent, a private directory; workloads run in parallel."""
 
-    def __init__(self, timings: Timings, keep: bool = False, jobs: int = 8) -> None:
+    def __init__(self, timings: Timings, keep: bool = False, jobs: int = 10) -> None:
         if os.geteuid() != 0:
             raise PermissionError("the truth suite needs root (namespaces and a test user)")
         self.timings = timings
@@ -229,7 +271,7 @@ class Suite:
             shutil.rmtree(self.root, ignore_errors=True)
 
     def run(self, w: Workload) -> Result:
-        res = Result(w.name, w.expect, w.why, w.debatable, grace=w.grace)
+        res = Result(w.name, w.expect, w.why, w.debatable, grace=w.grace, settle=w.settle_limit(self.timings))
         missing = w.missing()
         if missing:
             res.skipped = "not installed: " + " ".join(missing)
@@ -259,11 +301,13 @@ class Suite:
                "tools": str(self.tools), "outside": OUTSIDE_ADDR,
                "work": max(self.timings.work, w.work or 0) if self.timings is CI else self.timings.work,
                "socket": str(sock), "script": str(self.root / "workloads" / w.path.name),
+               "env": {"PATH": workload_path()},
                "agent": [PY, str(self.bundle), "serve", "--socket", str(sock), "--workroom", w.name,
                          *self.timings.agent_args()]}
         outside_env = None
         if w.side == "outside":
             cfg["sshd"], outside_env = self._sshd(d, cfg)
+        remote_sshd = self._remote_sshd(d, cfg) if w.remote == "sshd" else None
         (d / "inner.json").write_text(json.dumps(cfg))
         procs: list[subprocess.Popen[bytes]] = []
         made_ns: list[str] = []
@@ -286,6 +330,10 @@ class Suite:
             outside = subprocess.Popen(["ip", "netns", "exec", ns_out, PY, str(self.tools / "outside.py"),
                                         OUTSIDE_ADDR], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
             procs.append(outside)
+            if remote_sshd is not None:
+                with open(d / "remote-sshd.log", "wb") as log:
+                    procs.append(subprocess.Popen(["ip", "netns", "exec", ns_out, *remote_sshd],
+                                                  stdout=log, stderr=log, stdin=subprocess.DEVNULL))
             assert outside.stdout is not None
             if outside.stdout.readline().strip() != b"ready":
                 raise RuntimeError("the outside-world server did not start")
@@ -304,6 +352,10 @@ class Suite:
                                                   env=outside_env, cwd=str(d), stdout=log, stderr=log,
                                                   stdin=subprocess.DEVNULL))
             self._record(d, sock, res, inner, max(self.timings.stay, w.stay or 0.0))
+            if w.proof is not None:
+                res.proof = _proof(d / w.proof[0], w.proof[1])
+                if res.proof is None:
+                    res.error = f"no proof it ran: /{w.proof[1]}/ not in {w.proof[0]}: " + _tail(d / w.proof[0])
         finally:
             _stop(procs)
             for ns in made_ns:
@@ -315,8 +367,9 @@ class Suite:
                         pass
                 subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
 
-    def _sshd(self, d: Path, cfg: dict) -> tuple[list[str], dict[str, str]]:
-        """sshd for the box (run by its init, as root) and the ssh command a developer outside types."""
+    def _sshd_with_keys(self, keys: Path, listen: str, names: tuple[str, str]) -> list[str]:
+        """A real sshd's command (run as root; logins as the test user) listening on `listen`:22, with a host key
+        and one client key made in `keys`, the host key pinned in `keys`/known_hosts."""
         for extra in (HERE.parent, HERE.parent.parent / "tools" / "simbox"):  # as pytest's pythonpath
             if str(extra) not in sys.path:
                 sys.path.insert(0, str(extra))
@@ -326,24 +379,42 @@ class Suite:
         if sshd is None:
             raise RuntimeError("OpenSSH server not installed")
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-        keys = d / "ssh"
         keys.mkdir(mode=0o755)
-        sshd_fixture.keygen(keys / "host", "truth-host")
-        sshd_fixture.keygen(keys / "client", "truth-client")
+        sshd_fixture.keygen(keys / "host", names[0])
+        sshd_fixture.keygen(keys / "client", names[1])
         auth = keys / "authorized_keys"
         auth.write_text((keys / "client.pub").read_text())
         auth.chmod(0o644)
-        (keys / "known_hosts").write_text(f"{INSIDE_ADDR} {(keys / 'host.pub').read_text()}")
-        config = sshd_fixture.write_sshd_config(keys, listen=INSIDE_ADDR, port=22, user=self.user,
+        (keys / "known_hosts").write_text(f"{listen} {(keys / 'host.pub').read_text()}")
+        (keys / "known_hosts").chmod(0o644)
+        config = sshd_fixture.write_sshd_config(keys, listen=listen, port=22, user=self.user,
                                                 host_key=keys / "host", authorized_keys=str(auth))
-        ssh = (f"ssh -F /dev/null -tt -i {keys / 'client'} -o IdentitiesOnly=yes -o BatchMode=yes"
-               " -o ConnectionAttempts=10"  # sshd may not listen yet: one try a second
-               f" -o UserKnownHostsFile={keys / 'known_hosts'} -o StrictHostKeyChecking=yes"
-               f" {self.user}@{INSIDE_ADDR}")
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(keys), "TRUTH_DIR": str(d),
+        return [sshd, "-D", "-e", "-f", str(config)]
+
+    @staticmethod
+    def _ssh_command(keys: Path, target: str, extra: str = "") -> str:
+        return (f"ssh -F /dev/null{extra} -i {keys / 'client'} -o IdentitiesOnly=yes -o BatchMode=yes"
+                " -o ConnectionAttempts=10"  # sshd may not listen yet: one try a second
+                f" -o UserKnownHostsFile={keys / 'known_hosts'} -o StrictHostKeyChecking=yes {target}")
+
+    def _sshd(self, d: Path, cfg: dict) -> tuple[list[str], dict[str, str]]:
+        """sshd for the box (run by its init, as root) and the ssh command a developer outside types."""
+        keys = d / "ssh"
+        argv = self._sshd_with_keys(keys, INSIDE_ADDR, ("truth-host", "truth-client"))
+        ssh = self._ssh_command(keys, f"{self.user}@{INSIDE_ADDR}", " -tt")
+        env = {"PATH": workload_path(), "HOME": str(keys), "TRUTH_DIR": str(d),
                "TRUTH_WORK": str(cfg["work"]), "TRUTH_TOOLS": str(self.tools), "SSH_CMD": ssh,
                "TERM": "xterm", "LANG": "C.UTF-8"}
-        return [sshd, "-D", "-e", "-f", str(config)], env
+        return argv, env
+
+    def _remote_sshd(self, d: Path, cfg: dict) -> list[str]:
+        """A real sshd in the outside world, and the ssh command the box's jobs run as SSH_REMOTE (its key the
+        test user's own, the outside's host key pinned)."""
+        keys = d / "rssh"
+        argv = self._sshd_with_keys(keys, OUTSIDE_ADDR, ("truth-remote", "truth-box"))
+        os.chown(keys / "client", self.uid, self.gid)
+        cfg.setdefault("env", {})["SSH_REMOTE"] = self._ssh_command(keys, f"{self.user}@{OUTSIDE_ADDR}")
+        return argv
 
     def _record(self, d: Path, sock: Path, res: Result, inner: subprocess.Popen[bytes], stay: float) -> None:
         tm = self.timings
@@ -439,6 +510,20 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
     stop_all(procs)
 
 
+def _proof(path: Path, pattern: str) -> str | None:
+    """The first line of a workload's own log that matches: the proof it really ran."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return None
+    m = re.search(pattern, text, re.MULTILINE)
+    if m is None:
+        return None
+    start = text.rfind("\n", 0, m.start()) + 1
+    end = text.find("\n", m.end())
+    return text[start:end if end >= 0 else len(text)].strip()[:100]
+
+
 def _tail(path: Path) -> str:
     try:
         return path.read_text(errors="replace")[-600:]
@@ -447,6 +532,9 @@ def _tail(path: Path) -> str:
 
 
 def run_suite(workloads: list[Workload], timings: Timings, jobs: int, keep: bool = False) -> list[Result]:
+    import cache  # beside this file
+
+    CACHE_BIN[:] = cache.prepare({n for w in workloads for n in w.needs})
     suite = Suite(timings, keep=keep, jobs=jobs)
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
@@ -458,30 +546,42 @@ def run_suite(workloads: list[Workload], timings: Timings, jobs: int, keep: bool
 
 
 def table(results: list[Result], timings: Timings) -> str:
-    head = (f"{'workload':<22} {'expect':<6} {'busy%':>6} {'false idle':>10} {'to idle':>8} {'ok':<4} "
+    head = (f"{'workload':<26} {'expect':<6} {'busy%':>6} {'false idle':>10} {'to busy':>8} {'to idle':>8} {'ok':<4} "
             f"reasons (work) / after")
     lines = [head, "-" * len(head)]
     for r in sorted(results, key=lambda r: r.name):
         if r.skipped or r.error:
-            lines.append(f"{r.name:<22} {r.expect:<6} {'-':>6} {'-':>10} {'-':>8} "
+            lines.append(f"{r.name:<26} {r.expect:<6} {'-':>6} {'-':>10} {'-':>8} {'-':>8} "
                          f"{'skip' if r.skipped else 'ERR':<4} {r.skipped or r.error}")
             continue
         bf = r.busy_fraction()
         tti = r.time_to_idle()
+        ttb = r.time_to_busy()
         lines.append(
-            f"{r.name + (' *' if r.debatable else ''):<22} {r.expect:<6} "
+            f"{r.name + (' *' if r.debatable else ''):<26} {r.expect:<6} "
             f"{'-' if bf is None else f'{bf * 100:.0f}':>6} {r.false_idle(timings.grace):>10} "
+            f"{'-' if ttb is None else f'{ttb:.0f} s':>8} "
             f"{'never' if tti is None else f'{tti:.0f} s':>8} {'yes' if r.ok(timings) else 'NO':<4} "
             f"{', '.join(r.reasons('work')) or '-'} / {', '.join(r.reasons('after')) or '-'}")
     lines.append("* debatable (see the workload's header).  busy% = BUSY seconds during work (idle: after "
-                 "setup); to idle = from the end of work (idle: from setup) to a verdict that stays IDLE.")
+                 "setup); to busy = from the start of work to the first BUSY second; to idle = from the end of work "
+                 "(idle: from setup) to a verdict that stays IDLE.")
+    ran = [r for r in results if not (r.skipped or r.error)]
+    ttbs = [t for t in (r.time_to_busy() for r in ran) if t is not None]
+    ttis = [t for t in (r.time_to_idle() for r in ran) if t is not None]
+    lines.append(f"{len(results)} workloads ({len(ran)} ran, {sum(1 for r in results if r.skipped)} skipped, "
+                 f"{sum(1 for r in results if r.error)} errors): false idle in "
+                 f"{sum(1 for r in ran if r.false_idle(timings.grace))}, busy for ever in "
+                 f"{sum(1 for r in ran if r.busy_for_ever(timings))}; worst time to busy "
+                 f"{max(ttbs, default=0):.0f} s, worst time to idle {max(ttis, default=0):.0f} s; "
+                 f"{sum(1 for r in results if r.proof)} proved by their own logs")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-k", dest="only", action="append", default=[], help="run only workloads with this in the name")
-    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--jobs", type=int, default=10)
     ap.add_argument("--real-time", action="store_true", help="production timings (30 s hold, 600 s watch)")
     ap.add_argument("--keep", action="store_true", help="keep the run's directory (logs) for a look")
     a = ap.parse_args(argv)

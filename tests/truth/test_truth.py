@@ -5,6 +5,8 @@ read every second. A workload expected BUSY must never read IDLE while it works 
 must settle to IDLE after it; one expected IDLE must settle to IDLE and stay there.
 """
 
+import os
+
 import harness
 import pytest
 
@@ -14,9 +16,12 @@ WORKLOADS = harness.all_workloads()
 
 
 def test_suite_is_large_enough_and_says_why():
-    assert len(WORKLOADS) >= 54
+    assert len(WORKLOADS) >= 70
     for w in WORKLOADS:
         assert w.expect in ("busy", "idle") and len(w.why) > 20
+    # Real software (a database, a cache, a notebook server, a dev server, OpenSSH, git, curl), each proving from
+    # its own log that it ran.
+    assert len([w for w in WORKLOADS if w.proof]) >= 12
 
 
 @pytest.mark.timeout(900)
@@ -24,6 +29,8 @@ def test_suite_is_large_enough_and_says_why():
 def test_workload_verdict(truth_results, name):
     r = truth_results[name]
     if r.skipped:
+        if os.environ.get("CI") == "true":  # ./dev and tests/truth/cache.py install every tool on CI's machine
+            pytest.fail(f"not run on CI: {r.skipped}")
         pytest.skip(r.skipped)
     timings = harness.selected_timings()
     assert r.error is None, r.error
@@ -31,6 +38,6 @@ def test_workload_verdict(truth_results, name):
         assert r.work_start is not None and r.work_end is not None, "the workload never said it started/ended"
         assert r.false_idle(timings.grace) == 0, f"IDLE while working: {r.samples}"
     tti = r.time_to_idle()
-    assert tti is not None and tti <= timings.settle, (
-        f"busy for ever (did not settle to IDLE within {timings.settle:.0f} s); reasons after work: "
-        f"{r.reasons('after')}")
+    limit = r.settle if r.settle is not None else timings.settle
+    assert tti is not None and tti <= limit, (
+        f"busy for ever (did not settle to IDLE within {limit:.0f} s); reasons after work: {r.reasons('after')}")

@@ -130,17 +130,28 @@ def _host_port(peer: str, port: object) -> str:
     return f"{host}:{port}" if _is_port(port) else host
 
 
-def _tcp_facts(reason: BusyReason, agent_now: float | None) -> list[str]:
-    """ "10.0.0.5:443", "for 2 min": the connection's peer, and how long it has waited (counted here, from when
-    the agent says it began: the agent's words never change while it waits)."""
-    out: list[str] = []
-    peer, port, since = (reason.detail.get(k) for k in ("peer", "port", "since"))
-    if isinstance(peer, str) and peer:
-        out.append(_host_port(peer, port))
+def _for_how_long(since: object, agent_now: float | None) -> list[str]:
+    """ "for 2 min" from when the agent says a wait began (its words never change while it waits)."""
     if (agent_now is not None and isinstance(since, int | float) and not isinstance(since, bool)
             and math.isfinite(since) and agent_now - since >= 1):
-        out.append(f"for {format_duration(agent_now - since)}")
-    return out
+        return [f"for {format_duration(agent_now - since)}"]
+    return []
+
+
+def _tcp_facts(reason: BusyReason, agent_now: float | None) -> list[str]:
+    """ "10.0.0.5:443", "for 2 min": the connection's peer, and how long it has waited."""
+    out: list[str] = []
+    peer, port = reason.detail.get("peer"), reason.detail.get("port")
+    if isinstance(peer, str) and peer:
+        out.append(_host_port(peer, port))
+    return out + _for_how_long(reason.detail.get("since"), agent_now)
+
+
+def _unix_facts(reason: BusyReason, agent_now: float | None) -> list[str]:
+    """ "/var/run/postgresql/.s.PGSQL.5432", "for 2 min": the local server's socket a job step waits on, and how
+    long."""
+    path = reason.detail.get("path")
+    return ([path] if isinstance(path, str) and path else []) + _for_how_long(reason.detail.get("since"), agent_now)
 
 
 OTHER = "other"
@@ -157,6 +168,9 @@ CLASSES: dict[str, ReasonClassSpec] = {spec.id: spec for spec in (
                     "waiting in a pipeline ({subject})", "waiting in a pipeline", ColourRole.WAITING),
     ReasonClassSpec("tcp", "tcp: {subject} (pid {pid})", "waiting on the network: {subject}",
                     "waiting on the network ({subject})", "waiting on the network", ColourRole.NETWORK, _tcp_facts),
+    ReasonClassSpec("unix", "unix: {subject} (pid {pid})", "waiting on a local server: {subject}",
+                    "waiting on a local server ({subject})", "waiting on a local server", ColourRole.WAITING,
+                    _unix_facts),
     ReasonClassSpec("tty_output", "tty: output", "terminal output", "terminal output", "terminal output",
                     ColourRole.TERMINAL),
     ReasonClassSpec("keystroke", "tty: keystroke", "someone typing", "someone typing", "someone typing",

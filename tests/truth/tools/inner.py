@@ -18,7 +18,8 @@ def main():
     user = {"user": cfg["uid"], "group": cfg["gid"], "extra_groups": []}
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": cfg["home"], "TRUTH_DIR": cfg["dir"],
            "TRUTH_WORK": str(cfg["work"]), "TRUTH_TOOLS": cfg["tools"], "OUTSIDE": cfg["outside"],
-           "TMUX_TMPDIR": cfg["dir"], "LANG": "C.UTF-8", "TERM": "xterm", "PYTHONDONTWRITEBYTECODE": "1"}
+           "TMUX_TMPDIR": cfg["dir"], "LANG": "C.UTF-8", "TERM": "xterm", "PYTHONDONTWRITEBYTECODE": "1",
+           **cfg.get("env", {})}
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     with open(os.path.join(cfg["dir"], "agent.log"), "ab") as log:

@@ -1,5 +1,6 @@
 #!/bin/bash
 # expect: idle
+# settle: hold+15
 # why: a database server with no clients (a threaded socket server with 1 s housekeeping standing in for one)
 . "$TRUTH_TOOLS/lib.sh"
 work_started

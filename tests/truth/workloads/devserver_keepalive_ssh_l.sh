@@ -1,5 +1,6 @@
 #!/bin/bash
 # expect: idle
+# settle: hold+15
 # side: outside
 # stay: 30
 # why: a dev server on the box with the developer's browser tab open through ssh -L: one page load, then an idle keep-alive

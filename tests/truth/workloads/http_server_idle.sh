@@ -1,5 +1,6 @@
 #!/bin/bash
 # expect: idle
+# settle: hold+15
 # why: python3 -m http.server with no clients: a server waiting for requests is not work
 . "$TRUTH_TOOLS/lib.sh"
 work_started

@@ -1,5 +1,6 @@
 #!/bin/bash
 # expect: idle
+# settle: hold+15
 # stay: 30
 # why: a notebook server pinging its kernel's heartbeat every 3 s over loopback (time.sleep between), no cell running
 . "$TRUTH_TOOLS/lib.sh"

@@ -1,5 +1,6 @@
 #!/bin/bash
 # expect: idle
+# settle: hold+15
 # side: outside
 # stay: 30
 # why: an ssh -N port forward into the box, used once and left open (the box's end is sshd, with a keep-alive every 5 s)

@@ -30,7 +30,6 @@ def test_idle_without_signals():
     ({"tcp": [("curl", "9")]}, "tcp: curl (pid 9)"),
     ({"keystroke_age": 3.0}, "tty: keystroke"),
     ({"tty_bytes": 1000}, "tty: output"),
-    ({"net_bytes": 1500}, "net: traffic"),
 ])
 def test_each_signal_votes_busy(sig, reason):
     busy, reasons = run(Classifier(), 0.0, **sig)
@@ -42,6 +41,16 @@ def test_below_thresholds_is_idle():
     assert not run(c, 0.0, keystroke_age=10.5)[0]
     assert not run(c, 1.0, tty_bytes=999)[0]
     assert not run(c, 2.0, net_bytes=1400)[0]
+
+
+def test_network_traffic_votes_as_a_flow_and_a_burst_however_big_does_not():
+    c = Classifier(hold_seconds=0)
+    assert [run(c, float(t), net_bytes=600)[0] for t in range(4)] == [False, False, True, True]
+    c = Classifier(hold_seconds=0)  # a notebook's poll through a tunnel: one big burst every 10 s
+    votes = [run(c, float(t), net_bytes=200_000 if t % 10 == 0 else 40)[0] for t in range(40)]
+    assert not any(votes)
+    c = Classifier(hold_seconds=0)  # a burst over two ticks, still no flow
+    assert not any(run(c, float(t), net_bytes=50_000 if t % 10 in (0, 1) else 0)[0] for t in range(40))
 
 
 def test_rates_are_windowed():

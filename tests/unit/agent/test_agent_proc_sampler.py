@@ -464,6 +464,29 @@ def test_reaped_children_count_as_the_parents_cpu(fake):
     assert [c[:2] for c in s.sample().cpu] == [("make", "86")]
 
 
+def test_unseen_children_reaped_by_pid_1_count_and_children_it_saw_do_not_count_twice(fake):
+    """A setup script's tools handed off to init: each lives less than a tick, init's cutime grows. A long job the
+    sampler watched, reaped by init when it ends, is not counted again."""
+    clock = Clock(100.0)
+    fake.proc(1, "init", runtime_ns=0, child_ticks=0, ppid=0)
+    fake.proc(50, "job", runtime_ns=0, ticks=500)
+    s = sampler(fake, clock)
+    s.sample()
+    clock.t = 101.0
+    fake.proc(1, "init", runtime_ns=0, child_ticks=80)  # 0.8 s of tools nobody saw, reaped by init
+    fake.proc(77, "awk", state="Z")  # a pid was handed out: the tick lists /proc
+    assert ("init", "1") in [c[:2] for c in s.sample().cpu]
+    for t in range(2, 30):  # quiet, long enough for the window to forget
+        clock.t = 100.0 + t
+        fake.proc(78 + t, "true", state="Z")
+        s.sample()
+    clock.t = 130.0
+    fake.remove(50)  # the watched job ends; init reaps its 5 s of CPU
+    fake.proc(1, "init", runtime_ns=0, child_ticks=580)
+    fake.proc(200, "true", state="Z")
+    assert ("init", "1") not in [c[:2] for c in s.sample().cpu]
+
+
 def test_a_process_that_blocks_between_the_first_two_reads_is_seen_blocked(fake):
     """A shell's fork seen mid-exec: the stat says running `bash`; before its runtime is read it has exec'd
     `cat` and blocked opening a FIFO for good (it never runs again, so only a fresh read can tell)."""

@@ -258,7 +258,37 @@ def test_an_inbound_request_not_yet_answered_is_work_and_keep_alive_after_the_an
     assert w.tick(1.0) == [] and w.tick(3.0)
     s.send(10.0, 5000)
     busy = w.busy_seconds(10.5, 200.0)
-    assert max(busy) < 14.0, busy  # the answer's bytes for a few seconds, then an idle keep-alive
+    assert max(busy, default=0.0) < 14.0, busy  # the answer (one burst: no flow), then an idle keep-alive
+
+
+def test_a_ping_no_server_answers_after_a_page_load_is_a_clients_cadence_not_a_request():
+    """A dev server's hot-reload websocket: the upgrade answered, then the browser's ping every 30 s, never
+    answered; and a notebook's polls of a listing every 10 s, each answered with a big burst."""
+    ws = Sock(1, lport=5173, peer="127.0.0.1", pport=40002).receive(0.0, 500).send(0.01, 300)
+    w = World(ws, listening=(5173,))
+
+    def ping(t):
+        if t % 30 == 0 and t:
+            ws.receive(t, 20)
+
+    assert w.busy_seconds(1.0, 200.0, each=ping) == []
+    poll = Sock(2, lport=8888, peer="127.0.0.1", pport=40003).receive(0.0, 400).send(0.02, 200)
+    w = World(poll, listening=(8888,))
+
+    def listing(t):
+        if t % 10 == 0 and t:
+            poll.receive(t, 600).send(t + 0.05, 90_000)
+
+    assert w.busy_seconds(1.0, 200.0, each=listing) == []
+
+
+def test_a_request_after_the_server_worked_since_its_last_answer_counts():
+    s = Sock(1, lport=8080, peer="127.0.0.1", pport=40001).receive(0.0, 400).send(0.01, 300)
+    w = World(s, listening=(8080,))
+    assert w.busy_seconds(1.0, 20.0) == []
+    w.judge.note_work(frozenset([OWNER]), 15.0)  # the server computed after its answer (a build it started)
+    s.receive(20.0, 400)
+    assert w.busy_seconds(21.0, 30.0)
 
 
 def test_inbound_heartbeats_are_keyed_by_the_local_port_not_the_clients_port():
