@@ -9,7 +9,7 @@ import os
 import threading
 import time
 
-from wr_agent import PROTOCOL, VERSION, clocks, runtime
+from wr_agent import PROTOCOL, VERSION, clocks, own_flows, runtime
 from wr_agent import reasons as reasons_mod
 from wr_agent import settings as settings_mod
 from wr_agent.busy_span import BusySpan
@@ -113,10 +113,28 @@ class Agent(object):
         if pid and add is not None:
             add(pid)
 
+    def claim_flow(self, peer_pid, peer_comm):
+        """The app subscribed through `peer_pid`: its SSH connection is ours from its first byte (own_flows)."""
+        flows = getattr(self.sampler, "own_flows", None)
+        if flows is None or not peer_pid:
+            return
+        if peer_comm in ("sshd", "sshd-session"):
+            flows.claim_recent()  # a stream straight to this socket: sshd's process is not ours to read
+            return
+        key = own_flows.ssh_connection_of(peer_pid)
+        if key is not None:
+            flows.claim(key)
+
     def count_own_traffic(self, payload_bytes, messages):
-        """The server tells us what it exchanged with relay clients (see Server._own)."""
+        """The health endpoint tells us what it exchanged with its pollers (not SSH: no flow of ours covers it)."""
         with self.lock:
             self.own_wire_bytes += int(payload_bytes * WIRE_FACTOR) + messages * WIRE_OVERHEAD_PER_MESSAGE
+
+    def count_relay_traffic(self, payload_bytes, messages):
+        """The server tells us what it exchanged with relay clients (see Server._own): an estimate, used only
+        where the app's SSH connections cannot be accounted by connection (no sock_diag: own_flows)."""
+        if getattr(self.sampler, "own_flows", None) is None:
+            self.count_own_traffic(payload_bytes, messages)
 
     # -- tick ------------------------------------------------------------------------------------------------
     def tick(self):
@@ -126,10 +144,14 @@ class Agent(object):
             self._forget_processes = False
             self.sampler.close()
         sig = self.sampler.sample(busy_hint=hint)
+        flows = getattr(self.sampler, "own_flows", None)
+        held, released = flows.account(sig.net_bytes) if flows is not None else (0, 0)
         now = self.clock()
         with self.lock:
             own, self.own_wire_bytes = self.own_wire_bytes, 0
-            sig.net_bytes = max(0, sig.net_bytes - own)
+            # Our SSH connections by their own counters (own_flows; the relay's bytes are inside them), and what the
+            # health endpoint exchanged with its pollers.
+            sig.net_bytes = max(0, sig.net_bytes - held - own) + released
             busy, _ = self.classifier.step(now, sig)
             self.classifier_busy = busy
             published_before = self.published_busy

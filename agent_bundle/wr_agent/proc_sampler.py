@@ -19,7 +19,7 @@ import os
 import resource
 import time
 
-from wr_agent import exclusions, job_wait, tcp_diag, tcp_rule, unix_diag
+from wr_agent import exclusions, job_wait, own_flows, tcp_diag, tcp_rule, unix_diag
 from wr_agent.signals import Signals
 
 log = logging.getLogger("wr_agent")
@@ -156,6 +156,14 @@ class ProcSampler(object):
         # sock_diag netlink where the kernel answers, else /proc/net/tcp{,6} ("coarse"), else none.
         self.tcp_reader = tcp_diag.open_reader(root) if tcp_reader == "auto" else tcp_reader
         self.tcp_kind = None if self.tcp_reader is None else self.tcp_reader.kind
+        # The app's own SSH connections, accounted by connection (they need tcp_info's byte counters): their bytes
+        # are never the box's network work (own_flows). Its own reader: the TCP judge's reads are gated apart.
+        self.own_flows = None
+        if self.tcp_kind == "sock_diag" and tcp_reader == "auto":
+            try:
+                self.own_flows = own_flows.OwnFlows(tcp_diag.open_reader(root))
+            except (OSError, ValueError, AttributeError):
+                self.own_flows = None
         self.tcp_judge = tcp_rule.Judge()
         self.tcp_error = None
         self._mapped = False
@@ -288,6 +296,8 @@ class ProcSampler(object):
         self.close()
         if self.tcp_reader is not None:
             self.tcp_reader.close()
+        if self.own_flows is not None:
+            self.own_flows.reader.close()
         if self._unix:
             self._unix.close()
             self._unix = None

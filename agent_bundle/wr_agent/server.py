@@ -62,16 +62,19 @@ def peer_pid(sock):
 RELAY_COMMS = frozenset(("wr-agent-relay", "sshd", "sshd-session"))
 
 
+def _comm(pid):
+    """A process's command name, or "" when it cannot be read."""
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except (OSError, ValueError):
+        return ""
+
+
 def _peer_is_relay(sock):
     """Whether the peer carries the app over SSH (RELAY_COMMS), by its pid's comm."""
     pid = peer_pid(sock)
-    if pid is None:
-        return False
-    try:
-        with open("/proc/%d/comm" % pid) as f:
-            return f.read().strip() in RELAY_COMMS
-    except (OSError, ValueError):
-        return False
+    return pid is not None and _comm(pid) in RELAY_COMMS
 
 
 def encode(obj):
@@ -192,7 +195,7 @@ class Server(object):
                 return  # answered "too_large" and closing: nothing it sends now is read (memory stays bounded)
             c.inbuf += data
             if c.relay:
-                self.agent.count_own_traffic(len(data), data.count(b"\n"))
+                self.agent.count_relay_traffic(len(data), data.count(b"\n"))
             while c.sock.fileno() >= 0 and not c.closing:
                 nl = c.inbuf.find(b"\n")
                 if nl < 0:
@@ -230,7 +233,7 @@ class Server(object):
             while c.outbuf:
                 n = c.sock.send(c.outbuf)
                 if c.relay:
-                    self.agent.count_own_traffic(n, c.outbuf.count(b"\n", 0, n))
+                    self.agent.count_relay_traffic(n, c.outbuf.count(b"\n", 0, n))
                 del c.outbuf[:n]
         except (BlockingIOError, InterruptedError):
             pass
@@ -295,7 +298,10 @@ class Server(object):
         # A subscriber is the app: on this computer directly, on a box through our relay. Neither is
         # work, even if the sampler first saw the relay before it named itself (docs/agent.md).
         agent = self.agent
-        agent.exclude_client(peer_pid(c.sock))
+        pid = peer_pid(c.sock)
+        agent.exclude_client(pid)
+        if pid:
+            agent.claim_flow(pid, _comm(pid))
         st = agent.status()
         c.subscribed = True
         c.last_visible = visible(st)

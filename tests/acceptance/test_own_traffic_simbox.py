@@ -117,7 +117,8 @@ def test_a_status_every_12_s_is_never_the_boxs_work(sim: Any, home: Path) -> Non
     status, why = agent_record(home, sim)
     keep = status["status"]["keep_awake"]
     assert keep["last_sent"] is None and keep.get("sent") in (None, 0), keep  # no heartbeat was ever sent
-    assert why.get("busy_seconds", 0) == 0, why
+    awake = {kind: why["totals"].get(kind, 0) for kind in ("busy", "held", "ceiling")}
+    assert why["awake_seconds"] == 0 and not any(awake.values()), (awake, why["segments"])  # not one busy second
 
 
 @pytest.mark.parametrize("how", ["a first push", "a reinstall"])
