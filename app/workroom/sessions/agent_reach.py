@@ -64,6 +64,9 @@ class AgentReach:
         self._clock = clock
         self.install: InstallReport | None = None
         self.direct = False
+        self.skip_direct = False
+        """The next connect goes the probe's way at once: the agent at the remembered socket was just found
+        frozen (its hello would only be waited for in vain before the probe replaces it)."""
         self._start = 0.0
         self._phases: dict[str, float] = {}
 
@@ -74,7 +77,8 @@ class AgentReach:
         self._start, self._phases = start, phases
         layout = self.provider.layout(self.host)
         installer = self.installer(shell)
-        direct = await self._direct_link(shell)
+        direct = None if self.skip_direct else await self._direct_link(shell)
+        self.skip_direct = False
         if direct is not None:
             return direct
         if self.provider.relay_argv(self.host, layout.socket_path) is not None:  # a relay over a command

@@ -486,6 +486,7 @@ class HostSession:
         last = self.status_received_at if self.status_received_at is not None else self._clock()
         self.connection = self.connection.model_copy(update={"agent_silent_since": last})
         log.info("%s: the agent %s: frozen; replacing it", self.host.name, how)
+        self._reach.skip_direct = True
         self._publish()
         link.close(f"the agent {how} (frozen)")
 
