@@ -34,6 +34,7 @@ CPU_SHARE = 0.05  # a candidate using this share of a core (over CPU_WINDOW, or 
 CPU_WINDOW = 10.0  # seconds over which a candidate's CPU (with its reaped children) is judged
 WATCH_WINDOW = 600.0  # pty output counts only on a pty with a keystroke (or an attached client) this recent
 MULTIPLEXER_CLIENTS = frozenset(("tmux: client", "screen"))  # tmux's client retitles itself; screen's is lowercase
+REAPER_ARMED = 2 * CPU_WINDOW  # seconds another user's reaper counts after its last candidate child was seen
 UNOWNED_RECHECK = 30.0  # seconds before a socket with no candidate owner is looked up again
 # Seconds between listings of /proc while no pid was handed out: drops what is gone among the processes never
 # read (excluded ones), and tries again one that could not be read when it was listed.
@@ -55,6 +56,7 @@ def _raise_nofile():
 
 class _Proc(object):
     __slots__ = (
+        "armed",
         "born",
         "children",
         "comm",
@@ -69,6 +71,7 @@ class _Proc(object):
         "reaper",
         "runtime",
         "sched",
+        "shared",
         "start",
         "state",
         "threads",
@@ -105,6 +108,10 @@ class _Proc(object):
         # `--candidates user` once a child of it is a candidate): [reaped CPU in clock ticks at the last look (None:
         # not read yet), ticks of known children gone since]; [] another user's, no candidate child seen yet
         self.reaper = None
+        # Another user's reaper (`reaper` was []): its reaped time is the user's only while a candidate child of it
+        # was seen lately (monotonic time of the last listing that saw one); others' orphans are not the user's work
+        self.shared = False
+        self.armed = None
 
 
 def _parse_stat(raw):
@@ -332,6 +339,12 @@ class ProcSampler(object):
             return None
 
     # -- process discovery --------------------------------------------------------------------------------
+    def _owned(self, pid):
+        try:
+            return os.stat("%s/%s" % (self.root, pid)).st_uid == self.only_uid
+        except OSError:
+            return False
+
     def _uptime(self):
         try:
             return float(self._read_once(self.root + "/uptime", 128).split()[0])
@@ -368,10 +381,14 @@ class ProcSampler(object):
             if p.excluded:
                 p.reaper = []  # another user's: read as a reaper once a candidate child of it is seen
         if pid == "1" and not p.tree:
-            p.reaper = [p.children, 0]
-            self.reapers[pid] = p
+            if self.only_uid is None or self._owned(pid):
+                p.reaper = [p.children, 0]
+                self.reapers[pid] = p
+            else:  # init of a box shared with other users reaps everyone's orphans: read once a candidate child is seen
+                p.reaper = []
         if not p.excluded and parent is not None and parent.reaper == []:
             parent.reaper = [None, 0]  # its reaped time is read from the next listing on
+            parent.shared = True
             self.reapers[ppid] = parent
         if not p.excluded:
             p.tty = self._on_tty(pid)
@@ -482,14 +499,22 @@ class ProcSampler(object):
         """CPU of processes that lived between two ticks, reaped by a parent that is no candidate (PID 1 reaping
         orphans, a root script forking a user's tools under `--candidates user`): its reaped-children time grew
         by more than the known children it outlived had used. Read only when listing (a process was made)."""
+        parents = None
         for p in self.reapers.values():
             r = p.reaper
+            if p.shared:
+                if parents is None:
+                    parents = {q.ppid for q in (self._listed or ())}
+                if p.pid in parents:
+                    p.armed = now
             try:
                 f = _parse_stat(self._read_once(self._path(p.pid, "stat")))[1]
                 children = int(f[STAT_CUTIME]) + int(f[STAT_CSTIME])
             except (OSError, ValueError, IndexError):
                 continue
             unseen = 0 if r[0] is None else max(0, children - r[0] - r[1])
+            if p.shared and (p.armed is None or now - p.armed > REAPER_ARMED):
+                unseen = 0  # no candidate child of it for a while: what it reaped was other users' work
             r[0], r[1] = children, 0
             dt = now - p.last
             p.last = now

@@ -485,7 +485,7 @@ class SshConnection:
                     raise limit.exceeded(command)
         finally:
             self._guard.forget(channel)
-            channel.close()
+            _close_polled(channel)
         if not channel.exit_status_ready():
             if self.lost_error is not None:
                 raise self.lost_error
@@ -679,3 +679,15 @@ def _plain_cause(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "no answer in time"
     return "no further detail"
+
+
+def _close_polled(channel: paramiko.Channel) -> None:
+    """Close a channel whose `fileno()` was polled. Paramiko's transport thread signals that pipe when data
+    arrives, checking only beforehand that it is open; data still streaming in (a command abandoned past its
+    answer limit) could be signalled on a pipe closed a moment before, whose descriptor number another pipe
+    already reuses, breaking the whole connection. Each buffer is handed a plain event first, under its own
+    lock, so no later signal reaches the pipe."""
+    with contextlib.suppress(AttributeError):
+        channel.in_buffer.set_event(threading.Event())
+        channel.in_stderr_buffer.set_event(threading.Event())
+    channel.close()

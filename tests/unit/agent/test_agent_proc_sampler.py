@@ -487,6 +487,39 @@ def test_unseen_children_reaped_by_pid_1_count_and_children_it_saw_do_not_count_
     assert ("init", "1") not in [c[:2] for c in s.sample().cpu]
 
 
+def test_under_candidates_user_init_of_others_counts_only_while_it_has_a_child_of_the_user(fake):
+    """A box shared with other users (`--candidates user`): init reaps everyone's orphans, so its reaped time is the
+    user's only while an orphan of the user's was seen under it lately; before one is, and a while after the last
+    one went, others' work reaped by init (a CI runner's, a service's) is not the user's."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to chown a snapshot dir to another uid")
+    user = 4242
+    clock = Clock(100.0)
+    fake.proc(1, "init", runtime_ns=0, child_ticks=0, ppid=0)
+    s = sampler(fake, clock, only_uid=user)
+    s.sample()
+    reaped, pid = 0, 300
+
+    def tick(t: float, more: int) -> list[str]:
+        nonlocal reaped, pid
+        clock.t = t
+        reaped += more
+        pid += 1
+        fake.proc(1, "init", runtime_ns=0, child_ticks=reaped, ppid=0)
+        fake.proc(pid, "true", state="Z", ppid=999)  # a pid was handed out: the tick lists /proc
+        return [c[1] for c in s.sample().cpu]
+
+    assert "1" not in tick(101.0, 80)  # 0.8 s of someone else's tools
+    fake.proc(60, "setup.sh", ppid=1)  # an orphan of the user's, seen under init
+    os.chown(os.path.join(fake.root, "60"), user, user)
+    assert "1" not in tick(102.0, 0)
+    assert "1" in tick(103.0, 80)  # now the unseen tools may be the user's
+    fake.remove(60)
+    for t in range(104, 140):  # quiet: the user's orphan gone long since, the window forgotten
+        tick(float(t), 0)
+    assert "1" not in tick(140.0, 80)
+
+
 def test_a_process_that_blocks_between_the_first_two_reads_is_seen_blocked(fake):
     """A shell's fork seen mid-exec: the stat says running `bash`; before its runtime is read it has exec'd
     `cat` and blocked opening a FIFO for good (it never runs again, so only a fresh read can tell)."""
