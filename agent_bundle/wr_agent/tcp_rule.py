@@ -17,7 +17,8 @@ no CPU by that process), after at most RETURN_GAP of silence, is a listener's he
 peer's port outbound, the local port inbound), not by socket, so a listener that reconnects is not new. A
 client's cadence on a connection this end serves is a heartbeat from the start: a request that comes in at most
 RETURN_GAP after this end's last answer on that connection, with no work by the server since (a browser's ping
-no dev server answers, a notebook's poll), is no wait to count.
+no dev server answers, a notebook's poll), is no wait to count; work the server did just after answering on
+another connection to the same port (the page's other requests) was for those answers.
 
 Pure: the facts and the clock come in, the busy connections go out, so it is unit-tested on a fake clock.
 """
@@ -215,6 +216,10 @@ class Judge(object):
         self.listening = frozenset()
         self.listen_inodes = frozenset()  # sockets that listen: their owner is a server
         self.owner_work = collections.OrderedDict()  # owner -> when it last did CPU work (note_work)
+        # listening port -> when this end last answered on any connection to it: a server's CPU just after
+        # answering another client (a page's modules, served after its hot-reload socket said "connected") belongs
+        # to those answers, not to a request still to come on this connection
+        self.port_answers = {}
 
     def ingest(self, now, conns):
         """A fresh read of every socket (tcp_diag.Conn)."""
@@ -233,10 +238,14 @@ class Judge(object):
                 continue
             t.update(now, c)
             tracks[c.inode] = t
+            if t.inbound and t.sent_at is not None and t.sent_at > self.port_answers.get(t.lport, -1.0):
+                self.port_answers[t.lport] = t.sent_at
         for ino, t in self.tracks.items():
             if ino not in tracks and t.wait is not None:
                 self._ended(t.wait.key, now)  # closed while waiting: the wait is over
         self.tracks, self.listening = tracks, frozenset(listening)
+        for port in [p for p in self.port_answers if p not in listening]:
+            del self.port_answers[port]
 
     def _peer(self, key):
         p = self.peers.get(key)
@@ -310,7 +319,7 @@ class Judge(object):
                     # a poll; work by the server after that answer makes it a request again.
                     work = max(p.work_at if p is not None and p.work_at is not None else -1.0,
                                self.owner_work.get(owner, -1.0))
-                    heartbeat = work <= before + ANSWER_WORK
+                    heartbeat = work <= max(before, self.port_answers.get(t.lport, -1.0)) + ANSWER_WORK
                 if heartbeat:
                     self._peer(key).beat_at = start
                 t.wait = _Wait(start, key, not heartbeat)

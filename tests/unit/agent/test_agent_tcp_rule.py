@@ -291,6 +291,29 @@ def test_a_request_after_the_server_worked_since_its_last_answer_counts():
     assert w.busy_seconds(21.0, 30.0)
 
 
+def test_work_spent_answering_other_requests_to_the_port_does_not_make_a_ping_a_request():
+    """A dev server on a loaded box: its hot-reload socket says "connected", then it spends seconds of CPU serving
+    the page's modules on other connections to the same port; the socket's ping 30 s later is still the client's
+    cadence (it counted as a request, never answered: busy for ever). CPU with no answer after it still counts."""
+    ws = Sock(1, lport=5173, peer="127.0.0.1", pport=40002).receive(0.0, 500).send(0.01, 300)
+    module = Sock(2, lport=5173, peer="127.0.0.1", pport=40003).receive(0.5, 400).send(6.0, 40_000)
+    w = World(ws, module, listening=(5173,))
+    w.tick(1.0)
+    for t in (2.0, 3.0, 4.0, 5.0, 6.0):
+        w.judge.note_work(frozenset([OWNER]), t)  # serving modules, slowly
+    w.tick(7.0)
+    ws.receive(30.0, 20)
+    assert w.busy_seconds(31.0, 60.0) == []
+
+    ws = Sock(1, lport=5173, peer="127.0.0.1", pport=40002).receive(0.0, 500).send(0.01, 300)
+    module = Sock(2, lport=5173, peer="127.0.0.1", pport=40003).receive(0.5, 400).send(6.0, 40_000)
+    w = World(ws, module, listening=(5173,))
+    w.tick(7.0)
+    w.judge.note_work(frozenset([OWNER]), 15.0)  # a build nothing was answered after
+    ws.receive(30.0, 20)
+    assert w.busy_seconds(31.0, 40.0)
+
+
 def test_inbound_heartbeats_are_keyed_by_the_local_port_not_the_clients_port():
     w = World(listening=(9000,))
     socks = []
