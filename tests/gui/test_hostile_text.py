@@ -341,3 +341,30 @@ def test_no_label_tooltip_notice_card_or_dialog_renders_host_text_as_markup(
     for widget in dialogs:
         widget.close()
     walk.assert_clean()
+
+
+def test_the_balloon_fallback_gets_markup_inert_words(qapp: Any, run: Any) -> None:
+    """Qt's balloon is plain on X11, but a tray on D-Bus hands it to a notification server that reads markup:
+    the fallback sends words with no `& < >` at all. The tray here records what it is asked to show (no tray
+    host runs offscreen: Qt would drop the call); everything else is the app's BalloonBackend."""
+    from PySide6.QtWidgets import QSystemTrayIcon
+    from workroom.ui.notifications import BalloonBackend, Notice
+
+    class RecordingTray(QSystemTrayIcon):
+        def __init__(self) -> None:
+            super().__init__()
+            self.shown: list[tuple[str, str]] = []
+
+        def isVisible(self) -> bool:
+            return True
+
+        def showMessage(self, title: str, message: str, *_: object) -> None:  # type: ignore[override]
+            self.shown.append((title, message))
+
+    tray = RecordingTray()
+    backend = BalloonBackend(tray, lambda key: None)
+    backend._can_show = lambda: True  # type: ignore[method-assign]
+    run(backend.post(Notice("finished:x", f"{NAME_A} finished", f"x finished — {RICH}")))
+    (title, message), = tray.shown
+    assert not set("<>&") & set(title + message)
+    assert "YOUR KEY IS COMPROMISED" in message and "\uff1cimg src=fifo\uff1e" in message
