@@ -30,12 +30,16 @@ INFORMATIVE_LABEL = "qt_msgbox_informativelabel"
 """The object name Qt gives a message box's informative-text label (created with `AutoText`)."""
 
 
-def plain_label(text: str = "", parent: QWidget | None = None) -> QLabel:
-    """A label that shows `text`, and whatever is set on it later, exactly as written."""
+def _label(text: str, parent: QWidget | None, fmt: Qt.TextFormat) -> QLabel:
     label = QLabel(parent)
-    label.setTextFormat(Qt.TextFormat.PlainText)
+    label.setTextFormat(fmt)  # before the text: never a moment of guessing
     label.setText(text)
     return label
+
+
+def plain_label(text: str = "", parent: QWidget | None = None) -> QLabel:
+    """A label that shows `text`, and whatever is set on it later, exactly as written."""
+    return _label(text, parent, Qt.TextFormat.PlainText)
 
 
 def escape(text: object) -> str:
@@ -51,10 +55,7 @@ def markup(template: str, *values: object) -> str:
 
 def rich_label(text: str = "", parent: QWidget | None = None) -> QLabel:
     """A label for the app's own markup (built with `markup`/`escape`): rich text, always, never guessed."""
-    label = QLabel(parent)
-    label.setTextFormat(Qt.TextFormat.RichText)
-    label.setText(text)
-    return label
+    return _label(text, parent, Qt.TextFormat.RichText)
 
 
 def tooltip(text: str) -> str:
