@@ -91,6 +91,7 @@ def _named(snapshot: Any, name: str) -> Any:
     host = snapshot.host
     return replace(snapshot, host=Host(name=name, provider=host.provider, address="box.example"))
 NAME_E = "<img src=fifo><a href=x>E"
+NAME_U = "<img src=fifo><h1>U"
 RICH = '<img src=fifo><h1 style="color:red">YOUR KEY IS COMPROMISED</h1><a href="https://evil.example/">re-enter</a>'
 RAW_TAGS = ("<img", "<h1", "<a ")
 WATCHER = """
@@ -107,6 +108,24 @@ while time.monotonic() < end and not os.path.exists(stop):
         out.write("opened\\n")
     os.close(fd)  # the reader gets end of file: nothing hangs
 """
+
+
+class RefusingLoginItem:
+    """A login item whose change fails with words of markup (the platform's error names a file)."""
+
+    def state(self) -> Any:
+        from workroom.platform.login_item import LoginItemState
+        return LoginItemState.OFF
+
+    def enable(self) -> None:
+        from workroom.platform.login_item import LoginItemError
+        raise LoginItemError(RICH)
+
+    def disable(self) -> None:
+        self.enable()
+
+    def where(self) -> str:
+        return RICH
 
 
 class FifoWatch:
@@ -252,6 +271,7 @@ def test_no_label_tooltip_notice_card_or_dialog_renders_host_text_as_markup(
     from workroom.core.questions import HostKeyQuestion, SecretKind, SecretRequest
     from workroom.ui.about_dialog import AboutDialog, show_help
     from workroom.ui.host_key_dialog import HostKeyDialog
+    from workroom.ui.login_item_offer import LoginItemOffer
     from workroom.ui.main import startup_error_box
     from workroom.ui.secret_dialog import SecretDialog
 
@@ -264,7 +284,12 @@ def test_no_label_tooltip_notice_card_or_dialog_renders_host_text_as_markup(
         ask_at_ceiling=True, prompt_pending=True, prompt_deadline=prompt_deadline)), NAME_A))
     feed(engine, _named(make_snapshot("e", "ssh", ConnectionState.ERROR, error=hostile_error.info()),
                         NAME_E))
-    assert window.model.row_of(NAME_A) is not None and window.model.row_of(NAME_E) is not None
+    # A provider that could not be read says why (its CLI's words) in the row's badge, tooltip and detail.
+    feed(engine, _named(make_snapshot("u", "boxd", ConnectionState.UNREADABLE, error=hostile_error.info()),
+                        NAME_U))
+    assert all(window.model.row_of(name) is not None for name in (NAME_A, NAME_E, NAME_U))
+    window.select_host(NAME_U)
+    walk.widgets(window)
     window.select_host(NAME_E)
     walk.widgets(window)
     walk.model(window.model, "host table")
@@ -281,7 +306,14 @@ def test_no_label_tooltip_notice_card_or_dialog_renders_host_text_as_markup(
         {"start": wall - 3600, "end": wall, "state": "busy", "class": "cpu", "subject": RICH}]}), (RICH,))
     walk.widgets(window)
     window.settings.show_failure(hostile_error)
+    for editor in window.settings.editors.values():  # a row's note may quote the system's own error
+        editor.say(RICH)
     walk.widgets(window.settings)
+    # The first run's login-item offer, whose error is the platform's (it may name a file).
+    offer = LoginItemOffer(RefusingLoginItem(), lambda _accepted: None)
+    offer.accept_button.click()
+    assert "COMPROMISED" in offer.error.text()
+    walk.widgets(offer)
     strip = window.timeline.strip
     strip.resize(320, 26)
     seg = strip.segment_at(316)
