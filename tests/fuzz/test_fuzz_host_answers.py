@@ -10,12 +10,12 @@ import re
 from typing import Any
 
 import pytest
+from fuzz.test_fuzz_host_text import AnsweringShell
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from workroom.agent_bundle import AgentBundle
 from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, Probe, ServeOptions
 from workroom.remote.host_answers import PROBE_FIELDS, UNINSTALL_FIELDS, UninstallReport
-from workroom.remote.host_shell import ExecResult
 from wr_agent import bundle as agent_bundle
 
 pytestmark = pytest.mark.unit
@@ -35,24 +35,8 @@ def clean(*texts: object) -> bool:
     return all(not CONTROL.search(str(t)) for t in texts if t is not None)
 
 
-class AnsweringShell:
-    """Stands in for the host's shell: answers every command with the given output (the host plays compromised)."""
-
-    def __init__(self, out: bytes, status: int = 0) -> None:
-        self.result = ExecResult(status, out, b"")
-
-    def run(self, cmd: str, **kw: Any) -> ExecResult:
-        return self.result
-
-    def put_file(self, data: bytes, remote_path: str, *, mode: int = 0o600) -> int:
-        return len(data)
-
-    def close(self) -> None:
-        return None
-
-
 def installer(out: str) -> AgentInstaller:
-    return AgentInstaller(AnsweringShell(out.encode("utf-8", "surrogatepass")), BUNDLE, AgentLayout(),
+    return AgentInstaller(AnsweringShell(out.encode("utf-8", "surrogatepass"), b"", 0), BUNDLE, AgentLayout(),
                           ServeOptions(workroom="w"))
 
 

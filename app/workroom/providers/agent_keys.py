@@ -1,11 +1,12 @@
 """Each host's agent key (what the agent proves who it is with: remote/agent_proof.py), in the system keyring and
 nowhere else on this computer (credentials.py).
 
-A key is filed under the host's name and its binding (`binding_of`): the host exactly as configured (any edit
-changes it) and the login its connection resolved to (user, address and port, as ~/.ssh/config made them). So
-a key learnt from the agent of one login is never asked of an agent reached as another (a host removed and
-added again as another user, an edit of its address, a config that now names another user): that agent has no
-key the app knows, and the connect goes the install probe's way, which asks the login's own agent for its key.
+A key is filed under the host's name and its binding (`binding_of`): the host as configured (any edit but its
+hourly price, which the session goes on through, changes it) and the login its connection resolved to (user,
+address and port after ~/.ssh/config, and the host key). So a key learnt from the agent of one login is never
+asked of an agent reached as another (a host removed and added again as another user, an edit of its address,
+a config that now names another user, a rebuilt machine): that agent has no key the app knows, and the connect
+goes the install probe's way, which asks the login's own agent for its key.
 
 Read once per run and kept in memory. With no usable keyring (none installed, locked, failing) a key is kept in
 memory for this run only, and that is logged once: it is never written anywhere else, so each run's first
@@ -28,10 +29,16 @@ log = logging.getLogger(__name__)
 BINDING_HEX = 32
 
 
+UNBOUND_FIELDS = frozenset({"hourly_price"})
+"""What a host's record holds that says nothing of where or as whom it is reached (an edit of it alone keeps the
+session, and the agent it reached, going)."""
+
+
 def binding_of(host: Host, login: str) -> str:
-    """What a remembered agent (its place, its key) is bound to: the host's whole record and the login its
-    connection resolved to, hashed (no secret in it; 32 hex digits)."""
-    text = json.dumps({"host": host.model_dump(mode="json"), "login": login}, sort_keys=True)
+    """What a remembered agent (its place, its key) is bound to: the host's record (but `UNBOUND_FIELDS`) and the
+    login its connection resolved to, hashed (no secret in it; 32 hex digits)."""
+    record = host.model_dump(mode="json", exclude=set(UNBOUND_FIELDS))
+    text = json.dumps({"host": record, "login": login}, sort_keys=True)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:BINDING_HEX]
 
 
@@ -77,9 +84,10 @@ class AgentKeys:
                 self._store.set(key, *secret)
             else:
                 self._store.delete(key)
-        except CredentialError as error:
+        except Exception as error:  # a keyring backend fails in ways of its own: the key is this run's alone then
             if not self._said_no_keyring:
                 self._said_no_keyring = True
-                log.info("the agents' keys are kept in memory for this run only (%s: %s); each run's first "
-                            "connect to a host asks its agent for its key again", error.title, error.message)
+                why = f"{error.title}: {error.message}" if isinstance(error, CredentialError) else repr(error)
+                log.info("the agents' keys are kept in memory for this run only (%s); each run's first connect to "
+                         "a host asks its agent for its key again", why)
         return None

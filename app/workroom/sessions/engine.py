@@ -385,9 +385,8 @@ class Engine:
             outside=outside)
         if not change:
             return change
-        for name in (*change.removed, *(h.name for h in (*change.changed, *change.updated))):
-            self._forget_agent(name)
         for name in (*change.removed, *(h.name for h in change.changed)):
+            self._forget_agent(name)  # a price alone (`updated`) is not where or as whom: its agent goes on
             self._end_session(name)
         for host in change.updated:
             session = self.sessions.get(host.name)

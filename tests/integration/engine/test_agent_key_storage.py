@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from engine_helpers import ssh_host, trust_sshd
+from engine_helpers import ssh_host, trust_sshd, wait_until
 from workroom.agent_bundle import AgentBundle
 from workroom.core.connection import ConnectionState
 from workroom.credentials import SERVICE_NAME
@@ -50,14 +50,18 @@ def test_the_key_is_kept_in_the_keyring_and_forgotten_with_the_host(
             assert snap.connection.state in LIVE
             binding = json.loads((app_home.state_dir / FILE_NAME).read_text())["hosts"]["box1"]["binding"]
             assert agent_keys_in(memory_keyring) == {f"agent-key:box1#{binding}": host_key(sshd)}
-            # An edit (here only its price) is another binding: place and key are forgotten at once.
+            # A price alone is not where or as whom: the session and what it knows of its agent go on.
             await engine.replace_host("box1", ssh_host(sshd, hourly_price=1.5))
-            assert agent_keys_in(memory_keyring) == {} and "box1" not in json.loads(
-                (app_home.state_dir / FILE_NAME).read_text())["hosts"]
+            await asyncio.sleep(0.5)
+            assert agent_keys_in(memory_keyring) == {f"agent-key:box1#{binding}": host_key(sshd)}
+            # Any other edit (here its idle window) is another binding: both are forgotten.
+            await engine.replace_host("box1", ssh_host(sshd, hourly_price=1.5, idle_window_seconds=600.0))
+            await wait_until(lambda: agent_keys_in(memory_keyring) == {} and "box1" not in json.loads(
+                (app_home.state_dir / FILE_NAME).read_text())["hosts"], 10, "the place and key forgotten")
             snap = await engine.session("box1").connect(timeout=60)  # the probe hands the key over again
             assert snap.connection.state in LIVE and list(agent_keys_in(memory_keyring).values()) == [host_key(sshd)]
             await engine.remove_host("box1")
-            assert agent_keys_in(memory_keyring) == {}
+            await wait_until(lambda: agent_keys_in(memory_keyring) == {}, 10, "the key forgotten")
         finally:
             await engine.close()
 
