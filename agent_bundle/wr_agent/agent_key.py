@@ -1,14 +1,5 @@
-"""The agent's key: what lets it prove to the app that it is the agent the app installed, on every link (docs/
-security.md, "The agent proves who it is"). The build hash says which code answers, and anyone can repeat it;
-the key is 32 random bytes in `SOCKET.key` (hex, mode 0600) in the agent's private state folder, which only the
-login user (and root) can read. The app holds a copy in its keyring, taken from the install probe's answer over
-SSH (the login user's own channel), and sends a fresh challenge with its `subscribe`; the agent answers with
-HMAC-SHA256(key, "wr-agent proof 1" NUL challenge). The key proves the agent and nothing else: it opens nothing,
-and it goes with the agent's files at an uninstall.
-
-Carried in the probe's command (remote/host_python.py): standard library only, Python 3.8, short, and no
-`hashlib` or `hmac` at import (they load OpenSSL; the probe's reconnect path avoids it).
-"""
+"""The agent's key, SOCKET.key (0600): it proves who the agent is (docs/agent.md, "The agent's key"). Carried in
+the probe's command: short, stdlib, Python 3.8, and no hashlib or hmac at import (they load OpenSSL)."""
 
 import os
 import stat
@@ -26,7 +17,7 @@ def is_hex(text, length=KEY_HEX):
 
 
 def read_key(sock):
-    """The key in `SOCKET.key` if it is a regular file of this user's alone holding one, else None."""
+    """The key in SOCKET.key if that is a regular file of this user's alone, else None."""
     try:
         fd = os.open(sock + KEY_SUFFIX, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
@@ -44,9 +35,7 @@ def read_key(sock):
 
 
 def agent_key(sock):
-    """The agent's key, made now (0600, in the socket's folder, which must exist) when there is none or it is
-    damaged. Two makers at once (the probe and the agent) end with one key: a new one is linked in only where
-    none is, and what is there afterwards is what both return."""
+    """The key, made (0600) when there is none or it is damaged; two makers at once end with one key."""
     key = read_key(sock)
     if key is not None:
         return key
@@ -59,11 +48,11 @@ def agent_key(sock):
         os.close(fd)
     try:
         if os.path.lexists(path):
-            os.rename(tmp, path)  # damaged or not ours alone: replaced
+            os.rename(tmp, path)
         else:
             os.link(tmp, path)
     except FileExistsError:
-        pass  # made meanwhile by the other maker: theirs stands
+        pass  # the other maker's stands
     finally:
         if os.path.lexists(tmp):
             os.unlink(tmp)
@@ -71,15 +60,13 @@ def agent_key(sock):
 
 
 def key_id(key):
-    """Names a key without telling it (the app sends its key's id to the probe, which answers with the key only
-    when the agent's differs)."""
+    """Names a key without telling it."""
     h = sha256()
     h.update((ID_LABEL + key).encode("ascii"))
     return h.hexdigest()[:32]
 
 
 def proof_of(key, challenge):
-    """The proof that answers `challenge` (hex) with `key` (hex)."""
-    import hmac  # here, not at import: only the serving agent proves
+    import hmac  # only the serving agent proves
 
     return hmac.new(bytes.fromhex(key), PROOF_LABEL + challenge.encode("ascii"), "sha256").hexdigest()

@@ -154,8 +154,7 @@ def supervisor_named(sock):
 
 
 def made_key(sock):
-    """The agent's key; its state folder (every folder above it checked already) and the key are made private
-    when missing, so the key is there before the agent first starts. None when it cannot be made."""
+    """The agent's key, made (with its folder, private) when missing; None when it cannot be."""
     folder = os.path.dirname(sock)
     try:
         if not os.path.lexists(folder):
@@ -167,20 +166,20 @@ def made_key(sock):
 
 
 def probe(bundle, sock, expected, ask=True, known_key=None):
-    """The answer (docs/agent.md); `ask`: ask a running agent too (the probe on its own); `known_key`: the id of
-    the app's key for this agent (`-`: none), answered with the agent's key when that differs."""
+    """The answer (docs/agent.md); `ask`: ask a running agent too (the probe on its own); `known_key`: the app's
+    key's id (`-`: none)."""
     out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
            "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
            "systemd_user": False, "repaired": [], "launchd": False, "supervisor": None}
     why, trusted = check_install_folder(os.path.dirname(bundle), out["repaired"])
-    why = why or unsafe_state_folder(os.path.dirname(sock), missing_ok=True)  # its lock, socket and key
+    why = why or unsafe_state_folder(os.path.dirname(sock), missing_ok=True)
     if why:
         out["unsafe"] = why
         return out
     if known_key is not None:
         key = made_key(sock)
         if key is None or key_id(key) != known_key:
-            out["key"] = key  # the app's is not the agent's (null: the agent has none and none could be made)
+            out["key"] = key  # null: none could be made
     out["sha256"] = bundle_sha256(bundle)
     if out["sha256"] and out["sha256"] != expected and not trusted:
         out["sha256"] = None  # may have been swapped while the folder was open

@@ -31,7 +31,7 @@ def run(path, drain_seconds=5.0):
     When stdin closes, the socket is half-closed so replies to what was already sent still come out
     (the agent closes its end when it sees the half-close); that wait is bounded."""
     set_comm("wr-agent-relay")
-    why = unsafe_state_folder(os.path.dirname(path))  # a folder another user could swap: not our agent's
+    why = unsafe_state_folder(os.path.dirname(path))
     if why:
         raise Unreachable("refusing the agent's socket %s: %s" % (path, why))
     sock = _unix_socket(AF_UNIX, SOCK_STREAM)

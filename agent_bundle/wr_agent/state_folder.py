@@ -1,12 +1,5 @@
-"""The agent's state folder (its socket, lock, key and settings) is trusted only when nobody but this user could
-have put anything in it: a real folder of this user's that nobody else can enter, under folders that pass the
-launcher's rule (`unsafe_folder`: OpenSSH's safe_path), as the install folder must. A folder above it open to
-a shared group let another user swap the whole folder, and their agent was then believed and its lock obeyed.
-
-Checked by the probe, by the agent before it opens anything there, and by every step that reaches the socket
-(the relay, the wait after a start, the replacement of a frozen agent, the uninstall, the command line's
-client). Standard library only, Python 3.8: the app carries this file's text in its commands.
-"""
+"""The agent's state folder is trusted only when no other user could have put anything there (docs/agent.md, "The
+state folder"). Carried in the app's commands: stdlib, Python 3.8."""
 
 import os
 import stat
@@ -22,8 +15,7 @@ def nearest(path):
 
 
 def unsafe_state_folder(folder, missing_ok=False):
-    """None when the state folder `folder` is safe (`missing_ok`: or absent, with a safe chain to be made in),
-    else why not, in words."""
+    """None when `folder` (`missing_ok`: or where it would be made) is safe, else why not, in words."""
     try:
         st = os.lstat(folder)
     except FileNotFoundError:
