@@ -337,6 +337,12 @@ def test_no_label_tooltip_notice_card_or_dialog_renders_host_text_as_markup(
     dialog.select_provider("ssh")
     dialog.try_accept()
     assert "<img src=fifo>" in dialog.errors["address"].text()
+    # A platform's box in the picker, whose note quotes what the platform's CLI listed.
+    from workroom.ui.ssh_aliases import PickerEntry
+
+    dialog.add_picker_entries([PickerEntry(label=RICH, name="ws", why=RICH)])
+    dialog._alias_chosen(dialog.alias_picker.count() - 1)
+    assert "COMPROMISED" in dialog.picker_note.text()
     walk.widgets(dialog)
     listen, port = _banner_server(b'<img src=fifo><h1>BANNER</h1><a href="https://evil.example/">x</a>\r\n')
     try:

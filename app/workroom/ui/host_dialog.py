@@ -251,7 +251,7 @@ class AddHostDialog(QDialog):
         entries = scan.entries if scan is not None else [PickerEntry(label=a, name=a, alias=a) for a in aliases or ()]
         self.add_picker_entries(entries)
         self.alias_picker.activated.connect(self._alias_chosen)
-        self.picker_note = QLabel()
+        self.picker_note = plain_label()  # names what a platform's CLI listed
         self.picker_note.setObjectName("picker_note")
         self.picker_note.setWordWrap(True)
         styles.set_role(self.picker_note, styles.MUTED)
