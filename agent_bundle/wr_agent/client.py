@@ -6,6 +6,7 @@ import socket
 import time
 
 from wr_agent import relay
+from wr_agent.state_folder import unsafe_state_folder
 
 
 class AgentUnreachable(Exception):
@@ -14,6 +15,9 @@ class AgentUnreachable(Exception):
 
 class Connection(object):
     def __init__(self, path, timeout=5.0):
+        why = unsafe_state_folder(os.path.dirname(os.path.abspath(path)))
+        if why:
+            raise AgentUnreachable("refusing the agent's socket %s: %s" % (path, why))
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
         try:

@@ -1,4 +1,5 @@
-"""The installer's probe, `BUNDLE SOCKET SHA256 [relay]`: what the host has for the agent, one JSON line.
+"""The installer's probe, `BUNDLE SOCKET SHA256 KEY_ID [relay]`: what the host has for the agent, one JSON line;
+with the agent's key when the app's (KEY_ID, `-` for none) is not it (wr_agent/agent_key.py).
 
 Carried in the app's command (remote/host_python.py); with `relay`, it goes on as the relay when the
 installed bundle is SHA256 and an agent runs (docs/protocol.md, transport). Every byte of this file is sent
@@ -9,8 +10,10 @@ import os
 import stat
 import sys
 
+from wr_agent.agent_key import agent_key, key_id
 from wr_agent.agent_process import lock_holder, stopped
 from wr_agent.launcher import sha256, unsafe_folder
+from wr_agent.state_folder import nearest, unsafe_state_folder
 
 try:
     from _json import encode_basestring_ascii as quote  # json.dumps's quoting, without json's start-up
@@ -43,13 +46,6 @@ def which(name):
         if folder and os.access(path, os.X_OK) and not os.path.isdir(path):
             return True
     return False
-
-
-def nearest(path):
-    """`path`, or the nearest folder above it that exists."""
-    while not os.path.lexists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    return path
 
 
 def check_install_folder(folder, repaired):
@@ -130,7 +126,7 @@ def ask_agent(sock):
             s.close()
     except (OSError, ValueError, AttributeError):
         pass
-    return build, stalled
+    return (build if isinstance(build, str) else None), stalled  # the answer's reader takes words or null
 
 
 def systemd_user():
@@ -157,15 +153,33 @@ def supervisor_named(sock):
     return None
 
 
-def probe(bundle, sock, expected, ask=True):
-    """The answer (docs/agent.md); `ask`: ask a running agent too (the probe on its own)."""
+def made_key(sock):
+    """The agent's key, made (with its folder, private) when missing; None when it cannot be."""
+    folder = os.path.dirname(sock)
+    try:
+        if not os.path.lexists(folder):
+            os.makedirs(os.path.dirname(folder), 0o700, exist_ok=True)
+            os.mkdir(folder, 0o700)
+        return agent_key(sock)
+    except OSError:
+        return None
+
+
+def probe(bundle, sock, expected, ask=True, known_key=None):
+    """The answer (docs/agent.md); `ask`: ask a running agent too (the probe on its own); `known_key`: the app's
+    key's id (`-`: none)."""
     out = {"python": "%d.%d.%d" % sys.version_info[:3], "home": os.path.expanduser("~"),
            "bundle": bundle, "socket": sock, "sha256": None, "version": None, "running": False,
            "systemd_user": False, "repaired": [], "launchd": False, "supervisor": None}
     why, trusted = check_install_folder(os.path.dirname(bundle), out["repaired"])
+    why = why or unsafe_state_folder(os.path.dirname(sock), missing_ok=True)
     if why:
         out["unsafe"] = why
         return out
+    if known_key is not None:
+        key = made_key(sock)
+        if key is None or key_id(key) != known_key:
+            out["key"] = key  # null: none could be made
     out["sha256"] = bundle_sha256(bundle)
     if out["sha256"] and out["sha256"] != expected and not trusted:
         out["sha256"] = None  # may have been swapped while the folder was open
@@ -199,10 +213,10 @@ def relay_follows(answer, expected):
 
 
 def main(argv):
-    """`BUNDLE SOCKET SHA256 [relay]`."""
+    """`BUNDLE SOCKET SHA256 KEY_ID [relay]`."""
     bundle, sock = os.path.expanduser(argv[0]), os.path.expanduser(argv[1])
-    expected, relay_after = argv[2], argv[3:] == ["relay"]
-    answer = probe(bundle, sock, expected, ask=not relay_after)
+    expected, known_key, relay_after = argv[2], argv[3], argv[4:] == ["relay"]
+    answer = probe(bundle, sock, expected, ask=not relay_after, known_key=known_key)
     sys.stdout.write(dumps(answer) + "\n")
     sys.stdout.flush()  # the relay writes to the file descriptor
     if relay_after and relay_follows(answer, expected):

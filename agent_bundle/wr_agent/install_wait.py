@@ -12,6 +12,8 @@ import socket
 import sys
 import time
 
+from wr_agent.state_folder import unsafe_state_folder
+
 CONNECT_TIMEOUT_SECONDS = 2
 RETRY_SECONDS = 0.05
 SKIP_LINES = 100
@@ -36,6 +38,9 @@ def answers(f, build):
 def wait_for_agent(sock, timeout, build=None):
     """None once the agent on `sock` answers as wanted (see `answers`) within `timeout` seconds, else why
     not in words."""
+    why = unsafe_state_folder(os.path.dirname(sock))
+    if why:
+        return "refusing the agent's socket %s: %s" % (sock, why)
     deadline, last = time.monotonic() + timeout, "no answer"
     while time.monotonic() < deadline:
         try:

@@ -18,6 +18,7 @@ except ImportError:  # an interpreter without it
     from socket import socket as _unix_socket
 
 from wr_agent.proc_name import set_comm
+from wr_agent.state_folder import unsafe_state_folder
 
 
 class Unreachable(Exception):
@@ -30,6 +31,9 @@ def run(path, drain_seconds=5.0):
     When stdin closes, the socket is half-closed so replies to what was already sent still come out
     (the agent closes its end when it sees the half-close); that wait is bounded."""
     set_comm("wr-agent-relay")
+    why = unsafe_state_folder(os.path.dirname(path))
+    if why:
+        raise Unreachable("refusing the agent's socket %s: %s" % (path, why))
     sock = _unix_socket(AF_UNIX, SOCK_STREAM)
     try:
         sock.connect(path)

@@ -15,12 +15,16 @@ import sys
 import time
 
 from wr_agent.agent_process import lock_holder, why_not_our_agent
+from wr_agent.state_folder import unsafe_state_folder
 
 FREE_SECONDS = 5.0
 
 
 def replace(sock, free_seconds=FREE_SECONDS):
     """Kill the frozen agent on `sock` if it is ours; the answer's dict."""
+    why = unsafe_state_folder(os.path.dirname(sock))  # its lock could be anyone's
+    if why is not None:
+        return {"refused": why}
     pid = lock_holder(sock)
     if pid is None:
         return {"killed": None}

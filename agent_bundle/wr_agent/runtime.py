@@ -13,6 +13,7 @@ import time
 
 from wr_agent import launcher
 from wr_agent.proc_name import set_comm  # noqa: F401 (runtime.set_comm, as before)
+from wr_agent.state_folder import unsafe_state_folder
 
 log = logging.getLogger("wr_agent")
 SUPERVISOR_FD_ENV = "WR_AGENT_SUPERVISOR_FD"  # a hand-off in a supervised child writes the new sha256 here
@@ -124,7 +125,9 @@ def prepare_dir(sock_path):
     """Create the socket's directory 0700, or refuse one that is not private to us.
 
     Checked with lstat before anything is opened in it (log, lock, socket): a symlink planted in its place,
-    a folder of another user's or one open to others could let someone else swap or read what we write.
+    a folder of another user's or one open to others could let someone else swap or read what we write; and
+    every folder above it as the launcher checks the install folder's (state_folder): a folder above that
+    another user can write lets them swap this one whole.
     """
     d = os.path.dirname(os.path.abspath(sock_path))
     if not os.path.lexists(d):
@@ -135,18 +138,10 @@ def prepare_dir(sock_path):
             os.mkdir(d, 0o700)  # the umask can only take bits away: never wider than 0700
         except FileExistsError:
             pass  # made meanwhile: judged below like any existing folder
-    st = os.lstat(d)
-    if stat.S_ISLNK(st.st_mode):
-        raise StartupError("refusing to start: %s is a symbolic link; the agent's folder must be a real "
-                           "folder of this user's" % d)
-    if not stat.S_ISDIR(st.st_mode):
-        raise StartupError("refusing to start: %s is not a folder" % d)
-    if st.st_uid != os.getuid():
-        raise StartupError("refusing to start: %s is owned by uid %d, not by this user (uid %d)"
-                           % (d, st.st_uid, os.getuid()))
-    if stat.S_IMODE(st.st_mode) & 0o077:
-        raise StartupError("refusing to start: %s is open to other users (mode %o); run chmod 700 %s"
-                           % (d, stat.S_IMODE(st.st_mode), d))
+    why = unsafe_state_folder(d)
+    if why:
+        raise StartupError("refusing to start: %s; the agent's folder must be a real folder of this user's that "
+                           "only it can enter, under folders nobody else can write" % why)
     return d
 
 

@@ -18,6 +18,7 @@ import zipfile
 from wr_agent import PROTOCOL, VERSION, bundle
 from wr_agent.accept_gate import AcceptGate
 from wr_agent.agent import visible
+from wr_agent.agent_key import agent_key, is_hex, proof_of
 from wr_agent.settings import SettingsError
 from wr_agent.waker import WAKE, Waker
 
@@ -111,6 +112,7 @@ class Server(object):
         self._waker = Waker(self.sel)
         self.clients = {}
         self.uid = os.getuid()
+        self.sock_path = listen_sock.getsockname()  # where its key is (SOCKET.key: wr_agent/agent_key.py)
         self.pending_handoff = None
         agent.on_tick = self.wake
 
@@ -297,6 +299,20 @@ class Server(object):
     def _subscribe(self, c, req):
         # A subscriber is the app: on this computer directly, on a box through our relay. Neither is
         # work, even if the sampler first saw the relay before it named itself (docs/agent.md).
+        challenge = req.get("challenge")
+        proof = None
+        if challenge is not None:  # the app asks who we are: the key's answer rides on this reply
+            if not is_hex(challenge):
+                raise RequestError("invalid", "challenge must be 64 hex digits")
+            try:
+                key = agent_key(self.sock_path)
+            except OSError as exc:
+                key, why = None, exc.strerror or str(exc)
+            else:
+                why = "it could not be read"
+            if key is None:
+                raise RequestError("failed", "the agent has no key to prove who it is: %s" % why)
+            proof = proof_of(key, challenge)
         agent = self.agent
         pid = peer_pid(c.sock)
         agent.exclude_client(pid)
@@ -306,7 +322,7 @@ class Server(object):
         c.subscribed = True
         c.last_visible = visible(st)
         c.prompt_seq = agent.ceiling.prompt_seq
-        return st
+        return st if proof is None else dict(st, proof=proof)
 
     def _keep(self, c, req):
         return self.agent.keep()

@@ -6,7 +6,8 @@ by the pid in its lock), then removes the unit, the plist, the bundle, the socke
 folder and staged uploads, and the two folders if that left them empty. `stop-only` stops it the same way
 and keeps every file (its why-awake record, its settings) for the next start. It prints one JSON line:
 {"stopped": [...], "removed": [paths], "problems": [...], "still_running": bool}; when the agent still
-runs, nothing is removed.
+runs, nothing is removed. A state folder that another user could have swapped (state_folder) is not trusted
+for anything: {"unsafe": why} and nothing is stopped or removed.
 
 The app carries this file's text in its command, from its own bundle (remote/host_python.py): it works on a
 host whose installed bundle is damaged, foreign or gone.
@@ -22,6 +23,7 @@ import sys
 import time
 
 from wr_agent.agent_process import lock_holder, why_not_our_agent
+from wr_agent.state_folder import unsafe_state_folder
 
 SYSTEMD_UNIT = ".config/systemd/user/wr-agent.service"
 LAUNCH_AGENTS = "Library/LaunchAgents"
@@ -140,6 +142,9 @@ def remove(paths, out):
 def uninstall(bundle, sock, label_prefix, stop_only=False, term_seconds=TERM_SECONDS):
     """Stop the agent of `bundle` and `sock` (both `~`-expanded) and, unless `stop_only` or it still runs,
     remove what it installed. Returns the answer (see the module's docstring)."""
+    why = unsafe_state_folder(os.path.dirname(sock), missing_ok=True)
+    if why is not None:
+        return {"unsafe": why}
     out = {"stopped": [], "removed": [], "problems": [], "still_running": False}
     home = os.path.expanduser("~")
     unit = os.path.join(home, SYSTEMD_UNIT)

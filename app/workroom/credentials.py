@@ -1,4 +1,5 @@
-"""The one place secrets live: SSH key passphrases and passwords, in the system keyring.
+"""The one place secrets live: SSH key passphrases and passwords, and each agent's key (what it proves who it is
+with: providers/agent_keys.py), in the system keyring.
 
 Lazy (the keyring backend is found on first use, since unlocking it can block and must not
 happen at import), locked (one backend lookup, no interleaved calls), with typed errors. If no
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from enum import StrEnum
 
 from workroom.core.errors import ExitCode, UserError
 from workroom.core.questions import SecretKind, SecretRequest
@@ -42,11 +44,18 @@ class KeyringUnavailableError(CredentialError):
         )
 
 
+class AppSecret(StrEnum):
+    """Secrets the app keeps for itself: never asked of the user, never typed."""
+
+    AGENT_KEY = "agent-key"
+    """The key a host's agent proves who it is with; the subject names the host and what it was bound to."""
+
+
 @dataclass(frozen=True)
 class CredentialKey:
     """Which secret: a kind and what it belongs to. Never holds the secret."""
 
-    kind: SecretKind
+    kind: SecretKind | AppSecret
     subject: str
 
     def __post_init__(self) -> None:
@@ -70,6 +79,10 @@ class CredentialKey:
     @classmethod
     def password(cls, user: str, host: str, port: int = 22) -> CredentialKey:
         return cls.of(SecretRequest.password(user, host, port))
+
+    @classmethod
+    def agent_key(cls, host_name: str, binding: str) -> CredentialKey:
+        return cls(AppSecret.AGENT_KEY, f"{host_name}#{binding}")
 
 
 def _backend_id(backend: object) -> tuple[str, str]:

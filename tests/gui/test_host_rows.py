@@ -7,11 +7,11 @@ import time
 import pytest
 from demo_states import busy, every_state, make_snapshot
 from gui_helpers import feed
-from PySide6 import QtGui
 from PySide6.QtCore import Qt
 from workroom.core.badge import BadgeKind
 from workroom.core.connection import ConnectionState
 from workroom.ui.host_table_model import BADGE_KIND_ROLE, Column, HostTableModel
+from workroom.ui.plain_text import tooltip
 from workroom.ui.tray import TrayController, host_menu_text
 
 pytestmark = pytest.mark.gui
@@ -48,7 +48,7 @@ def test_every_state_renders_badge_icon_words_and_tooltip(qapp: object) -> None:
         assert _text(model, row, Column.BADGE, BADGE_KIND_ROLE) is badge.kind
         assert str(_text(model, row, Column.BADGE)).startswith(badge.label)
         tip = _text(model, row, Column.BADGE, Qt.ItemDataRole.ToolTipRole)
-        assert tip == QtGui.Qt.convertFromPlainText(badge.tooltip)
+        assert tip == tooltip(badge.tooltip)  # the words, escaped only if they hold markup characters
         icon = _text(model, row, Column.BADGE, Qt.ItemDataRole.DecorationRole)
         assert icon is not None and not icon.isNull(), key
         assert _text(model, row, Column.NAME) == snap.host.name

@@ -204,6 +204,10 @@ def test_editing_a_host_from_an_old_file_whose_name_starts_with_a_dash_keeps_it(
     dialog.try_accept()
     assert dialog.host is None and dialog.errors["address"].isVisible()
     assert "cannot start with '-'" in dialog.errors["address"].text()
+    # An address ssh itself refuses (a shell would read it in a Match exec): said under the field too.
+    dialog.inputs["address"].setText("x;id>/tmp/pwned;")
+    dialog.try_accept()
+    assert dialog.host is None and "cannot contain ';'" in dialog.errors["address"].text()
     dialog.reject()
     assert engine.hosts.require("-old").address == "10.9.9.9"
 

@@ -240,3 +240,42 @@ def test_without_a_notification_service_the_balloon_is_used_and_said_so(
     assert app.notifications.service_words() is not None
     assert "no buttons" in app.notifications.service_words()
     assert os.environ["DBUS_SESSION_BUS_ADDRESS"] == bus.address
+
+
+SUBJECT = '<a href="https://evil.example/login">Re-enter your SSH passphrase</a>'
+ALERT = '<span size="x-large" foreground="red">KEY COMPROMISED</span> &amp; <b>bold</b> <img src="/etc/hostname"/>'
+
+
+def test_host_text_reaches_the_server_as_text_never_markup(server: NotificationServer, app: Any, run: Any) -> None:
+    """A job subject of `<a href>` and a `<span>` alert, in a notification's title and body, reach dunst (which
+    reads body markup, and summary markup too) as those very characters: no link in its menu, no span
+    rendered. `dunstctl history` shows what dunst kept and what it rendered (its `message`)."""
+    import json
+
+    from workroom.core.display_text import escape_markup, markup_inert
+    from workroom.ui.notifications import Notice
+
+    title = f"box1 {ALERT} finished"
+    message = f"box1 finished — {SUBJECT} for 42 min. {ALERT}"
+    app.notifications.post(Notice("finished:box1", title, message))
+    run(app.notifications.drain(), timeout=20)
+
+    async def shown() -> None:
+        await wait_for(lambda: server.displayed() == 1, 20, "the notification on the server")
+
+    run(shown(), timeout=30)
+    assert app.notifications.backend is not None and app.notifications.backend.name == "system"
+    run(server.press("no such entry"), timeout=30)  # dunst's menu: its actions and the links it found
+    offered = server.offered()
+    server.ctl("close-all")  # into dunst's history, where dunstctl shows it
+    entries = json.loads(server.ctl("history"))["data"][0]
+    assert entries, "dunst kept nothing"
+    seen = {key: value["data"] for key, value in entries[0].items() if isinstance(value, dict) and "data" in value}
+    # What dunst renders (its `message`, Pango markup): every tag and entity of the host's text as characters.
+    rendered = seen["message"]
+    for text in (SUBJECT, ALERT):
+        assert escape_markup(text) in rendered, (text, rendered)
+    assert "<span" not in rendered and "<a " not in rendered and "[image]" not in rendered, rendered
+    assert "Re-enter your SSH passphrase]" not in offered, f"the subject became a link in dunst's menu: {offered}"
+    # The title: dunst escapes a summary itself; the app sends it markup-inert, the same words on every server.
+    assert markup_inert(f"box1 {ALERT} finished") == seen["summary"]

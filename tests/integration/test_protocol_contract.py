@@ -246,7 +246,7 @@ def test_the_document_names_every_status_field_both_sides_use(agent) -> None:  #
     documented = {name for cell in first_cells for name in re.findall(r"`([a-z_]+)`", cell)}
     sent = set(status)
     assert sent <= documented, f"fields the agent sends but docs/protocol.md does not name: {sent - documented}"
-    modelled = set(Status.model_fields)
+    modelled = set(Status.model_fields) - {"proof"}  # only in the answer to a subscribe that asks (tested below)
     assert modelled <= sent, f"fields the app expects that this agent does not send: {modelled - sent}"
     assert json.loads(json.dumps(status)) == status  # plain JSON, nothing exotic
 
@@ -545,3 +545,21 @@ def test_let_sleep_suppresses_at_once_through_the_apps_call(tmp_path: Path) -> N
         job.wait()
         running.stop()
         heartbeats.close()
+
+
+def test_the_agent_proves_who_it_is_on_the_subscribe_that_asks(agent) -> None:  # type: ignore[no-untyped-def]
+    """A `subscribe` with a challenge is answered with the proof the app checks, made with the key the agent
+    keeps beside its socket (the one the install probe hands the app); a malformed challenge is refused."""
+    from workroom.remote.agent_proof import new_challenge, proves
+    from wr_agent.agent_key import read_key
+
+    challenge = new_challenge()
+    answer = with_client(agent.sock, lambda client: client.subscribe(challenge=challenge))
+    key = read_key(agent.sock)
+    assert key is not None and proves(key, challenge, answer.proof)
+    assert not proves(key, new_challenge(), answer.proof)
+    assert with_client(agent.sock, lambda client: client.subscribe()).proof is None  # not asked: no proof
+    wire = Wire(agent.sock)
+    wire.line()
+    refused = wire.ask(raw_line(3, "subscribe", challenge="not hex"))
+    assert isinstance(refused, ErrorReply) and refused.error.code == "invalid"

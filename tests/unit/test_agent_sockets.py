@@ -7,8 +7,9 @@ from pathlib import Path
 
 from workroom.providers.agent_sockets import FILE_NAME, MAX_HOSTS, AgentPlace, AgentSockets
 
+BINDING = "0123456789abcdef" * 2
 PLACE = AgentPlace("/home/u/.local/state/wr-agent/agent.sock", "/home/u/.local/share/wr-agent/wr-agent.pyz",
-                   "the agent's own supervisor")
+                   "the agent's own supervisor", BINDING)
 
 
 def test_a_place_is_kept_across_runs_and_forgotten(tmp_path: Path) -> None:
@@ -22,13 +23,16 @@ def test_a_place_is_kept_across_runs_and_forgotten(tmp_path: Path) -> None:
 
 def test_a_place_the_app_would_not_use_is_neither_kept_nor_read(tmp_path: Path) -> None:
     memo = AgentSockets(tmp_path)
-    memo.remember("box1", AgentPlace("relative.sock", "/b"))
-    memo.remember("box2", AgentPlace("/s\x1b[31m", "/b"))
+    memo.remember("box1", AgentPlace("relative.sock", "/b", binding=BINDING))
+    memo.remember("box2", AgentPlace("/s\x1b[31m", "/b", binding=BINDING))
+    memo.remember("box3", AgentPlace("/s", "/b"))  # bound to nothing: never knocked on
     assert not (tmp_path / FILE_NAME).exists()
-    (tmp_path / FILE_NAME).write_text(json.dumps({"hosts": {"a": {"socket": "/s", "bundle": "/b"},
-                                                            "b": {"socket": "/s"}, "c": "x", "d": None}}))
+    (tmp_path / FILE_NAME).write_text(json.dumps({"hosts": {
+        "a": {"socket": "/s", "bundle": "/b", "binding": BINDING}, "b": {"socket": "/s"}, "c": "x", "d": None,
+        "e": {"socket": "/s", "bundle": "/b"}, "f": {"socket": "/s", "bundle": "/b", "binding": "x" * 32}}}))
     fresh = AgentSockets(tmp_path)
-    assert fresh.get("a") == AgentPlace("/s", "/b") and fresh.get("b") is None and fresh.get("c") is None
+    assert fresh.get("a") == AgentPlace("/s", "/b", binding=BINDING)
+    assert all(fresh.get(name) is None for name in "bcdef")  # "e": an older file's place, bound to nothing
 
 
 def test_a_file_that_cannot_be_read_or_written_costs_nothing_but_the_hint(tmp_path: Path) -> None:

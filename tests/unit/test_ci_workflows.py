@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tomllib
@@ -92,3 +93,129 @@ def test_the_release_signs_only_with_its_secrets_and_says_so_without() -> None:
     unsigned = steps["Say that the release is not signed"]
     assert unsigned["if"] == "env.SIGNING_CONFIGURED != 'true'"
     assert "::warning title=Release not signed::" in unsigned["run"] and "GITHUB_STEP_SUMMARY" in unsigned["run"]
+
+
+# -- the four rules every workflow is held to (docs/packaging.md, "The release workflow") -----------------------
+
+PINNED = re.compile(r"^\s*(?:-\s*)?uses:\s*([\w.-]+/[\w./-]+)@([0-9a-f]{40})\s+#\s*(v\d+(?:\.\d+)*)\s*$")
+APPLE_TOOLS = ("security ", "codesign ", "xcrun ", "notarytool", "sign_and_notarize.sh")
+RUNS_THE_APP = ("Contents/MacOS/", "WORKROOM_TEST_APP", "pytest", "build_app.py", "release-venv", "package_mac.sh")
+REQUIREMENTS = ROOT / "build" / "requirements-release.txt"
+
+
+def unpinned_actions(text: str) -> list[str]:
+    """Every `uses:` that is not an action pinned by a full commit with its tag in a comment beside it."""
+    return [line.strip() for line in text.splitlines()
+            if re.match(r"^\s*(-\s*)?uses:", line) and not line.strip().split(None, 1)[-1].startswith("./")
+            and not PINNED.match(line)]
+
+
+def kept_tokens(flow: Any) -> list[str]:
+    """Every checkout that would leave the job's token in .git/config."""
+    return [f"{name}: {step['uses']}" for name, job in flow["jobs"].items() for step in job.get("steps", [])
+            if step.get("uses", "").startswith("actions/checkout@")
+            and (step.get("with") or {}).get("persist-credentials") is not False]
+
+
+def _secrets_in(value: Any) -> bool:
+    return "secrets." in str(value)
+
+
+def misplaced_secrets(flow: Any) -> list[str]:
+    """Secrets anywhere but the environment of a step that runs Apple's tools and nothing of the built app. A job's
+    environment may only test whether a secret is set (`secrets.X != ''`), which holds no secret."""
+    found = [f"workflow env {k}" for k, v in (flow.get("env") or {}).items() if _secrets_in(v)]
+    for name, job in flow["jobs"].items():
+        for key, value in (job.get("env") or {}).items():
+            text = re.sub(r"secrets\.\w+\s*!=\s*''", "", str(value))
+            if "secrets." in text:
+                found.append(f"{name} env {key}")
+        for step in job.get("steps", []):
+            label = f"{name}: {step.get('name') or step.get('uses')}"
+            run = step.get("run", "")
+            if _secrets_in(step.get("with")) or _secrets_in(run) or _secrets_in(step.get("if")):
+                found.append(f"{label} (secrets outside its env)")
+            if not _secrets_in(step.get("env")):
+                continue
+            if "uses" in step or not any(tool in run for tool in APPLE_TOOLS):
+                found.append(f"{label} (secrets in a step that runs no Apple tool)")
+            elif any(mark in run for mark in RUNS_THE_APP):
+                found.append(f"{label} (secrets in a step that runs the built app)")
+    return found
+
+
+def _requirements() -> dict[str, list[str]]:
+    """name -> the lines of each requirement in requirements-release.txt (a name may be pinned once per marker)."""
+    out: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in REQUIREMENTS.read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        if not line.startswith(" "):
+            current = [line]
+            name = re.split(r"[=<>!~ ;\\]", line, maxsplit=1)[0].lower().replace("_", "-").replace(".", "-")
+            out.setdefault(name, []).append("")
+        else:
+            current.append(line)
+        out[name][-1] = "\n".join(current)
+    return out
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[=<>!~ ;\[]", requirement.strip(), maxsplit=1)[0].lower().replace("_", "-").replace(".", "-")
+
+
+def test_every_action_is_pinned_by_its_commit_with_the_tag_beside_it() -> None:
+    for path in WORKFLOWS:
+        assert unpinned_actions(path.read_text()) == [], path.name
+    assert unpinned_actions("      - uses: actions/checkout@v4\n") == ["- uses: actions/checkout@v4"]
+    assert unpinned_actions("      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262\n")  # no tag
+    sha = "      - uses: actions/checkout@11d5960a326750d5838078e36cf38b85af677262  # v4.4.0\n"
+    assert unpinned_actions(sha) == []
+
+
+def test_no_checkout_leaves_the_token_in_git_config() -> None:
+    for path in WORKFLOWS:
+        assert kept_tokens(_load(path)) == [], path.name
+    assert kept_tokens({"jobs": {"j": {"steps": [{"uses": "actions/checkout@x"}]}}}) == ["j: actions/checkout@x"]
+
+
+def test_secrets_reach_only_the_step_that_runs_apples_tools() -> None:
+    for path in WORKFLOWS:
+        assert misplaced_secrets(_load(path)) == [], path.name
+    release = _load(MAC)["jobs"]["release"]
+    holders = [s for s in release["steps"] if _secrets_in(s.get("env"))]
+    assert {s["name"] for s in holders} == {"Import the Developer ID certificate into a keychain of this job",
+                                            "Sign, notarise and staple"}
+    runner = next(s for s in release["steps"] if "Contents/MacOS/" in s.get("run", ""))
+    assert "env" not in runner and runner["if"] == "env.SIGNING_CONFIGURED == 'true'"
+    # The old single step (sign, then run the app's own binary with the Apple ID in its environment) is refused:
+    old = {"jobs": {"release": {"steps": [{"name": "Sign and check", "env": {"APPLE_ID": "${{ secrets.APPLE_ID }}"},
+                                           "run": 'build/sign_and_notarize.sh "$app"\n"$app/Contents/MacOS/x" -'}]}}}
+    assert misplaced_secrets(old) == ["release: Sign and check (secrets in a step that runs the built app)"]
+    leaky = {"jobs": {"j": {"env": {"X": "${{ secrets.APPLE_ID }}"}, "steps": [
+        {"name": "s", "env": {"T": "${{ secrets.T }}"}, "run": "make"}]}}}
+    assert misplaced_secrets(leaky) == ["j env X", "j: s (secrets in a step that runs no Apple tool)"]
+
+
+def test_the_app_is_built_from_requirements_pinned_by_hash() -> None:
+    job = _load(MAC)["jobs"]["test"]
+    runs = [step.get("run", "") for step in job["steps"]]
+    install = next(i for i, r in enumerate(runs) if "build/requirements-release.txt" in r)
+    build = next(i for i, r in enumerate(runs) if "build/build_app.py" in r)
+    assert install < build
+    for flag in ("--require-hashes", "--no-deps", "--only-binary :all:"):
+        assert flag in runs[install], flag
+    assert "release-venv/bin/python -m pip install" in runs[install]
+    assert runs[build].split()[0] == "build/out/release-venv/bin/python"  # the hashed venv builds the app
+    pinned = _requirements()
+    for name, entries in pinned.items():
+        for entry in entries:
+            first = entry.splitlines()[0]
+            assert re.match(rf"^{re.escape(first.split('==')[0])}==\S+", first), f"{name} is not pinned: {first}"
+            assert "--hash=sha256:" in entry, f"{name} has no hash"
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    wanted = {_name(r) for r in config["project"]["dependencies"]}
+    wanted |= {_name(line) for line in (ROOT / "build" / "requirements-release.in").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    assert wanted <= set(pinned), f"not in build/requirements-release.txt (regenerate it): {wanted - set(pinned)}"

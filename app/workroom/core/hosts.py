@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from workroom.core.errors import ExitCode, UserError
 from workroom.core.provider_specs import LOCAL_KIND, PROVIDER_SPECS, ProviderSpec, UnknownProviderError, spec_for
+from workroom.core.ssh_names import SshNameKind, ssh_name_problem
 from workroom.core.traits import ProviderTraits
 
 MAX_NAME_LENGTH = 64
@@ -216,20 +217,40 @@ class DuplicateHostError(UserError, ValueError):
 
 
 class UnsafeHostNameError(UserError, ValueError):
-    """A name or address a command on the host would read as an option. Checked when a host is added (not
-    when the hosts file loads, so an old file with such a host is not set aside whole)."""
+    """A name, address or user that OpenSSH's client would refuse (core.ssh_names): a command on the host
+    would take it for an option, or a shell running an ssh_config `Match exec` or `ProxyCommand` would read
+    it as syntax. Checked when a host is added or edited, and again before any ssh_config token expands (so a
+    hosts file edited by hand cannot get past it); not when the hosts file loads, so an old file with such a
+    host is not set aside whole."""
 
     exit_code = ExitCode.ERROR
 
-    def __init__(self, what: str, value: str) -> None:
+    def __init__(self, what: str, value: str, why: str = "cannot start with '-': programs would take it for "
+                 "an option") -> None:
         super().__init__(
             f"That host {what} cannot be used",
-            f"A host {what} cannot start with '-' (got {value!r}): programs on the host would take it for "
-            "an option.",
-            f"Pick {'an' if what == 'address' else 'a'} {what} that starts with a letter or a digit.",
+            f"A host {what} {why} (got {value!r}). ssh refuses it too.",
+            f"Pick {'an' if what == 'address' else 'a'} {what} of letters, digits, '.', '-' and '_' that starts "
+            "with a letter or a digit.",
         )
         self.what = what
         self.value = value
+
+
+def check_ssh_names(host: Host, before: Host | None = None) -> None:
+    """Raise UnsafeHostNameError when `host` would hand ssh a host or user it refuses (core.ssh_names); with
+    `before`, only what differs from it is checked (an edit keeps what the file already held)."""
+    if host.is_this_computer:
+        return
+    for what, kind, value, old in (
+            ("address" if host.address else "name", SshNameKind.HOST, host.connect_address,
+             before.connect_address if before is not None else None),
+            ("user", SshNameKind.USER, host.user, before.user if before is not None else None)):
+        if value is None or value == old:
+            continue
+        why = ssh_name_problem(kind, value)
+        if why is not None:
+            raise UnsafeHostNameError(what, value, why)
 
 
 class RenamedHostError(UserError, ValueError):
@@ -273,9 +294,7 @@ def check_new_host(host: Host) -> Host:
     """The rules for a host being added, beyond those every loaded host meets."""
     if host.name.startswith("-"):
         raise UnsafeHostNameError("name", host.name)
-    for what, value in (("address", host.address), ("user", host.user)):
-        if value is not None and value.startswith("-"):
-            raise UnsafeHostNameError(what, value)
+    check_ssh_names(host)
     return check_reference_given(host)
 
 
@@ -285,9 +304,7 @@ def check_edited_host(old: Host, new: Host) -> Host:
     an old host whose name starts with '-' can still have its port changed."""
     if new.name != old.name:
         raise RenamedHostError(old.name, new.name)
-    for what, before, after in (("address", old.address, new.address), ("user", old.user, new.user)):
-        if after is not None and after != before and after.startswith("-"):
-            raise UnsafeHostNameError(what, after)
+    check_ssh_names(new, before=old)
     if new.provider != old.provider or old.spec.missing_reference(old.reference) is None:
         check_reference_given(new)  # an older host that lacked it keeps loading and saving as it was
     return new

@@ -290,6 +290,9 @@ class Status(_AgentModel):
     """None from an agent that never slept (or is too old to say)."""
     last_busy_span: BusySpan | None = None
     """None until a busy span ended (or from an agent too old to say)."""
+    proof: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """Only in the answer to a `subscribe` that carried a challenge: the agent's proof of who it is (docs/protocol.md,
+    "Who answers"). The app checks it and drops it before the status goes anywhere."""
     _settings_values: dict[str, object] = PrivateAttr(default_factory=dict)
 
     @model_validator(mode="wrap")
@@ -515,6 +518,11 @@ class HandoffParams(_Params):
         return value
 
 
+class SubscribeParams(_Params):
+    challenge: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    """A fresh random challenge (64 hex digits) the agent answers with its proof (`Status.proof`)."""
+
+
 class TimelineParams(_Params):
     since: float | None = None
     """Unix seconds; None: all the agent keeps."""
@@ -546,7 +554,7 @@ class MethodRow:
 
 METHODS: Mapping[Method, MethodRow] = MappingProxyType({
     Method.STATUS: MethodRow(Status),
-    Method.SUBSCRIBE: MethodRow(Status),
+    Method.SUBSCRIBE: MethodRow(Status, SubscribeParams),
     Method.SETTINGS: MethodRow(Status, SettingsParams),
     Method.KEEP: MethodRow(Status),
     Method.LET_SLEEP: MethodRow(Status),

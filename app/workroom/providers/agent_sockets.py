@@ -2,24 +2,27 @@
 
 After every connect the session hands its install report here; the next connect to that host (in this run
 or the next) first opens a stream straight to that socket over the SSH connection (OpenSSH's streamlocal
-forwarding) and takes it only if the agent there says hello as this app's build, not stalled. Anything
-else -- nothing remembered, sshd refuses, a dead socket, another build -- and the connect goes the way it
-always went: the install probe first (docs/protocol.md, transport). So the file is only a hint: a missing,
-damaged or foreign one loses nothing but that round trip, and it is never trusted for anything but where
-to knock. Every change is a locked read-modify-write of the one host's entry (`storage.update_json`), so the app
-and a `workroom` command remembering different hosts at once both keep theirs.
+forwarding) and takes it only if the agent there proves who it is (remote/agent_proof.py) and is this app's
+build, not stalled. Anything else -- nothing remembered, sshd refuses, a dead socket, another build, no
+proof -- and the connect goes the way it always went: the install probe first (docs/protocol.md, transport).
+So the file is only a hint: a missing, damaged or foreign one loses nothing but that round trip, and it is
+never trusted for anything but where to knock. Each place is bound (`binding`, providers/agent_keys.py) to
+the host as configured and the login it resolved to; a place of another binding is never knocked on.
+Every change is a locked read-modify-write of the one host's entry (`storage.update_json`), so the app and a
+`workroom` command remembering different hosts at once both keep theirs.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from workroom.paths import AGENT_SOCKETS_FILE_NAME
-from workroom.remote.agent_install import is_safe_path
+from workroom.remote.host_answers import is_safe_path
 from workroom.storage import read_json_object, update_json
 
 log = logging.getLogger(__name__)
@@ -27,6 +30,7 @@ log = logging.getLogger(__name__)
 FILE_NAME = AGENT_SOCKETS_FILE_NAME
 MAX_BYTES = 256 * 1024
 MAX_HOSTS = 500
+BINDING = re.compile(r"[0-9a-f]{32}")
 
 
 @dataclass(frozen=True)
@@ -36,15 +40,20 @@ class AgentPlace:
     socket: str
     bundle: str
     supervisor: str | None = None
+    binding: str = ""
+    """What it was found for (providers.agent_keys.binding_of): 32 hex digits; a place without one is not read."""
 
 
 def _place(raw: object) -> AgentPlace | None:
     if not isinstance(raw, dict):
         return None
     socket, bundle, supervisor = raw.get("socket"), raw.get("bundle"), raw.get("supervisor")
+    binding = raw.get("binding")
     if not (is_safe_path(socket) and is_safe_path(bundle) and str(socket).startswith("/")):
         return None
-    return AgentPlace(str(socket), str(bundle), supervisor if is_safe_path(supervisor) else None)
+    if not (isinstance(binding, str) and BINDING.fullmatch(binding)):
+        return None  # an older file's place, or a damaged one: probed first, then remembered anew
+    return AgentPlace(str(socket), str(bundle), supervisor if is_safe_path(supervisor) else None, binding)
 
 
 def _places(data: dict[str, Any]) -> dict[str, AgentPlace]:

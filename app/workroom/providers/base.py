@@ -25,12 +25,14 @@ from workroom.core.platform_clock import PlatformClock, PlatformRules
 from workroom.core.provider_specs import ProviderSpec
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import ProviderTraits
+from workroom.providers.agent_keys import binding_of
 from workroom.providers.agent_sockets import AgentPlace
 from workroom.remote.agent_install import PYTHON3, AgentInstaller, AgentLayout, InstallReport, ServeOptions
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
 
 if TYPE_CHECKING:
+    from workroom.providers.agent_keys import AgentKeys
     from workroom.providers.agent_sockets import AgentSockets
     from workroom.remote.agent_client import EventHandler
     from workroom.remote.host_keys import KnownHosts
@@ -67,6 +69,17 @@ class ProviderContext:
     """Drops a secret the host refused, so a wrong stored passphrase is not retried (blocking)."""
     agent_sockets: AgentSockets | None = None
     """Where each host's agent listened at its last connect (providers.agent_sockets), or None: not kept."""
+    agent_keys: AgentKeys | None = None
+    """Each host's agent key (providers.agent_keys), or None: no agent can prove who it is, none is trusted."""
+
+    def forget_agent(self, name: str) -> None:
+        """Blocking: forget where the agent of host `name` was and its key (the host was removed or edited,
+        or its agent uninstalled): nothing remembered of it is used for whatever the name names next."""
+        place = self.agent_sockets.get(name) if self.agent_sockets is not None else None
+        if self.agent_sockets is not None:
+            self.agent_sockets.remember(name, None)
+        if place is not None and self.agent_keys is not None:
+            self.agent_keys.forget(name, place.binding)
 
 
 class Provider:
@@ -128,20 +141,49 @@ class Provider:
         another way (this computer: its socket). A provider with one offers `open_probed_link`."""
         return None
 
-    async def open_direct_link(self, host: Host, shell: HostShell,
+    async def open_direct_link(self, host: Host, shell: HostShell, binding: str,
                                on_event: EventHandler) -> tuple[AgentLink, AgentPlace] | None:
         """A stream straight to the socket where the host's agent listened at its last connect (nothing
-        started on the host), with that place; None when none is remembered or the host will not open it.
-        The session keeps it only if the agent there is this app's build (docs/protocol.md, transport)."""
+        started on the host), with that place; None when none is remembered for `binding` or the host will
+        not open it. The session keeps it only if the agent there proves who it is (docs/protocol.md,
+        transport)."""
         return None
 
-    def remember_agent(self, host: Host, install: InstallReport | None) -> None:
-        """Blocking: where the agent is after a connect (or forget it, with None), for `open_direct_link`."""
+    def login_of(self, host: Host, shell: HostShell) -> str:
+        """The login `shell` resolved to (who, where), for `agent_binding`; "" where the provider cannot say."""
+        return ""
+
+    def agent_binding(self, host: Host, shell: HostShell) -> str:
+        """What this connect's agent is remembered under (its place, its key): the host as configured and the
+        login its shell resolved to (providers.agent_keys.binding_of)."""
+        return binding_of(host, self.login_of(host, shell))
+
+    def remembered_place(self, host: Host, binding: str) -> AgentPlace | None:
+        """Blocking: where the agent bound to `binding` was at its last connect. A place remembered for another
+        binding (the host was edited, or its login resolves otherwise now) is forgotten, with its key."""
+        memo = self.context.agent_sockets
+        place = memo.get(host.name) if memo is not None else None
+        if place is not None and place.binding != binding:
+            self.context.forget_agent(host.name)
+            return None
+        return place
+
+    def agent_key(self, host: Host, binding: str) -> str | None:
+        """Blocking: the key the app holds for the agent bound to `binding` (None: none)."""
+        keys = self.context.agent_keys
+        return keys.get(host.name, binding) if keys is not None else None
+
+    def remember_agent(self, host: Host, binding: str, install: InstallReport | None, key: str | None = None) -> None:
+        """Blocking: where the agent bound to `binding` is after a connect (or forget the place, with None) for
+        `open_direct_link`, and its key when the probe gave a new one."""
+        keys = self.context.agent_keys
+        if key is not None and keys is not None:
+            keys.keep(host.name, binding, key)
         memo = self.context.agent_sockets
         if memo is None:
             return
         place = None if install is None or not install.socket_path.startswith("/") else AgentPlace(
-            install.socket_path, install.bundle_path, install.supervisor)
+            install.socket_path, install.bundle_path, install.supervisor, binding)
         memo.remember(host.name, place)
 
     async def open_probed_link(self, host: Host, shell: HostShell, command: str,

@@ -63,16 +63,18 @@ class LocalProvider(Provider):
     async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
         return await open_unix_link(os.path.expanduser(socket_path), on_event)
 
-    async def open_direct_link(self, host: Host, shell: HostShell,
+    def login_of(self, host: Host, shell: HostShell) -> str:
+        return f"this computer, uid {os.getuid()}"
+
+    async def open_direct_link(self, host: Host, shell: HostShell, binding: str,
                                on_event: EventHandler) -> tuple[AgentLink, AgentPlace] | None:
         """The socket where the agent listened at the last connect, before the install probe has run: the
         probe is a Python process of its own (~50 ms), the socket a connect. As every link to this
         computer's agent, it is refused unless its folder is private and the process behind it is this
         user's (`open_unix_link`)."""
-        memo = self.context.agent_sockets
-        if memo is None:
+        if self.context.agent_sockets is None:
             return None
-        place = await asyncio.to_thread(memo.get, host.name)  # off the loop: the first look reads the file
+        place = await asyncio.to_thread(self.remembered_place, host, binding)  # off the loop: it reads the file
         if place is None:
             return None
         try:

@@ -105,15 +105,22 @@ class SshProvider(Provider):
                                on_event: EventHandler) -> AgentLink:
         return await self._stream_link(host, shell, command, on_event, PROBE_ANSWER_LIMIT)
 
-    async def open_direct_link(self, host: Host, shell: HostShell,
+    def login_of(self, host: Host, shell: HostShell) -> str:
+        """The user, address and port the connection resolved to (~/.ssh/config applied) and the host key it
+        was accepted with: another user, another machine or a rebuilt one is another login."""
+        if not isinstance(shell, SshShell):
+            return ""
+        target, key = shell.connection.target, shell.connection.host_key
+        return f"{target.user}@{target.hostname}:{target.port} {key.key_type} {key.fingerprint}"
+
+    async def open_direct_link(self, host: Host, shell: HostShell, binding: str,
                                on_event: EventHandler) -> tuple[AgentLink, AgentPlace] | None:
-        memo = self.context.agent_sockets
-        if memo is None or not isinstance(shell, SshShell):
+        if self.context.agent_sockets is None or not isinstance(shell, SshShell):
             return None
         from workroom.remote.ssh_connection import SocketRefused
 
         def open_it() -> tuple[SocketStream, AgentPlace] | None:  # off the loop: the first look reads the file
-            place = memo.get(host.name)
+            place = self.remembered_place(host, binding)
             return None if place is None else (shell.connection.open_socket_stream(place.socket), place)
 
         try:

@@ -43,6 +43,8 @@ EventHandler = Callable[[StatusEvent | PromptEvent], None]
 HELLO_TIMEOUT_SECONDS = 15.0
 REQUEST_TIMEOUT_SECONDS = 15.0
 MAX_LINES_BEFORE_HELLO = 20
+MAX_HELD_EVENTS = 64
+"""Events an agent that has not yet proven who it is may push before they are dropped, oldest first."""
 
 
 class AgentGone(UserError):
@@ -87,11 +89,15 @@ def _reply_id(line: bytes) -> int | str | None:
 
 
 class AgentClient:
-    """One agent connection: hello, requests with ids, pushed events."""
+    """One agent connection: hello, requests with ids, pushed events.
 
-    def __init__(self, send: Send, on_event: EventHandler | None = None) -> None:
+    `held`: its events are held, not handed on, until `trust()` (the agent has proven who it is: nothing a peer
+    that could not prove it pushes ever reaches the session; sessions/agent_reach.py)."""
+
+    def __init__(self, send: Send, on_event: EventHandler | None = None, *, held: bool = False) -> None:
         self._send = send
         self._on_event = on_event
+        self._held: list[StatusEvent | PromptEvent] | None = [] if held else None
         self._ids = itertools.count(1)
         self._pending: dict[int | str, asyncio.Future[Reply]] = {}
         self._hello: asyncio.Future[Hello] = asyncio.get_running_loop().create_future()
@@ -122,7 +128,9 @@ class AgentClient:
             if not self._hello.done():
                 self._hello.set_result(message)
         elif isinstance(message, StatusEvent | PromptEvent):
-            if self._on_event is not None:
+            if self._held is not None:
+                self._held = [*self._held[1 - MAX_HELD_EVENTS:], message]
+            elif self._on_event is not None:
                 self._on_event(message)
         else:
             future = self._pending.pop(message.id, None) if message.id is not None else None
@@ -148,6 +156,13 @@ class AgentClient:
     @property
     def closed(self) -> bool:
         return self._closed is not None
+
+    def trust(self) -> None:
+        """The agent has proven who it is: hand on the events held so far, in order, and every one after."""
+        held, self._held = self._held or [], None
+        if self._on_event is not None:
+            for event in held:
+                self._on_event(event)
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -204,8 +219,9 @@ class AgentClient:
 
     # The connect path's own calls (one line each over `call`).
 
-    async def subscribe(self, timeout: float = REQUEST_TIMEOUT_SECONDS) -> Status:
-        return await self.call(Method.SUBSCRIBE, timeout=timeout)
+    async def subscribe(self, timeout: float = REQUEST_TIMEOUT_SECONDS, *, challenge: str | None = None) -> Status:
+        """Subscribe; with `challenge`, the answer carries the agent's proof (`Status.proof`)."""
+        return await self.call(Method.SUBSCRIBE, timeout=timeout, challenge=challenge)
 
     async def settings(self, settings: CeilingSettings, timeout: float = REQUEST_TIMEOUT_SECONDS,
                        reported: dict[str, object] | None = None) -> Status:

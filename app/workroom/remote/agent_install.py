@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
-import re
 import secrets
 import shlex
 import textwrap
@@ -31,8 +29,18 @@ from dataclasses import dataclass, field, replace
 
 from workroom.agent_bundle import AgentBundle, version_tuple
 from workroom.core.display_text import plain
-from workroom.core.errors import UserError
+from workroom.remote.agent_proof import NO_KEY_ID
 from workroom.remote.answer_limit import PROBE_ANSWER
+from workroom.remote.host_answers import (
+    PROBE_FIELDS,
+    WrongAnswer,
+    last_json_object,
+    read_fields,
+    read_uninstall,
+)
+from workroom.remote.host_answers import AgentInstallError as AgentInstallError
+from workroom.remote.host_answers import HostNotSuitable as HostNotSuitable
+from workroom.remote.host_answers import UninstallReport as UninstallReport
 from workroom.remote.host_python import PYTHON3 as PYTHON3
 from workroom.remote.host_python import inline_command, stdin_command
 from workroom.remote.host_shell import ExecResult, HostShell
@@ -106,6 +114,10 @@ class Probe:
     """It holds its lock but cannot answer (stopped, or no hello): only replacing it helps."""
     launchd: bool = False
     supervisor: str | None = None
+    key_differs: bool = False
+    """The app's key for this agent is not the agent's (remote/agent_proof.py); then `key` is the agent's."""
+    key: str | None = field(default=None, repr=False)
+    """The agent's key, when `key_differs` (None: it has none, and none could be made)."""
 
 
 @dataclass
@@ -122,40 +134,8 @@ class InstallReport:
     seconds: dict[str, float] = field(default_factory=dict)
 
 
-class AgentInstallError(UserError):
-    pass
-
-
-def _last_json_object(result: ExecResult) -> dict[str, object] | None:
-    """The JSON object a host-side step printed as its last line, or None (nothing, not JSON, not an object)."""
-    try:
-        data = json.loads(result.text().strip().splitlines()[-1])
-    except (ValueError, IndexError, RecursionError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
 def _is_pid(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 1
-
-
-class HostNotSuitable(AgentInstallError):
-    """The host cannot run the agent until a person changes it (no or too old Python, an unsafe folder)."""
-
-    retryable = False
-
-
-_SAFE_PATH = re.compile(r"[^\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]{1,1024}")
-
-
-def is_safe_path(value: object) -> bool:
-    """A host path this app uses: text of 1 to 1024 characters without control or direction characters."""
-    return isinstance(value, str) and _SAFE_PATH.fullmatch(value) is not None
-
-
-def _text(value: object, limit: int = 100) -> str | None:
-    """A probe field as the host sent it, cleaned and cut at parse time (it is shown in words)."""
-    return None if value is None else plain(str(value), limit)
 
 
 def _expand(path: str, home: str) -> str:
@@ -164,44 +144,36 @@ def _expand(path: str, home: str) -> str:
 
 # What each step runs on the host: modules of the agent bundle, carried in its command (remote/host_python.py),
 # in import order, the one whose `main` runs last.
-PROBE_MODULES = ("wr_agent.launcher", "wr_agent.agent_process", "wr_agent.install_probe")
-"""The probe (`wr_agent/install_probe.py`); the folder rule is the launcher's."""
+PROBE_MODULES = (
+    "wr_agent.launcher", "wr_agent.state_folder", "wr_agent.agent_key", "wr_agent.agent_process",
+    "wr_agent.install_probe")
+"""The probe (`wr_agent/install_probe.py`); the folder rule is the launcher's, the state folder's its own."""
 
-RELAY_MODULES = ("wr_agent", "wr_agent.proc_name", "wr_agent.relay")
-"""The relay: the modules its code imports, then its own."""
+RELAY_MODULES = (
+    "wr_agent", "wr_agent.proc_name", "wr_agent.launcher", "wr_agent.state_folder", "wr_agent.relay")
+"""The relay: the modules its code imports (the socket's folder is checked before it connects), then its own."""
 
-PROBE_THEN_RELAY_MODULES = ("wr_agent.launcher", "wr_agent.relay", "wr_agent.agent_process", "wr_agent.install_probe")
+PROBE_THEN_RELAY_MODULES = (
+    "wr_agent.launcher", "wr_agent.state_folder", "wr_agent.agent_key", "wr_agent.relay", "wr_agent.agent_process",
+    "wr_agent.install_probe")
 """The probe, with the relay it becomes when nothing needs to change."""
 
 PLACE_MODULES = ("wr_agent.install_place",)
 """What checks an upload's sha256 on the host and renames it into place."""
 
-WAIT_MODULES = ("wr_agent.install_wait",)
+WAIT_MODULES = ("wr_agent.launcher", "wr_agent.state_folder", "wr_agent.install_wait")
 """What waits until the agent answers with build HASH (`build=HASH`) or is not stalled (`checking`)."""
 
-UNINSTALL_MODULES = ("wr_agent.agent_process", "wr_agent.uninstall")
+UNINSTALL_MODULES = ("wr_agent.launcher", "wr_agent.state_folder", "wr_agent.agent_process", "wr_agent.uninstall")
 """What stops the agent the way it was started (systemd unit, LaunchAgent, own supervisor by its pid, else
 the agent by its lock's pid, once verified as this user's agent), then removes its unit, plist, bundle and
 state files."""
 
-REPLACE_MODULES = ("wr_agent.agent_process", "wr_agent.replace_frozen")
+REPLACE_MODULES = ("wr_agent.launcher", "wr_agent.state_folder", "wr_agent.agent_process", "wr_agent.replace_frozen")
 """What kills an agent that holds its lock but does not answer, once it is verified as this user's agent."""
 
 PROBE_ANSWER_LIMIT = 64 * 1024
 """The most the host may print before the probe's answer (a login script's chatter included)."""
-
-
-@dataclass
-class UninstallReport:
-    """What an uninstall did on the host (paths as the host spells them)."""
-
-    stopped: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-    def words(self) -> str:
-        stopped = ", ".join(self.stopped) if self.stopped else "no agent was running"
-        return f"stopped {stopped}; removed {len(self.removed)} file(s)"
 
 
 _SYSTEMD_UNIT = textwrap.dedent(
@@ -309,10 +281,15 @@ class AgentInstaller:
         self.layout = layout
         self.serve = serve
         self.python = python
+        self.key_id = NO_KEY_ID
+        """The id of the app's key for this agent (remote/agent_proof.py): the probe answers with the agent's
+        key when it differs."""
+        self.last_probe: Probe | None = None
+        """The answer of the last probe `ensure` ran or was given."""
 
     def probe(self) -> Probe:
         cmd, script = stdin_command(self.bundle, PROBE_MODULES, self.layout.bundle_path, self.layout.socket_path,
-                                    self.bundle.sha256, python=self.python)
+                                    self.bundle.sha256, self.key_id, python=self.python)
         return self.read_probe(self.shell.run(cmd, input=script, timeout=30, limit=PROBE_ANSWER))
 
     def probe_then_relay_command(self) -> str:
@@ -323,7 +300,7 @@ class AgentInstaller:
         bytes hash to this one, so it is that bundle's relay, and the installed file is not read again after
         its check."""
         return inline_command(self.bundle, PROBE_THEN_RELAY_MODULES, self.layout.bundle_path,
-                              self.layout.socket_path, self.bundle.sha256, "relay", python=self.python,
+                              self.layout.socket_path, self.bundle.sha256, self.key_id, "relay", python=self.python,
                               flags=RELAY_START_FLAGS)
 
     def relay_follows(self, probe: Probe) -> bool:
@@ -353,43 +330,40 @@ class AgentInstaller:
                 "On the host run xcode-select --install (or install Python 3 from python.org or Homebrew), "
                 "then connect again.",
             )
-        try:
-            data = json.loads(result.text().strip().splitlines()[-1])
-        except (ValueError, IndexError):
+        data = last_json_object(result)
+        if data is None:
+            said = result.said() or "it printed no answer of its own"
             raise AgentInstallError(
-                "Could not read the host",
-                f"The probe of the host failed (exit {result.exit_status}): {result.said()}",
+                "Could not read the host", f"The probe of the host failed (exit {result.exit_status}): {said}",
                 "Check that the host's shell works for this user.",
+            )
+        try:
+            python = read_fields(data, {"python": PROBE_FIELDS["python"]})["python"]
+            if version_tuple(python) < MIN_PYTHON:  # said first: the rest of its answer may be missing then
+                raise HostNotSuitable(
+                    "Python on the host is too old",
+                    f"The host's python3 is {python}; the workroom agent needs Python 3.8 or newer.",
+                    "Install a newer python3 on the host, then connect again.",
+                )
+            fields = read_fields(data, PROBE_FIELDS)
+        except WrongAnswer as wrong:
+            raise AgentInstallError(
+                "Could not read the host", f"The probe of the host answered in a form this app does not use: "
+                f"{wrong.field} {wrong.why}.", "Check the login user's home and Python on the host.",
             ) from None
-        if data.get("unsafe"):
+        if fields["unsafe"]:
             raise HostNotSuitable(
                 "The agent's folder on the host is not safe",
-                f"{plain(str(data['unsafe']), 500)}, so another user could replace the agent that the app would "
-                "then run.",
+                f"{fields['unsafe']}, so another user could replace the agent that the app would then run.",
                 "Remove that folder on the host (or make it a folder of the login user's that only it can write "
                 "to), then connect again.",
             )
-        python = _text(data.get("python"))
-        if version_tuple(python or "") < MIN_PYTHON:
-            raise HostNotSuitable(
-                "Python on the host is too old",
-                f"The host's python3 is {python}; the workroom agent needs Python 3.8 or newer.",
-                "Install a newer python3 on the host, then connect again.",
-            )
-        paths = [data.get(k) for k in ("home", "bundle", "socket")]
-        if not all(is_safe_path(p) for p in paths):
-            raise AgentInstallError(
-                "Could not read the host",
-                "The probe of the host answered with folder names this app does not use (empty, too long, or "
-                "with control characters).",
-                "Check the login user's home on the host.",
-            )
         return Probe(
-            python=python, home=paths[0], bundle_path=paths[1], socket_path=paths[2],
-            sha256=_text(data.get("sha256")), version=_text(data.get("version")), running=bool(data.get("running")),
-            systemd_user=bool(data.get("systemd_user")), running_build=_text(data.get("running_build")),
-            running_stalled=data.get("running_stalled") is True, running_frozen=data.get("running_frozen") is True,
-            launchd=bool(data.get("launchd")), supervisor=_text(data.get("supervisor")),
+            python=fields["python"], home=fields["home"], bundle_path=fields["bundle"], socket_path=fields["socket"],
+            sha256=fields["sha256"], version=fields["version"], running=fields["running"],
+            systemd_user=fields["systemd_user"], running_build=fields["running_build"],
+            running_stalled=fields["running_stalled"], running_frozen=fields["running_frozen"],
+            launchd=fields["launchd"], supervisor=fields["supervisor"], key_differs="key" in data, key=fields["key"],
         )
 
     def uninstall(self, *, stop_only: bool = False) -> UninstallReport:
@@ -400,28 +374,12 @@ class AgentInstaller:
         cmd, script = stdin_command(self.bundle, UNINSTALL_MODULES, self.layout.bundle_path, self.layout.socket_path,
                                     LAUNCHD_LABEL_PREFIX, *(["stop-only"] if stop_only else []), python=self.python)
         result = self.shell.run(cmd, input=script, timeout=90)
-        try:
-            data = json.loads(result.text().strip().splitlines()[-1])
-        except (ValueError, IndexError):
-            raise AgentInstallError(
-                "Could not uninstall the agent",
-                f"The uninstall on the host failed (exit {result.exit_status}): {result.error_text()[:300]}",
-                "Check that the host's shell works for this user, then try again.",
-            ) from None
-        if data.get("still_running"):
-            raise AgentInstallError(
-                "The agent is still running",
-                f"The agent on the host did not stop ({'; '.join(data.get('problems') or []) or 'no reason given'}), "
-                "so nothing was removed.",
-                f"Stop it on the host (the pid is in {self.layout.socket_path}.lock), then try again.",
-            )
-        return UninstallReport(stopped=list(data.get("stopped") or []), removed=list(data.get("removed") or []),
-                               problems=list(data.get("problems") or []))
+        return read_uninstall(result, self.layout.socket_path)
 
     def ensure(self, probe: Probe | None = None) -> InstallReport:
         """Probe (unless the answer is given), push if needed, hand off or start. Blocking."""
         t0 = time.monotonic()
-        probe = self.probe() if probe is None else probe
+        probe = self.last_probe = self.probe() if probe is None else probe
         report = InstallReport(socket_path=probe.socket_path, bundle_path=probe.bundle_path,
                                supervisor=probe.supervisor)
         report.seconds["probe"] = time.monotonic() - t0
@@ -532,7 +490,7 @@ class AgentInstaller:
         supervisor (SUPERVISOR_*), as a start does."""
         cmd, script = stdin_command(self.bundle, REPLACE_MODULES, probe.socket_path, python=self.python)
         done = self.shell.run(cmd, input=script, timeout=30)
-        answer = _last_json_object(done)
+        answer = last_json_object(done)
         killed = answer.get("killed") if answer is not None else None
         refused = answer.get("refused") if answer is not None else None
         if answer is None or refused is not None or not (killed is None or _is_pid(killed)):

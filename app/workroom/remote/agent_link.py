@@ -144,7 +144,7 @@ async def open_unix_link(socket_path: str, on_event: EventHandler | None) -> Age
     def closer() -> None:
         writer.close()
 
-    client = AgentClient(send, on_event)
+    client = AgentClient(send, on_event, held=True)  # events wait until the agent proves who it is
     link = AgentLink(client, closer)
     splitter = _LineSplitter()
 
@@ -207,7 +207,7 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
         # Closing a paramiko channel sends a packet and may wait on the transport: never on the loop.
         threading.Thread(target=close_quietly, name=f"wr-close-{name}", daemon=True).start()
 
-    client = AgentClient(send, on_event)
+    client = AgentClient(send, on_event, held=True)  # events wait until the agent proves who it is
     link = AgentLink(client, close_off_loop)
     splitter = _LineSplitter()
     lead: _Preamble | None = None

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workroom.core.errors import UserError
+from workroom.core.hosts import UnsafeHostNameError
+from workroom.core.ssh_names import SshNameKind, ssh_name_problem
 from workroom.remote.ssh_config_file import (
     ConfigReader,
     HostOptions,
@@ -131,6 +133,16 @@ def resolve_target(
         raise SshConfigError(exc.message, exc.hint) from exc
 
 
+def refuse_unsafe_names(host: str, user: str | None) -> None:
+    """UnsafeHostNameError for a host or user that ssh itself refuses on its command line (core.ssh_names):
+    `Match exec` and `ProxyCommand` run through a shell with them in `%h`, `%n` and `%r`. A hosts file edited by
+    hand reaches this too: the check when a host is added is not the only one."""
+    for what, kind, value in (("address", SshNameKind.HOST, host), ("user", SshNameKind.USER, user)):
+        why = ssh_name_problem(kind, value) if value is not None else None
+        if value is not None and why is not None:
+            raise UnsafeHostNameError(what, value, why)
+
+
 def _split_user(target: str) -> tuple[str | None, str]:
     if "@" in target:
         user, _, host = target.rpartition("@")
@@ -213,6 +225,7 @@ def _resolve(
     if not alias or any(c.isspace() for c in alias):
         raise SshConfigError(f"{target!r} is not a host name or SSH alias.",
                              "Use a name such as mybox or user@example.com.")
+    refuse_unsafe_names(alias, user or typed_user)  # before ~/.ssh/config is read: its Match exec expands %h, %r
     if alias in seen or len(seen) > MAX_JUMP_DEPTH:
         chain = " -> ".join((*seen, alias))
         raise SshConfigError(f"ProxyJump goes round in a loop or too deep: {chain}.")

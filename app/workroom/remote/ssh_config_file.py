@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workroom.core.errors import UserError
+from workroom.core.ssh_names import SshNameKind, ssh_name_problem
 from workroom.regular_file import NotARegularFileError, read_regular_file
 
 MAX_INCLUDE_DEPTH = 16
@@ -295,7 +296,7 @@ class ConfigReader:
 
     def match_host(self) -> str:
         hostname = self.options.first("hostname")
-        return expand_hostname(hostname, self.host) if hostname else self.host
+        return checked_hostname(expand_hostname(hostname, self.host)) if hostname else self.host
 
     def current_user(self) -> str:
         return self.context.typed_user or self.options.first("user") or self.context.local_user
@@ -316,6 +317,17 @@ class ConfigReader:
                 pattern = str(base / arg)
             for match in sorted(glob.glob(pattern)):
                 yield Path(match)
+
+
+def checked_hostname(hostname: str) -> str:
+    """A HostName from the config, refused (SshConfigFileError) where ssh would refuse it typed: it becomes
+    `%h` in `Match exec` and `ProxyCommand`, which a shell runs. (ssh itself trusts the config's HostName;
+    no real host's name or address has these characters, so the app refuses it, the one place it is stricter.)"""
+    why = ssh_name_problem(SshNameKind.HOST, hostname)
+    if why is not None:
+        raise SshConfigFileError(f"The SSH configuration gives the HostName {hostname!r}, which {why}.",
+                                 "Fix the HostName line in ~/.ssh/config (ssh -G <host> shows what ssh reads).")
+    return hostname
 
 
 def expand_hostname(hostname: str, host: str) -> str:
@@ -370,7 +382,7 @@ def lookup(
 
     want_final = one_pass(host, False)
     hostname = options.first("hostname")
-    resolved = (expand_hostname(hostname, host) if hostname else host).lower()
+    resolved = checked_hostname((expand_hostname(hostname, host) if hostname else host).lower())
     options.values["hostname"] = [resolved]
     canonicalize = (options.first("canonicalizehostname") or "no").lower() in ("yes", "always")
     if want_final or canonicalize:

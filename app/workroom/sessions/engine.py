@@ -33,6 +33,7 @@ from workroom.credentials import CredentialKey, CredentialStore
 from workroom.daemon_threads import DaemonThreads
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
+from workroom.providers.agent_keys import AgentKeys
 from workroom.providers.agent_sockets import AgentSockets
 from workroom.providers.base import BoxState, Provider, ProviderContext
 from workroom.remote.agent_install import UninstallReport
@@ -163,6 +164,7 @@ class Engine:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.context = ProviderContext(bundle=bundle, known_hosts=KnownHosts(paths.known_hosts_file),
                                        state_dir=paths.state_dir, agent_sockets=AgentSockets(paths.state_dir),
+                                       agent_keys=AgentKeys(self.credentials),
                                        secret_lookup=keyring_secret_lookup(self.credentials, self),
                                        forget_secret=lambda request: self.credentials.delete(CredentialKey.of(request)))
         self.sessions: dict[str, HostSession] = {}
@@ -346,9 +348,12 @@ class Engine:
     def _forget_records(self, name: str) -> None:
         if self.last_verdicts.pop(name, None) is not None:
             self._save_verdicts(name)
-        sockets = self.context.agent_sockets
-        if sockets is not None:  # its agent's place too (a provider that cannot be made is removed all the same)
-            self._write(lambda: sockets.remember(name, None), f"cannot forget {name}'s agent place")
+
+    def _forget_agent(self, name: str) -> None:
+        """Forget where the host's agent was and its key (providers.agent_keys; from the context, so a host whose
+        provider cannot be made goes all the same): the host was removed or edited, here or by another process,
+        and whatever the name names next proves itself anew."""
+        self._write(lambda: self.context.forget_agent(name), f"cannot forget {name}'s agent place and key")
 
     async def remove_host(self, name: str, *, uninstall: bool = False) -> UninstallReport | None:
         """Forget the host; with `uninstall`, first stop its agent and remove it from the box (asking for that
@@ -381,6 +386,7 @@ class Engine:
         if not change:
             return change
         for name in (*change.removed, *(h.name for h in change.changed)):
+            self._forget_agent(name)  # a price alone (`updated`) is not where or as whom: its agent goes on
             self._end_session(name)
         for host in change.updated:
             session = self.sessions.get(host.name)
@@ -413,7 +419,7 @@ class Engine:
             shell = provider.open_shell(host)
             try:
                 report = provider.installer(host, shell).uninstall(stop_only=stop_only)
-                provider.remember_agent(host, None)
+                self.context.forget_agent(host.name)  # its key went with its files (or waits, stopped)
                 return report
             finally:
                 shell.close()

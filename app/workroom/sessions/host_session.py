@@ -730,11 +730,10 @@ class HostSession:
             self._set_state(ConnectionState.CONNECTING)
         return was_asleep
 
-    async def _sync_settings(self, link: AgentLink, start: float,
-                             subscribed: asyncio.Future[Status] | None = None) -> Status:
-        """Subscribe (or take the answer to the subscribe already sent), and hand the agent this computer's
-        ceiling settings if its own differ."""
-        status = await (subscribed if subscribed is not None else link.client.subscribe())
+    async def _sync_settings(self, link: AgentLink, start: float, subscribed: Status) -> Status:
+        """Take the agent's answer to the subscribe the reach sent (its proof checked), and hand the agent this
+        computer's ceiling settings if its own differ."""
+        status = subscribed
         self.phase_seconds["subscribe"] = self._clock() - start
         wanted = self._settings.for_provider(self.traits)
         if wanted.differs_from(status.settings_values) or status.settings_error is not None:

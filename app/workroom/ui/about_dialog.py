@@ -14,12 +14,13 @@ from importlib import metadata
 from pathlib import Path
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDialog, QHBoxLayout, QLabel, QMessageBox, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QMessageBox, QPushButton, QVBoxLayout, QWidget
 
 from workroom import __version__
 from workroom.agent_bundle import AgentBundle
 from workroom.platform.desktop_open import DesktopOpenError, open_path
 from workroom.ui import styles
+from workroom.ui.plain_text import markup, message_box, plain_label, rich_label
 
 log = logging.getLogger(__name__)
 
@@ -59,16 +60,13 @@ class AboutDialog(QDialog):
         self.setWindowTitle("About Workroom")
         self.log_file = log_file
         build = f"{bundle.version} · sha256 {bundle.sha256[:12]}" if bundle is not None else "not found"
-        self.text = QLabel(
-            f"<b>Workroom</b> {app_version()}<br>"
-            f"Keeps your remote workrooms honest about sleep.<br><br>"
-            f"Agent build: {build}<br>"
-            f"Log: {_escape(str(log_file))}")
+        self.text = rich_label(markup(
+            "<b>Workroom</b> {}<br>Keeps your remote workrooms honest about sleep.<br><br>Agent build: {}<br>"
+            "Log: {}", app_version(), build, log_file))
         self.text.setObjectName("about_text")
-        self.text.setTextFormat(Qt.TextFormat.RichText)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.text.setWordWrap(True)
-        self.error = QLabel()
+        self.error = plain_label()
         self.error.setWordWrap(True)
         styles.set_role(self.error, styles.ERROR)
         self.error.hide()
@@ -112,7 +110,7 @@ def show_help(parent: QWidget | None = None) -> None:
             return
         except DesktopOpenError as error:
             log.info("help: %s", error)
-    box = QMessageBox(QMessageBox.Icon.Information, "Workroom help", help_text(), parent=parent)
+    box = message_box(QMessageBox.Icon.Information, "Workroom help", help_text(), parent=parent)
     box.setObjectName("help_box")
     box.open()
 
@@ -123,6 +121,7 @@ class QuitDialog(QMessageBox):
     def __init__(self, on_quit: Callable[[bool], None], *, can_stop_local_agent: bool,
                  parent: QWidget | None = None) -> None:
         super().__init__(QMessageBox.Icon.Question, "Quit Workroom?", QUIT_WORDS, parent=parent)
+        self.setTextFormat(Qt.TextFormat.PlainText)
         self.setObjectName("quit_dialog")
         self.quit_button = self.addButton("Quit", QMessageBox.ButtonRole.AcceptRole)
         self.quit_button.setObjectName("quit_confirm")
@@ -140,9 +139,3 @@ class QuitDialog(QMessageBox):
             on_quit(False)
         elif button is self.stop_button:
             on_quit(True)
-
-
-def _escape(text: str) -> str:
-    import html
-
-    return html.escape(text)

@@ -8,7 +8,6 @@ what failed inside the app) is behind "Details…", and in the log.
 
 from __future__ import annotations
 
-import html
 import time
 from collections.abc import Callable
 
@@ -32,13 +31,15 @@ from workroom.core.plain_errors import without_exception_names
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
 from workroom.ui.badge_icons import icon_for
+from workroom.ui.plain_text import escape, markup, plain_label, rich_label, set_tooltip
 from workroom.ui.wrap_text import breakable
 
 MIN_WIDTH = 360
 
 
-def _wrapping(name: str) -> QLabel:
-    label = QLabel()
+def _wrapping(name: str, *, rich: bool = False) -> QLabel:
+    """A wrapping label: plain text, or the app's own markup with every value escaped (ui/plain_text.py)."""
+    label = rich_label() if rich else plain_label()
     label.setObjectName(name)
     label.setWordWrap(True)
     label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -59,27 +60,24 @@ class HostDetailView(QWidget):
         self.snapshot: HostSnapshot | None = None
         self.setMinimumWidth(MIN_WIDTH)
         self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)  # can hold focus when its buttons go away
-        self.icon = QLabel()
+        self.icon = plain_label()
         self.title = _wrapping("detail_title")
         self.title.setText("Select a host")
         font = self.title.font()
         font.setPointSize(font.pointSize() + 3)
         font.setBold(True)
         self.title.setFont(font)
-        self.badge_label = _wrapping("detail_badge")
-        self.tooltip = _wrapping("detail_explanation")
-        self.tooltip.setTextFormat(Qt.TextFormat.PlainText)  # carries busy reasons: host-supplied text
-        self.fields = _wrapping("detail_fields")
+        self.badge_label = _wrapping("detail_badge", rich=True)
+        self.tooltip = _wrapping("detail_explanation")  # carries busy reasons: host-supplied text
+        self.fields = _wrapping("detail_fields", rich=True)
         self.fields.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.error = _wrapping("detail_error")
-        self.error.setTextFormat(Qt.TextFormat.PlainText)  # error text may quote what a host sent
+        self.error = _wrapping("detail_error")  # error text may quote what a host sent
         styles.set_role(self.error, styles.ERROR)
         self.details_button = QToolButton()
         self.details_button.setObjectName("detail_error_details")
         self.details_button.setText("Details…")
         self.details_button.setCheckable(True)
         self.error_details = _wrapping("detail_error_text")
-        self.error_details.setTextFormat(Qt.TextFormat.PlainText)
         self.error_details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         styles.set_role(self.error_details, styles.MUTED)
         self.details_button.toggled.connect(self.error_details.setVisible)
@@ -169,11 +167,11 @@ class HostDetailView(QWidget):
         badge = snapshot.badge(now)
         self.title.setText(snapshot.host.name)
         self.icon.setPixmap(icon_for(badge.kind, self.palette()).pixmap(24, 24))
-        self.badge_label.setText(f"<b>{html.escape(row_text.badge_text(snapshot, now))}</b>")
+        self.badge_label.setText(markup("<b>{}</b>", row_text.badge_text(snapshot, now)))
         self.tooltip.setText(breakable(row_text.badge_tooltip(snapshot, now)))
         muted = styles.muted_text(self.palette()).name()
         rows = "".join(
-            f"<tr><td style='color:{muted};padding-right:10px'>{html.escape(k)}</td><td>{html.escape(v)}</td></tr>"
+            f"<tr><td style='color:{muted};padding-right:10px'>{escape(k)}</td><td>{escape(v)}</td></tr>"
             for k, v in row_text.detail_lines(snapshot, now) if k != "Last error"
         )
         self.fields.setText(f"<table>{rows}</table>")
@@ -219,8 +217,8 @@ class HostDetailView(QWidget):
         self.finished_box.setChecked(wanted)
         self.finished_box.blockSignals(False)
         self.finished_box.setEnabled(self._notices.finished)
-        self.finished_box.setToolTip("" if self._notices.finished else
-                                     "Turned off for every host in Settings › Notifications.")
+        set_tooltip(self.finished_box, "" if self._notices.finished else
+                    "Turned off for every host in Settings › Notifications.")
         self.finished_box.show()
 
     def _finished_toggled(self, wanted: bool) -> None:

@@ -41,6 +41,7 @@ from workroom.core.hosts import (
 from workroom.core.provider_specs import PROVIDER_SPECS, ProviderSpec, ReferenceField
 from workroom.ui import styles
 from workroom.ui.app_controller import WAKE_AND_TEST_WORDS
+from workroom.ui.plain_text import plain_label, set_tooltip
 from workroom.ui.ssh_aliases import PickerEntry, platform_entries, scan_config
 
 
@@ -250,7 +251,7 @@ class AddHostDialog(QDialog):
         entries = scan.entries if scan is not None else [PickerEntry(label=a, name=a, alias=a) for a in aliases or ()]
         self.add_picker_entries(entries)
         self.alias_picker.activated.connect(self._alias_chosen)
-        self.picker_note = QLabel()
+        self.picker_note = plain_label()  # names what a platform's CLI listed
         self.picker_note.setObjectName("picker_note")
         self.picker_note.setWordWrap(True)
         styles.set_role(self.picker_note, styles.MUTED)
@@ -283,7 +284,7 @@ class AddHostDialog(QDialog):
         self.ref_rows: dict[str, QVBoxLayout] = {}
         self._form = form
         for field in REFERENCE_FIELDS.values():
-            help_label = QLabel(field.help)
+            help_label = plain_label(field.help)
             help_label.setObjectName(f"{ref_key(field)}_help")
             help_label.setWordWrap(True)
             styles.set_role(help_label, styles.MUTED)
@@ -294,13 +295,13 @@ class AddHostDialog(QDialog):
         candidates = QComboBox()
         candidates.addItems(list(CANDIDATE_CHOICES))
         self._row("agent_candidates", "What counts as work", candidates, form)
-        self.general = QLabel()
+        self.general = plain_label()
         self.general.setObjectName("error_general")
         self.general.setWordWrap(True)
         styles.set_role(self.general, styles.ERROR)
         self.general.hide()
         self.errors[GENERAL] = self.general
-        self.test_result = QLabel()
+        self.test_result = plain_label()  # quotes what the server said
         self.test_result.setObjectName("test_result")
         self.test_result.setWordWrap(True)
         self.test_result.hide()
@@ -341,7 +342,7 @@ class AddHostDialog(QDialog):
         name.setFrame(False)
         name.setFocusPolicy(Qt.FocusPolicy.NoFocus)
         styles.set_role(name, styles.READ_ONLY)
-        name.setToolTip("The name cannot change: it keys this host's session, keyring entries and record.")
+        set_tooltip(name, "The name cannot change: it keys this host's session, keyring entries and record.")
 
     def select_provider(self, kind: str) -> None:
         """Choose the Provider list's entry for `kind` (its label may say more than the kind)."""
@@ -475,7 +476,7 @@ class AddHostDialog(QDialog):
     def _row(self, key: str, label: str, widget: QLineEdit | QComboBox, form: QFormLayout,
              extra: QWidget | None = None, below: QWidget | None = None) -> None:
         widget.setObjectName(f"field_{key}")
-        error = QLabel()
+        error = plain_label()  # may quote what was typed
         error.setObjectName(f"error_{key}")
         error.setWordWrap(True)
         styles.set_role(error, styles.ERROR)

@@ -7,13 +7,13 @@ updating while the question is up.
 from __future__ import annotations
 
 import asyncio
-import html
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QVBoxLayout, QWidget
 
 from workroom.core.questions import HostKeyQuestion
 from workroom.platform.macos import bring_to_front
+from workroom.ui.plain_text import markup, plain_label, rich_label
 from workroom.ui.wrap_text import breakable
 
 
@@ -22,13 +22,12 @@ class HostKeyDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("host_key_dialog")
         self.setWindowTitle(f"Trust {host_name}'s key?")
-        text = QLabel(
-            f"<p><b>{html.escape(host_name)}</b> ({html.escape(question.where)}) offered a "
-            f"{html.escape(question.key_type)} key this computer has not seen before.</p>"
-            "<p>Trust it only if this fingerprint matches the one the host's owner gives you:</p>"
-        )
+        text = rich_label(markup(
+            "<p><b>{}</b> ({}) offered a {} key this computer has not seen before.</p>"
+            "<p>Trust it only if this fingerprint matches the one the host's owner gives you:</p>",
+            host_name, question.where, question.key_type))
         text.setWordWrap(True)
-        self.fingerprint = QLabel(breakable(question.fingerprint))
+        self.fingerprint = plain_label(breakable(question.fingerprint))
         self.fingerprint.setObjectName("host_key_fingerprint")
         self.fingerprint.setWordWrap(True)  # a long fingerprint wraps (copied, it is whole: ui/wrap_text.py)
         self.fingerprint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from enum import IntEnum
 from typing import Any
 
-from PySide6 import QtGui
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt, QTimer
 
 from workroom.core.badge import Badge
@@ -20,6 +19,7 @@ from workroom.core.errors import Face
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.badge_icons import icon_for
+from workroom.ui.plain_text import tooltip
 
 Index = QModelIndex | QPersistentModelIndex
 SNAPSHOT_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -163,15 +163,15 @@ class HostTableModel(QAbstractTableModel):
             if role == Qt.ItemDataRole.DecorationRole:
                 return icon_for(snap.badge(now).kind)
             if role == Qt.ItemDataRole.ToolTipRole:
-                return QtGui.Qt.convertFromPlainText(row_text.badge_tooltip(snap, now))  # never as markup
+                return tooltip(row_text.badge_tooltip(snap, now))
             if role == BADGE_KIND_ROLE:
                 return snap.badge(now).kind
         if role == Qt.ItemDataRole.ToolTipRole:
             if column is Column.BUSY:
-                return QtGui.Qt.convertFromPlainText(row_text.raw_signal_text(snap))
+                return tooltip(row_text.raw_signal_text(snap))
             if column is Column.CONNECTION:  # the cell may be elided
                 error = snap.connection.error
-                return error.text(Face.APP) if error is not None else self._text(snap, column, now)
+                return tooltip(error.text(Face.APP) if error is not None else self._text(snap, column, now))
         return None
 
     @staticmethod

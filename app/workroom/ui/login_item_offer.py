@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
 from workroom.platform.login_item import LoginItem, LoginItemError
 from workroom.ui import styles
+from workroom.ui.plain_text import plain_label
 
 OFFER_TEXT = "Open Workroom when you log in, so your boxes are watched from the start of the day?"
 
@@ -23,13 +24,13 @@ class LoginItemOffer(QWidget):
         self.setObjectName("login_item_offer")
         self.login_item = login_item
         self._on_answered = on_answered
-        text = QLabel(OFFER_TEXT)
+        text = plain_label(OFFER_TEXT)
         text.setWordWrap(True)
         self.accept_button = QPushButton("Open at login")
         self.accept_button.setObjectName("login_offer_accept")
         self.decline_button = QPushButton("Not now")
         self.decline_button.setObjectName("login_offer_decline")
-        self.error = QLabel()
+        self.error = plain_label()  # the platform's error: may name a file
         self.error.setWordWrap(True)
         styles.set_role(self.error, styles.ERROR)
         self.error.hide()

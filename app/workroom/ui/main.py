@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from PySide6.QtWidgets import QMessageBox
+
     from workroom.agent_bundle import AgentBundle
     from workroom.core.errors import UserError
     from workroom.single_instance import InstanceLock
@@ -166,19 +168,26 @@ def start_logging() -> Path | None:
 
 def show_startup_error(title: str, message: str, log_path: Path | None) -> None:
     """A dialog, since stderr goes nowhere for an app started from Finder; it names the log file."""
+    from workroom.platform.macos import bring_to_front
+
+    print(f"workroom-app: {title}: {message}", file=sys.stderr)
+    box = startup_error_box(title, message, log_path)
+    bring_to_front()
+    box.exec()
+
+
+def startup_error_box(title: str, message: str, log_path: Path | None) -> QMessageBox:
+    """The start-up error, plain: its message and the log's path may quote a file or an exception."""
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QMessageBox
 
-    from workroom.platform.macos import bring_to_front
+    from workroom.ui.plain_text import message_box
 
     where = f"Details are in the log: {log_path}" if log_path else "No log file could be written."
-    print(f"workroom-app: {title}: {message}", file=sys.stderr)
-    box = QMessageBox(QMessageBox.Icon.Critical, title, message)
+    box = message_box(QMessageBox.Icon.Critical, title, message, informative=where)
     box.setObjectName("startup_error")
-    box.setInformativeText(where)
     box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    bring_to_front()
-    box.exec()
+    return box
 
 
 def _version() -> str:

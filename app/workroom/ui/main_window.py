@@ -5,7 +5,6 @@ Everything here renders what the controller hands over and calls the controller'
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -15,7 +14,6 @@ from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QMainWindow,
     QMenu,
     QMessageBox,
@@ -43,6 +41,7 @@ from workroom.ui.app_controller import AppController
 from workroom.ui.host_detail_view import HostDetailView
 from workroom.ui.host_table_model import Column, HostTableModel
 from workroom.ui.login_item_offer import LoginItemOffer
+from workroom.ui.plain_text import markup, message_box, plain_label, rich_label
 from workroom.ui.prompt_cards_view import PromptCardsView
 from workroom.ui.settings_view import SettingsView
 from workroom.ui.timeline_view import TimelineView
@@ -119,17 +118,17 @@ class MainWindow(QMainWindow):
                 and login_item.state() is LoginItemState.OFF):
             self.login_offer = LoginItemOffer(login_item, self._login_offer_answered)
 
-        self.problems = QLabel()
+        self.problems = rich_label()
         self.problems.setObjectName("problems_banner")
         self.problems.setWordWrap(True)
         styles.set_role(self.problems, styles.BANNER)
         self._show_problems(controller.problems)
-        self.action_error = QLabel()
+        self.action_error = rich_label()
         self.action_error.setObjectName("action_error")
         self.action_error.setWordWrap(True)
         styles.set_role(self.action_error, styles.ERROR)
         self.action_error.hide()
-        self.notice = QLabel()
+        self.notice = plain_label()  # may quote a host's answer (the uninstall report)
         self.notice.setObjectName("notice")
         self.notice.setWordWrap(True)
         self.notice.hide()
@@ -453,12 +452,10 @@ class MainWindow(QMainWindow):
             return None
         snapshot = self.model.snapshot(name)
         asleep = snapshot is not None and snapshot.connection.state is ConnectionState.ASLEEP
-        box = QMessageBox(QMessageBox.Icon.Question, "Remove host",
-                          f"Remove {name} from this computer's hosts?", QMessageBox.StandardButton.NoButton, self)
-        box.setInformativeText(
-            "Uninstall stops its agent on the host and removes it. Without it the agent keeps running there, "
-            "and keeps a busy box awake with nobody left to ask."
-            + (f" {name} is asleep: uninstalling wakes it." if asleep else ""))
+        box = message_box(QMessageBox.Icon.Question, "Remove host", f"Remove {name} from this computer's hosts?",
+                          informative="Uninstall stops its agent on the host and removes it. Without it the agent "
+                          "keeps running there, and keeps a busy box awake with nobody left to ask."
+                          + (f" {name} is asleep: uninstalling wakes it." if asleep else ""), parent=self)
         box.setObjectName("remove_confirm")
         uninstall = box.addButton("Wake, uninstall and remove" if asleep else "Uninstall and remove",
                                   QMessageBox.ButtonRole.AcceptRole)
@@ -493,17 +490,15 @@ class MainWindow(QMainWindow):
         self._update_buttons()
 
     def show_error(self, error: UserError) -> None:
-        self.action_error.setText(f"<b>{html.escape(error.title)}</b>: "
-                                  + html.escape(breakable(f"{without_exception_names(error.message)} "
-                                                          f"{error.advice(Face.APP)}")))
+        self.action_error.setText(markup("<b>{}</b>: {}", error.title, breakable(
+            f"{without_exception_names(error.message)} {error.advice(Face.APP)}")))
         self.action_error.show()
 
     def _show_problems(self, problems: list[UserError]) -> None:
         if not problems:
             self.problems.hide()
             return
-        self.problems.setText("<br>".join(
-            f"<b>{html.escape(p.title)}</b>: {html.escape(p.message)} {html.escape(p.hint)}" for p in problems))
+        self.problems.setText("<br>".join(markup("<b>{}</b>: {} {}", p.title, p.message, p.hint) for p in problems))
         self.problems.show()
 
     def show_settings(self) -> None:

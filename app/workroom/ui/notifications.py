@@ -32,6 +32,8 @@ from typing import Any, Protocol
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QSystemTrayIcon
 
+from workroom.core.display_text import escape_markup, markup_inert
+
 log = logging.getLogger(__name__)
 
 APP_NAME = "Workroom"
@@ -94,6 +96,8 @@ class SystemBackend:
         self._notifier = notifier
         self._on_button = on_button
         self._on_click = on_click
+        self.reads_markup = sys.platform != "darwin"
+        """Whether the server may render markup (every freedesktop server; not macOS's)."""
         self._ids: dict[str, tuple[str, int | None]] = {}
         """notice key -> (the library's identifier, the server's id where it has one) of what is on screen."""
 
@@ -107,14 +111,25 @@ class SystemBackend:
             raise RuntimeError("no D-Bus session bus")
         await asyncio.wait_for(self._notifier.get_capabilities(), PROBE_SECONDS)
 
+    def server_text(self, notice: Notice) -> tuple[str, str]:
+        """(summary, body) as the server is sent them, so that host text stays text (docs/ui.md, "Notifications").
+        A freedesktop server reads a body's markup (`<a href>`, `<img>`, `<span>`, entities), and some read it
+        without saying so (dunst 1.9 does not advertise `body-markup`): the body is always escaped there. The
+        summary is plain by the spec, yet rendered by some: it is made markup-inert, the same words either way.
+        macOS's UNUserNotificationCenter reads no markup (docs/macos.md): there both go as they are."""
+        if not self.reads_markup:
+            return notice.title, notice.message
+        return markup_inert(notice.title), escape_markup(notice.message)
+
     async def post(self, notice: Notice) -> None:
         from desktop_notifier import Button
 
         await self.withdraw(notice.key)
         buttons = [Button(title=b.title, identifier=b.id, on_pressed=partial(self._on_button, notice.key, b.id))
                    for b in notice.buttons]
+        title, message = self.server_text(notice)
         identifier = await self._notifier.send(
-            notice.title, notice.message, buttons=buttons, on_clicked=partial(self._on_click, notice.key),
+            title, message, buttons=buttons, on_clicked=partial(self._on_click, notice.key),
             timeout=0 if notice.sticky else -1)
         self._ids[notice.key] = (identifier, self._server_id(identifier))
 
@@ -176,8 +191,9 @@ class BalloonBackend:
 
     async def post(self, notice: Notice) -> None:
         self._last = notice.key
-        if self._can_show():
-            self._icon.showMessage(notice.title, notice.message, self._icon.icon(), balloon_timeout_ms(notice.sticky))
+        if self._can_show():  # Qt's own balloon is plain; a tray on D-Bus hands it to a server that reads markup
+            self._icon.showMessage(markup_inert(notice.title), markup_inert(notice.message), self._icon.icon(),
+                                   balloon_timeout_ms(notice.sticky))
 
     async def withdraw(self, key: str) -> None:
         if self._last != key:

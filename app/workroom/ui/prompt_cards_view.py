@@ -13,14 +13,15 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QMouseEvent, QResizeEvent
-from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
+from workroom.ui.plain_text import plain_label
 from workroom.ui.tasks import TaskKeeper
 
 CardKey = tuple[str, float]
@@ -40,19 +41,17 @@ class PromptCard(QFrame):
         self.host_name = snapshot.host.name
         self.key = key
         self.snapshot = snapshot
-        self.title = QLabel()
+        self.title = plain_label()  # workroom names and busy reasons: host-supplied text
         self.title.setObjectName("card_title")
         font = self.title.font()
         font.setBold(True)
         self.title.setFont(font)
-        self.body = QLabel()
+        self.body = plain_label()
         self.body.setObjectName("card_body")
         self.body.setWordWrap(True)
-        for label in (self.title, self.body):  # workroom names and busy reasons: host-supplied text
-            label.setTextFormat(Qt.TextFormat.PlainText)
-        self.countdown = QLabel()
+        self.countdown = plain_label()
         self.countdown.setObjectName("card_countdown")
-        self.error = QLabel()
+        self.error = plain_label()  # an agent's or a connection's words
         self.error.setObjectName("card_error")
         self.error.setWordWrap(True)
         styles.set_role(self.error, styles.ERROR)

@@ -4,12 +4,12 @@ keyring only (the engine stores it; nothing is written anywhere else). Asked wit
 from __future__ import annotations
 
 import asyncio
-import html
 
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLineEdit, QVBoxLayout, QWidget
 
 from workroom.core.questions import SecretRequest
 from workroom.platform.macos import bring_to_front
+from workroom.ui.plain_text import markup, rich_label
 
 
 class SecretDialog(QDialog):
@@ -17,8 +17,8 @@ class SecretDialog(QDialog):
         super().__init__(parent)
         self.setObjectName("secret_dialog")
         self.setWindowTitle(f"SSH {request.kind.value} needed")
-        text = QLabel(f"<p>{html.escape(request.prompt)}</p>"
-                      f"<p>It is kept in your system keyring, and nowhere else.</p>")
+        text = rich_label(markup("<p>{}</p><p>It is kept in your system keyring, and nowhere else.</p>",
+                                 request.prompt))
         text.setWordWrap(True)
         self.field = QLineEdit()
         self.field.setObjectName("secret_field")

@@ -13,12 +13,13 @@ from __future__ import annotations
 from typing import Any, assert_never
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QLineEdit, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLineEdit, QSpinBox, QVBoxLayout, QWidget
 
 from workroom.core.durations import exact_duration, format_duration
 from workroom.core.setting_checks import SettingsError, check_setting
 from workroom.core.setting_rows import UNIT_SECONDS, Kind, SettingRow
 from workroom.ui import styles
+from workroom.ui.plain_text import plain_label, set_tooltip
 
 MAX_TYPED = 999_999_999
 """Every box takes any whole number up to nine digits (far past 30 days in any unit)."""
@@ -36,7 +37,7 @@ class RowEditor(QWidget):
         self.setObjectName(f"setting_{row.name}")
         self.line = QHBoxLayout()
         self.line.setContentsMargins(0, 0, 0, 0)
-        self.note = QLabel()
+        self.note = plain_label()  # may quote the system's own error (a file's name)
         self.note.setObjectName(f"{row.name}_note")
         self.note.setWordWrap(True)
         styles.set_role(self.note, styles.MUTED)
@@ -102,7 +103,7 @@ class DurationEditor(RowEditor):
             box.setSuffix(f" {unit}")
             box.setObjectName(f"{row.name}_{unit}")
             box.setKeyboardTracking(True)
-            box.setToolTip(bounds)
+            set_tooltip(box, bounds)
             box.valueChanged.connect(lambda _value: self.edited.emit())
             self.boxes[unit] = box
             self.line.addWidget(box)
@@ -165,7 +166,7 @@ class YesNoEditor(RowEditor):
         super().__init__(row)
         self.check = QCheckBox(row.label)
         self.check.setObjectName(row.name)
-        self.check.setToolTip(row.tooltip)
+        set_tooltip(self.check, row.tooltip)
         self.check.toggled.connect(lambda _on: self.edited.emit())
         self.line.addWidget(self.check)
 
@@ -187,9 +188,9 @@ class TextEditor(RowEditor):
         self.text = QLineEdit()
         self.text.setObjectName(row.name)
         self.text.setPlaceholderText(row.empty)
-        self.text.setToolTip(row.tooltip)
+        set_tooltip(self.text, row.tooltip)
         self.text.editingFinished.connect(self.edited.emit)
-        self.line.addWidget(QLabel(f"{row.label}:"))
+        self.line.addWidget(plain_label(f"{row.label}:"))
         self.line.addWidget(self.text, 1)
 
     def controls(self) -> tuple[QWidget, ...]:

@@ -27,6 +27,7 @@ from workroom.core.errors import UserError
 from workroom.core.setting_rows import Kind, SettingRow, Store, rows_in
 from workroom.this_computer import ThisComputer
 from workroom.ui import styles
+from workroom.ui.plain_text import markup, plain_label, rich_label
 from workroom.ui.setting_editors import RowEditor, editor_for
 
 EVERY_HOST, NOTIFICATIONS, THIS_COMPUTER = "every host", "Notifications", "This computer"
@@ -58,7 +59,8 @@ def bounds_words(rows: tuple[SettingRow, ...]) -> str:
 
 
 def _label(name: str, role: str | None = None, text: str = "") -> QLabel:
-    label = QLabel(text)
+    """A wrapped line of words (named for tests and styles), plain: the apply result quotes each host's answer."""
+    label = plain_label(text)
     label.setObjectName(name)
     label.setWordWrap(True)
     if role is not None:
@@ -125,7 +127,7 @@ class SettingsView(QWidget):
         layout.addWidget(self.result)
         for section in (NOTIFICATIONS, THIS_COMPUTER):
             layout.addSpacing(6)
-            layout.addWidget(QLabel(f"<b>{section}</b>"))
+            layout.addWidget(rich_label(markup("<b>{}</b>", section)))
             layout.addLayout(forms[section])
             if section == NOTIFICATIONS:
                 layout.addWidget(self.notification_service)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import html
 import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
@@ -25,7 +24,6 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QListWidget,
     QPushButton,
-    QToolTip,
     QVBoxLayout,
     QWidget,
 )
@@ -39,6 +37,7 @@ from workroom.core.last_known import LastKnown
 from workroom.core.protocol import TimelineReply, UserExclusions
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import styles
+from workroom.ui.plain_text import escape, plain_label, rich_label, set_tooltip, show_tooltip
 from workroom.ui.tasks import TaskKeeper
 
 AUTO_REFRESH_SECONDS = 60.0
@@ -83,7 +82,7 @@ def legend_html(palette: QPalette) -> str:
 
     def swatch(kind: busy_reasons.ColourRole | tl.SegmentKind, words: str) -> str:
         return (f"<span style='background:{_kind_colour(kind, palette).name()};border:1px solid {border}'>"
-                f"&nbsp;&nbsp;&nbsp;</span>&nbsp;{html.escape(words)}")
+                f"&nbsp;&nbsp;&nbsp;</span>&nbsp;{escape(words)}")
 
     busy = [swatch(kind, words) for kind, words in LEGEND if isinstance(kind, busy_reasons.ColourRole)]
     others = [swatch(kind, words) for kind, words in LEGEND if not isinstance(kind, busy_reasons.ColourRole)]
@@ -118,7 +117,7 @@ class TimelineStrip(QWidget):
 
     def set_summary(self, summary: tl.TimelineSummary | None) -> None:
         self.summary = summary
-        self.setToolTip("" if summary is not None else "No record yet")
+        set_tooltip(self, "" if summary is not None else "No record yet")
         self.update()
 
     def _x(self, t: float) -> float:
@@ -166,7 +165,7 @@ class TimelineStrip(QWidget):
     def mouseMoveEvent(self, event: QMouseEvent) -> None:
         seg = self.segment_at(event.position().x())
         if seg is not None:
-            QToolTip.showText(self.mapToGlobal(QPoint(int(event.position().x()), 0)), segment_tooltip(seg), self)
+            show_tooltip(self.mapToGlobal(QPoint(int(event.position().x()), 0)), segment_tooltip(seg), self)
 
 
 def may_ask_unprompted(snapshot: HostSnapshot) -> bool:
@@ -222,7 +221,7 @@ class TimelineView(QWidget):
         """Until when the host kept saying that (the span in progress is drawn on to here)."""
         self._reply_changed = False
 
-        title = QLabel("<b>What kept it awake (last 24 h)</b>")
+        title = rich_label("<b>What kept it awake (last 24 h)</b>")
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setObjectName("timeline_refresh")
         self.refresh_button.clicked.connect(self.refresh)
@@ -230,22 +229,22 @@ class TimelineView(QWidget):
         head.addWidget(title, 1)
         head.addWidget(self.refresh_button)
         self.strip = TimelineStrip()
-        self.axis = QLabel()
+        self.axis = plain_label()
         self.axis.setObjectName("timeline_axis")
-        self.headline = QLabel("Connect to see what kept this host awake.")
+        self.headline = plain_label("Connect to see what kept this host awake.")
         self.headline.setObjectName("timeline_headline")
         self.headline.setWordWrap(True)
-        self.others = QLabel()
+        self.others = plain_label()
         self.others.setObjectName("timeline_others")
         self.others.setWordWrap(True)
-        self.cost = QLabel()
+        self.cost = plain_label()
         self.cost.setObjectName("timeline_cost")
         self.cost.setWordWrap(True)
-        self.problem = QLabel()
+        self.problem = plain_label()
         self.problem.setObjectName("timeline_problem")
         self.problem.setWordWrap(True)
         styles.set_role(self.problem, styles.ERROR)
-        legend = QLabel(legend_html(self.palette()))
+        legend = rich_label(legend_html(self.palette()))
         legend.setWordWrap(True)
         legend.setObjectName("timeline_legend")
         self.legend = legend
@@ -269,7 +268,7 @@ class TimelineView(QWidget):
         self.never_input = QLineEdit()
         self.never_input.setObjectName("never_work_input")
         self.never_input.setPlaceholderText("e.g. watch")  # fits the 360 px detail panel
-        self.never_input.setToolTip("A process name or command that never counts as work, e.g. watch")
+        set_tooltip(self.never_input, "A process name or command that never counts as work, e.g. watch")
         self.never_input.returnPressed.connect(self._add_never)
         self.never_add = QPushButton("Never work")
         self.never_add.setObjectName("never_work_add")
@@ -281,7 +280,7 @@ class TimelineView(QWidget):
         never_row.addWidget(self.never_input, 1)
         never_row.addWidget(self.never_add)
         never_row.addWidget(self.never_remove)
-        self.never_status = QLabel()
+        self.never_status = plain_label()  # an agent's words about the list
         self.never_status.setObjectName("never_work_status")
         self.never_status.setWordWrap(True)
 
@@ -296,8 +295,8 @@ class TimelineView(QWidget):
         layout.addLayout(price_row)
         layout.addWidget(self.cost)
         layout.addWidget(self.problem)
-        never_title = QLabel("<b>Never work on this host</b>: these processes and their children never keep it "
-                             "awake")
+        never_title = rich_label("<b>Never work on this host</b>: these processes and their children never keep "
+                                 "it awake")
         never_title.setWordWrap(True)
         layout.addWidget(never_title)
         layout.addWidget(self.never_list)
@@ -367,14 +366,14 @@ class TimelineView(QWidget):
                 never = await self._source.exclusions(name)
             except UserError as error:
                 if name == self.host_name:
-                    self.headline.setText(html.escape(error.message))
+                    self.headline.setText(error.message)
                 return
             if name != self.host_name:
                 return
             self.reply, self.never_work = reply, never.names
             self._reply_at, self._reply_state = self._clock(), self._seen_state
             self._reply_held_until, self._reply_changed = self._reply_at, False
-            self.never_status.setText(html.escape(never.problem or ""))
+            self.never_status.setText(never.problem or "")
             self._render()
 
         self._source.tasks.run("timeline", load())
@@ -395,7 +394,7 @@ class TimelineView(QWidget):
             try:
                 result = await self._source.exclusions(name, add=add, remove=remove)
             except UserError as error:
-                self.never_status.setText(html.escape(f"{error.title}: {error.message}"))
+                self.never_status.setText(f"{error.title}: {error.message}")
                 return
             if name == self.host_name:
                 self.never_work = result.names
@@ -470,14 +469,14 @@ class TimelineView(QWidget):
         self.axis.setText(f"{format_duration(s.end - s.start)} ago ({_clock(s.start)}) … now ({_clock(s.end)}, "
                           "the host's clock)")
         words = s.headline("in the last 24 h")
-        self.headline.setText(html.escape(words[:1].upper() + words[1:]))
-        self.others.setText(html.escape(", ".join(s.other_lines())))
+        self.headline.setText(words[:1].upper() + words[1:])
+        self.others.setText(", ".join(s.other_lines()))
         cost = tl.cost_words(s, self.hourly_price)
-        self.cost.setText(html.escape(f"Estimated cost {cost}") if cost else
+        self.cost.setText(f"Estimated cost {cost}" if cost else
                           "Enter the provider's hourly price to see an estimated cost.")
         stopped = self._known.stop_note(s.start, s.end) if self._known is not None else None
         notes = [n for n in (s.problem, stopped[:1].upper() + stopped[1:] + "." if stopped else None) if n]
         if s.unknown_states:
             notes.append("The agent recorded states this app does not know (" + ", ".join(s.unknown_states)
                          + "); they show as no record.")
-        self.problem.setText(html.escape(" ".join(notes)))
+        self.problem.setText(" ".join(notes))

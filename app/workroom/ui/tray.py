@@ -25,6 +25,7 @@ from workroom.core.durations import format_duration
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.badge_icons import icon_for, tray_icon_for
+from workroom.ui.plain_text import action_text, set_tooltip, set_tray_tooltip
 
 MAX_TIMER_MS = 2**31 - 1
 
@@ -77,8 +78,8 @@ class HostMenu(QMenu):
 
     def render_snapshot(self, snapshot: HostSnapshot, now: float) -> None:
         badge = snapshot.badge(now)
-        self.setTitle(host_menu_text(snapshot, now))
-        self.setToolTip(Qt.convertFromPlainText(row_text.badge_tooltip(snapshot, now)))  # never markup
+        self.setTitle(action_text(host_menu_text(snapshot, now)))
+        set_tooltip(self, row_text.badge_tooltip(snapshot, now))
         spec = snapshot.connection.spec
         self.connect_action.setText(CONNECT_WORDS[spec.connect] or "Connect")
         self.connect_action.setVisible(spec.connect is not ConnectAction.NONE)
@@ -249,14 +250,15 @@ class TrayController(QObject):
                 self.menu.insertAction(self._prompts_end, action)
         left = row_text.prompt_seconds_left(snapshot, now)
         within = f" · answer within {format_duration(left)}" if left is not None else ""
-        actions[0].setText(f"{snapshot.host.name}: keep it awake?{within}")  # the app's name, not the host's
+        actions[0].setText(action_text(f"{snapshot.host.name}: keep it awake?{within}"))  # the app's name for it
 
     def _drop_prompt(self, name: str) -> None:
         for action in self.prompt_actions.pop(name, []):
             self.menu.removeAction(action)
 
     def _render_summary(self) -> None:
-        self.summary.setText(row_text.summary_text(list(self._snapshots.values()), self.answered_prompts))
+        self.summary.setText(action_text(row_text.summary_text(list(self._snapshots.values()),
+                                                               self.answered_prompts)))
         self._prompts_end.setVisible(bool(self.prompt_actions))
 
     def _set_worst(self) -> None:
@@ -267,9 +269,7 @@ class TrayController(QObject):
         if worst is not self.worst_kind:
             self.worst_kind = worst
             self.icon.setIcon(tray_icon_for(worst))
-        tooltip = tray_summary(self._badges)
-        if self.icon.toolTip() != tooltip:
-            self.icon.setToolTip(tooltip)
+        set_tray_tooltip(self.icon, tray_summary(self._badges))
         self._schedule_expiry()
 
     def _schedule_expiry(self) -> None:

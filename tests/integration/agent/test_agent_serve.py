@@ -110,6 +110,20 @@ def test_an_open_folder_is_refused_before_the_log_is_opened_in_it(tmp_path):
     assert os.listdir(str(d)) == []
 
 
+def test_refuses_a_folder_under_one_its_group_can_write_and_opens_nothing_in_it(tmp_path):
+    """The folder itself is private, but the one above it is group-writable (umask 002, a shared group): anyone
+    in the group could swap the agent's folder whole, so nothing in it is trusted."""
+    state = tmp_path / "state"
+    d = state / "wr-agent"
+    d.mkdir(parents=True, mode=0o700)
+    os.chmod(str(d), 0o700)
+    os.chmod(str(state), 0o775)
+    r = subprocess.run(serve_argv(str(d / "a.sock"), "--log", str(d / "a.sock.log")), env=agent_env(),
+                       capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and f"{state} is writable by its group" in r.stderr, r.stderr
+    assert os.listdir(str(d)) == []
+
+
 def test_creates_a_missing_directory_private(tmp_path):
     sock = str(tmp_path / "state" / "wr-agent" / "agent.sock")
     a = start_agent(sock, "--no-heartbeat")

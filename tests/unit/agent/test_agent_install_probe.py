@@ -145,6 +145,45 @@ def test_a_folder_above_it_open_to_its_group_is_unsafe_even_before_the_install(h
     assert answer["unsafe"].startswith(f"{home / '.local'} is writable by its group")
 
 
+def test_a_state_folder_under_one_its_group_can_write_is_unsafe_and_its_lock_is_not_read(home):
+    """~/.local/state group-writable (umask 002, a shared group): another user could have put a folder of their
+    own in the agent's place, with a lock naming any process of this user's: nothing there is looked at."""
+    bundle, sock = paths(home)
+    install(home, OURS)
+    os.makedirs(os.path.dirname(sock), mode=0o700)
+    state = home / ".local/state"
+    os.chmod(str(state), 0o775)
+    with open(sock + ".lock", "w") as f:
+        f.write("1\n")
+        f.flush()
+        fcntl.flock(f, fcntl.LOCK_EX)
+        answer = install_probe.probe(bundle, sock, OURS_SHA)
+    assert answer["unsafe"].startswith(f"{state} is writable by its group"), answer
+    assert answer["running"] is False and "running_build" not in answer
+    os.chmod(str(state), 0o755)
+    assert "unsafe" not in install_probe.probe(bundle, sock, OURS_SHA, ask=False)
+
+
+@pytest.mark.parametrize("make", ["symlink", "open", "missing_under_open"])
+def test_a_state_folder_that_is_a_link_open_or_to_be_made_under_an_open_one_is_unsafe(home, tmp_path, make):
+    bundle, sock = paths(home)
+    folder = os.path.dirname(sock)
+    os.makedirs(os.path.dirname(folder), mode=0o700)
+    if make == "symlink":
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        os.symlink(str(tmp_path / "elsewhere"), folder)
+        words = f"{folder} is not a folder (a symbolic link or a file)"
+    elif make == "open":
+        os.mkdir(folder, 0o700)
+        os.chmod(folder, 0o711)
+        words = f"{folder} is open to other users (mode 711; run chmod 700 {folder})"
+    else:  # not made yet: what it would be made in counts
+        os.chmod(os.path.dirname(folder), 0o777)
+        words = f"{os.path.dirname(folder)} is writable by other users"
+    answer = install_probe.probe(bundle, sock, OURS_SHA)
+    assert answer["unsafe"].startswith(words), answer
+
+
 @pytest.mark.parametrize("make", ["open_to_others", "symlink", "fifo"])
 def test_a_bundle_that_is_not_the_users_alone_is_not_hashed(home, tmp_path, make):
     bundle, sock = paths(home)

@@ -92,3 +92,30 @@ def test_a_send_that_never_completes_is_within_the_requests_time_limit() -> None
         return time.monotonic() - started
 
     assert asyncio.run(scenario()) < 1.0
+
+
+def test_events_wait_until_the_agent_has_proven_who_it_is() -> None:
+    """A held client hands on nothing an agent pushes until `trust()`: then what it held, in order (at most the
+    last MAX_HELD_EVENTS), and every event after."""
+    from workroom.remote.agent_client import MAX_HELD_EVENTS
+
+    async def scenario() -> None:
+        seen: list[int] = []
+
+        async def send(data: bytes) -> None:
+            return None
+
+        client = AgentClient(send, lambda event: seen.append(int(event.status.monotonic)), held=True)
+        status = {"verdict": "IDLE", "classifier_verdict": "IDLE", "busy_reasons": [], "stalled": False,
+                  "awake_seconds": 0.0, "ceiling_seconds": 60.0, "prompt_timeout_seconds": 60.0,
+                  "ask_at_ceiling": False, "awake_ceiling_exceeded": False, "prompt_pending": False,
+                  "suppressed": False, "workroom": "w", "agent": {"version": "0.1.0", "protocol": 1, "build": "b"}}
+        for n in range(MAX_HELD_EVENTS + 10):
+            client.feed_line(json.dumps({"event": "status", "status": {**status, "monotonic": n}}).encode())
+        assert seen == []
+        client.trust()
+        assert seen == list(range(10, MAX_HELD_EVENTS + 10))
+        client.feed_line(json.dumps({"event": "status", "status": {**status, "monotonic": 999}}).encode())
+        assert seen[-1] == 999
+
+    asyncio.run(scenario())

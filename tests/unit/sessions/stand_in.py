@@ -1,8 +1,9 @@
 """A provider for HostSession tests without sshd or a second process.
 
 What cannot run here is replaced, and only that: the host's shell answers the installer's probe with
-"this bundle is installed and running" (so nothing is pushed), and opening a shell can be scripted to
-fail the way a real SSH connection fails. The agent is real: wr_agent's own `Agent` and `Server`, run in
+"this bundle is installed and running" (so nothing is pushed), with the agent's key when the app's is not it
+(as the probe does, from the agent's own key file), and opening a shell can be scripted to fail the way a real
+SSH connection fails. The agent is real: wr_agent's own `Agent` and `Server`, run in
 this process on a sampler and clock the test sets (tests/unit/agent/agentfake.py), serving a real Unix
 socket that the session reaches with the app's own `open_unix_link`.
 """
@@ -30,6 +31,7 @@ from workroom.remote.agent_link import AgentLink, open_unix_link
 from workroom.remote.host_keys import KnownHosts
 from workroom.remote.host_shell import ExecResult, HostShell
 from wr_agent import bundle
+from wr_agent.agent_key import agent_key, key_id
 from wr_agent.server import Server
 from wr_agent.settings import Settings
 from wr_agent.signals import Signals
@@ -80,7 +82,10 @@ class UpToDateShell:
         self.commands.append(cmd)
         probe = {"python": "3.11.4", "home": "/home/dev", "bundle": "~/.local/share/wr-agent/wr-agent.pyz",
                  "socket": self.socket_path, "sha256": BUILD, "version": BUNDLE.version, "running": True,
-                 "systemd_user": False, "running_build": BUILD}
+                 "systemd_user": False, "launchd": False, "supervisor": None, "running_build": BUILD}
+        key = agent_key(self.socket_path)
+        if f" {key_id(key)}" not in cmd:  # the app's key is not the agent's: the probe answers with it
+            probe["key"] = key
         return ExecResult(0, json.dumps(probe).encode() + b"\n", b"")
 
     def put_file(self, data: bytes, remote_path: str, *, mode: int = 0o600) -> int:

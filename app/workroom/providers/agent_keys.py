@@ -1,0 +1,93 @@
+"""Each host's agent key (what the agent proves who it is with: remote/agent_proof.py), in the system keyring and
+nowhere else on this computer (credentials.py).
+
+A key is filed under the host's name and its binding (`binding_of`): the host as configured (any edit but its
+hourly price, which the session goes on through, changes it) and the login its connection resolved to (user,
+address and port after ~/.ssh/config, and the host key). So a key learnt from the agent of one login is never
+asked of an agent reached as another (a host removed and added again as another user, an edit of its address,
+a config that now names another user, a rebuilt machine): that agent has no key the app knows, and the connect
+goes the install probe's way, which asks the login's own agent for its key.
+
+Read once per run and kept in memory. With no usable keyring (none installed, locked, failing) a key is kept in
+memory for this run only, and that is logged once: it is never written anywhere else, so each run's first
+connect to a host then goes the install probe's way. Blocking (the keyring may wait on D-Bus): off the loop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+
+from workroom.core.hosts import Host
+from workroom.credentials import CredentialError, CredentialKey, CredentialStore
+from workroom.remote.agent_proof import is_key
+
+log = logging.getLogger(__name__)
+
+BINDING_HEX = 32
+
+
+UNBOUND_FIELDS = frozenset({"hourly_price"})
+"""What a host's record holds that says nothing of where or as whom it is reached (an edit of it alone keeps the
+session, and the agent it reached, going)."""
+
+
+def binding_of(host: Host, login: str) -> str:
+    """What a remembered agent (its place, its key) is bound to: the host's record (but `UNBOUND_FIELDS`) and the
+    login its connection resolved to, hashed (no secret in it; 32 hex digits)."""
+    record = host.model_dump(mode="json", exclude=set(UNBOUND_FIELDS))
+    text = json.dumps({"host": record, "login": login}, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:BINDING_HEX]
+
+
+class AgentKeys:
+    """The agents' keys by (host name, binding): the keyring's, read once, kept in memory for the run."""
+
+    def __init__(self, store: CredentialStore | None) -> None:
+        self._store = store
+        self._known: dict[tuple[str, str], str | None] = {}
+        self._lock = threading.Lock()
+        self._said_no_keyring = False
+
+    def get(self, name: str, binding: str) -> str | None:
+        with self._lock:
+            if (name, binding) not in self._known:
+                stored = self._keyring("get", name, binding)
+                self._known[(name, binding)] = stored if is_key(stored) else None
+            return self._known[(name, binding)]
+
+    def keep(self, name: str, binding: str, key: str) -> None:
+        """Remember `key` (from the install probe's answer) for the agent of `name` bound to `binding`."""
+        if not is_key(key):
+            raise ValueError("an agent's key is 64 hex digits")
+        with self._lock:
+            if self._known.get((name, binding)) == key:
+                return
+            self._known[(name, binding)] = key
+            self._keyring("set", name, binding, key)
+
+    def forget(self, name: str, binding: str) -> None:
+        with self._lock:
+            self._known.pop((name, binding), None)
+            self._keyring("delete", name, binding)
+
+    def _keyring(self, action: str, name: str, binding: str, *secret: str) -> str | None:
+        if self._store is None:
+            return None
+        key = CredentialKey.agent_key(name, binding)
+        try:
+            if action == "get":
+                return self._store.get(key)
+            if action == "set":
+                self._store.set(key, *secret)
+            else:
+                self._store.delete(key)
+        except Exception as error:  # a keyring backend fails in ways of its own: the key is this run's alone then
+            if not self._said_no_keyring:
+                self._said_no_keyring = True
+                why = f"{error.title}: {error.message}" if isinstance(error, CredentialError) else repr(error)
+                log.info("the agents' keys are kept in memory for this run only (%s); each run's first connect to "
+                         "a host asks its agent for its key again", why)
+        return None
