@@ -96,7 +96,7 @@ class MainWindow(QMainWindow):
         # room that "Busy because" could use.
         self._state_floor = self._room_for(Column.BADGE, LABELS.values(), True)
         for column, width in ((Column.NAME, 110), (Column.BADGE, self._state_floor),
-                              (Column.AWAKE, self._room_for(Column.AWAKE, ("23 h 59 min", "59 min 59 s"))),
+                              (Column.BUSY_FOR, self._room_for(Column.BUSY_FOR, ("23 h 59 min", "59 min 59 s"))),
                               (Column.CONNECTION, 150)):
             self.table.setColumnWidth(column, width)
         self._fit_provider()

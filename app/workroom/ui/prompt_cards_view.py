@@ -17,6 +17,7 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QMouseEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
+from workroom.core import box_times
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
 from workroom.sessions.host_session import HostSnapshot
@@ -78,10 +79,15 @@ class PromptCard(QFrame):
         workroom = snapshot.host.name
         self.title.setText(f"{workroom}: keep it awake?")
         status = snapshot.status
-        awake = status.awake_seconds if status else (snapshot.prompt.awake_seconds if snapshot.prompt else 0.0)
-        ceiling = f" past its {format_duration(status.ceiling_seconds)} ceiling" if status else " past its ceiling"
-        reasons = f" ({row_text.busy_text(snapshot)})" if status and status.busy_reasons else ""
-        self.body.setText(f"{workroom} has been busy for {format_duration(awake)}{ceiling}{reasons}. "
+        agent_now = row_text.agent_now(snapshot, now)
+        if status is not None and agent_now is not None:
+            how_long = box_times.past_ceiling_words(status, agent_now)
+        else:
+            awake = snapshot.prompt.awake_seconds if snapshot.prompt else 0.0
+            how_long = f"busy for {format_duration(awake)}, longer than its awake ceiling"
+        # A sentence of its own, not in brackets: the reasons carry brackets of their own ("sh (just now)").
+        reasons = f" Busy: {row_text.busy_text(snapshot)}." if status and status.busy_reasons else ""
+        self.body.setText(f"{workroom} has been {how_long}.{reasons} "
                           "If nobody answers, its agent stops keeping it awake.")
         self.render_countdown(now)
 

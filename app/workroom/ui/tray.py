@@ -42,10 +42,10 @@ def host_menu_text(snapshot: HostSnapshot, now: float) -> str:
 def _state_text(snapshot: HostSnapshot, now: float) -> str:
     badge = snapshot.badge(now)
     name, when = snapshot.host.name, badge.spec.menu_time
-    if when is MenuTime.AWAKE:
-        awake = row_text.awake_seconds(snapshot, now)
-        if awake is not None:
-            return f"{name} — {LABELS[badge.kind]} {format_duration(awake)}"
+    if when is MenuTime.BUSY:
+        busy = row_text.busy_seconds(snapshot, now)
+        if busy is not None:
+            return f"{name} — {LABELS[badge.kind]} {format_duration(busy)}"
     if when is MenuTime.LEFT:
         left = row_text.prompt_seconds_left(snapshot, now)
         if left is not None:
