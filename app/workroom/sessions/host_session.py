@@ -33,6 +33,7 @@ from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.last_known import LastKnown
 from workroom.core.metering import Keeper
+from workroom.core.prompt_answers import Answer, AnswerFace, SentAnswer
 from workroom.core.protocol import (
     AgentCall,
     Method,
@@ -114,6 +115,8 @@ class HostSnapshot:
     prompt: PromptEvent | None
     status_received_at: float | None = None
     install: InstallReport | None = None
+    last_answer: SentAnswer | None = None
+    """The last answer to a ceiling prompt this engine sent, and from which face (core.prompt_answers)."""
     last_known: LastKnown | None = None
     """The one record of what is known of the host (core.last_known), attached by the engine: what a row
     that is not live shows, and since when an asleep box has slept, across runs and faces."""
@@ -148,6 +151,9 @@ class _Runtime:
     link: AgentLink | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
+
+ANSWERS: Mapping[Method, Answer] = {Method.KEEP: Answer.KEEP, Method.LET_SLEEP: Answer.LET_SLEEP}
+"""The methods that answer a ceiling prompt (recorded as `last_answer`)."""
 
 NOT_CONNECTED_WORDS: Mapping[Method, str] = {
     Method.KEEP: "it cannot be kept awake",
@@ -218,6 +224,9 @@ class HostSession:
         self._heartbeat_watch: HeartbeatWatch | None = None
         self._proof_check: asyncio.Task[None] | None = None
         self._idle_read: asyncio.Task[None] | None = None
+        self.last_answer: SentAnswer | None = None
+        self._answering = AnswerFace.COMMAND_LINE
+        """The face an answer being sent comes from (`keep`, `let_sleep`); a bare `call` is the command line's."""
         self._own_traffic_at: float | None = None
         """When the app last put bytes on the box's wire (link set-up, a status, a ping)."""
         self._platform = self._platform_side()
@@ -235,7 +244,7 @@ class HostSession:
 
     def snapshot(self) -> HostSnapshot:
         return HostSnapshot(self.host, self.traits, self.connection, self.status, self.prompt,
-                            self.status_received_at, self.install)
+                            self.status_received_at, self.install, self.last_answer)
 
     def start(self, *, wake: bool = False, unknown: bool | None = None) -> None:
         """Connect (and keep reconnecting) in the background.
@@ -310,19 +319,32 @@ class HostSession:
             raise UserError("Not connected", f"{self.host.name} is not connected, so {cannot}.",
                             "Connect to the host and try again.")
         result = await link.client.call(method, timeout=timeout, **params)
+        answer = ANSWERS.get(method)
+        if answer is not None:
+            self.last_answer = SentAnswer(answer, self._answering, time.time())
         if isinstance(result, Status):
             self._on_status(result)  # a prompt answered (keep, let_sleep) is cleared with it
         return result
 
-    async def keep(self) -> Status:
-        """Answer a ceiling prompt with "keep awake". Raises a UserError when the host cannot be reached."""
-        return await self.call(Method.KEEP)
+    async def keep(self, face: AnswerFace = AnswerFace.COMMAND_LINE) -> Status:
+        """Answer a ceiling prompt with "keep awake" (from `face`). Raises a UserError when the host cannot be
+        reached."""
+        return await self._answer(Method.KEEP, face)
 
-    async def let_sleep(self) -> Status:
+    async def let_sleep(self, face: AnswerFace = AnswerFace.COMMAND_LINE) -> Status:
         """Answer a ceiling prompt with "let it sleep": the agent publishes IDLE now (the heartbeat and any
         outside keep-awake stop), so the box sleeps within its idle window, not at the prompt's deadline.
         Raises a UserError when the host cannot be reached."""
-        return await self.call(Method.LET_SLEEP)
+        return await self._answer(Method.LET_SLEEP, face)
+
+    async def _answer(self, method: Method, face: AnswerFace) -> Status:
+        self._answering = face
+        try:
+            status = await self.call(method)
+        finally:
+            self._answering = AnswerFace.COMMAND_LINE
+        assert isinstance(status, Status)
+        return status
 
     async def timeline(self, since: float | None) -> TimelineReply:
         """The agent's why-awake record from `since` (Unix seconds). Raises a UserError when not connected."""
