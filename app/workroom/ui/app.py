@@ -38,10 +38,11 @@ from workroom.ui.file_watch import FileWatch
 from workroom.ui.host_notices import HostNotices
 from workroom.ui.main_window import SETTINGS_TAB, MainWindow
 from workroom.ui.notifications import BackendFactory, Notice, NoticeButton, Notifications, choose_backend
+from workroom.ui.open_failed import OpenFailed
 from workroom.ui.tray import TrayController, copy_to_clipboard
 
 if TYPE_CHECKING:  # the dialogs load when one opens, not at start-up (docs/architecture.md)
-    from workroom.ui.about_dialog import AboutDialog, QuitDialog
+    from workroom.ui.about_dialog import AboutDialog, Help, QuitDialog
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,7 @@ class WorkroomApp:
         self.can_stop_local_agent = engine.this_computer() is not None
         self.stop_local_agent_on_quit = False
         self.about: AboutDialog | None = None
+        self.help: Help | None = None
         self.quit_dialog: QuitDialog | None = None
         self._slept_while_kept: set[str] = set()
         """After this computer slept: the hosts it was keeping awake, to be told about if they are found asleep."""
@@ -100,6 +102,10 @@ class WorkroomApp:
         self._announced: dict[str, float] = {}
         """Per host, the deadline of the prompt last notified: the same prompt back after a reconnect is
         shown again, not announced again."""
+        self._terminal_failed = OpenFailed()
+        """The terminal did not start, or failed at once: said in the window."""
+        self._terminal_failed.said.connect(
+            lambda words: self.window.show_error(UserError("No terminal opened", words, "")))
         self._wire()
         for snapshot in self.window.model.snapshots():
             self.tray.update(snapshot)
@@ -154,9 +160,10 @@ class WorkroomApp:
         if command is None:
             return
         try:
-            open_terminal(command, terminal=self.controller.engine.settings.terminal_app)
+            open_terminal(command, terminal=self.controller.engine.settings.terminal_app,
+                          on_failed=self._terminal_failed.said.emit)
         except DesktopOpenError as error:
-            self.window.show_error(UserError("No terminal opened", str(error), ""))
+            self._terminal_failed.said.emit(str(error))
 
     def show_about(self) -> None:
         from workroom.ui.about_dialog import AboutDialog
@@ -178,7 +185,7 @@ class WorkroomApp:
     def show_help(self) -> None:
         from workroom.ui.about_dialog import show_help
 
-        show_help(self.window)
+        self.help = show_help(self.window)
 
     def _quit_answered(self, stop_local_agent: bool) -> None:
         self.stop_local_agent_on_quit = stop_local_agent
