@@ -238,7 +238,7 @@ class HostDetailView(QWidget):
         self.error.setText(breakable(f"{info.title}: {message}"))
         # Said once: where the badge's explanation above already gives the error's words (an unreachable host, an
         # unreadable provider), the red line would repeat them; its full text stays behind Details….
-        self.error.setVisible(message not in row_text.badge_tooltip(snapshot, self._clock()))
+        self.error.setVisible(snapshot is None or message not in row_text.badge_tooltip(snapshot, self._clock()))
         self.error_details.setText(breakable(info.text(Face.APP)))
         self.details_button.show()
         self.error_details.setVisible(self.details_button.isChecked())
