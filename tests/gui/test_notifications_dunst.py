@@ -109,10 +109,11 @@ class NotificationServer:
         return self.monitor_log.read_text(errors="replace")
 
     def posted(self) -> list[tuple[str, list[str]]]:
-        """(summary, actions) of every Notify call seen on the bus, in order."""
+        """(summary, actions) of every new notification posted on the bus, in order (a Notify that replaces one
+        on screen, as a withdrawal does first, is not a new one)."""
         out = []
         for block in self.log().split("method call")[1:]:
-            if "member=Notify" not in block.splitlines()[0]:
+            if "member=Notify" not in block.splitlines()[0] or _replaces(block):
                 continue
             strings = re.findall(r'^\s+string "(.*)"$', block, re.M)
             # app name, icon, summary, body, then the actions array (key, label, key, label, ...)
@@ -122,10 +123,10 @@ class NotificationServer:
         return out
 
     def notified(self) -> list[tuple[str, str]]:
-        """(summary, body) of every Notify call seen on the bus, in order."""
+        """(summary, body) of every new notification posted on the bus, in order."""
         out = []
         for block in self.log().split("method call")[1:]:
-            if "member=Notify" in block.splitlines()[0]:
+            if "member=Notify" in block.splitlines()[0] and not _replaces(block):
                 strings = re.findall(r'^\s+string "(.*)"$', block, re.M)
                 out.append((strings[2], strings[3]))
         return out
@@ -135,6 +136,12 @@ class NotificationServer:
 
     def stop(self) -> None:
         stop_all(self.procs)
+
+
+def _replaces(block: str) -> bool:
+    """A Notify call whose replaces_id (its first uint32) names a notification on screen."""
+    match = re.search(r"^\s+uint32 (\d+)$", block, re.M)
+    return match is not None and match.group(1) != "0"
 
 
 @pytest.fixture

@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 
 APP_NAME = "Workroom"
 PROBE_SECONDS = 5.0
+WITHDRAWN_EXPIRE_MS = 1000
+"""A withdrawn notification is replaced by one that expires this soon, for servers that ignore the close."""
 POSTED_KEPT = 64
 """How many notifications' server ids are remembered, to answer a press on one desktop-notifier has let go."""
 """How long the notification service may take to answer the first question (is anyone there?)."""
@@ -107,6 +109,9 @@ class SystemBackend:
         desktop-notifier has let go (taken back but not closed, or pressed once already: dunst leaves it up), and a
         press on it must reach the app, which says what it can do (desktop-notifier drops such an action)."""
         self._listening = False
+        self._notices: dict[str, Notice] = {}
+        self._closed: dict[int, None] = {}
+        """Server ids the server said it closed (NotificationClosed): nothing there to take back."""
         self._handed_on = False
         """desktop-notifier handed the press being dispatched to `_on_button` (so `_late_press` leaves it)."""
 
@@ -142,6 +147,7 @@ class SystemBackend:
             timeout=0 if notice.sticky else -1)
         server_id = self._server_id(identifier)
         self._ids[notice.key] = (identifier, server_id)
+        self._notices[notice.key] = notice
         if server_id is not None:
             self._posted[server_id] = notice.key
             while len(self._posted) > POSTED_KEPT:
@@ -159,7 +165,14 @@ class SystemBackend:
         if self._listening or interface is None or not hasattr(interface, "on_action_invoked"):
             return
         interface.on_action_invoked(self._late_press)
+        if hasattr(interface, "on_notification_closed"):
+            interface.on_notification_closed(self._closed_by_server)
         self._listening = True
+
+    def _closed_by_server(self, server_id: int, _reason: int) -> None:
+        self._closed[server_id] = None
+        while len(self._closed) > POSTED_KEPT:
+            del self._closed[next(iter(self._closed))]
 
     def _late_press(self, server_id: int, action: str) -> None:
         handed_on, self._handed_on = self._handed_on, False
@@ -188,9 +201,21 @@ class SystemBackend:
 
     async def withdraw(self, key: str) -> None:
         known = self._ids.pop(key, None)
+        notice = self._notices.pop(key, None)
         if known is None:
             return
         identifier, server_id = known
+        interface = getattr(getattr(self._notifier, "_backend", None), "interface", None)
+        if server_id is not None and interface is not None and notice is not None and server_id not in self._closed:
+            # GNOME's notification-daemon (3.20) answers CloseNotification with NotificationClosed yet leaves the
+            # bubble up, buttons and all; one that expires by itself does go. So it is first replaced by its own
+            # words, without buttons, expiring in a moment, and then closed: gone at once where the server
+            # closes, a moment later where it does not.
+            try:
+                await interface.call_notify(APP_NAME, server_id, "", notice.title, notice.message, [], {},
+                                            WITHDRAWN_EXPIRE_MS)
+            except Exception as error:  # gone already, or a server that refuses: the close below still goes
+                log.debug("replacing notification %s before closing it: %s", key, error)
         try:
             await self._notifier.clear(identifier)
             return
@@ -199,7 +224,6 @@ class SystemBackend:
         except Exception as error:  # a notification server that went away must not take the app with it
             log.warning("could not withdraw the notification %s: %s", key, error)
             return
-        interface = getattr(getattr(self._notifier, "_backend", None), "interface", None)
         if server_id is None or interface is None:
             return
         try:

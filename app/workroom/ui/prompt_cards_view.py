@@ -261,5 +261,5 @@ class PromptCardsView(QScrollArea):
     def _tick(self) -> None:
         now = self._clock()
         for card in self.cards.values():
-            card.render_countdown(now)
+            card.render_snapshot(card.snapshot, now)  # its "busy for" moves on with the row's, not only the countdown
         self.ticked.emit()
