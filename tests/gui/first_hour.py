@@ -369,6 +369,7 @@ def _hour(app: App, x: Any, env: dict[str, str], home: Path, box: dict[str, Any]
     if shots is not None:
         app.do("shots", timeout=120, out=str(shots), names=["settings", "about", "add_host_dialog"],
                themes=list(themes))
+        app.do("demo", timeout=120, out=str(shots), themes=list(themes), scripts=str(HERE.parent.parent / "scripts"))
 
 
 def _seconds(words: str) -> float:

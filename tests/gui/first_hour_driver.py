@@ -251,6 +251,62 @@ def shots(app: Any, out: str, names: list[str], themes: list[str], host: str | N
     yield 300
 
 
+def demo_day() -> Any:
+    """A developer's last 24 hours as an agent records them (a compile, an ssh session, sleep), ending now."""
+    from workroom.core.protocol import TimelineReply
+
+    now = time.time()
+    t, spans = now - 24 * 3600, []
+    for minutes, state, cls, subject in ((230, "", "", ""), (160, "asleep", "", ""), (25, "idle", "", ""),
+                                         (190, "busy", "cpu", "cc1plus"), (10, "held", "cpu", "cc1plus"),
+                                         (180, "busy", "tcp", "ssh"), (20, "busy", "keystroke", ""),
+                                         (170, "busy", "cpu", "rustc"), (10, "held", "cpu", "rustc"),
+                                         (40, "ceiling", "cpu", "python3"), (30, "idle", "", ""),
+                                         (375, "asleep", "", "")):
+        if state:
+            spans.append({"start": t, "end": t + minutes * 60, "state": state, "class": cls, "subject": subject})
+        t += minutes * 60
+    return TimelineReply.model_validate({"now": now, "spans": spans, "more_since": None, "problem": None})
+
+
+def demo(app: Any, out: str, themes: list[str], scripts: str) -> Step:
+    """The pictures no first hour reaches, from constructed snapshots (scripts/demo_states.py), named demo_* or
+    said so in docs/ui.md: every badge state side by side, the host-key question, a day of the why-awake record."""
+    sys.path.insert(0, scripts)
+    from demo_states import every_state
+    from workroom.core.questions import HostKeyQuestion
+    from workroom.ui.host_key_dialog import HostKeyDialog
+
+    folder = Path(out)
+    window = app.window
+    states = every_state()
+    states.pop("asking")
+    for snap in states.values():
+        for listener in list(app.controller.engine.listeners):
+            listener(snap)
+    for theme in themes:
+        palette(theme)
+        window.select_host("build-box")
+        yield 500
+        window.grab().save(str(folder / f"demo_every_state_{theme}.png"))
+        question = HostKeyQuestion(host="10.1.2.3", port=2222, key_type="ssh-ed25519",
+                                   fingerprint="SHA256:q8H0bQ0qK1m1m2oXkz4vU5y3d2C8rB3a4Qe7nYt9wXc")
+        dialog = HostKeyDialog("fresh-box", question, window)
+        dialog.show()
+        yield 400
+        dialog.grab().save(str(folder / f"host_key_dialog_{theme}.png"))
+        dialog.close()
+        window.select_host("ci-runner")
+        window.timeline.hourly_price = 0.36
+        window.timeline.price.setValue(0.36)
+        window.timeline.show_record(demo_day(), ("watch", "top"))
+        yield 500
+        name = "detail_why_awake_timeline.png" if theme == "light" else "detail_why_awake_timeline_dark.png"
+        window.detail_scroll.grab().save(str(folder / name))
+    palette("light")
+    yield 200
+
+
 def tray_icon_contrast(app: Any) -> dict[str, float]:
     """The tray menu's per-host badge icons against the menu, as drawn: the lowest contrast of each icon's ink."""
     from PySide6.QtGui import QImage
@@ -277,7 +333,7 @@ def dark_icons(app: Any) -> Step:
 
 COMMANDS: dict[str, Callable[..., Step]] = {
     "add_ssh": add_ssh, "add_simbox": add_simbox, "trust_key": trust_key, "click": click, "select": select,
-    "card_button": card_button, "shots": shots, "dark_icons": dark_icons,
+    "card_button": card_button, "shots": shots, "dark_icons": dark_icons, "demo": demo,
 }
 
 

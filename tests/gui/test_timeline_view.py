@@ -199,3 +199,28 @@ def test_the_words_name_only_a_control_that_works(qtbot: Any) -> None:
         view.show_snapshot(make_snapshot("box1", "boxd", state))
         assert view.headline.text() == words, state
         assert view.refresh_button.isEnabled() is (state is ConnectionState.QUIET), state
+
+
+def test_a_change_too_soon_after_a_reply_is_asked_for_once_due(qtbot: Any, run: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record fetched as a box connected (empty: its agent had just started) stayed the one shown through the
+    whole job that followed, because each change came within a minute of the last reply: the strip said "nothing
+    recorded" for a box busy for minutes. A change too soon is now asked for once the minute is up."""
+    from demo_states import busy, make_snapshot
+    from workroom.core.protocol import TimelineReply
+    from workroom.ui import timeline_view
+
+    monkeypatch.setattr(timeline_view, "AUTO_REFRESH_SECONDS", 0.5)
+    source = RecordSource(TimelineReply.model_validate({"now": 1_764_590_000.0, "spans": []}))
+    view = timeline_view.TimelineView(source)  # type: ignore[arg-type]
+    qtbot.addWidget(view)
+
+    async def scenario() -> None:
+        view.show_snapshot(make_snapshot("box1", "ssh", ConnectionState.LIVE, **busy()))
+        await wait_for(lambda: source.asked == 1, 5, "the first reply")
+        view.show_snapshot(make_snapshot("box1", "ssh", ConnectionState.LIVE, **busy(
+            busy_reasons=["cpu: rustc (pid 9)"])))
+        assert source.asked == 1  # not at once: the last reply is too fresh
+        await wait_for(lambda: source.asked == 2, 5, "the change asked for once due")
+
+    run(scenario())

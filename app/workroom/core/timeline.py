@@ -158,7 +158,7 @@ def fitted_window(reply: TimelineReply, longest: float = DAY_SECONDS) -> float:
     first used a few minutes ago has a strip of its last 15 min, not a day that is almost all "no record" (its
     few minutes were under a pixel wide)."""
     if not reply.spans:
-        return longest
+        return STRIP_WINDOWS[0]  # an agent records from its start on: none yet means it has only just started
     needed = reply.now - min(span.start for span in reply.spans)
     return next((w for w in STRIP_WINDOWS if needed <= w <= longest), longest)
 

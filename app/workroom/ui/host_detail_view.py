@@ -99,7 +99,8 @@ class HostDetailView(QWidget):
         head.addWidget(self.title, 1)
         error_row = QHBoxLayout()
         error_row.addWidget(self.error, 1)
-        error_row.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
+        # Left-aligned: beside the red line, or alone under the explanation when that already says the error.
+        error_row.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         buttons = QHBoxLayout()
         buttons.addWidget(self.keep_button)
         buttons.addWidget(self.connect_button)

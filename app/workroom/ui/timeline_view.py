@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt
+from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QGuiApplication, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
@@ -233,6 +233,10 @@ class TimelineView(QWidget):
         self._reply_held_until: float | None = None
         """Until when the host kept saying that (the span in progress is drawn on to here)."""
         self._reply_changed = False
+        self._may_ask_later = False
+        self._later = QTimer(self)
+        self._later.setSingleShot(True)
+        self._later.timeout.connect(self._ask_when_due)
 
         self.title = title = rich_label("<b>What kept it awake (last 24 h)</b>")
         title.setObjectName("timeline_title")
@@ -355,12 +359,24 @@ class TimelineView(QWidget):
         self._seen_state = seen
         now = self._clock()
         due = self._loaded_at is None or now - self._loaded_at >= AUTO_REFRESH_SECONDS
-        if changed and due and may_ask_unprompted(snapshot):
+        asking = may_ask_unprompted(snapshot)
+        self._may_ask_later = asking
+        if changed and due and asking:
             self.refresh()
         else:
+            if changed and asking and self._loaded_at is not None and not self._later.isActive():
+                # Changed too soon after the last reply: asked once it is due, if it may still be asked then (a
+                # record fetched as the box connected stayed empty through the whole job it then ran).
+                self._later.start(int((AUTO_REFRESH_SECONDS - (now - self._loaded_at)) * 1000) + 50)
             self._render()
 
+    def _ask_when_due(self) -> None:
+        if self._may_ask_later and self.host_name is not None:
+            self.refresh()
+
     def _clear(self) -> None:
+        if hasattr(self, "_later"):
+            self._later.stop()
         self.reply, self.summary, self.never_work, self._loaded_at = None, None, (), None
         self._reply_at = self._reply_state = None
         self.never_status.setText("")

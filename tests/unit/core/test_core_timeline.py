@@ -175,7 +175,7 @@ def test_the_strip_fits_a_short_record() -> None:
     assert fitted_window(reply(40 * 60)) == 3600
     assert fitted_window(reply(5 * H)) == 6 * H
     assert fitted_window(reply(3 * 24 * H)) == 24 * H
-    assert fitted_window(TimelineReply.model_validate({"now": now, "spans": []})) == 24 * H
+    assert fitted_window(TimelineReply.model_validate({"now": now, "spans": []})) == 15 * 60
     assert STRIP_WINDOWS[-1] == 24 * H
     summary = summarise(reply(5 * 60), fitted_window(reply(5 * 60)))
     assert summary.totals[SegmentKind.BUSY] / (summary.end - summary.start) > 0.25
