@@ -154,7 +154,10 @@ def test_an_idle_box_says_when_it_will_sleep_and_sleeps_then(sim: Any, engine: A
         app.start(show_window=True)
         await wait_for(lambda: (lambda s: s is not None and s.connection.spec.live)(app.window.model.snapshot("box1")),
                        60, "box1 live")
-        subprocess.run(simbox.exec_argv("box1", ["sleep", "3"], home=home), timeout=30, check=True)
+        # Four seconds of CPU work (a compiler's kind of work: counted at once), waited for off the loop.
+        job = subprocess.Popen(simbox.exec_argv("box1", ["timeout", "4", "yes"], home=home),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        await wait_for(lambda: job.poll() is not None, 30, "the job to end")
         said["held"] = await wait_for(lambda: (lambda t: t if t.startswith("Busy · asleep in about") else None)(
             state_text()), 10, "the held row to say when it will sleep")
         said["idle"] = await wait_for(lambda: (lambda t: t if t.startswith("Idle · asleep in about") else None)(
