@@ -21,7 +21,7 @@ from wr_agent.user_exclusions import UserExclusions
 log = logging.getLogger("wr_agent")
 STALL_SECONDS = 30.0
 # Fields whose change alone does not make a status event (they move on every tick).
-QUIET_FIELDS = ("monotonic", "awake_seconds", "hold_until")
+QUIET_FIELDS = ("monotonic", "awake_seconds", "busy_seconds", "hold_until")
 
 
 def visible(status):
@@ -253,6 +253,9 @@ class Agent(object):
                 "stalled": stalled,
                 "monotonic": now,
                 "awake_seconds": c.awake_seconds(now) if self.classifier_busy else 0.0,
+                # How long this stretch of work has gone on, less time asleep (`keep` restarts the ceiling's
+                # clock, `awake_seconds`, never this one).
+                "busy_seconds": self.span.busy_seconds(now) if self.classifier_busy else None,
                 **s.to_dict(),  # every ceiling setting (settings.FIELDS)
                 "awake_ceiling_exceeded": c.exceeded,
                 "prompt_pending": c.prompt_pending,

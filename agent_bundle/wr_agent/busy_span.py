@@ -12,6 +12,8 @@ answered the ceiling prompt) changes nothing a user sees, and telling it would w
 from wr_agent import reasons as reasons_mod
 
 _NOT_WORK = (reasons_mod.HOLD, reasons_mod.RESUME, reasons_mod.RESTORED, reasons_mod.MORE)
+SLEPT_GAP_SECONDS = 5.0
+"""A pause between two ticks this long is the box asleep (frozen, suspended), not a slow tick: it is not busy time."""
 
 
 class BusySpan(object):
@@ -34,6 +36,14 @@ class BusySpan(object):
         self.last_vote = None
         self.classes = {}  # (class, subject) -> seconds
         self.slept = False
+        self.asleep = 0.0  # seconds of this span the box spent asleep (tick pauses of SLEPT_GAP_SECONDS or more)
+
+    def busy_seconds(self, now):
+        """How long this span's work has gone on as of `now`, less the time the box slept (the status's
+        `busy_seconds`: the app's "Busy for", which keep does not restart); None outside a span."""
+        if self.start is None:
+            return None
+        return max(0.0, now - self.start - self.asleep)
 
     def step(self, now, busy, published_before, reasons, gap_now):
         """One tick: `reasons` as published (`reasons.make` dicts, made plain), `gap_now` when the box slept just
@@ -42,6 +52,8 @@ class BusySpan(object):
         if busy:
             if self.start is None:
                 self.start = now
+            elif prev is not None and now - prev >= SLEPT_GAP_SECONDS:
+                self.asleep += now - prev - self.tick_seconds
             if gap_now:
                 self.slept = True
             first = reasons[0] if reasons else None
@@ -71,11 +83,11 @@ class BusySpan(object):
     def to_state(self):
         return {"start": self.start, "first_vote": self.first_vote, "last_vote": self.last_vote,
                 "classes": [[c, s, v] for (c, s), v in sorted(self.classes.items())], "slept": self.slept,
-                "last": self.last}
+                "asleep": self.asleep, "last": self.last}
 
     def restore(self, d):
         """Restore from a hand-off state (raises ValueError on a malformed one)."""
-        for key in ("start", "first_vote", "last_vote"):
+        for key in ("start", "first_vote", "last_vote", "asleep"):
             if not _number_or_none(d.get(key)):
                 raise ValueError("bad busy span %s" % key)
         classes = {}
@@ -92,6 +104,7 @@ class BusySpan(object):
             raise ValueError("bad last busy span")
         self.start, self.first_vote, self.last_vote = d.get("start"), d.get("first_vote"), d.get("last_vote")
         self.classes, self.slept, self.last = classes, bool(d.get("slept")), last
+        self.asleep = float(d.get("asleep") or 0.0)
 
 
 def _number_or_none(v):

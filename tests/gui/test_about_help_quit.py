@@ -145,3 +145,43 @@ def test_quit_and_stop_this_computers_agent_stops_it_and_keeps_its_record(app: A
     assert bundle.exists()  # its files stay (and with them its why-awake record)
     snap = run(engine.session(host.name).connect(timeout=60), timeout=90)
     assert snap.connection.state in (State.LIVE, State.QUIET)
+
+
+def _children_defunct() -> list[str]:
+    """This process's children that have exited and were never reaped (zombies), by their names."""
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(") ", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == "Z" and int(fields[1]) == os.getpid():
+            out.append(stat.parent.joinpath("comm").read_text().strip())
+    return out
+
+
+@pytest.mark.linux(reason="xdg-open and /proc")
+def test_a_failing_opener_is_said_and_reaped(app: Any, qtbot: Any, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """xdg-open that exits 4 (as it does when no program opens the file): About › Open log said nothing and left a
+    defunct child, and Help did nothing visible. Now each says what failed, and no child is left defunct."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "xdg-open").write_text("#!/bin/sh\necho 'xdg-open: no method available' >&2\nexit 4\n")
+    (bin_dir / "xdg-open").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    app.tray.about_requested.emit()
+    about = app.about
+    about.open_log.click()
+    qtbot.waitUntil(lambda: about.error.isVisible(), timeout=10000)
+    assert about.error.text() == ("xdg-open could not open it: no program on this computer opened it (exit status 4)."
+                                  f" The log is {about.log_file}.")
+    about.accept()
+    app.tray.help_requested.emit()
+    qtbot.waitUntil(lambda: app.help is not None and app.help.box is not None and app.help.box.isVisible(),
+                    timeout=10000)
+    text = app.help.box.text()
+    assert text.startswith("xdg-open could not open it: no program on this computer opened it (exit status 4).")
+    assert "docs/ui.md" in text
+    app.help.box.close()
+    assert _children_defunct() == []

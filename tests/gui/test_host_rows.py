@@ -57,7 +57,7 @@ def test_every_state_renders_badge_icon_words_and_tooltip(qapp: object) -> None:
     assert str(_text(model, row, Column.BUSY)) == "compiling: cc1plus; ssh session: ssh (10.0.0.5:22)"
     raw = str(_text(model, row, Column.BUSY, Qt.ItemDataRole.ToolTipRole)).replace("\xa0", " ")
     assert "cc1plus (pid 4121)" in raw  # the raw signal, on hover
-    assert _text(model, row, Column.AWAKE) == "42 min"
+    assert _text(model, row, Column.BUSY_FOR) == "42 min"
     assert _text(model, row, Column.CONNECTION) == "Live"
     assert _text(model, row, Column.CONNECTION, Qt.ItemDataRole.ToolTipRole) == "Live"  # the cell may be elided
     offline = list(states).index("offline")
@@ -153,7 +153,7 @@ def test_rows_that_are_not_live_show_last_known_with_its_age_and_no_reasons(qapp
     assert _text(model, 1, Column.BADGE) == "Asleep · last known busy (2 min ago)"
     for row in (0, 1):
         assert _text(model, row, Column.BUSY) == "—"
-        assert _text(model, row, Column.AWAKE) == "—"
+        assert _text(model, row, Column.BUSY_FOR) == "—"
     clock[0] = now + 60
     assert _text(model, 1, Column.BADGE) == "Asleep · last known busy (3 min ago)"
 

@@ -83,6 +83,8 @@ def test_test_connection_reaches_the_real_sshd_and_says_why_not(window: Any, eng
         dialog.test_button.click()
         question = await wait_for(lambda: open_dialog(HostKeyDialog), 40, "the host-key question")
         assert "Reached" not in dialog.test_result.text()  # not reported as reached at the key question
+        offered = question.text.text()
+        assert "offered an Ed25519 key (ssh-ed25519) this computer" in offered, offered  # not "a ssh-ed25519"
         (question.trust_button if trust else question.cancel_button).click()
         await wait_for(lambda: dialog.test_button.isEnabled() and "Logging in" not in dialog.test_result.text(),
                        40, "Test connection to finish")

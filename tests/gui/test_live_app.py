@@ -141,7 +141,8 @@ def test_prompt_card_keep_then_unanswered(app: Any, engine: Any, run: Any, cpu_j
     sleepy = row(app, "sleepy").badge()
     assert sleepy.kind is BadgeKind.BUSY_NOT_KEPT_AWAKE
     assert "nobody answered the prompt" in sleepy.tooltip
-    assert cell(app, "sleepy", Column.BADGE) == "Busy but not kept awake"
+    # No longer kept awake, it will sleep: the row says when (here the stand-in names no idle window).
+    assert cell(app, "sleepy", Column.BADGE) == "Busy but not kept awake · sleeps within its window"
     steady = row(app, "steady")
     assert steady.status is not None and steady.status.awake_ceiling_exceeded
     assert not steady.status.ask_at_ceiling  # a host that never sleeps is never asked

@@ -120,7 +120,7 @@ def test_host_table_shows_every_column_whole_at_the_default_size(window: Any, en
             problems.append(f"{caption!r}: needs {header.sectionSizeHint(column)} px, has {width}")
     assert not problems, problems
     assert header.length() <= room
-    for column in (Column.PROVIDER, Column.BADGE, Column.AWAKE):  # short words: shown whole, never elided
+    for column in (Column.PROVIDER, Column.BADGE, Column.BUSY_FOR):  # short words: shown whole, never elided
         assert window.table.sizeHintForColumn(column) <= header.sectionSize(column), HEADERS[column]
     # State keeps no spare room "Busy because" could use (it was cut while State had ~85 px to spare).
     from workroom.ui.main_window import STATE_WIDTH_STEP

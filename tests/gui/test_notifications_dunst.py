@@ -109,10 +109,11 @@ class NotificationServer:
         return self.monitor_log.read_text(errors="replace")
 
     def posted(self) -> list[tuple[str, list[str]]]:
-        """(summary, actions) of every Notify call seen on the bus, in order."""
+        """(summary, actions) of every new notification posted on the bus, in order (a Notify that replaces one
+        on screen, as a withdrawal does first, is not a new one)."""
         out = []
         for block in self.log().split("method call")[1:]:
-            if "member=Notify" not in block.splitlines()[0]:
+            if "member=Notify" not in block.splitlines()[0] or _replaces(block):
                 continue
             strings = re.findall(r'^\s+string "(.*)"$', block, re.M)
             # app name, icon, summary, body, then the actions array (key, label, key, label, ...)
@@ -121,11 +122,26 @@ class NotificationServer:
             out.append((strings[2], actions))
         return out
 
+    def notified(self) -> list[tuple[str, str]]:
+        """(summary, body) of every new notification posted on the bus, in order."""
+        out = []
+        for block in self.log().split("method call")[1:]:
+            if "member=Notify" in block.splitlines()[0] and not _replaces(block):
+                strings = re.findall(r'^\s+string "(.*)"$', block, re.M)
+                out.append((strings[2], strings[3]))
+        return out
+
     def closed_calls(self) -> int:
         return sum(1 for line in self.log().splitlines() if "member=CloseNotification" in line)
 
     def stop(self) -> None:
         stop_all(self.procs)
+
+
+def _replaces(block: str) -> bool:
+    """A Notify call whose replaces_id (its first uint32) names a notification on screen."""
+    match = re.search(r"^\s+uint32 (\d+)$", block, re.M)
+    return match is not None and match.group(1) != "0"
 
 
 @pytest.fixture
@@ -279,3 +295,89 @@ def test_host_text_reaches_the_server_as_text_never_markup(server: NotificationS
     assert "Re-enter your SSH passphrase]" not in offered, f"the subject became a link in dunst's menu: {offered}"
     # The title: dunst escapes a summary itself; the app sends it markup-inert, the same words on every server.
     assert markup_inert(f"box1 {ALERT} finished") == seen["summary"]
+
+
+def test_an_answer_from_any_face_takes_the_notification_back_and_a_late_press_says_what_it_did(
+        server: NotificationServer, app: Any, engine: Any, run: Any, cpu_job: OrphanJob, wr_home: Path) -> None:
+    """The prompt's notification goes when the prompt is answered from the menu or from `workroom keep` (a real
+    command, through the app's socket), not only from the card. A notification that outlived its answer (as one
+    did on notification-daemon: taken back here by not withdrawing it once) still answers a press: it acts while
+    it can (a busy box on a live link is let sleep), and otherwise says, in another notification, that the prompt
+    was already answered and how (before, the press was delivered and silently ignored)."""
+    from workroom import single_instance
+    from workroom.paths import app_paths
+
+    engine.use_provider(SleepyProvider(engine.context, spec_for("boxd")))
+    ceiling = CeilingSettings.model_construct(ceiling_seconds=2.0, prompt_timeout_seconds=120.0, ask_at_ceiling=True)
+    engine.settings = engine.settings.model_copy(update={"ceiling": ceiling})
+    cards = app.window.cards
+    lock = single_instance.claim(app_paths())
+    assert isinstance(lock, single_instance.InstanceLock)
+
+    def prompts() -> int:
+        return sum(1 for p in server.posted() if p[0] == "sleepy: keep it awake?")
+
+    async def next_prompt(count: int) -> Any:
+        await wait_for(lambda: prompts() >= count and server.displayed() == 1, 40,
+                       f"prompt notification number {count} on the server")
+        return await wait_for(lambda: cards.cards.get("sleepy"), 10, "its card")
+
+    async def workroom(*argv: str) -> str:
+        proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "workroom.cli", *argv,
+                                                    stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        out, _ = await asyncio.wait_for(proc.communicate(), 60)
+        assert proc.returncode == 0, out
+        return out.decode()
+
+    async def gone(what: str, closes: int) -> None:
+        await wait_for(lambda: server.closed_calls() > closes, 15, f"CloseNotification after {what}")
+        await wait_for(lambda: server.displayed() == 0, 10, f"the notification gone from the server after {what}")
+
+    async def scenario() -> None:
+        await lock.serve(app.show_for_another_launch, app.serve_command)
+        app.controller.add_host(Host(name="sleepy", provider="boxd"))
+
+        # 1. From the menu's pinned Keep awake.
+        await next_prompt(1)
+        closes = server.closed_calls()
+        keep_action = app.tray.prompt_actions["sleepy"][1]
+        assert keep_action.text().strip() == "Keep awake"
+        keep_action.trigger()
+        await gone("the menu's Keep awake", closes)
+
+        # 2. From the command line, through the app.
+        card = await next_prompt(2)
+        closes = server.closed_calls()
+        said = await workroom("keep", "sleepy")
+        assert "kept awake" in said, said
+        await gone("workroom keep", closes)
+        await wait_for(lambda: cards.cards.get("sleepy") is not card, 10, "the card to go with the answer")
+
+        # 3. A notification left up after its answer: Let it sleep on it can still act (busy, kept awake).
+        card = await next_prompt(3)
+        withdraw = app.notifications.withdraw
+        app.notifications.withdraw = lambda key: None  # this once, the answered notification stays up
+        try:
+            said = await workroom("keep", "sleepy")
+            await wait_for(lambda: cards.cards.get("sleepy") is not card, 10, "the card to go with the answer")
+            assert server.displayed() == 1
+            await server.press("Let it sleep")
+            await wait_for(lambda: (lambda s: s is not None and s.let_sleep)(engine.session("sleepy").status), 15,
+                           "Let it sleep from the late notification to reach the agent")
+            last = engine.session("sleepy").last_answer
+            assert last is not None and last.face.value == "its notification", last
+
+            # 4. Pressed again, it cannot act (already let sleep): it says so, and how it was answered.
+            await server.press("Let it sleep")
+            answered = await wait_for(lambda: [b for t, b in server.notified() if t == "sleepy: already answered"],
+                                      15, "a notification saying it was already answered")
+        finally:
+            app.notifications.withdraw = withdraw
+        assert answered[-1].startswith("sleepy's question was already answered: Let it sleep, from its "
+                                       "notification, "), answered
+        assert "no longer kept awake" in answered[-1], answered
+
+    try:
+        run(scenario(), timeout=200)
+    finally:
+        lock.release()

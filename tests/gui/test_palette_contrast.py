@@ -231,3 +231,35 @@ def test_no_view_names_a_colour_outside_styles() -> None:
             if hex_colour.search(line):
                 found.append(f"{path.name}:{number}: {line.strip()}")
     assert not found, "\n".join(found)
+
+
+def test_tray_menu_host_icons_are_inked_again_when_the_palette_turns_dark(qapp: QApplication) -> None:
+    """The menu's per-host badge icons were inked once, for the palette at their first badge: after a switch to
+    dark mode they stayed dark ink on a dark menu. Opening the menu inks them for the palette it has now; each
+    icon's ink, as drawn into the menu, stands out 3:1 from the menu's background."""
+    from demo_states import every_state
+    from workroom.ui.tray import TrayController
+
+    if QApplication.platformName() == "cocoa":
+        pytest.skip("macOS tints template icons itself")
+    original = qapp.palette()
+    qapp.setStyle("Fusion")
+    qapp.setPalette(qapp.style().standardPalette())
+    tray = TrayController()
+    try:
+        for snapshot in every_state().values():
+            tray.update(snapshot)
+        qapp.setPalette(dark_palette())
+        qapp.processEvents()
+        assert styles.relative_luminance(styles.window(tray.menu.palette())) < 0.2
+        tray.menu.aboutToShow.emit()  # the menu opening
+        background = styles.window(tray.menu.palette())
+        for name, menu in tray.host_menus.items():
+            image = menu.icon().pixmap(36, 36).toImage().convertToFormat(QImage.Format.Format_ARGB32)
+            ink = [image.pixelColor(x, y) for y in range(image.height()) for x in range(image.width())
+                   if image.pixelColor(x, y).alpha() == 255]
+            assert ink, name
+            assert min(styles.contrast_ratio(c, background) for c in ink) >= AA_GRAPHICS, name
+    finally:
+        tray.icon.hide()
+        qapp.setPalette(original)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from demo_states import busy, make_snapshot
 from gui_helpers import feed
+from PySide6.QtWidgets import QLabel
 from workroom.core.connection import ConnectionState
 from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
 from workroom.core.hosts import Host
@@ -123,3 +124,28 @@ def test_a_copied_fingerprint_is_whole(qapp: Any) -> None:
     assert ZWSP in wrapped
     QGuiApplication.clipboard().setText(wrapped)
     assert QGuiApplication.clipboard().text() == LONG_FINGERPRINT + LONG_FINGERPRINT[7:]
+
+
+def test_the_detail_panel_says_each_error_once(window: Any, engine: Any, qtbot: Any) -> None:
+    """A lost host, a refused login and an unreadable provider: the error's words appeared twice in the panel (in
+    the badge's explanation and again in the red line under it). Each visible label now says them once; the full
+    text stays behind Details…."""
+    from demo_states import every_state
+    from workroom.core.errors import UserError
+    from workroom.ui.wrap_text import ZWSP
+
+    unreadable = make_snapshot("box9", "simbox", ConnectionState.UNREADABLE, error=UserError(
+        "Could not read the provider", "The simulator at http://127.0.0.1:8765/ did not answer.", "").info())
+    snapshots = [*every_state().values(), unreadable]
+    with_errors = [s for s in snapshots if s.connection.error is not None]
+    assert len(with_errors) >= 3
+    detail = window.detail
+    for snap in with_errors:
+        feed(engine, snap)
+        window.select_host(snap.host.name)
+        qtbot.wait(10)
+        visible = [w.text().replace(ZWSP, "") for w in detail.findChildren(QLabel) if w.isVisible()]
+        message = snap.connection.error.message
+        said = sum(text.count(message) for text in visible)
+        assert said == 1, (snap.host.name, message, visible)
+        assert detail.details_button.isVisible()

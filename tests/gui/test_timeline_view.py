@@ -53,7 +53,9 @@ def test_strip_words_cost_and_never_work_with_a_real_agent(window: Any, engine: 
     assert summary.segments[0].kind is SegmentKind.OFFLINE  # before this agent started: no record
     assert view.strip.segment_at(view.strip.width() - 2) is not None
     assert colour_for(busy[-1]) != colour_for(summary.segments[0])
-    assert view.headline.text().startswith("Awake ") and "in the last 24 h" in view.headline.text()
+    # A record begun seconds ago: the strip shows its last 15 min, not a day of no record.
+    assert view.headline.text().startswith("Awake ") and "in the last 15 min" in view.headline.text()
+    assert view.title.text() == "<b>What kept it awake (last 15 min)</b>"
     assert "hourly price" in view.cost.text()
 
     view.price.setValue(0.36)
@@ -178,3 +180,47 @@ def test_now_and_totals_advance_locally_and_short_work_shows(qtbot: Any, run: An
     row = image.height() // 2
     drawn = sum(1 for x in range(image.width()) if image.pixelColor(x, row).rgb() == work.rgb())
     assert drawn >= MIN_SPAN_PX - 1, drawn
+
+
+def test_the_words_name_only_a_control_that_works(qtbot: Any) -> None:
+    """"Connect (or press Refresh)…" sat beside a disabled Refresh. With no record yet, the words name Refresh only
+    while it is enabled, and otherwise the state's own control, as the detail panel labels it."""
+    from demo_states import make_snapshot
+    from workroom.ui.timeline_view import TimelineView
+
+    view = TimelineView(RecordSource(None))  # type: ignore[arg-type]
+    qtbot.addWidget(view)
+    expected = {ConnectionState.DISCONNECTED: "Connect to see what kept this host awake.",
+                ConnectionState.ASLEEP: "Wake and connect to see what kept this host awake.",
+                ConnectionState.BACKING_OFF: "Retry now to see what kept this host awake.",
+                ConnectionState.CONNECTING: "Once it is connected, Refresh shows what kept this host awake.",
+                ConnectionState.QUIET: "Press Refresh to see what kept this host awake."}
+    for state, words in expected.items():
+        view.show_snapshot(make_snapshot("box1", "boxd", state))
+        assert view.headline.text() == words, state
+        assert view.refresh_button.isEnabled() is (state is ConnectionState.QUIET), state
+
+
+def test_a_change_too_soon_after_a_reply_is_asked_for_once_due(qtbot: Any, run: Any,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record fetched as a box connected (empty: its agent had just started) stayed the one shown through the
+    whole job that followed, because each change came within a minute of the last reply: the strip said "nothing
+    recorded" for a box busy for minutes. A change too soon is now asked for once the minute is up."""
+    from demo_states import busy, make_snapshot
+    from workroom.core.protocol import TimelineReply
+    from workroom.ui import timeline_view
+
+    monkeypatch.setattr(timeline_view, "AUTO_REFRESH_SECONDS", 0.5)
+    source = RecordSource(TimelineReply.model_validate({"now": 1_764_590_000.0, "spans": []}))
+    view = timeline_view.TimelineView(source)  # type: ignore[arg-type]
+    qtbot.addWidget(view)
+
+    async def scenario() -> None:
+        view.show_snapshot(make_snapshot("box1", "ssh", ConnectionState.LIVE, **busy()))
+        await wait_for(lambda: source.asked == 1, 5, "the first reply")
+        view.show_snapshot(make_snapshot("box1", "ssh", ConnectionState.LIVE, **busy(
+            busy_reasons=["cpu: rustc (pid 9)"])))
+        assert source.asked == 1  # not at once: the last reply is too fresh
+        await wait_for(lambda: source.asked == 2, 5, "the change asked for once due")
+
+    run(scenario())

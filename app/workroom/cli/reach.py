@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from contextlib import AbstractAsyncContextManager
 
     from workroom.core.errors import UserError
+    from workroom.core.protocol import Status
     from workroom.core.questions import HostKeyQuestion
     from workroom.sessions.engine import Engine
     from workroom.sessions.host_session import HostSession, HostSnapshot
@@ -49,6 +50,18 @@ async def reach(engine: Engine, session: HostSession, command: str, *, wake: boo
     if snap.connection.state is ConnectionState.ASLEEP:
         raise asleep_answer(engine, session.host.name, command)
     return snap
+
+
+def _kept_words(name: str, status: Status) -> str:
+    """`workroom keep`'s line: the ceiling counts again from now; how long the box has been busy is another time
+    (core.box_times), which Keep awake does not restart."""
+    from workroom.core.box_times import busy_seconds
+    from workroom.core.durations import format_duration
+
+    busy = busy_seconds(status, status.monotonic)
+    doing = f"busy for {format_duration(busy)}" if busy is not None else "not busy now"
+    return (f"{name}: kept awake; its {format_duration(status.ceiling_seconds)} awake ceiling counts again from "
+            f"now ({doing})")
 
 
 def _unreadable(session: HostSession) -> UserError:
@@ -183,7 +196,7 @@ async def cmd_keep(args: argparse.Namespace, face: Face) -> int:
             status = await session.call(Method.KEEP)
             face.out(json.dumps({"name": args.name, "kept": True, "awake_seconds": status.awake_seconds})
                      if args.json else
-                     f"{args.name}: kept awake; ceiling restarted (awake {status.awake_seconds:.0f} s)")
+                     _kept_words(args.name, status))
             return ExitCode.OK
     except NeverSleeps:  # Keep awake only where it changes something
         face.out(json.dumps({"name": args.name, "kept": False, "never_sleeps": True}) if args.json else

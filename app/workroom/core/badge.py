@@ -14,6 +14,7 @@ from typing import assert_never
 
 from pydantic import BaseModel, ConfigDict
 
+from workroom.core.box_times import past_ceiling_words
 from workroom.core.busy_reasons import reason_words
 from workroom.core.connection import UNREACHABLE_STATES, WAITING_STATES, ConnectionInfo, ConnectionState
 from workroom.core.durations import format_duration
@@ -53,8 +54,8 @@ class BadgeKind(StrEnum):
 class MenuTime(StrEnum):
     """What the tray's line for a host counts beside the state word."""
 
-    AWAKE = "awake"
-    """How long it has been busy ("box1 — Busy 42 min")."""
+    BUSY = "busy"
+    """How long it has been busy without a break ("box1 — Busy 42 min"; core.box_times)."""
     IN_STATE = "in_state"
     """How long it has been in this state ("box2 — Asleep 3 min")."""
     LEFT = "left"
@@ -88,14 +89,14 @@ class BadgeSpec:
 BADGE_SPECS: dict[BadgeKind, BadgeSpec] = {spec.kind: spec for spec in sorted((
     BadgeSpec(BadgeKind.IDLE, 0, "Idle", "idle", False, "idle", MenuTime.NOTHING),
     BadgeSpec(BadgeKind.ASLEEP, 1, "Asleep", "asleep", False, "asleep", MenuTime.IN_STATE),
-    BadgeSpec(BadgeKind.BUSY, 2, "Busy", "busy", False, "busy", MenuTime.AWAKE),
+    BadgeSpec(BadgeKind.BUSY, 2, "Busy", "busy", False, "busy", MenuTime.BUSY),
     BadgeSpec(BadgeKind.BUSY_PAST_CEILING, 3, "Busy past ceiling", "busy_past_ceiling", False, "busy past ceiling",
-              MenuTime.AWAKE),
+              MenuTime.BUSY),
     BadgeSpec(BadgeKind.UNKNOWN, 4, "Unknown", "unknown", False, "unknown", MenuTime.IN_STATE, shows_error=True),
     BadgeSpec(BadgeKind.OFFLINE, 5, "Offline", "offline", True, "offline", MenuTime.IN_STATE, shows_error=True),
     BadgeSpec(BadgeKind.ASKING, 6, "Asking to keep awake", "asking", True, "asking to keep awake", MenuTime.LEFT),
     BadgeSpec(BadgeKind.BUSY_NOT_KEPT_AWAKE, 7, "Busy but not kept awake", "busy_not_kept_awake", True,
-              "busy but not kept awake", MenuTime.AWAKE),
+              "busy but not kept awake", MenuTime.BUSY),
 ), key=lambda spec: spec.rank)}
 """Every badge kind, from least to most in need of the user."""
 
@@ -337,10 +338,7 @@ def _busy_sentence(status: Status, agent_now: float) -> str:
 def _ceiling_sentence(status: Status, connection: ConnectionInfo, now_monotonic: float | None, *,
                       asks: bool = True) -> str:
     """How long past the ceiling, and (`asks`: on a box that sleeps) by when to answer."""
-    text = (
-        f"It has been busy for {format_duration(status.awake_seconds)}, "
-        f"past the {format_duration(status.ceiling_seconds)} awake ceiling"
-    )
+    text = f"It has been {past_ceiling_words(status, agent_clock(status, connection, now_monotonic))}"
     if not asks:
         return text + "."
     if status.prompt_pending and status.prompt_deadline is not None:
@@ -597,8 +595,7 @@ def _from_status(
     if status.suppressed or prompt_expired:
         # A prompt past its deadline is suppressed by the agent's own rule; its next status will say so.
         ceiling = (
-            f"It has been busy for {format_duration(status.awake_seconds)}, past the "
-            f"{format_duration(status.ceiling_seconds)} awake ceiling, and "
+            f"It has been {past_ceiling_words(status, agent_now)}, and "
             + ("you chose Let it sleep" if status.let_sleep else "nobody answered the prompt")
         )
         if sleeps:

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from pydantic import BaseModel, ConfigDict, Field
 
 from workroom.core.errors import ErrorInfo, UserError
-from workroom.core.heartbeat_proof import HeartbeatProof
+from workroom.core.heartbeat_proof import HeartbeatProof, IdleClockReading
 from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.platform_clock import PlatformClock
 
@@ -150,6 +150,9 @@ class ConnectionInfo(BaseModel):
     pushed_bytes: int | None = None
     heartbeat_proof: HeartbeatProof | None = None
     """Whether the provider's idle clock shows the keep-awake (None: not being judged now)."""
+    idle_clock: IdleClockReading | None = None
+    """The provider's idle clock, read once after an idle status came in (a box that sleeps, on a provider that
+    can be read): when it will sleep (core.box_times). None while busy, or where nothing could be read."""
     agent_silent_since: float | None = None
     """When the agent's last heartbeat report arrived, while the next one is overdue (it may be frozen: it is not
     keeping the box awake). None: reports arrive as due, or none are expected."""

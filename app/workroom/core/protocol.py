@@ -269,6 +269,12 @@ class Status(_AgentModel):
     stalled: bool
     monotonic: float
     awake_seconds: float = Field(ge=0)
+    """Counted toward the awake ceiling: from when work began, restarted by `keep` (core.box_times)."""
+    busy_seconds: float | None = Field(default=None, ge=0)
+    """How long this stretch of work has gone on, less the time the box slept (not restarted by `keep`); None
+    while IDLE, or from an agent too old to say."""
+    hold_until: float | None = None
+    """Agent monotonic time the hold after work ends if nothing else votes BUSY; None while IDLE."""
     ceiling_seconds: float
     prompt_timeout_seconds: float
     ask_at_ceiling: bool

@@ -26,6 +26,29 @@ class HostKeyQuestion:
         """`host`, or `host:port` when the port is not SSH's own."""
         return f"{self.host}:{self.port}" if self.port != 22 else self.host
 
+    @property
+    def key_words(self) -> str:
+        """The key's kind with its article, as a person says it: "an Ed25519 key (ssh-ed25519)" (it read "a
+        ssh-ed25519 key"); a type this table does not know is named as it is, after "a key of type"."""
+        name = KEY_TYPE_NAMES.get(self.key_type)
+        if name is None:
+            return f"a key of type {self.key_type}"
+        return f"an {name} key ({self.key_type})"
+
+
+KEY_TYPE_NAMES = {
+    "ssh-ed25519": "Ed25519",
+    "sk-ssh-ed25519@openssh.com": "Ed25519 security",
+    "ssh-rsa": "RSA",
+    "rsa-sha2-256": "RSA",
+    "rsa-sha2-512": "RSA",
+    "ecdsa-sha2-nistp256": "ECDSA",
+    "ecdsa-sha2-nistp384": "ECDSA",
+    "ecdsa-sha2-nistp521": "ECDSA",
+    "sk-ecdsa-sha2-nistp256@openssh.com": "ECDSA security",
+}
+"""Host key types by the name people use (each begins with a vowel's sound: "an")."""
+
 
 class SecretKind(StrEnum):
     PASSPHRASE = "passphrase"

@@ -149,6 +149,20 @@ class TimelineSummary:
         return out
 
 
+STRIP_WINDOWS = (15 * 60.0, 30 * 60.0, 3600.0, 3 * 3600.0, 6 * 3600.0, 12 * 3600.0, DAY_SECONDS)
+"""The windows the detail panel's strip may show, shortest first."""
+
+
+def fitted_window(reply: TimelineReply, longest: float = DAY_SECONDS) -> float:
+    """The strip's window: the shortest of `STRIP_WINDOWS` that holds the whole record, up to `longest`. A box
+    first used a few minutes ago has a strip of its last 15 min, not a day that is almost all "no record" (its
+    few minutes were under a pixel wide)."""
+    if not reply.spans:
+        return STRIP_WINDOWS[0]  # an agent records from its start on: none yet means it has only just started
+    needed = reply.now - min(span.start for span in reply.spans)
+    return next((w for w in STRIP_WINDOWS if needed <= w <= longest), longest)
+
+
 def summarise(reply: TimelineReply, window_seconds: float = DAY_SECONDS) -> TimelineSummary:
     """The last `window_seconds` before the agent's `now`: segments (gaps filled as offline) and totals."""
     end = reply.now

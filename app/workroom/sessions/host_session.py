@@ -33,6 +33,7 @@ from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.last_known import LastKnown
 from workroom.core.metering import Keeper
+from workroom.core.prompt_answers import Answer, AnswerFace, SentAnswer
 from workroom.core.protocol import (
     AgentCall,
     Method,
@@ -114,6 +115,8 @@ class HostSnapshot:
     prompt: PromptEvent | None
     status_received_at: float | None = None
     install: InstallReport | None = None
+    last_answer: SentAnswer | None = None
+    """The last answer to a ceiling prompt this engine sent, and from which face (core.prompt_answers)."""
     last_known: LastKnown | None = None
     """The one record of what is known of the host (core.last_known), attached by the engine: what a row
     that is not live shows, and since when an asleep box has slept, across runs and faces."""
@@ -148,6 +151,9 @@ class _Runtime:
     link: AgentLink | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
 
+
+ANSWERS: Mapping[Method, Answer] = {Method.KEEP: Answer.KEEP, Method.LET_SLEEP: Answer.LET_SLEEP}
+"""The methods that answer a ceiling prompt (recorded as `last_answer`)."""
 
 NOT_CONNECTED_WORDS: Mapping[Method, str] = {
     Method.KEEP: "it cannot be kept awake",
@@ -217,6 +223,10 @@ class HostSession:
         self._asleep_watch: asyncio.Task[None] | None = None
         self._heartbeat_watch: HeartbeatWatch | None = None
         self._proof_check: asyncio.Task[None] | None = None
+        self._idle_read: asyncio.Task[None] | None = None
+        self.last_answer: SentAnswer | None = None
+        self._answering = AnswerFace.COMMAND_LINE
+        """The face an answer being sent comes from (`keep`, `let_sleep`); a bare `call` is the command line's."""
         self._own_traffic_at: float | None = None
         """When the app last put bytes on the box's wire (link set-up, a status, a ping)."""
         self._platform = self._platform_side()
@@ -234,7 +244,7 @@ class HostSession:
 
     def snapshot(self) -> HostSnapshot:
         return HostSnapshot(self.host, self.traits, self.connection, self.status, self.prompt,
-                            self.status_received_at, self.install)
+                            self.status_received_at, self.install, self.last_answer)
 
     def start(self, *, wake: bool = False, unknown: bool | None = None) -> None:
         """Connect (and keep reconnecting) in the background.
@@ -309,19 +319,32 @@ class HostSession:
             raise UserError("Not connected", f"{self.host.name} is not connected, so {cannot}.",
                             "Connect to the host and try again.")
         result = await link.client.call(method, timeout=timeout, **params)
+        answer = ANSWERS.get(method)
+        if answer is not None:
+            self.last_answer = SentAnswer(answer, self._answering, time.time())
         if isinstance(result, Status):
             self._on_status(result)  # a prompt answered (keep, let_sleep) is cleared with it
         return result
 
-    async def keep(self) -> Status:
-        """Answer a ceiling prompt with "keep awake". Raises a UserError when the host cannot be reached."""
-        return await self.call(Method.KEEP)
+    async def keep(self, face: AnswerFace = AnswerFace.COMMAND_LINE) -> Status:
+        """Answer a ceiling prompt with "keep awake" (from `face`). Raises a UserError when the host cannot be
+        reached."""
+        return await self._answer(Method.KEEP, face)
 
-    async def let_sleep(self) -> Status:
+    async def let_sleep(self, face: AnswerFace = AnswerFace.COMMAND_LINE) -> Status:
         """Answer a ceiling prompt with "let it sleep": the agent publishes IDLE now (the heartbeat and any
         outside keep-awake stop), so the box sleeps within its idle window, not at the prompt's deadline.
         Raises a UserError when the host cannot be reached."""
-        return await self.call(Method.LET_SLEEP)
+        return await self._answer(Method.LET_SLEEP, face)
+
+    async def _answer(self, method: Method, face: AnswerFace) -> Status:
+        self._answering = face
+        try:
+            status = await self.call(method)
+        finally:
+            self._answering = AnswerFace.COMMAND_LINE
+        assert isinstance(status, Status)
+        return status
 
     async def timeline(self, since: float | None) -> TimelineReply:
         """The agent's why-awake record from `since` (Unix seconds). Raises a UserError when not connected."""
@@ -387,6 +410,7 @@ class HostSession:
             # direct link refuses a stalled agent; the probe restarts it).
             asyncio.get_running_loop().call_soon(link.close, "the agent has stalled (no check for 30 s)")
         self._watch_heartbeat(status)
+        self._read_idle_clock(status)
         if not status.prompt_pending:
             self.prompt = None
         if self.connection.spec.live:
@@ -396,6 +420,35 @@ class HostSession:
                 update={"state": state, "status_received_monotonic": self.status_received_at}
             )
         self._publish()
+
+    # -- when will it sleep? (core.box_times) -----------------------------------------------------------
+
+    def _read_idle_clock(self, status: Status) -> None:
+        """An idle status on a box that sleeps: read the provider's idle clock once (from the provider, never
+        over the box's wire), so the faces can say when it will sleep. A busy one forgets the last reading."""
+        if self._idle_read is not None:
+            self._idle_read.cancel()
+            self._idle_read = None
+        if self.connection.idle_clock is not None:
+            self.connection = self.connection.model_copy(update={"idle_clock": None})
+        if not self.traits.sleeps_when_idle or status.verdict is not Verdict.IDLE:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a status fed by hand, outside the session's loop
+            return
+
+        async def read() -> None:
+            try:
+                reading = await self.provider.read_idle_clock(self.host)
+            except Exception:  # a provider's bug costs the estimate, never the session
+                log.exception("reading the idle clock of %s failed", self.host.name)
+                return
+            if reading is not None and self.status is status and self.connection.spec.live:
+                self.connection = self.connection.model_copy(update={"idle_clock": reading})
+                self._publish()
+
+        self._idle_read = loop.create_task(read(), name=f"idle-clock-{self.host.name}")
 
     # -- is the keep-awake seen? (docs/providers.md) ----------------------------------------------------
 
@@ -513,6 +566,9 @@ class HostSession:
             self._platform.stop_keeping()
         if self._proof_check is not None:
             self._proof_check.cancel()
+        if self._idle_read is not None:
+            self._idle_read.cancel()
+            self._idle_read = None
         self._watch_heartbeat(None)
         if self._rt.link is not None:
             self._rt.link.close(why)
@@ -689,6 +745,7 @@ class HostSession:
     async def _connect_once(self) -> None:
         """One connect, in order: may we connect, open a shell, install and link, sync settings, go live."""
         start = self._clock()
+        woken = self._may_wake and self.traits.sleeps_when_idle
         was_asleep = await self._may_we_connect()
         shell = await self._open_shell()
         self.phase_seconds = {"ssh": self._clock() - start}
@@ -696,6 +753,11 @@ class HostSession:
         self._set_state(ConnectionState.PUSHING)
         link, subscribed = await self._reach.reach(shell, start, self.phase_seconds)
         status = await self._sync_settings(link, start, subscribed)
+        if woken:
+            # The user's explicit Wake and connect: they want the box up now, so the ceiling restarts (`keep`)
+            # and an earlier Let it sleep, or a prompt that ran out while it slept, does not carry over.
+            status = await link.client.call(Method.KEEP)
+            assert isinstance(status, Status)
         self._go_live(link, status, was_asleep=was_asleep, seconds=self._clock() - start)
         if self._reach.direct:  # the probe's checks still run on this connect, after the first status
             self._rt.tasks.append(asyncio.get_running_loop().create_task(self._reach.check_installed(shell, link)))

@@ -13,13 +13,14 @@ from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QObject, Qt
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QMessageBox, QPushButton, QVBoxLayout, QWidget
 
 from workroom import __version__
 from workroom.agent_bundle import AgentBundle
 from workroom.platform.desktop_open import DesktopOpenError, open_path
 from workroom.ui import styles
+from workroom.ui.open_failed import OpenFailed
 from workroom.ui.plain_text import markup, message_box, plain_label, rich_label
 
 log = logging.getLogger(__name__)
@@ -88,13 +89,21 @@ class AboutDialog(QDialog):
         self.open_log.clicked.connect(lambda: self._open(reveal=False))
         self.reveal_log.clicked.connect(lambda: self._open(reveal=True))
         close.clicked.connect(self.accept)
+        self.open_failed = OpenFailed(self)
+        self.open_failed.said.connect(self._show_failure)
 
     def _open(self, *, reveal: bool) -> None:
+        self.error.hide()
         try:
-            open_path(self.log_file, reveal=reveal)
+            open_path(self.log_file, reveal=reveal, on_failed=self.open_failed.said.emit)
         except DesktopOpenError as error:
-            self.error.setText(str(error))
-            self.error.show()
+            self._show_failure(str(error))
+
+    def _show_failure(self, words: str) -> None:
+        """The system's opener failed (it may exit at once, or a moment later): said here, with where the log
+        is, so the person can open it another way."""
+        self.error.setText(f"{words} The log is {self.log_file}.")
+        self.error.show()
 
 
 def help_text() -> str:
@@ -102,17 +111,40 @@ def help_text() -> str:
     return f"{DOCS_WORDS}\n\nHere: {folder}" if folder is not None else DOCS_WORDS
 
 
-def show_help(parent: QWidget | None = None) -> None:
-    folder = docs_folder()
-    if folder is not None:
-        try:
-            open_path(folder / "ui.md")
-            return
-        except DesktopOpenError as error:
-            log.info("help: %s", error)
-    box = message_box(QMessageBox.Icon.Information, "Workroom help", help_text(), parent=parent)
-    box.setObjectName("help_box")
-    box.open()
+class Help(QObject):
+    """Help: the docs opened with this computer's opener, or, where there are none or the opener fails (at once
+    or a moment later), a box that says where the docs are — never nothing."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.parent_widget = parent
+        self.box: QMessageBox | None = None
+        self.failed = OpenFailed(self)
+        self.failed.said.connect(lambda words: self.show_box(f"{words}\n\n"))
+
+    def open(self) -> None:
+        folder = docs_folder()
+        if folder is not None:
+            try:
+                open_path(folder / "ui.md", on_failed=self.failed.said.emit)
+                return
+            except DesktopOpenError as error:
+                log.info("help: %s", error)
+                self.show_box(f"{error}\n\n")
+                return
+        self.show_box("")
+
+    def show_box(self, failure: str) -> None:
+        self.box = message_box(QMessageBox.Icon.Information, "Workroom help", failure + help_text(),
+                               parent=self.parent_widget)
+        self.box.setObjectName("help_box")
+        self.box.open()
+
+
+def show_help(parent: QWidget | None = None) -> Help:
+    help_ = Help(parent)
+    help_.open()
+    return help_
 
 
 class QuitDialog(QMessageBox):

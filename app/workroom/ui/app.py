@@ -12,6 +12,7 @@ import logging
 import signal
 import socket
 import sys
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,6 +22,8 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
+from workroom.core.prompt_answers import AnswerFace, already_answered
+from workroom.core.protocol import Verdict
 from workroom.paths import app_log_folder
 from workroom.platform.desktop_open import DesktopOpenError, open_terminal
 from workroom.platform.login_item import LoginItem
@@ -35,10 +38,11 @@ from workroom.ui.file_watch import FileWatch
 from workroom.ui.host_notices import HostNotices
 from workroom.ui.main_window import SETTINGS_TAB, MainWindow
 from workroom.ui.notifications import BackendFactory, Notice, NoticeButton, Notifications, choose_backend
+from workroom.ui.open_failed import OpenFailed
 from workroom.ui.tray import TrayController, copy_to_clipboard
 
 if TYPE_CHECKING:  # the dialogs load when one opens, not at start-up (docs/architecture.md)
-    from workroom.ui.about_dialog import AboutDialog, QuitDialog
+    from workroom.ui.about_dialog import AboutDialog, Help, QuitDialog
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +57,11 @@ NOTIFICATIONS_DRAIN_SECONDS = 2.0
 
 def prompt_key(name: str) -> str:
     return f"prompt:{name}"
+
+
+def answered_key(name: str) -> str:
+    """The notice that says a prompt was already answered (a click on its notification came too late)."""
+    return f"answered:{name}"
 
 
 class WorkroomApp:
@@ -77,6 +86,7 @@ class WorkroomApp:
         self.can_stop_local_agent = engine.this_computer() is not None
         self.stop_local_agent_on_quit = False
         self.about: AboutDialog | None = None
+        self.help: Help | None = None
         self.quit_dialog: QuitDialog | None = None
         self._slept_while_kept: set[str] = set()
         """After this computer slept: the hosts it was keeping awake, to be told about if they are found asleep."""
@@ -87,9 +97,15 @@ class WorkroomApp:
         self._previous_wakeup_fd = -1
         self._previous_sigterm: Any = signal.SIG_DFL
         self._connect_after: asyncio.Task[None] | None = None
+        self._asked_at: dict[str, float] = {}
+        """Per host, when (Unix time) the prompt last notified was announced."""
         self._announced: dict[str, float] = {}
         """Per host, the deadline of the prompt last notified: the same prompt back after a reconnect is
         shown again, not announced again."""
+        self._terminal_failed = OpenFailed()
+        """The terminal did not start, or failed at once: said in the window."""
+        self._terminal_failed.said.connect(
+            lambda words: self.window.show_error(UserError("No terminal opened", words, "")))
         self._wire()
         for snapshot in self.window.model.snapshots():
             self.tray.update(snapshot)
@@ -118,8 +134,8 @@ class WorkroomApp:
         t.terminal_requested.connect(self.open_terminal)
         t.host_requested.connect(self._show_host)
         t.connect_requested.connect(c.connect_clicked)
-        t.keep_requested.connect(self._keep)
-        t.let_sleep_requested.connect(w.cards.dismiss)
+        t.keep_requested.connect(lambda name: self._keep(name, AnswerFace.MENU))
+        t.let_sleep_requested.connect(lambda name: w.cards.dismiss(name, AnswerFace.MENU))
         t.copy_requested.connect(self._copy_ssh)
         w.cards.card_raised.connect(self._notify_card)
         c.snapshot_changed.connect(self._withdraw_answered)
@@ -133,9 +149,9 @@ class WorkroomApp:
         self.notifications.service_changed.connect(
             lambda: w.settings.show_notification_service(self.notifications.service_words()))
 
-    def _keep(self, name: str) -> None:
-        if not self.window.cards.keep_host(name):
-            self.window.keep_host(name)
+    def _keep(self, name: str, face: AnswerFace) -> None:
+        if not self.window.cards.keep_host(name, face):
+            self.window.keep_host(name, face)
 
     def open_terminal(self, name: str) -> None:
         """Open in terminal: the user's terminal app running the host's ssh command."""
@@ -144,9 +160,10 @@ class WorkroomApp:
         if command is None:
             return
         try:
-            open_terminal(command, terminal=self.controller.engine.settings.terminal_app)
+            open_terminal(command, terminal=self.controller.engine.settings.terminal_app,
+                          on_failed=self._terminal_failed.said.emit)
         except DesktopOpenError as error:
-            self.window.show_error(UserError("No terminal opened", str(error), ""))
+            self._terminal_failed.said.emit(str(error))
 
     def show_about(self) -> None:
         from workroom.ui.about_dialog import AboutDialog
@@ -168,7 +185,7 @@ class WorkroomApp:
     def show_help(self) -> None:
         from workroom.ui.about_dialog import show_help
 
-        show_help(self.window)
+        self.help = show_help(self.window)
 
     def _quit_answered(self, stop_local_agent: bool) -> None:
         self.stop_local_agent_on_quit = stop_local_agent
@@ -236,6 +253,7 @@ class WorkroomApp:
             if self._announced.get(name) == deadline:
                 return  # this prompt was announced before its link dropped; its card and menu entry are back
             self._announced[name] = deadline
+            self._asked_at[name] = time.time()
         detail = snapshot.badge().tooltip if isinstance(snapshot, HostSnapshot) else ""
         self.notifications.post(Notice(
             prompt_key(name), f"{name}: keep it awake?", detail or f"{name} has been busy past its ceiling.",
@@ -257,23 +275,47 @@ class WorkroomApp:
                 self.controller.tasks.run("notification-permission", self.notifications.refresh_authorisation())
 
     def _notification_button(self, key: str, button: str) -> None:
-        """A notification's button: exactly what the card's (and the menu's) buttons do."""
+        """A notification's button: exactly what the card's (and the menu's) buttons do while its prompt waits.
+        One left from a prompt already answered (its notification outlived the answer) acts if it still can — a
+        busy box on a live link can still be kept awake or let sleep — and otherwise says the prompt was already
+        answered, and how."""
         kind, _, name = key.partition(":")
         if kind == "stopping":  # a platform about to stop a busy box (ui/host_notices.py)
             self.notifications.withdraw(key)
             if button == KEEP_BUTTON:
-                self._keep(name)  # restarts the ceiling, and so the extensions (a let-go box is connected to)
+                # restarts the ceiling, and so the extensions (a let-go box is connected to)
+                self._keep(name, AnswerFace.NOTIFICATION)
             elif button == SLEEP_BUTTON:
                 snapshot = self.window.model.snapshot(name)
                 if isinstance(snapshot, HostSnapshot) and snapshot.connection.spec.live:  # else: already let go
-                    self.controller.tasks.run(f"let-sleep-{name}", self.controller.let_sleep(name))
+                    self.controller.tasks.run(f"let-sleep-{name}",
+                                              self.controller.let_sleep(name, AnswerFace.NOTIFICATION))
             return
-        if kind != "prompt":
+        if kind != "prompt" or button not in (KEEP_BUTTON, SLEEP_BUTTON):
             return
-        if button == KEEP_BUTTON:
-            self._keep(name)
-        elif button == SLEEP_BUTTON:
-            self.window.cards.dismiss(name)
+        face = AnswerFace.NOTIFICATION
+        if button == KEEP_BUTTON and self.window.cards.keep_host(name, face):
+            return
+        if button == SLEEP_BUTTON and self.window.cards.dismiss(name, face):
+            return
+        snapshot = self.window.model.snapshot(name)
+        if snapshot is None:
+            return  # removed since
+        status = snapshot.status
+        live = row_text.is_live(snapshot)
+        busy = live and status is not None and status.classifier_verdict is Verdict.BUSY
+        if button == KEEP_BUTTON and busy and snapshot.traits.sleeps_when_idle:
+            log.info("%s: Keep awake from a notification whose prompt was already answered: sent", name)
+            self.window.keep_host(name, face)
+            return
+        if button == SLEEP_BUTTON and busy and status is not None and not status.suppressed:
+            log.info("%s: Let it sleep from a notification whose prompt was already answered: sent", name)
+            self.controller.tasks.run(f"let-sleep:{name}", self.controller.let_sleep(name, face))
+            return
+        words = already_answered(name, snapshot.last_answer, status, self._asked_at.get(name), time.time(),
+                                 live=live, asleep=snapshot.connection.state is ConnectionState.ASLEEP)
+        log.info("%s: a button on an answered prompt's notification: %s", name, words)
+        self.notifications.post(Notice(answered_key(name), f"{name}: already answered", words))
 
     def _notification_clicked(self, key: str) -> None:
         _, _, name = key.partition(":")
@@ -282,6 +324,7 @@ class WorkroomApp:
 
     def _forget_notices(self, name: str) -> None:
         self.notifications.withdraw(prompt_key(name))
+        self.notifications.withdraw(answered_key(name))
         self.host_notices.forget(name)
 
     def start(self, *, connect: bool = True, show_window: bool = False) -> None:

@@ -19,6 +19,7 @@ from workroom.core.connection import ConnectAction, ConnectionInfo, ConnectionSt
 from workroom.core.errors import Face, UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
+from workroom.core.prompt_answers import AnswerFace
 from workroom.core.protocol import Status, TimelineReply, UserExclusions
 from workroom.core.provider_specs import PROVIDER_SPECS
 from workroom.core.questions import HostKeyQuestion, SecretRequest
@@ -214,23 +215,23 @@ class AppController(QObject):
     def disconnect_host(self, name: str) -> None:
         self.tasks.run(f"disconnect:{name}", self._session(name).disconnect())
 
-    async def keep(self, name: str) -> Status:
-        """Answer a prompt with Keep awake; raises UserError when the host cannot be reached."""
+    async def keep(self, name: str, face: AnswerFace = AnswerFace.WINDOW) -> Status:
+        """Answer a prompt with Keep awake (from `face`); raises UserError when the host cannot be reached."""
         session = self._session(name)
         try:
-            return await session.keep()
+            return await session.keep(face)
         except UserError:
             raise
         except (OSError, TimeoutError, EOFError) as error:
             raise UserError("Keep awake did not reach the host", f"{name}: {error}.",
                             "Check the connection; the card stays until the host answers.") from None
 
-    async def let_sleep(self, name: str) -> Status:
-        """Answer a prompt with Let it sleep: the agent stops keeping the box awake now (raises UserError
-        when the host cannot be reached)."""
+    async def let_sleep(self, name: str, face: AnswerFace = AnswerFace.WINDOW) -> Status:
+        """Answer a prompt with Let it sleep (from `face`): the agent stops keeping the box awake now (raises
+        UserError when the host cannot be reached)."""
         session = self._session(name)
         try:
-            return await session.let_sleep()
+            return await session.let_sleep(face)
         except UserError:
             raise
         except (OSError, TimeoutError, EOFError) as error:

@@ -99,7 +99,8 @@ class HostDetailView(QWidget):
         head.addWidget(self.title, 1)
         error_row = QHBoxLayout()
         error_row.addWidget(self.error, 1)
-        error_row.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
+        # Left-aligned: beside the red line, or alone under the explanation when that already says the error.
+        error_row.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         buttons = QHBoxLayout()
         buttons.addWidget(self.keep_button)
         buttons.addWidget(self.connect_button)
@@ -234,8 +235,11 @@ class HostDetailView(QWidget):
             self.details_button.setChecked(False)
             self.error_details.hide()
             return
-        self.error.setText(breakable(f"{info.title}: {without_exception_names(info.message)}"))
-        self.error.show()
+        message = without_exception_names(info.message)
+        self.error.setText(breakable(f"{info.title}: {message}"))
+        # Said once: where the badge's explanation above already gives the error's words (an unreachable host, an
+        # unreadable provider), the red line would repeat them; its full text stays behind Details….
+        self.error.setVisible(snapshot is None or message not in row_text.badge_tooltip(snapshot, self._clock()))
         self.error_details.setText(breakable(info.text(Face.APP)))
         self.details_button.show()
         self.error_details.setVisible(self.details_button.isChecked())

@@ -23,10 +23,12 @@ class HostKeyDialog(QDialog):
         self.setObjectName("host_key_dialog")
         self.setWindowTitle(f"Trust {host_name}'s key?")
         text = rich_label(markup(
-            "<p><b>{}</b> ({}) offered a {} key this computer has not seen before.</p>"
+            "<p><b>{}</b> ({}) offered {} this computer has not seen before.</p>"
             "<p>Trust it only if this fingerprint matches the one the host's owner gives you:</p>",
-            host_name, question.where, question.key_type))
+            host_name, question.where, question.key_words))
+        text.setObjectName("host_key_text")
         text.setWordWrap(True)
+        self.text = text
         self.fingerprint = plain_label(breakable(question.fingerprint))
         self.fingerprint.setObjectName("host_key_fingerprint")
         self.fingerprint.setWordWrap(True)  # a long fingerprint wraps (copied, it is whole: ui/wrap_text.py)

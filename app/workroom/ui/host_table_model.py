@@ -31,7 +31,7 @@ class Column(IntEnum):
     PROVIDER = 1
     BADGE = 2
     BUSY = 3
-    AWAKE = 4
+    BUSY_FOR = 4
     CONNECTION = 5
 
 
@@ -40,7 +40,7 @@ HEADERS = {
     Column.PROVIDER: "Provider",
     Column.BADGE: "State",
     Column.BUSY: "Busy because",
-    Column.AWAKE: "Awake",
+    Column.BUSY_FOR: "Busy for",
     Column.CONNECTION: "Connection",
 }
 
@@ -94,7 +94,7 @@ class HostTableModel(QAbstractTableModel):
         self._note_expiry([])
 
     def refresh_times(self) -> None:
-        """Re-render the time-dependent columns (state ages, awake time, retry countdown)."""
+        """Re-render the time-dependent columns (state ages, busy time, retry countdown)."""
         if self._snapshots:
             self.dataChanged.emit(self.index(0, Column.BADGE), self.index(len(self._snapshots) - 1, Column.CONNECTION))
 
@@ -184,6 +184,6 @@ class HostTableModel(QAbstractTableModel):
             return row_text.badge_text(snap, now)
         if column is Column.BUSY:
             return row_text.busy_text(snap, now)
-        if column is Column.AWAKE:
-            return row_text.awake_text(snap, now)
+        if column is Column.BUSY_FOR:
+            return row_text.busy_for_text(snap, now)
         return row_text.connection_text(snap, now)

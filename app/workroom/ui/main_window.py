@@ -32,6 +32,7 @@ from workroom.core.connection import CONNECT_WORDS, ConnectAction, ConnectionSta
 from workroom.core.errors import Face, UserError
 from workroom.core.hosts import Host
 from workroom.core.plain_errors import without_exception_names
+from workroom.core.prompt_answers import AnswerFace
 from workroom.core.setting_rows import Store
 from workroom.platform.login_item import LoginItem, LoginItemState
 from workroom.sessions.host_session import HostSnapshot
@@ -96,7 +97,7 @@ class MainWindow(QMainWindow):
         # room that "Busy because" could use.
         self._state_floor = self._room_for(Column.BADGE, LABELS.values(), True)
         for column, width in ((Column.NAME, 110), (Column.BADGE, self._state_floor),
-                              (Column.AWAKE, self._room_for(Column.AWAKE, ("23 h 59 min", "59 min 59 s"))),
+                              (Column.BUSY_FOR, self._room_for(Column.BUSY_FOR, ("23 h 59 min", "59 min 59 s"))),
                               (Column.CONNECTION, 150)):
             self.table.setColumnWidth(column, width)
         self._fit_provider()
@@ -385,14 +386,14 @@ class MainWindow(QMainWindow):
         self.action_error.hide()
         self.controller.disconnect_host(name)
 
-    def keep_host(self, name: str) -> None:
-        self._keep(name)
+    def keep_host(self, name: str, face: AnswerFace = AnswerFace.WINDOW) -> None:
+        self._keep(name, face)
 
-    def _keep(self, name: str) -> None:
+    def _keep(self, name: str, face: AnswerFace = AnswerFace.WINDOW) -> None:
         self.action_error.hide()
 
         async def keep() -> None:
-            await self.controller.keep(name)
+            await self.controller.keep(name, face)
 
         self.controller.tasks.run(f"keep:{name}", keep())
 

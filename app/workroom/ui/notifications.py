@@ -38,6 +38,10 @@ log = logging.getLogger(__name__)
 
 APP_NAME = "Workroom"
 PROBE_SECONDS = 5.0
+WITHDRAWN_EXPIRE_MS = 1000
+"""A withdrawn notification is replaced by one that expires this soon, for servers that ignore the close."""
+POSTED_KEPT = 64
+"""How many notifications' server ids are remembered, to answer a press on one desktop-notifier has let go."""
 """How long the notification service may take to answer the first question (is anyone there?)."""
 
 
@@ -100,6 +104,16 @@ class SystemBackend:
         """Whether the server may render markup (every freedesktop server; not macOS's)."""
         self._ids: dict[str, tuple[str, int | None]] = {}
         """notice key -> (the library's identifier, the server's id where it has one) of what is on screen."""
+        self._posted: dict[int, str] = {}
+        """server id -> notice key of the last `POSTED_KEPT` notifications: a server may still show one that
+        desktop-notifier has let go (taken back but not closed, or pressed once already: dunst leaves it up), and a
+        press on it must reach the app, which says what it can do (desktop-notifier drops such an action)."""
+        self._listening = False
+        self._notices: dict[str, Notice] = {}
+        self._closed: dict[int, None] = {}
+        """Server ids the server said it closed (NotificationClosed): nothing there to take back."""
+        self._handed_on = False
+        """desktop-notifier handed the press being dispatched to `_on_button` (so `_late_press` leaves it)."""
 
     async def probe(self) -> None:
         from desktop_notifier.main import get_backend_class
@@ -125,13 +139,51 @@ class SystemBackend:
         from desktop_notifier import Button
 
         await self.withdraw(notice.key)
-        buttons = [Button(title=b.title, identifier=b.id, on_pressed=partial(self._on_button, notice.key, b.id))
+        buttons = [Button(title=b.title, identifier=b.id, on_pressed=partial(self._pressed, notice.key, b.id))
                    for b in notice.buttons]
         title, message = self.server_text(notice)
         identifier = await self._notifier.send(
             title, message, buttons=buttons, on_clicked=partial(self._on_click, notice.key),
             timeout=0 if notice.sticky else -1)
-        self._ids[notice.key] = (identifier, self._server_id(identifier))
+        server_id = self._server_id(identifier)
+        self._ids[notice.key] = (identifier, server_id)
+        self._notices[notice.key] = notice
+        if server_id is not None:
+            self._posted[server_id] = notice.key
+            while len(self._posted) > POSTED_KEPT:
+                del self._posted[next(iter(self._posted))]
+        self._listen_for_late_presses()
+
+    def _pressed(self, key: str, button: str) -> None:
+        self._handed_on = True
+        self._on_button(key, button)
+
+    def _listen_for_late_presses(self) -> None:
+        """Hear the server's ActionInvoked ourselves too, after desktop-notifier's own handler (registered when
+        it first reached the bus): `_late_press` takes the presses it dropped."""
+        interface = getattr(getattr(self._notifier, "_backend", None), "interface", None)
+        if self._listening or interface is None or not hasattr(interface, "on_action_invoked"):
+            return
+        interface.on_action_invoked(self._late_press)
+        if hasattr(interface, "on_notification_closed"):
+            interface.on_notification_closed(self._closed_by_server)
+        self._listening = True
+
+    def _closed_by_server(self, server_id: int, _reason: int) -> None:
+        self._closed[server_id] = None
+        while len(self._closed) > POSTED_KEPT:
+            del self._closed[next(iter(self._closed))]
+
+    def _late_press(self, server_id: int, action: str) -> None:
+        handed_on, self._handed_on = self._handed_on, False
+        key = self._posted.get(server_id)
+        if handed_on or key is None:
+            return  # desktop-notifier handed it on, or it is another app's notification
+        log.info("a button pressed on the notification %s, which desktop-notifier had let go", key)
+        if action == "default":
+            self._on_click(key)
+        else:
+            self._on_button(key, action)
 
     def _server_id(self, identifier: str) -> int | None:
         """The freedesktop server's own id for a notification (Linux), while desktop-notifier knows it.
@@ -149,9 +201,21 @@ class SystemBackend:
 
     async def withdraw(self, key: str) -> None:
         known = self._ids.pop(key, None)
+        notice = self._notices.pop(key, None)
         if known is None:
             return
         identifier, server_id = known
+        interface = getattr(getattr(self._notifier, "_backend", None), "interface", None)
+        if server_id is not None and interface is not None and notice is not None and server_id not in self._closed:
+            # GNOME's notification-daemon (3.20) answers CloseNotification with NotificationClosed yet leaves the
+            # bubble up, buttons and all; one that expires by itself does go. So it is first replaced by its own
+            # words, without buttons, expiring in a moment, and then closed: gone at once where the server
+            # closes, a moment later where it does not.
+            try:
+                await interface.call_notify(APP_NAME, server_id, "", notice.title, notice.message, [], {},
+                                            WITHDRAWN_EXPIRE_MS)
+            except Exception as error:  # gone already, or a server that refuses: the close below still goes
+                log.debug("replacing notification %s before closing it: %s", key, error)
         try:
             await self._notifier.clear(identifier)
             return
@@ -160,7 +224,6 @@ class SystemBackend:
         except Exception as error:  # a notification server that went away must not take the app with it
             log.warning("could not withdraw the notification %s: %s", key, error)
             return
-        interface = getattr(getattr(self._notifier, "_backend", None), "interface", None)
         if server_id is None or interface is None:
             return
         try:

@@ -17,15 +17,18 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QMouseEvent, QResizeEvent
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
+from workroom.core import box_times
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
+from workroom.core.prompt_answers import AnswerFace
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
 from workroom.ui.plain_text import plain_label
 from workroom.ui.tasks import TaskKeeper
 
 CardKey = tuple[str, float]
-Keeper = Callable[[str], Awaitable[Any]]
+Keeper = Callable[[str, AnswerFace], Awaitable[Any]]
+"""Sends an answer for host `name`, saying which face it came from (core.prompt_answers)."""
 MAX_VISIBLE_CARDS = 3
 """Cards shown before the area scrolls."""
 
@@ -78,10 +81,15 @@ class PromptCard(QFrame):
         workroom = snapshot.host.name
         self.title.setText(f"{workroom}: keep it awake?")
         status = snapshot.status
-        awake = status.awake_seconds if status else (snapshot.prompt.awake_seconds if snapshot.prompt else 0.0)
-        ceiling = f" past its {format_duration(status.ceiling_seconds)} ceiling" if status else " past its ceiling"
-        reasons = f" ({row_text.busy_text(snapshot)})" if status and status.busy_reasons else ""
-        self.body.setText(f"{workroom} has been busy for {format_duration(awake)}{ceiling}{reasons}. "
+        agent_now = row_text.agent_now(snapshot, now)
+        if status is not None and agent_now is not None:
+            how_long = box_times.past_ceiling_words(status, agent_now)
+        else:
+            awake = snapshot.prompt.awake_seconds if snapshot.prompt else 0.0
+            how_long = f"busy for {format_duration(awake)}, longer than its awake ceiling"
+        # A sentence of its own, not in brackets: the reasons carry brackets of their own ("sh (just now)").
+        reasons = f" Busy: {row_text.busy_text(snapshot)}." if status and status.busy_reasons else ""
+        self.body.setText(f"{workroom} has been {how_long}.{reasons} "
                           "If nobody answers, its agent stops keeping it awake.")
         self.render_countdown(now)
 
@@ -202,31 +210,34 @@ class PromptCardsView(QScrollArea):
             self._drop(card.host_name)
         self.prompt_answered.emit(card.host_name)
 
-    def keep_host(self, name: str) -> bool:
-        """Answer `name`'s card with Keep awake (as its button does); False when it has no card."""
+    def keep_host(self, name: str, face: AnswerFace = AnswerFace.WINDOW) -> bool:
+        """Answer `name`'s card with Keep awake (as its button does; from `face`); False when it has no card."""
         card = self.cards.get(name)
         if card is None:
             return False
-        self._keep(card)
+        self._keep(card, face)
         return True
 
-    def dismiss(self, name: str) -> None:
-        """Answer `name`'s card with "let it sleep" (as its button does: its agent stops keeping it awake now)."""
+    def dismiss(self, name: str, face: AnswerFace = AnswerFace.WINDOW) -> bool:
+        """Answer `name`'s card with "let it sleep" (as its button does: its agent stops keeping it awake now;
+        from `face`); False when it has no card."""
         card = self.cards.get(name)
-        if card is not None:
-            self._let_sleep(card)
+        if card is None:
+            return False
+        self._let_sleep(card, face)
+        return True
 
-    def _let_sleep(self, card: PromptCard) -> None:
+    def _let_sleep(self, card: PromptCard, face: AnswerFace = AnswerFace.WINDOW) -> None:
         if self._sleeper is None:
             self._answer(card)
             return
-        self._send(card, card.dismiss_button, "Letting it sleep…", "let-sleep", self._sleeper)
+        self._send(card, card.dismiss_button, "Letting it sleep…", "let-sleep", self._sleeper, face)
 
-    def _keep(self, card: PromptCard) -> None:
-        self._send(card, card.keep_button, "Keeping…", "keep", self._keeper)
+    def _keep(self, card: PromptCard, face: AnswerFace = AnswerFace.WINDOW) -> None:
+        self._send(card, card.keep_button, "Keeping…", "keep", self._keeper, face)
 
     def _send(self, card: PromptCard, button: QPushButton, busy_text: str, task: str,
-              answer: Keeper) -> None:
+              answer: Keeper, face: AnswerFace) -> None:
         """Send one answer over the link: the button says `busy_text` meanwhile; a failure is shown on the
         card (if it is still the host's) with the button as it was, a success answers the card."""
         label = button.text()
@@ -235,7 +246,7 @@ class PromptCardsView(QScrollArea):
             button.setEnabled(False)
             button.setText(busy_text)
             try:
-                await answer(card.host_name)
+                await answer(card.host_name, face)
             except UserError as error:
                 if self.cards.get(card.host_name) is card:
                     card.show_error(error)
@@ -250,5 +261,5 @@ class PromptCardsView(QScrollArea):
     def _tick(self) -> None:
         now = self._clock()
         for card in self.cards.values():
-            card.render_countdown(now)
+            card.render_snapshot(card.snapshot, now)  # its "busy for" moves on with the row's, not only the countdown
         self.ticked.emit()

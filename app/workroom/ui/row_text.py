@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 import time
 
+from workroom.core import box_times
 from workroom.core.busy_reasons import reason_words
 from workroom.core.connection import ConnectionState
 from workroom.core.durations import format_duration
@@ -73,9 +74,13 @@ def raw_signal_text(snap: HostSnapshot) -> str:
 
 
 def badge_text(snap: HostSnapshot, now_monotonic: float) -> str:
-    """The one state column: the badge's word, plus the last known verdict on a row that is not live."""
+    """The one state column: the badge's word, plus the last known verdict on a row that is not live, or when
+    a live idle box that sleeps will sleep ("Idle · asleep in about 45 s")."""
     label = snap.badge(now_monotonic).label
     known = last_known_text(snap, now_monotonic)
+    if not known:
+        estimate = sleep_estimate(snap, now_monotonic)
+        known = estimate.words() if estimate is not None else ""
     return f"{label} · {known}" if known else label
 
 
@@ -94,19 +99,43 @@ def agent_now(snap: HostSnapshot, now_monotonic: float) -> float | None:
     return snap.status.monotonic + max(0.0, now_monotonic - snap.status_received_at)
 
 
-def awake_seconds(snap: HostSnapshot, now_monotonic: float) -> float | None:
-    """Time awake as of now: the agent's figure, advanced while it is busy and we are live."""
+def busy_seconds(snap: HostSnapshot, now_monotonic: float) -> float | None:
+    """Busy for, as of now: how long the agent has seen work without a break (core.box_times); None for a row
+    that is not live or an agent that sees no work."""
     status = snap.status
-    if status is None or not is_live(snap):
+    now = agent_now(snap, now_monotonic)
+    if status is None or not is_live(snap) or now is None:
         return None
-    if status.busy and snap.status_received_at is not None:
-        return status.awake_seconds + max(0.0, now_monotonic - snap.status_received_at)
-    return status.awake_seconds
+    return box_times.busy_seconds(status, now)
 
 
-def awake_text(snap: HostSnapshot, now_monotonic: float) -> str:
-    seconds = awake_seconds(snap, now_monotonic)
+def busy_for_text(snap: HostSnapshot, now_monotonic: float) -> str:
+    seconds = busy_seconds(snap, now_monotonic)
     return NO_VALUE if seconds is None else format_duration(seconds)
+
+
+def sleep_estimate(snap: HostSnapshot, now_monotonic: float) -> box_times.SleepEstimate | None:
+    """When a live, idle box that sleeps will sleep (the hold after work, the provider's idle clock)."""
+    status = snap.status
+    now = agent_now(snap, now_monotonic)
+    if status is None or not is_live(snap) or now is None:
+        return None
+    return box_times.sleep_estimate(status, snap.traits, now, reading=snap.connection.idle_clock,
+                                    now_monotonic=now_monotonic)
+
+
+def ceiling_text(snap: HostSnapshot, now_monotonic: float) -> str:
+    """The awake ceiling and how much of it this stretch of work has used ("12 s of 1 min used, ask at the
+    ceiling"); Keep awake and Wake and connect restart what is used."""
+    status = snap.status
+    assert status is not None
+    mode = "ask at the ceiling" if status.ask_at_ceiling else "advisory"
+    ceiling = format_duration(status.ceiling_seconds)
+    now = agent_now(snap, now_monotonic)
+    if not is_live(snap) or now is None or status.classifier_verdict is not Verdict.BUSY:
+        return f"{ceiling} ({mode})"
+    used = format_duration(box_times.ceiling_used_seconds(status, now))
+    return f"{used} of {ceiling} used ({mode})"
 
 
 def in_state_seconds(snap: HostSnapshot, now_monotonic: float) -> float | None:
@@ -192,12 +221,11 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
         ("Agent sees", verdict_text(snap, now_monotonic)),
         ("Busy because", busy_text(snap, now_monotonic)),
         ("Raw signal", raw_signal_text(snap)),
-        ("Awake for", awake_text(snap, now_monotonic)),
+        ("Busy for", busy_for_text(snap, now_monotonic)),
     ]
     status = snap.status
     if status is not None:
-        mode = "ask at the ceiling" if status.ask_at_ceiling else "advisory"
-        lines.append(("Awake ceiling", f"{format_duration(status.ceiling_seconds)} ({mode})"))
+        lines.append(("Awake ceiling", ceiling_text(snap, now_monotonic)))
         lines.append(("Agent", f"{status.agent.version} (protocol {status.agent.protocol})"))
         if status.settings_error:
             lines.append(("Settings problem", status.settings_error))

@@ -15,7 +15,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt
+from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt, QTimer
 from PySide6.QtGui import QBrush, QColor, QGuiApplication, QMouseEvent, QPainter, QPaintEvent, QPalette, QPen
 from PySide6.QtWidgets import (
     QDoubleSpinBox,
@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from workroom.core import busy_reasons
 from workroom.core import timeline as tl
-from workroom.core.connection import CONNECTION_SPECS, ConnectionState
+from workroom.core.connection import CONNECT_WORDS, CONNECTION_SPECS, ConnectAction, ConnectionState
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
 from workroom.core.last_known import LastKnown
@@ -178,6 +178,19 @@ def may_ask_unprompted(snapshot: HostSnapshot) -> bool:
     return not (snapshot.traits.sleeps_when_idle and idle)
 
 
+def no_record_words(state: ConnectionState | None) -> str:
+    """What to do to see the record, naming only a control that works in this state: Refresh while connected (it
+    is disabled otherwise), else the state's own Connect control ("Wake and connect", "Retry now")."""
+    spec = CONNECTION_SPECS[state] if state is not None else None
+    if spec is None or spec.connect is ConnectAction.CONNECT:
+        return "Connect to see what kept this host awake."
+    if spec.live:
+        return "Press Refresh to see what kept this host awake."
+    if spec.connect is ConnectAction.NONE:
+        return "Once it is connected, Refresh shows what kept this host awake."
+    return f"{CONNECT_WORDS[spec.connect]} to see what kept this host awake."
+
+
 def _loop_running() -> bool:
     """Whether requests can be made (not so in a test that feeds snapshots without the app's loop)."""
     try:
@@ -220,8 +233,13 @@ class TimelineView(QWidget):
         self._reply_held_until: float | None = None
         """Until when the host kept saying that (the span in progress is drawn on to here)."""
         self._reply_changed = False
+        self._may_ask_later = False
+        self._later = QTimer(self)
+        self._later.setSingleShot(True)
+        self._later.timeout.connect(self._ask_when_due)
 
-        title = rich_label("<b>What kept it awake (last 24 h)</b>")
+        self.title = title = rich_label("<b>What kept it awake (last 24 h)</b>")
+        title.setObjectName("timeline_title")
         self.refresh_button = QPushButton("Refresh")
         self.refresh_button.setObjectName("timeline_refresh")
         self.refresh_button.clicked.connect(self.refresh)
@@ -341,12 +359,24 @@ class TimelineView(QWidget):
         self._seen_state = seen
         now = self._clock()
         due = self._loaded_at is None or now - self._loaded_at >= AUTO_REFRESH_SECONDS
-        if changed and due and may_ask_unprompted(snapshot):
+        asking = may_ask_unprompted(snapshot)
+        self._may_ask_later = asking
+        if changed and due and asking:
             self.refresh()
         else:
+            if changed and asking and self._loaded_at is not None and not self._later.isActive():
+                # Changed too soon after the last reply: asked once it is due, if it may still be asked then (a
+                # record fetched as the box connected stayed empty through the whole job it then ran).
+                self._later.start(int((AUTO_REFRESH_SECONDS - (now - self._loaded_at)) * 1000) + 50)
             self._render()
 
+    def _ask_when_due(self) -> None:
+        if self._may_ask_later and self.host_name is not None:
+            self.refresh()
+
     def _clear(self) -> None:
+        if hasattr(self, "_later"):
+            self._later.stop()
         self.reply, self.summary, self.never_work, self._loaded_at = None, None, (), None
         self._reply_at = self._reply_state = None
         self.never_status.setText("")
@@ -454,7 +484,9 @@ class TimelineView(QWidget):
                 self._reply_changed = True  # once the host says something else, the stretch stops there
             held = (self._reply_held_until or self._reply_at) - self._reply_at
             reply = tl.advanced(reply, now - self._reply_at, extend_seconds=held)
-        self.summary = tl.summarise(reply, self.window_seconds) if reply is not None else None
+        shown = tl.fitted_window(reply, self.window_seconds) if reply is not None else self.window_seconds
+        self.title.setText(f"<b>What kept it awake (last {format_duration(shown)})</b>")
+        self.summary = tl.summarise(reply, shown) if reply is not None else None
         self.strip.set_summary(self.summary)
         self._show_never_work()
         if self.summary is None:
@@ -463,12 +495,13 @@ class TimelineView(QWidget):
             self.cost.setText("")
             self.problem.setText("")
             if self.reply is None and self.host_name is not None:
-                self.headline.setText("Connect (or press Refresh) to see what kept this host awake.")
+                state = self._seen_state[0] if self._seen_state else None
+                self.headline.setText(no_record_words(state if isinstance(state, ConnectionState) else None))
             return
         s = self.summary
         self.axis.setText(f"{format_duration(s.end - s.start)} ago ({_clock(s.start)}) … now ({_clock(s.end)}, "
                           "the host's clock)")
-        words = s.headline("in the last 24 h")
+        words = s.headline(tl.period_words(s.end - s.start))
         self.headline.setText(words[:1].upper() + words[1:])
         self.others.setText(", ".join(s.other_lines()))
         cost = tl.cost_words(s, self.hourly_price)

@@ -42,10 +42,10 @@ def host_menu_text(snapshot: HostSnapshot, now: float) -> str:
 def _state_text(snapshot: HostSnapshot, now: float) -> str:
     badge = snapshot.badge(now)
     name, when = snapshot.host.name, badge.spec.menu_time
-    if when is MenuTime.AWAKE:
-        awake = row_text.awake_seconds(snapshot, now)
-        if awake is not None:
-            return f"{name} — {LABELS[badge.kind]} {format_duration(awake)}"
+    if when is MenuTime.BUSY:
+        busy = row_text.busy_seconds(snapshot, now)
+        if busy is not None:
+            return f"{name} — {LABELS[badge.kind]} {format_duration(busy)}"
     if when is MenuTime.LEFT:
         left = row_text.prompt_seconds_left(snapshot, now)
         if left is not None:
@@ -168,10 +168,11 @@ class TrayController(QObject):
     # -- feeding ----------------------------------------------------------------------------------
 
     def refresh_texts(self) -> None:
-        """Re-render every line (ages move while nothing is pushed); called as the menu opens."""
+        """Re-render every line (ages move while nothing is pushed) and ink its icon for the palette now; called
+        as the menu opens."""
         now = self._clock()
-        for name, menu in self.host_menus.items():
-            menu.render_snapshot(self._snapshots[name], now)
+        for name in self.host_menus:
+            self._render_host(name, now)
         for name in self.prompt_actions:
             self._render_prompt(self._snapshots[name], now)
         self._render_summary()
@@ -198,9 +199,11 @@ class TrayController(QObject):
         snapshot, menu = self._snapshots[name], self.host_menus[name]
         menu.render_snapshot(snapshot, now)
         badge = snapshot.badge(now)
-        previous = self._badges.get(name)
-        if previous is None or previous.kind is not badge.kind:
-            menu.setIcon(icon_for(badge.kind))
+        # Inked for the menu's palette as it is now: a switch to dark mode re-inks them as the menu opens (they
+        # were drawn dark on a dark menu when only a new badge kind redrew them).
+        icon = icon_for(badge.kind, self.menu.palette())
+        if menu.icon().cacheKey() != icon.cacheKey():
+            menu.setIcon(icon)
         self._badges[name] = badge
 
     def _badges_expired(self) -> None:

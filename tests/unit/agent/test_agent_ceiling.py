@@ -214,3 +214,31 @@ def test_let_sleep_survives_a_handoff():
     new.tick()
     st = new.status()
     assert st["suppressed"] and st["let_sleep"] and st["verdict"] == "IDLE"
+
+
+def test_busy_seconds_count_the_work_keep_does_not_restart_them_and_sleep_is_not_counted():
+    """`awake_seconds` is the ceiling's clock, which keep restarts; `busy_seconds` is how long this stretch of
+    work has gone on, less the time the box slept (the app's "Busy for": docs/ui.md); only an IDLE ends it."""
+    agent, sampler, clock = make_agent(Settings(60, 300, True))
+    assert agent.status()["busy_seconds"] is None
+    sampler.sig = Signals(cpu=[("job", "5", 1.0)])
+    agent.tick()
+    for _ in range(70):
+        clock.t += 1
+        agent.tick()
+    kept = agent.keep()
+    assert kept["awake_seconds"] == pytest.approx(0) and kept["busy_seconds"] == pytest.approx(70)
+    clock.t += 13  # the box was frozen: no tick for 13 s
+    agent.tick()
+    assert agent.status()["busy_seconds"] == pytest.approx(71)
+    assert agent.status()["awake_seconds"] == pytest.approx(13)  # the ceiling's clock runs on, as before
+    state = agent.handoff_state()
+    new, _, clock2 = make_agent(Settings())
+    clock2.t = clock.t
+    new.restore_state(state)
+    assert new.status()["busy_seconds"] == pytest.approx(71)
+    sampler.sig = Signals()
+    for _ in range(40):  # past the hold
+        clock.t += 1
+        agent.tick()
+    assert agent.status()["busy_seconds"] is None

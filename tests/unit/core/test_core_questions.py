@@ -36,3 +36,15 @@ def test_a_subject_is_one_non_empty_line(subject: str) -> None:
 def test_a_host_key_question_names_the_port_only_when_it_is_not_22() -> None:
     assert HostKeyQuestion("box", 22, "ssh-ed25519", "SHA256:x").where == "box"
     assert HostKeyQuestion("10.1.2.3", 2222, "ssh-ed25519", "SHA256:x").where == "10.1.2.3:2222"
+
+
+def test_a_host_key_is_named_as_people_say_it() -> None:
+    from workroom.core.questions import HostKeyQuestion
+
+    def words(key_type: str) -> str:
+        return HostKeyQuestion("box", 22, key_type, "SHA256:x").key_words
+
+    assert words("ssh-ed25519") == "an Ed25519 key (ssh-ed25519)"  # it read "a ssh-ed25519 key"
+    assert words("ecdsa-sha2-nistp256") == "an ECDSA key (ecdsa-sha2-nistp256)"
+    assert words("ssh-rsa") == "an RSA key (ssh-rsa)"
+    assert words("x-new-type") == "a key of type x-new-type"

@@ -158,3 +158,24 @@ def test_since_parses(text: str, seconds: float) -> None:
 def test_since_refuses_in_words(text: str) -> None:
     with pytest.raises(ValueError, match=repr(text)):
         parse_since(text)
+
+
+def test_the_strip_fits_a_short_record() -> None:
+    """A box used a few minutes: its strip is the last 15 min (its work a third of it), not 24 h where the
+    minutes were under a pixel; a record older than a day keeps the day."""
+    from workroom.core.timeline import STRIP_WINDOWS, fitted_window
+
+    now = 1_764_590_000.0
+
+    def reply(first: float) -> TimelineReply:
+        return TimelineReply.model_validate({"now": now, "spans": [
+            {"start": now - first, "end": now - 60, "state": "busy", "class": "cpu", "subject": "cc1"}]})
+
+    assert fitted_window(reply(5 * 60)) == 15 * 60
+    assert fitted_window(reply(40 * 60)) == 3600
+    assert fitted_window(reply(5 * H)) == 6 * H
+    assert fitted_window(reply(3 * 24 * H)) == 24 * H
+    assert fitted_window(TimelineReply.model_validate({"now": now, "spans": []})) == 15 * 60
+    assert STRIP_WINDOWS[-1] == 24 * H
+    summary = summarise(reply(5 * 60), fitted_window(reply(5 * 60)))
+    assert summary.totals[SegmentKind.BUSY] / (summary.end - summary.start) > 0.25
