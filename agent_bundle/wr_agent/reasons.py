@@ -11,7 +11,7 @@ duration on its side. `detail` keeps only the keys its row names, so a sampler's
 wire by accident.
 """
 
-from wr_agent import plain_text
+from wr_agent import host_text
 
 
 class ReasonClass(object):
@@ -92,12 +92,12 @@ def text(reason):
 
 def clean_text(reason):
     """The reason's text, safe to show (see `clean`)."""
-    return plain_text.clean(text(reason))
+    return host_text.clean(text(reason))
 
 
 def clean(reason):
-    """A copy safe to show: any user names processes (see plain_text), so every string in it is made plain."""
-    return {"class": reason["class"], "subject": plain_text.clean(reason["subject"]), "pid": reason["pid"],
+    """A copy safe to show: any user names processes (see host_text), so every string in it is made plain."""
+    return {"class": reason["class"], "subject": host_text.clean(reason["subject"]), "pid": reason["pid"],
             "detail": dict((k, _clean_value(v)) for k, v in reason["detail"].items())}
 
 
@@ -105,7 +105,7 @@ def _clean_value(value):
     if isinstance(value, dict) and "class" in value:
         return clean(value)
     if isinstance(value, str):
-        return plain_text.clean(value)
+        return host_text.clean(value)
     return value
 
 

@@ -43,6 +43,11 @@ PUSH_REPLY = 1.0
 # once it is WAIT_MIN long, so the next one starts at least that much later; below it, a read's lateness.
 SAME = 1.5
 PEERS_MAX = 4096  # heartbeat memory, oldest forgotten first
+# An SSH client's connection (outbound to these ports) has no request outstanding in this rule's sense: SSH confirms
+# a channel request at once however long its command runs, and its last message is often a send never answered (the
+# CHANNEL_CLOSE confirming the server's, late on a loaded box). Its work is its bytes (a flow, an answer arriving, a
+# queue), its keystrokes, and a job waiting on it (job_wait): read as a request, an idle tunnel was busy for ever.
+SSH_PORTS = frozenset((22,))
 
 ESTABLISHED, CLOSE_WAIT, LISTEN = 1, 8, 10
 
@@ -292,7 +297,8 @@ class Judge(object):
             start = t.wait_start()
             if t.wait is not None and (start is None or abs(start - t.wait.start) >= SAME):
                 self._end_wait(t, now)
-            long_wait = start is not None and now - start >= WAIT_MIN
+            long_wait = (start is not None and now - start >= WAIT_MIN
+                         and (t.inbound or t.pport not in SSH_PORTS))
             active = t.active(now)
             tail = t.tail_until is not None and now <= t.tail_until
             if not (active or tail or long_wait or t.wait is not None):

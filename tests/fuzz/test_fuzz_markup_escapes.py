@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from workroom.core.display_text import escape_markup, markup_inert
+from workroom.core.host_text import escape_markup, markup_inert
 
 pytestmark = pytest.mark.unit
 
@@ -20,7 +20,7 @@ MARKUP_BITS = ["<", ">", "&", '"', "'", "&amp;", "&lt;", "<a href=", "</a>", "<i
                "&#60;", "&#x3c;", "<!--", "]]>", "<![CDATA[", "\n", " ", "é", "\u202e"]
 texts = st.lists(st.sampled_from(MARKUP_BITS) | st.text(max_size=8), max_size=30).map("".join)
 # XML 1.0 forbids most C0 controls; Pango reads the same characters. Host text has them replaced already
-# (core/display_text.plain), so the property is over the characters a markup reader can carry.
+# (core/host_text.plain), so the property is over the characters a markup reader can carry.
 _XML_ILLEGAL = re.compile("[\x00-\x08\x0b-\x1f\ufffe\uffff\ud800-\udfff]")  # and CR, which XML reads as LF
 xml_texts = texts.map(lambda t: _XML_ILLEGAL.sub("", t))
 
@@ -48,7 +48,7 @@ def test_inert_text_has_no_syntax_and_keeps_everything_else(text: str) -> None:
 def test_a_tooltip_shows_the_words_as_written(qapp: Any, text: str) -> None:
     """What Qt's rich-text reader makes of `tooltip(text)` is `text` (white space aside: a tooltip wraps)."""
     from PySide6 import QtGui
-    from workroom.ui.plain_text import tooltip
+    from workroom.ui.plain_widgets import tooltip
 
     shown = tooltip(text)
     if QtGui.Qt.mightBeRichText(shown):

@@ -39,7 +39,7 @@ def visible_dialogs() -> list[QDialog]:
 
 
 def label_texts(widget: QWidget) -> list[str]:
-    from workroom.ui.wrap_text import ZWSP
+    from workroom.ui.breakable_words import ZWSP
 
     return [w.text().replace(ZWSP, "") for w in widget.findChildren(QLabel) if w.isVisible() and w.text()]
 

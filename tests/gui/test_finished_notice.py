@@ -23,7 +23,7 @@ from workroom.core.hosts import Host
 from workroom.core.protocol import Verdict
 from workroom.core.provider_specs import spec_for
 from workroom.ui.app import WorkroomApp
-from workroom.ui.notifications import Notice
+from workroom.ui.notification_delivery import Notice
 
 pytestmark = [pytest.mark.gui, pytest.mark.integration, pytest.mark.slow, pytest.mark.root]
 

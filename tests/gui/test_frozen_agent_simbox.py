@@ -30,7 +30,7 @@ from workroom.core.heartbeat_proof import ProofState, margin_for
 from workroom.core.hosts import Host, IdentityRef
 from workroom.core.metering import NotKeptAwakeReason
 from workroom.ui.app import WorkroomApp
-from workroom.ui.host_notices import lost_key
+from workroom.ui.notification_tracker import lost_key
 
 pytestmark = [pytest.mark.gui, pytest.mark.acceptance, pytest.mark.root, pytest.mark.slow]
 

@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from workroom.core.badge import BadgeKind
 from workroom.core.connection import ConnectionState
 from workroom.ui.host_table_model import BADGE_KIND_ROLE, Column, HostTableModel
-from workroom.ui.plain_text import tooltip
+from workroom.ui.plain_widgets import tooltip
 from workroom.ui.tray import TrayController, host_menu_text
 
 pytestmark = pytest.mark.gui

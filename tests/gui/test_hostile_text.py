@@ -386,7 +386,7 @@ def test_the_balloon_fallback_gets_markup_inert_words(qapp: Any, run: Any) -> No
     the fallback sends words with no `& < >` at all. The tray here records what it is asked to show (no tray
     host runs offscreen: Qt would drop the call); everything else is the app's BalloonBackend."""
     from PySide6.QtWidgets import QSystemTrayIcon
-    from workroom.ui.notifications import BalloonBackend, Notice
+    from workroom.ui.notification_delivery import BalloonBackend, Notice
 
     class RecordingTray(QSystemTrayIcon):
         def __init__(self) -> None:

@@ -15,7 +15,7 @@ from demo_states import AGENT_MONOTONIC, busy, every_state, make_snapshot
 from gui_helpers import feed, wait_for
 from workroom.core.connection import ConnectionState
 from workroom.ui.app import WorkroomApp
-from workroom.ui.notifications import Notice, Notifications
+from workroom.ui.notification_delivery import Notice, Notifications
 
 pytestmark = pytest.mark.gui
 

@@ -117,7 +117,7 @@ def test_a_refused_login_names_the_apps_field_and_long_words_wrap(window: Any, e
 
 def test_a_copied_fingerprint_is_whole(qapp: Any) -> None:
     from PySide6.QtGui import QGuiApplication
-    from workroom.ui.wrap_text import ZWSP, breakable, install_clipboard_cleaner
+    from workroom.ui.breakable_words import ZWSP, breakable, install_clipboard_cleaner
 
     install_clipboard_cleaner()
     wrapped = breakable(LONG_FINGERPRINT + LONG_FINGERPRINT[7:])
@@ -132,7 +132,7 @@ def test_the_detail_panel_says_each_error_once(window: Any, engine: Any, qtbot: 
     text stays behind Details…."""
     from demo_states import every_state
     from workroom.core.errors import UserError
-    from workroom.ui.wrap_text import ZWSP
+    from workroom.ui.breakable_words import ZWSP
 
     unreadable = make_snapshot("box9", "simbox", ConnectionState.UNREADABLE, error=UserError(
         "Could not read the provider", "The simulator at http://127.0.0.1:8765/ did not answer.", "").info())

@@ -318,7 +318,7 @@ def test_the_status_that_reports_idle_tells_the_busy_span_the_app_reads(tmp_path
     import sys
 
     from integration.agent.agentrun import Agent, PidNamespace, agent_env, serve_argv, wait_answering
-    from workroom.core.notices import finished_span
+    from workroom.core.notification_rules import finished_span
     from workroom.core.protocol import Verdict
 
     if os.geteuid() != 0:

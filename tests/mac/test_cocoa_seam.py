@@ -298,13 +298,13 @@ class _NotifierStandIn:
 
 
 def test_a_notification_is_posted_and_withdrawn(cocoa: Cocoa) -> None:
-    """Post, find it delivered, withdraw it by its identifier, gone (ui/notifications.py `SystemBackend`).
+    """Post, find it delivered, withdraw it by its identifier, gone (ui/notification_delivery.py `SystemBackend`).
     A runner can do only part: UNUserNotificationCenter needs a bundled app and the user's permission (asked
     once, answered by a person), so on a runner (no bundle) the notifier is refused at its probe and the app
     falls back to Qt's balloon; that refusal's handling is what the real run checks."""
     import asyncio
 
-    from workroom.ui.notifications import Notice, NoticeButton, SystemBackend
+    from workroom.ui.notification_delivery import Notice, NoticeButton, SystemBackend
 
     notice = Notice("prompt:box1", "box1: keep it awake?", "busy", (NoticeButton("keep", "Keep awake"),), True)
     if cocoa.real:

@@ -128,7 +128,7 @@ def test_a_fifo_in_place_of_the_log_file_is_moved_aside_instead_of_hanging_the_s
 def test_prompt_balloons_do_not_time_out_on_macos() -> None:
     """Qt's balloon, the fallback where no notification service answers (an app run outside a bundle)."""
     pytest.importorskip("PySide6")
-    from workroom.ui.notifications import balloon_timeout_ms
+    from workroom.ui.notification_delivery import balloon_timeout_ms
 
     assert balloon_timeout_ms(True, "darwin") == 0
     assert balloon_timeout_ms(False, "darwin") == 15000

@@ -19,9 +19,9 @@ from workroom.core.busy_reasons import reason_words
 from workroom.core.connection import UNREACHABLE_STATES, WAITING_STATES, ConnectionInfo, ConnectionState
 from workroom.core.durations import format_duration
 from workroom.core.errors import ERROR_KINDS, Face
+from workroom.core.exception_names import without_exception_names
 from workroom.core.heartbeat_proof import ProofState
 from workroom.core.metering import Keeper, NotKeptAwakeReason
-from workroom.core.plain_errors import without_exception_names
 from workroom.core.platform_clock import stop_words, stops_words
 from workroom.core.protocol import PROTOCOL_VERSION, Status, Verdict
 from workroom.core.traits import ProviderTraits

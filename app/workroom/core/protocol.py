@@ -28,8 +28,8 @@ from pydantic import (
 )
 
 from workroom.core.ceiling import SETTINGS_BY_NAME
-from workroom.core.display_text import plain
 from workroom.core.errors import UserError
+from workroom.core.host_text import plain
 
 PROTOCOL_VERSION = 1
 """The protocol this app speaks (the one place it is written on this side; the agent's is wr_agent.PROTOCOL);

@@ -15,7 +15,7 @@ import shutil
 import signal
 from dataclasses import dataclass
 
-from workroom.core.display_text import plain
+from workroom.core.host_text import plain
 from workroom.remote.host_shell import ExecResult
 
 CLI_ANSWER_BYTES = 1024 * 1024

@@ -14,8 +14,8 @@ import subprocess
 import time
 from typing import Any
 
-from workroom.core.display_text import plain
 from workroom.core.errors import UserError
+from workroom.core.host_text import plain
 from workroom.core.hosts import Host
 from workroom.core.platform_clock import PlatformClock, PlatformRules, PlatformState
 from workroom.core.provider_specs import WORKSPACE_NAME, ProviderSpec

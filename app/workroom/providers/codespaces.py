@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from workroom.core.display_text import plain
+from workroom.core.host_text import plain
 from workroom.core.hosts import Host
 from workroom.core.platform_clock import PlatformClock, PlatformRules, PlatformState
 from workroom.core.provider_specs import CODESPACE_NAME

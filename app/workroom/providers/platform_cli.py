@@ -21,8 +21,8 @@ from abc import ABC, abstractmethod
 from datetime import datetime
 from pathlib import Path
 
-from workroom.core.display_text import plain
 from workroom.core.errors import UserError
+from workroom.core.host_text import plain
 from workroom.core.hosts import Host
 from workroom.core.platform_clock import PlatformClock, PlatformRules, PlatformState
 from workroom.core.provider_specs import ProviderSpec, ReferenceField

@@ -14,8 +14,8 @@ import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from workroom.core.display_text import plain
 from workroom.core.heartbeat_proof import IdleClockReading
+from workroom.core.host_text import plain
 from workroom.core.hosts import Host
 from workroom.core.provider_specs import HEALTH_PAGE_URL
 from workroom.providers.base import BoxState, ProviderUnreadable

@@ -11,8 +11,8 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from workroom.core.display_text import plain
 from workroom.core.heartbeat_proof import IdleClockReading
+from workroom.core.host_text import plain
 from workroom.core.hosts import Host
 from workroom.core.provider_specs import MACHINE_NAME
 from workroom.providers.agent_sockets import AgentPlace

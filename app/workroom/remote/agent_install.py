@@ -28,7 +28,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from workroom.agent_bundle import AgentBundle, version_tuple
-from workroom.core.display_text import plain
+from workroom.core.host_text import plain
 from workroom.remote.agent_proof import NO_KEY_ID
 from workroom.remote.answer_limit import PROBE_ANSWER
 from workroom.remote.host_answers import (

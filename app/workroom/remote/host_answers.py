@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from workroom.core.display_text import plain
 from workroom.core.errors import UserError
+from workroom.core.host_text import plain
 from workroom.remote.host_shell import ExecResult
 
 MAX_ITEMS = 256

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from workroom.core.display_text import plain
+from workroom.core.host_text import plain
 from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
 from workroom.remote.ssh_errors import CommandTimedOut, logged_command
 

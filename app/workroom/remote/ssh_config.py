@@ -220,8 +220,7 @@ def _resolve(
     seen: tuple[str, ...],
     jump_override: SshTarget | None,
 ) -> SshTarget:
-    target = target.strip()
-    typed_user, alias = _split_user(target)
+    typed_user, alias = _split_user(target)  # not stripped: ssh refuses "box " too, and so does this
     if not alias or any(c.isspace() for c in alias):
         raise SshConfigError(f"{target!r} is not a host name or SSH alias.",
                              "Use a name such as mybox or user@example.com.")

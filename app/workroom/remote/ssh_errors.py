@@ -14,8 +14,8 @@ import subprocess
 import time
 from typing import TYPE_CHECKING
 
-from workroom.core.display_text import plain
 from workroom.core.errors import ErrorKind, UserError
+from workroom.core.host_text import plain
 from workroom.core.questions import SecretRequest
 from workroom.platform import local_network
 from workroom.remote.ssh_config import SshTarget

@@ -21,7 +21,7 @@ from workroom.agent_bundle import AgentBundle
 from workroom.platform.desktop_open import DesktopOpenError, open_path
 from workroom.ui import styles
 from workroom.ui.open_failed import OpenFailed
-from workroom.ui.plain_text import markup, message_box, plain_label, rich_label
+from workroom.ui.plain_widgets import markup, message_box, plain_label, rich_label
 
 log = logging.getLogger(__name__)
 

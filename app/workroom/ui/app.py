@@ -35,9 +35,9 @@ from workroom.ui import row_text
 from workroom.ui.app_controller import AppController
 from workroom.ui.computer_sleep import ComputerSleepWatch
 from workroom.ui.file_watch import FileWatch
-from workroom.ui.host_notices import HostNotices
 from workroom.ui.main_window import SETTINGS_TAB, MainWindow
-from workroom.ui.notifications import BackendFactory, Notice, NoticeButton, Notifications, choose_backend
+from workroom.ui.notification_delivery import BackendFactory, Notice, NoticeButton, Notifications, choose_backend
+from workroom.ui.notification_tracker import HostNotices
 from workroom.ui.open_failed import OpenFailed
 from workroom.ui.tray import TrayController, copy_to_clipboard
 
@@ -75,7 +75,7 @@ class WorkroomApp:
         self.window = MainWindow(self.controller, login_item=login_item, can_hold_idle_sleep=power() is not None)
         self.tray = TrayController(icon=tray_icon)
         self.notifications = Notifications(self.tray.icon, notification_backend)
-        self.host_notices = HostNotices(self.notifications, lambda: self.controller.notice_settings)
+        self.notification_tracker = HostNotices(self.notifications, lambda: self.controller.notice_settings)
         self.quit_event = asyncio.Event()
         self.app_nap = AppNapGuard()
         self.sleep_watch = ComputerSleepWatch()
@@ -139,8 +139,8 @@ class WorkroomApp:
         t.copy_requested.connect(self._copy_ssh)
         w.cards.card_raised.connect(self._notify_card)
         c.snapshot_changed.connect(self._withdraw_answered)
-        c.snapshot_changed.connect(self.host_notices.on_snapshot)
-        c.local_settings_changed.connect(self.host_notices.settings_changed)
+        c.snapshot_changed.connect(self.notification_tracker.on_snapshot)
+        c.local_settings_changed.connect(self.notification_tracker.settings_changed)
         w.cards.prompt_answered.connect(t.answered)
         w.cards.prompt_answered.connect(lambda name: self.notifications.withdraw(prompt_key(name)))
         self.notifications.button_pressed.connect(self._notification_button)
@@ -280,7 +280,7 @@ class WorkroomApp:
         busy box on a live link can still be kept awake or let sleep — and otherwise says the prompt was already
         answered, and how."""
         kind, _, name = key.partition(":")
-        if kind == "stopping":  # a platform about to stop a busy box (ui/host_notices.py)
+        if kind == "stopping":  # a platform about to stop a busy box (ui/notification_tracker.py)
             self.notifications.withdraw(key)
             if button == KEEP_BUTTON:
                 # restarts the ceiling, and so the extensions (a let-go box is connected to)
@@ -325,7 +325,7 @@ class WorkroomApp:
     def _forget_notices(self, name: str) -> None:
         self.notifications.withdraw(prompt_key(name))
         self.notifications.withdraw(answered_key(name))
-        self.host_notices.forget(name)
+        self.notification_tracker.forget(name)
 
     def start(self, *, connect: bool = True, show_window: bool = False) -> None:
         """Show the tray (or, without one, the window) and connect every host in the background."""

@@ -17,8 +17,8 @@ from PySide6.QtCore import QObject, Signal
 from workroom.core.app_settings import NoticeSettings
 from workroom.core.connection import ConnectAction, ConnectionInfo, ConnectionState
 from workroom.core.errors import Face, UserError
+from workroom.core.exception_names import without_exception_names
 from workroom.core.hosts import Host
-from workroom.core.plain_errors import without_exception_names
 from workroom.core.prompt_answers import AnswerFace
 from workroom.core.protocol import Status, TimelineReply, UserExclusions
 from workroom.core.provider_specs import PROVIDER_SPECS

@@ -26,19 +26,19 @@ from PySide6.QtWidgets import (
 from workroom.core.app_settings import NoticeSettings
 from workroom.core.connection import CONNECT_WORDS, ConnectAction
 from workroom.core.errors import Face
+from workroom.core.exception_names import without_exception_names
 from workroom.core.hosts import LOCAL_PROVIDER
-from workroom.core.plain_errors import without_exception_names
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
 from workroom.ui.badge_icons import icon_for
-from workroom.ui.plain_text import escape, markup, plain_label, rich_label, set_tooltip
-from workroom.ui.wrap_text import breakable
+from workroom.ui.breakable_words import breakable
+from workroom.ui.plain_widgets import escape, markup, plain_label, rich_label, set_tooltip
 
 MIN_WIDTH = 360
 
 
 def _wrapping(name: str, *, rich: bool = False) -> QLabel:
-    """A wrapping label: plain text, or the app's own markup with every value escaped (ui/plain_text.py)."""
+    """A wrapping label: plain text, or the app's own markup with every value escaped (ui/plain_widgets.py)."""
     label = rich_label() if rich else plain_label()
     label.setObjectName(name)
     label.setWordWrap(True)

@@ -41,7 +41,7 @@ from workroom.core.hosts import (
 from workroom.core.provider_specs import PROVIDER_SPECS, ProviderSpec, ReferenceField
 from workroom.ui import styles
 from workroom.ui.app_controller import WAKE_AND_TEST_WORDS
-from workroom.ui.plain_text import plain_label, set_tooltip
+from workroom.ui.plain_widgets import plain_label, set_tooltip
 from workroom.ui.ssh_aliases import PickerEntry, platform_entries, scan_config
 
 

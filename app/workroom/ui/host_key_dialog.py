@@ -13,8 +13,8 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QVBoxLayout, QWidget
 
 from workroom.core.questions import HostKeyQuestion
 from workroom.platform.macos import bring_to_front
-from workroom.ui.plain_text import markup, plain_label, rich_label
-from workroom.ui.wrap_text import breakable
+from workroom.ui.breakable_words import breakable
+from workroom.ui.plain_widgets import markup, plain_label, rich_label
 
 
 class HostKeyDialog(QDialog):
@@ -31,7 +31,7 @@ class HostKeyDialog(QDialog):
         self.text = text
         self.fingerprint = plain_label(breakable(question.fingerprint))
         self.fingerprint.setObjectName("host_key_fingerprint")
-        self.fingerprint.setWordWrap(True)  # a long fingerprint wraps (copied, it is whole: ui/wrap_text.py)
+        self.fingerprint.setWordWrap(True)  # a long fingerprint wraps (copied, it is whole: ui/breakable_words.py)
         self.fingerprint.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.fingerprint.setStyleSheet("font-family: monospace; font-size: 13px; padding: 6px;")
         buttons = QDialogButtonBox()

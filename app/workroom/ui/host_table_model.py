@@ -19,7 +19,7 @@ from workroom.core.errors import Face
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.badge_icons import icon_for
-from workroom.ui.plain_text import tooltip
+from workroom.ui.plain_widgets import tooltip
 
 Index = QModelIndex | QPersistentModelIndex
 SNAPSHOT_ROLE = Qt.ItemDataRole.UserRole + 1

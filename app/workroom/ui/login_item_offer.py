@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QHBoxLayout, QPushButton, QWidget
 
 from workroom.platform.login_item import LoginItem, LoginItemError
 from workroom.ui import styles
-from workroom.ui.plain_text import plain_label
+from workroom.ui.plain_widgets import plain_label
 
 OFFER_TEXT = "Open Workroom when you log in, so your boxes are watched from the start of the day?"
 

@@ -181,7 +181,7 @@ def startup_error_box(title: str, message: str, log_path: Path | None) -> QMessa
     from PySide6.QtCore import Qt
     from PySide6.QtWidgets import QMessageBox
 
-    from workroom.ui.plain_text import message_box
+    from workroom.ui.plain_widgets import message_box
 
     where = f"Details are in the log: {log_path}" if log_path else "No log file could be written."
     box = message_box(QMessageBox.Icon.Critical, title, message, informative=where)

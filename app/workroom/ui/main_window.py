@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
 from workroom.core.badge import LABELS
 from workroom.core.connection import CONNECT_WORDS, ConnectAction, ConnectionState
 from workroom.core.errors import Face, UserError
+from workroom.core.exception_names import without_exception_names
 from workroom.core.hosts import Host
-from workroom.core.plain_errors import without_exception_names
 from workroom.core.prompt_answers import AnswerFace
 from workroom.core.setting_rows import Store
 from workroom.platform.login_item import LoginItem, LoginItemState
@@ -39,15 +39,15 @@ from workroom.sessions.host_session import HostSnapshot
 from workroom.this_computer import ThisComputer
 from workroom.ui import row_text, styles
 from workroom.ui.app_controller import AppController
+from workroom.ui.breakable_words import breakable, install_clipboard_cleaner
 from workroom.ui.host_detail_view import HostDetailView
 from workroom.ui.host_table_model import Column, HostTableModel
 from workroom.ui.login_item_offer import LoginItemOffer
-from workroom.ui.plain_text import markup, message_box, plain_label, rich_label
+from workroom.ui.plain_widgets import markup, message_box, plain_label, rich_label
 from workroom.ui.prompt_cards_view import PromptCardsView
 from workroom.ui.settings_view import SettingsView
 from workroom.ui.timeline_view import TimelineView
 from workroom.ui.tray import copy_to_clipboard as copy_text
-from workroom.ui.wrap_text import breakable, install_clipboard_cleaner
 
 if TYPE_CHECKING:  # the dialogs load when one opens, not at start-up (docs/architecture.md)
     from workroom.core.questions import HostKeyQuestion, SecretRequest

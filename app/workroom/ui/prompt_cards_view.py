@@ -23,7 +23,7 @@ from workroom.core.errors import UserError
 from workroom.core.prompt_answers import AnswerFace
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
-from workroom.ui.plain_text import plain_label
+from workroom.ui.plain_widgets import plain_label
 from workroom.ui.tasks import TaskKeeper
 
 CardKey = tuple[str, float]

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLineEdit, QVBoxLayout,
 
 from workroom.core.questions import SecretRequest
 from workroom.platform.macos import bring_to_front
-from workroom.ui.plain_text import markup, rich_label
+from workroom.ui.plain_widgets import markup, rich_label
 
 
 class SecretDialog(QDialog):

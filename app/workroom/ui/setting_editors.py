@@ -19,7 +19,7 @@ from workroom.core.durations import exact_duration, format_duration
 from workroom.core.setting_checks import SettingsError, check_setting
 from workroom.core.setting_rows import UNIT_SECONDS, Kind, SettingRow
 from workroom.ui import styles
-from workroom.ui.plain_text import plain_label, set_tooltip
+from workroom.ui.plain_widgets import plain_label, set_tooltip
 
 MAX_TYPED = 999_999_999
 """Every box takes any whole number up to nine digits (far past 30 days in any unit)."""

@@ -27,7 +27,7 @@ from workroom.core.errors import UserError
 from workroom.core.setting_rows import Kind, SettingRow, Store, rows_in
 from workroom.this_computer import ThisComputer
 from workroom.ui import styles
-from workroom.ui.plain_text import markup, plain_label, rich_label
+from workroom.ui.plain_widgets import markup, plain_label, rich_label
 from workroom.ui.setting_editors import RowEditor, editor_for
 
 EVERY_HOST, NOTIFICATIONS, THIS_COMPUTER = "every host", "Notifications", "This computer"

@@ -37,7 +37,7 @@ from workroom.core.last_known import LastKnown
 from workroom.core.protocol import TimelineReply, UserExclusions
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import styles
-from workroom.ui.plain_text import escape, plain_label, rich_label, set_tooltip, show_tooltip
+from workroom.ui.plain_widgets import escape, plain_label, rich_label, set_tooltip, show_tooltip
 from workroom.ui.tasks import TaskKeeper
 
 AUTO_REFRESH_SECONDS = 60.0

@@ -25,7 +25,7 @@ from workroom.core.durations import format_duration
 from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.badge_icons import icon_for, tray_icon_for
-from workroom.ui.plain_text import action_text, set_tooltip, set_tray_tooltip
+from workroom.ui.plain_widgets import action_text, set_tooltip, set_tray_tooltip
 
 MAX_TIMER_MS = 2**31 - 1
 

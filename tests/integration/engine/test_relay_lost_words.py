@@ -14,7 +14,7 @@ import pytest
 from engine_helpers import ssh_host, trust_sshd
 from workroom.cli.words import snapshot_line as _snapshot_line
 from workroom.core.connection import ConnectionState
-from workroom.core.plain_errors import shows_exception_name
+from workroom.core.exception_names import shows_exception_name
 from workroom.sessions.engine import Engine
 from workroom.sessions.host_session import HostSnapshot
 

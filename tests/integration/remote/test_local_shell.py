@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from workroom.core.plain_errors import shows_exception_name
+from workroom.core.exception_names import shows_exception_name
 from workroom.remote.host_shell import LocalShell
 from workroom.remote.ssh_errors import CommandTimedOut
 

@@ -314,6 +314,19 @@ def test_work_spent_answering_other_requests_to_the_port_does_not_make_a_ping_a_
     assert w.busy_seconds(31.0, 40.0)
 
 
+def test_an_ssh_clients_last_unanswered_send_is_no_request():
+    """An idle `ssh -N -L` tunnel on a loaded box: the forwarded connection closed, the client sent its EOF, the
+    server its CLOSE, and the client's CLOSE confirming it came late and is never answered. SSH confirms requests
+    at once, so no send of an SSH client is a request outstanding; the same pattern to a database is one."""
+    ssh = Sock(1, lport=41000, peer="10.200.0.1", pport=22).send(0.0, 60).receive(0.05, 3000).send(0.1, 60)
+    ssh.receive(0.2, 80).send(1.6, 52)  # EOF answered by the server's EOF+CLOSE; our CLOSE 1.4 s later
+    w = World(ssh)
+    assert w.busy_seconds(2.0, 60.0) == []
+    db = Sock(2, lport=41001, peer="10.200.0.1", pport=5432).send(0.0, 60).receive(0.05, 3000).send(0.1, 60)
+    db.receive(0.2, 80).send(1.6, 52)
+    assert World(db).busy_seconds(2.0, 10.0)
+
+
 def test_inbound_heartbeats_are_keyed_by_the_local_port_not_the_clients_port():
     w = World(listening=(9000,))
     socks = []

@@ -1,4 +1,4 @@
-"""What deserves a notification besides a prompt (core/notices.py): "finished" from the status that reports
+"""What deserves a notification besides a prompt (core/notification_rules.py): "finished" from the status that reports
 IDLE, lost work from the badge."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from unit.core.status_factory import make_busy, make_status
 from workroom.core.app_settings import NoticeSettings
 from workroom.core.badge import Badge, BadgeKind
 from workroom.core.metering import NotKeptAwakeReason
-from workroom.core.notices import finished_note, finished_span, lost_work_reason
+from workroom.core.notification_rules import finished_note, finished_span, lost_work_reason
 from workroom.core.protocol import BusySpan, Status
 
 pytestmark = pytest.mark.unit
@@ -79,7 +79,7 @@ def test_notice_settings_this_computer_and_opt_out() -> None:
 
 
 def test_a_busy_box_its_platform_stops_soon_is_warned_of_once_it_is_not_kept_up() -> None:
-    from workroom.core.notices import stop_warning
+    from workroom.core.notification_rules import stop_warning
     from workroom.core.platform_clock import PlatformClock, PlatformState
 
     now = 1000.0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from workroom.core.plain_errors import shows_exception_name, without_exception_names
+from workroom.core.exception_names import shows_exception_name, without_exception_names
 
 pytestmark = pytest.mark.unit
 

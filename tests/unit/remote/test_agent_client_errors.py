@@ -70,7 +70,7 @@ def test_a_reply_with_nan_fails_the_request_at_once() -> None:
 @pytest.mark.parametrize("exc", [EOFError(), TimeoutError(), OSError(), ConnectionResetError(104, "reset by peer")])
 def test_a_broken_connection_is_said_without_a_type_name(exc: BaseException) -> None:
     """paramiko raises a bare EOFError when the host hangs up: the user reads words, not `EOFError`."""
-    from workroom.core.plain_errors import shows_exception_name
+    from workroom.core.exception_names import shows_exception_name
     from workroom.remote.ssh_connection import _plain_cause
 
     said = _plain_cause(exc)

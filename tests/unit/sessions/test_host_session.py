@@ -19,10 +19,10 @@ from unit.sessions.stand_in import InProcessAgent, ScriptedProvider, stand_in_co
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
+from workroom.core.exception_names import shows_exception_name
 from workroom.core.heartbeat_proof import IdleClockReading, ProofState
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeEnd, PollOutcome
-from workroom.core.plain_errors import shows_exception_name
 from workroom.core.protocol import Verdict
 from workroom.core.questions import SecretRequest
 from workroom.core.traits import BOXD_TRAITS, REQUEST_METERED_TRAITS, SSH_TRAITS

@@ -12,7 +12,7 @@ the GUI thread: a FIFO there hangs the app for good. So (docs/ui.md, "Text is ne
 - a message box is plain, its informative text too (`message_box`: Qt gives that label `AutoText`);
 - a menu entry's `&` is doubled (`action_text`), so a host name shows as written, not as a shortcut mark.
 
-`tests/unit/test_plain_text_only.py` holds the ui modules to it; `tests/gui/test_hostile_text.py` walks every
+`tests/unit/test_plain_widgets_only.py` holds the ui modules to it; `tests/gui/test_hostile_text.py` walks every
 label, tooltip, notice, card and dialog with hostile text and a FIFO whose opening it detects.
 """
 

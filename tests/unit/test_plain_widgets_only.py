@@ -1,5 +1,5 @@
-"""The ui modules show text only through ui/plain_text.py: a label made anywhere else holds the app's own
-fixed words, a tooltip set anywhere else is a fixed sentence, and no module but plain_text builds a message
+"""The ui modules show text only through ui/plain_widgets.py: a label made anywhere else holds the app's own
+fixed words, a tooltip set anywhere else is a fixed sentence, and no module but plain_widgets builds a message
 box, shows a tooltip or escapes markup itself (docs/ui.md, "Text is never markup")."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 pytestmark = pytest.mark.unit
 
 UI = Path(__file__).resolve().parents[2] / "app" / "workroom" / "ui"
-HELPER = UI / "plain_text.py"
+HELPER = UI / "plain_widgets.py"
 
 
 def _fixed(node: ast.expr) -> bool:
@@ -37,7 +37,7 @@ def problems(source: str, where: str) -> list[str]:
         if isinstance(node, ast.Import | ast.ImportFrom):
             names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) else [])
             if "html" in names:
-                found.append(f"{where}:{node.lineno}: imports html (escape with plain_text.escape/markup)")
+                found.append(f"{where}:{node.lineno}: imports html (escape with plain_widgets.escape/markup)")
         if not isinstance(node, ast.Call):
             continue
         name = _called(node)
@@ -49,7 +49,7 @@ def problems(source: str, where: str) -> list[str]:
         elif name == "QMessageBox":
             found.append(f"{where}:{node.lineno}: QMessageBox(...): use message_box")
         elif name in ("showText", "setInformativeText", "convertFromPlainText"):
-            found.append(f"{where}:{node.lineno}: {name}(...): use plain_text's helpers")
+            found.append(f"{where}:{node.lineno}: {name}(...): use plain_widgets' helpers")
     return found
 
 

@@ -1,5 +1,5 @@
 """Notifications about hosts besides ceiling prompts: "your job finished" and "lost work" (docs/ui.md,
-"Notifications"). The rules are core's (`core.notices`, over the badge and the status); this keeps what
+"Notifications"). The rules are core's (`core.notification_rules`, over the badge and the status); this keeps what
 each host last showed, so each job finishes once and each episode of lost work is told once and withdrawn
 when it resolves.
 """
@@ -12,10 +12,16 @@ from collections.abc import Callable
 from workroom.core.app_settings import NoticeSettings
 from workroom.core.hosts import LOCAL_PROVIDER
 from workroom.core.metering import NotKeptAwakeReason
-from workroom.core.notices import finished_note, finished_span, lost_work_note, lost_work_reason, stop_warning
+from workroom.core.notification_rules import (
+    finished_note,
+    finished_span,
+    lost_work_note,
+    lost_work_reason,
+    stop_warning,
+)
 from workroom.core.protocol import Status
 from workroom.sessions.host_session import HostSnapshot
-from workroom.ui.notifications import Notice, NoticeButton, Notifications
+from workroom.ui.notification_delivery import Notice, NoticeButton, Notifications
 
 
 def finished_key(name: str) -> str:

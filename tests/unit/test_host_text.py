@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from workroom.core.display_text import MAX_CHARS, plain
+from workroom.core.host_text import MAX_CHARS, plain
 from workroom.core.protocol import Status
 
 pytestmark = pytest.mark.unit
@@ -40,7 +40,7 @@ def test_a_status_from_a_hostile_agent_is_clean_when_parsed() -> None:
 
 @pytest.mark.parametrize("text", ["\x1b]0;PWNED\x07", "a\u202eb", "\x7f\x80\x9f ok", "z" * 500, "plain"])
 def test_the_agent_and_the_app_clean_alike(text: str) -> None:
-    from wr_agent import plain_text
+    from wr_agent import host_text
 
-    assert plain_text.clean(text) == plain(text)
+    assert host_text.clean(text) == plain(text)
 

@@ -32,7 +32,7 @@ from typing import Any, Protocol
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QSystemTrayIcon
 
-from workroom.core.display_text import escape_markup, markup_inert
+from workroom.core.host_text import escape_markup, markup_inert
 
 log = logging.getLogger(__name__)
 

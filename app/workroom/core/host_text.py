@@ -3,7 +3,7 @@
 Busy reasons carry process names, which any user of a shared host can choose (an escape sequence that
 retitles or clears a terminal, markup a rich-text label would render). The agent cleans them; the app
 does it again on arrival, so an older or hostile agent cannot reach the screen with them either. The
-rule matches the agent's (`wr_agent/plain_text.py`); see docs/security.md.
+rule matches the agent's (`wr_agent/host_text.py`); see docs/security.md.
 """
 
 from __future__ import annotations
