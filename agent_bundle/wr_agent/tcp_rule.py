@@ -16,9 +16,9 @@ no CPU by that process), after at most RETURN_GAP of silence, is a listener's he
 "nothing", a keep-alive ping): only the first counts. It is keyed by process and peer (the
 peer's port outbound, the local port inbound), not by socket, so a listener that reconnects is not new. A
 client's cadence on a connection this end serves is a heartbeat from the start: a request that comes in at most
-RETURN_GAP after this end's last answer on that connection, with no work by the server since (a browser's ping
-no dev server answers, a notebook's poll), is no wait to count; work the server did just after answering on
-another connection to the same port (the page's other requests) was for those answers.
+RETURN_GAP after this end's last answer on that connection and that the server does nothing with (no CPU vote,
+no send on another of its connections since it came: a browser's ping no dev server answers, a notebook's poll)
+is no wait to count.
 
 Pure: the facts and the clock come in, the busy connections go out, so it is unit-tested on a fake clock.
 """
@@ -31,8 +31,6 @@ MOVE_RATE, MOVE_WINDOW = 500.0, 3.0  # bytes/s over seconds, as the interface si
 # A flow, not a burst: bytes moved on at least this many reads spread over at least MOVE_SPAN seconds of the window.
 # A poll's answer, a listing, a page load move in one or two reads, however many bytes they carry.
 MOVE_READS, MOVE_SPAN = 3, 1.5
-# Seconds after an answer that a CPU vote by its process still belongs to that answer (votes come at ticks).
-ANSWER_WORK = 2.0
 QUEUE_STALL = 60.0  # a full send queue whose peer took nothing this long is a stuck peer, not an upload
 RETURN_GAP = 60.0  # a long wait on a key whose last one ended with no work since, after at most this much silence
 REPLY_WINDOW = 0.2  # seconds: inbound data this soon after this end's send is the peer's reply, not a request
@@ -221,10 +219,6 @@ class Judge(object):
         self.listening = frozenset()
         self.listen_inodes = frozenset()  # sockets that listen: their owner is a server
         self.owner_work = collections.OrderedDict()  # owner -> when it last did CPU work (note_work)
-        # listening port -> when this end last answered on any connection to it: a server's CPU just after
-        # answering another client (a page's modules, served after its hot-reload socket said "connected") belongs
-        # to those answers, not to a request still to come on this connection
-        self.port_answers = {}
 
     def ingest(self, now, conns):
         """A fresh read of every socket (tcp_diag.Conn)."""
@@ -243,14 +237,10 @@ class Judge(object):
                 continue
             t.update(now, c)
             tracks[c.inode] = t
-            if t.inbound and t.sent_at is not None and t.sent_at > self.port_answers.get(t.lport, -1.0):
-                self.port_answers[t.lport] = t.sent_at
         for ino, t in self.tracks.items():
             if ino not in tracks and t.wait is not None:
                 self._ended(t.wait.key, now)  # closed while waiting: the wait is over
         self.tracks, self.listening = tracks, frozenset(listening)
-        for port in [p for p in self.port_answers if p not in listening]:
-            del self.port_answers[port]
 
     def _peer(self, key):
         p = self.peers.get(key)
@@ -276,6 +266,18 @@ class Judge(object):
                 self.owner_work.move_to_end(owner)
             while len(self.owner_work) > PEERS_MAX:
                 self.owner_work.popitem(last=False)
+
+    def _acted_on(self, owner, t, start, owner_of):
+        """Whether the server did anything with what came in on `t` at `start`: it worked (a CPU vote since), or
+        sent on another of its connections since (a notebook's kernel publishing "busy" for the cell it runs, a
+        server handing the request to a worker). A ping it ignores leaves no trace but its arrival. Other sockets'
+        owners are looked up only for those that sent since, and only when such a wait begins."""
+        if self.owner_work.get(owner, -1.0) >= start:
+            return True
+        for other in self.tracks.values():
+            if other is not t and other.sent_at is not None and other.sent_at > start and owner_of(other.inode) == owner:
+                return True
+        return False
 
     def _end_wait(self, t, now):
         """The wait on `t` is over: answered (or a new request sent). When it counted, the answer that ends
@@ -321,11 +323,9 @@ class Judge(object):
                     last = max(p.ended, before) if before is not None and before <= start else p.ended
                     heartbeat = start - last <= RETURN_GAP
                 elif t.inbound and before is not None and before <= start and start - before <= RETURN_GAP:
-                    # A client's cadence on a connection this end answered lately: a ping no server answers,
-                    # a poll; work by the server after that answer makes it a request again.
-                    work = max(p.work_at if p is not None and p.work_at is not None else -1.0,
-                               self.owner_work.get(owner, -1.0))
-                    heartbeat = work <= max(before, self.port_answers.get(t.lport, -1.0)) + ANSWER_WORK
+                    # A client's cadence on a connection this end answered lately (a ping no server answers, a
+                    # poll): a request only if the server acted on it.
+                    heartbeat = not self._acted_on(owner, t, start, owner_of)
                 if heartbeat:
                     self._peer(key).beat_at = start
                 t.wait = _Wait(start, key, not heartbeat)

@@ -282,19 +282,38 @@ def test_a_ping_no_server_answers_after_a_page_load_is_a_clients_cadence_not_a_r
     assert w.busy_seconds(1.0, 200.0, each=listing) == []
 
 
-def test_a_request_after_the_server_worked_since_its_last_answer_counts():
+def test_a_request_the_server_acts_on_counts_and_one_it_ignores_does_not():
+    """After an answer, a client's next message within RETURN_GAP is a request only if the server does something
+    with it: works (a CPU vote since it came) or sends on another of its connections (a notebook's kernel
+    publishing "busy" on its iopub socket for the cell it runs). Work before it came is not about it."""
     s = Sock(1, lport=8080, peer="127.0.0.1", pport=40001).receive(0.0, 400).send(0.01, 300)
     w = World(s, listening=(8080,))
     assert w.busy_seconds(1.0, 20.0) == []
-    w.judge.note_work(frozenset([OWNER]), 15.0)  # the server computed after its answer (a build it started)
+    w.judge.note_work(frozenset([OWNER]), 15.0)  # a build, done before the next message came
     s.receive(20.0, 400)
+    assert w.busy_seconds(21.0, 30.0) == []  # nothing done with it: a ping
+    s.send(30.5, 50)
+
+    s2 = Sock(1, lport=8080, peer="127.0.0.1", pport=40001).receive(0.0, 400).send(0.01, 300)
+    w = World(s2, listening=(8080,))
+    w.tick(1.0)
+    s2.receive(20.0, 400)
+    w.judge.note_work(frozenset([OWNER]), 21.0)  # it computes for it
+    assert w.busy_seconds(22.0, 30.0)
+
+    shell = Sock(1, lport=8080, peer="127.0.0.1", pport=40001).receive(0.0, 400).send(0.01, 300)
+    iopub = Sock(2, lport=8081, peer="127.0.0.1", pport=40002).receive(0.0, 40).send(0.02, 90)
+    w = World(shell, iopub, listening=(8080, 8081))
+    w.tick(1.0)
+    shell.receive(20.0, 600)  # execute a cell: no answer on this connection until it ends
+    iopub.send(20.05, 120)  # status: busy, on another of its connections
     assert w.busy_seconds(21.0, 30.0)
 
 
-def test_work_spent_answering_other_requests_to_the_port_does_not_make_a_ping_a_request():
-    """A dev server on a loaded box: its hot-reload socket says "connected", then it spends seconds of CPU serving
-    the page's modules on other connections to the same port; the socket's ping 30 s later is still the client's
-    cadence (it counted as a request, never answered: busy for ever). CPU with no answer after it still counts."""
+def test_work_the_server_did_before_a_ping_does_not_make_it_a_request():
+    """A dev server on a loaded box: its hot-reload socket says "connected", then it spends seconds of CPU (the
+    page's modules, its dependency scan) with no answer after it; the socket's ping 30 s later, which it ignores,
+    is still the client's cadence (it counted as a request, never answered: busy for ever)."""
     ws = Sock(1, lport=5173, peer="127.0.0.1", pport=40002).receive(0.0, 500).send(0.01, 300)
     module = Sock(2, lport=5173, peer="127.0.0.1", pport=40003).receive(0.5, 400).send(6.0, 40_000)
     w = World(ws, module, listening=(5173,))
@@ -309,9 +328,9 @@ def test_work_spent_answering_other_requests_to_the_port_does_not_make_a_ping_a_
     module = Sock(2, lport=5173, peer="127.0.0.1", pport=40003).receive(0.5, 400).send(6.0, 40_000)
     w = World(ws, module, listening=(5173,))
     w.tick(7.0)
-    w.judge.note_work(frozenset([OWNER]), 15.0)  # a build nothing was answered after
+    w.judge.note_work(frozenset([OWNER]), 15.0)  # a build nothing was answered after, long before the ping
     ws.receive(30.0, 20)
-    assert w.busy_seconds(31.0, 40.0)
+    assert w.busy_seconds(31.0, 40.0) == []
 
 
 def test_an_ssh_clients_last_unanswered_send_is_no_request():
