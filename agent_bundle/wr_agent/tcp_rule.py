@@ -275,7 +275,8 @@ class Judge(object):
         if self.owner_work.get(owner, -1.0) >= start:
             return True
         for other in self.tracks.values():
-            if other is not t and other.sent_at is not None and other.sent_at > start and owner_of(other.inode) == owner:
+            if (other is not t and other.sent_at is not None and other.sent_at > start
+                    and owner_of(other.inode) == owner):
                 return True
         return False
 
