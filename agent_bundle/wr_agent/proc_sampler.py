@@ -72,6 +72,7 @@ class _Proc(object):
         "runtime",
         "sched",
         "shared",
+        "slices",
         "start",
         "state",
         "threads",
@@ -89,6 +90,7 @@ class _Proc(object):
         self.excluded = self.tree = False
         self.fds = {}
         self.runtime = self.ticks = None
+        self.slices = None  # times it was put on a CPU (schedstat's third field): a wake moves it
         self.sched = None  # the schedstat bytes `runtime` was read from: the same bytes, the process did not run
         self.quick = None  # the held schedstat fd while comparing those bytes is all a tick needs (`_quick`)
         self.children = 0  # cutime + cstime: CPU of reaped children, in clock ticks
@@ -638,7 +640,9 @@ class ProcSampler(object):
         try:
             if raw is None:
                 raw = self._read(p, "schedstat", 128)
-            runtime = int(raw.split()[0])
+            fields = raw.split()
+            runtime = int(fields[0])
+            p.slices = int(fields[2]) if len(fields) > 2 else None
         except OSError as exc:
             if exc.errno == errno.ENOENT and self.has_schedstat is None:
                 self.has_schedstat = False
@@ -652,9 +656,13 @@ class ProcSampler(object):
     def _look(self, p, now, sig, tty_out, raw=None):
         dt = now - p.last
         p.last = now
+        slices = p.slices
         runtime = self._runtime(p, raw)
         ran = runtime is None or runtime != p.runtime
-        if ran:
+        if ran and (slices is None or p.slices is None or p.slices != slices):
+            # Put on a CPU again since the last look. A runtime that moved with the same count is the tail of a
+            # run the last look caught under way (its runtime read before it ended): the process went to sleep
+            # then and has not run since, so a `sleep 20` first seen just as it began is not a wake.
             p.ran_at = now
             if p.timer == "timer":
                 p.wakes += 1

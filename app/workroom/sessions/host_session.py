@@ -478,8 +478,9 @@ class HostSession:
             return
         was = self.connection.heartbeat_proof
         link = self._rt.link
-        if proof.state is ProofState.NOT_SEEN and (was is None or was.state is not ProofState.NOT_SEEN) \
-                and link is not None and not link.closed.done():
+        if proof.state is ProofState.NOT_SEEN and (was is None or was.state is not ProofState.NOT_SEEN):
+            if link is None or link.closed.done():
+                return  # the link is down (its loss is being said, and the watch stops with it): no proof of a miss
             # No pings run while the proof is read, so a link that died silently (this computer slept) would
             # still show the job's BUSY: ask once before saying "not kept awake". A dead link is a loss, not a
             # missed heartbeat; the ping is our own traffic, which the judge discounts from here on.

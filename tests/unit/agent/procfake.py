@@ -16,6 +16,7 @@ DEV_HEADER = ("Inter-|   Receive                                                
 class FakeProc:
     def __init__(self, root):
         self.root = str(root)
+        self._runs = {}  # pid -> (runtime ns, slices) last written
         self.sys_net = os.path.join(self.root, "_sys_net")
         self.pts = os.path.join(self.root, "_pts")
         for d in (self.root, self.sys_net, self.pts, os.path.join(self.root, "net")):
@@ -34,14 +35,20 @@ class FakeProc:
         self._w("uptime", f"{secs:.2f} 100.00\n")
 
     def proc(self, pid, comm, state="S", ppid=1, ticks=0, runtime_ns=0, threads=1, start_ticks=0,
-             flags=4194304, wchan="do_select", fds=None, wchar=None, child_ticks=0, cmdline=None):
-        """One process; call again to change it (a later 'tick'). `child_ticks`: reaped children's CPU."""
+             flags=4194304, wchan="do_select", fds=None, wchar=None, child_ticks=0, cmdline=None, slices=None):
+        """One process; call again to change it (a later 'tick'). `child_ticks`: reaped children's CPU.
+        `slices`: schedstat's count of times it was put on a CPU; by default one more whenever the runtime moves
+        (each run begins with one), as the kernel counts."""
         fields = [state, str(ppid), str(pid), str(pid), "0", "-1", str(flags), "0", "0", "0", "0",
                   str(ticks), "0", str(child_ticks), "0", "20", "0", str(threads), "0", str(start_ticks)] + ["0"] * 32
         if cmdline is not None:
             self._w(f"{pid}/cmdline", "\0".join(cmdline) + "\0")
         self._w(f"{pid}/stat", f"{pid} ({comm}) {' '.join(fields)}\n")
-        self._w(f"{pid}/schedstat", f"{runtime_ns} 0 1\n")
+        last = self._runs.get(pid)
+        if slices is None:
+            slices = 1 if last is None else last[1] + (runtime_ns != last[0])
+        self._runs[pid] = (runtime_ns, slices)
+        self._w(f"{pid}/schedstat", f"{runtime_ns} 0 {slices}\n")
         self._w(f"{pid}/wchan", wchan)
         if wchar is not None:
             self._w(f"{pid}/io", f"rchar: 0\nwchar: {wchar}\nsyscr: 0\n")
@@ -62,6 +69,7 @@ class FakeProc:
     def remove(self, pid):
         import shutil
         shutil.rmtree(os.path.join(self.root, str(pid)))
+        self._runs.pop(pid, None)
 
     def tcp(self, conns, name="tcp"):
         """conns: (state hex, inode) or (state hex, inode, send queue bytes) tuples."""

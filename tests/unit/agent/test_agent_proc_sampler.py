@@ -127,6 +127,25 @@ def test_leader_that_did_not_run_is_not_reread(fake):
     assert s.sample().timer_sleep == []
 
 
+def test_a_sleep_first_seen_as_it_began_is_not_woken_by_the_tail_of_that_run(fake):
+    """`sleep 20 && deploy` first looked at while its last instructions before the sleep were still running: its
+    runtime was read before that run ended, so the next read shows more runtime, but the kernel put it on a CPU
+    no more times since (schedstat's third field). That is not a wake: it stays one sleep, which counts from 3 s
+    (it was read as a ticking daemon's next sleep, never work, for the whole job: seen under load)."""
+    clock = Clock(100.0)
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=700_000, slices=2)
+    s = sampler(fake, clock)
+    assert s.sample().timer_sleep == [("sleep", "43", 0.0, 0)]
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=900_000, slices=2)  # the run's tail, no new run
+    for t in (101.0, 102.0, 103.5):
+        clock.t = t
+        sig = s.sample()
+    assert sig.timer_sleep == [("sleep", "43", 3.5, 0)]
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=950_000, slices=3)  # woke, and sleeps again
+    clock.t = 104.0
+    assert s.sample().timer_sleep == [("sleep", "43", 0.0, 1)]
+
+
 def test_a_schedstat_that_moved_only_in_its_wait_fields_is_a_process_that_did_not_run(fake):
     """The bytes differ (run delay, timeslices) but the runtime does not: still not run, nothing re-read."""
     clock, s = _seen_in_a_timer_sleep_then_its_wchan_changed(fake)
