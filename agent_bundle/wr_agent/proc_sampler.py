@@ -39,7 +39,6 @@ UNOWNED_RECHECK = 30.0  # seconds before a socket with no candidate owner is loo
 # Seconds between listings of /proc while no pid was handed out: drops what is gone among the processes never
 # read (excluded ones), and tries again one that could not be read when it was listed.
 FULL_SCAN_SECONDS = 30.0
-KINDS_SECONDS = 60.0  # how long which interfaces count is kept before it is read again (a default route may move)
 
 
 def _raise_nofile():
@@ -124,60 +123,13 @@ def _parse_stat(raw):
     return text[lo + 1:hi], text[hi + 2:].split()
 
 
-def interface_counts(name, sys_net="/sys/class/net", proc="/proc", default_ifaces=None):
+def interface_counts(name, sys_net="/sys/class/net"):
     """Whether the network signal counts bytes on interface `name`: one that crosses the box's edge (not
     lo, bridges, bridge ports, tun/tap or a veth host end). The health endpoint credits its own bytes only
-    on these. A veth end not named veth* (a container's eth0, or another tool's host end: calico's cali*,
-    a test's) counts only when a default route leaves through it: a container's way out does, the host end
-    of a container's or a namespace's link does not (its traffic is the container's, not this box's).
-    `default_ifaces`: those interfaces, if already read."""
+    on these."""
     base = sys_net + "/" + name
-    if (name == "lo" or name.startswith("veth") or os.path.exists(base + "/bridge")
-            or os.path.exists(base + "/brport") or os.path.exists(base + "/tun_flags")):
-        return False
-    if not _pair_end(base):
-        return True
-    if default_ifaces is None:
-        default_ifaces = default_route_interfaces(proc)
-    return name in default_ifaces
-
-
-def _pair_end(base):
-    """Whether the interface at `base` (/sys/class/net/NAME) is one end of a virtual pair: its link is another
-    interface (iflink is not its own index) and it is no typed device over one (a VLAN, a wireless link)."""
-    try:
-        with open(base + "/iflink", "rb") as f:
-            iflink = f.read(32).strip()
-        with open(base + "/ifindex", "rb") as f:
-            ifindex = f.read(32).strip()
-        if iflink == ifindex:
-            return False
-        with open(base + "/uevent", "rb") as f:
-            return b"DEVTYPE=" not in f.read(1024)
-    except OSError:
-        return False
-
-
-def default_route_interfaces(proc="/proc"):
-    """The interfaces a default route leaves through (IPv4 net/route, IPv6 net/ipv6_route)."""
-    names = set()
-    try:
-        with open(proc + "/net/route", "rb") as f:
-            for line in f.read(1 << 20).split(b"\n")[1:]:
-                fields = line.split()
-                if len(fields) > 7 and fields[1] == b"00000000" and fields[7] == b"00000000":
-                    names.add(fields[0].decode("ascii", "replace"))
-    except OSError:
-        pass
-    try:
-        with open(proc + "/net/ipv6_route", "rb") as f:
-            for line in f.read(1 << 20).split(b"\n"):
-                fields = line.split()
-                if len(fields) == 10 and fields[1] == b"00" and fields[0] == b"0" * 32 and fields[9] != b"lo":
-                    names.add(fields[9].decode("ascii", "replace"))
-    except OSError:
-        pass
-    return names
+    return not (name == "lo" or name.startswith("veth") or os.path.exists(base + "/bridge")
+                or os.path.exists(base + "/brport") or os.path.exists(base + "/tun_flags"))
 
 
 class ProcSampler(object):
@@ -225,8 +177,7 @@ class ProcSampler(object):
         self.tcp_error = None
         self._mapped = False
         self.if_kind = {}  # interface name -> counts (box-crossing), for those in the last read
-        self._kinds_at = None  # when the cache was last emptied
-        self.net_prev = {}  # interface name -> its rx + tx bytes at the last read, for those that count
+        self.net_prev = None
         self.has_schedstat = None
         self._pts_seen = set()
         # The gate on listing /proc: loadavg's last pid, held open, where /proc is this process's PID namespace.
@@ -826,48 +777,35 @@ class ProcSampler(object):
     def _clients(self):
         return [p for p in self.procs.values() if p.comm in MULTIPLEXER_CLIENTS]
 
-    def _iface_counts(self, name, routes):
+    def _iface_counts(self, name):
         kind = self.if_kind.get(name)
         if kind is None:
-            if routes[0] is None:
-                routes[0] = default_route_interfaces(self.root)
-            kind = interface_counts(name, self.sys_net, self.root, routes[0])
+            kind = interface_counts(name, self.sys_net)
         return kind
 
     def _net_bytes(self):
-        """Bytes in and out on the interfaces that count since the last tick: each interface against its own last
-        count, so one that appears, goes, or starts or stops counting moves nothing by itself."""
         try:
             raw = self._read_host("net/dev")
         except OSError:
             return 0
-        moved = 0
+        total = 0
         kinds = {}  # the cache keeps only the interfaces of this read: each container start adds a veth
-        counts_now = {}
-        prev = self.net_prev
-        now = self.clock()
-        if self._kinds_at is None or now - self._kinds_at >= KINDS_SECONDS:
-            self.if_kind, self._kinds_at = {}, now  # read afresh now and then: a default route comes and goes
-        routes = [None]  # the default route's interfaces, read once per tick at most and only if asked
         for line in raw.decode("ascii", "replace").split("\n")[2:]:
             name, _, rest = line.partition(":")
             name = name.strip()
             if not name:
                 continue
-            counts = kinds[name] = self._iface_counts(name, routes)
+            counts = kinds[name] = self._iface_counts(name)
             if not counts:
                 continue
             f = rest.split()
             try:
-                n = counts_now[name] = int(f[0]) + int(f[8])
+                total += int(f[0]) + int(f[8])
             except (IndexError, ValueError):
                 continue
-            was = prev.get(name)
-            if was is not None and n > was:
-                moved += n - was
         self.if_kind = kinds
-        self.net_prev = counts_now
-        return moved
+        prev, self.net_prev = self.net_prev, total
+        return 0 if prev is None or total < prev else total - prev
 
     def _snmp_segments(self):
         """(InSegs, OutSegs, CurrEstab) of this network namespace (IPv4 and IPv6 share them), or None."""

@@ -105,23 +105,6 @@ class FakeProc:
             os.makedirs(os.path.join(d, "brport"), exist_ok=True)
         elif kind == "tap":
             self._w(os.path.join("_sys_net", name, "tun_flags"), "0x1002\n")
-        index = 2 + sorted(os.listdir(self.sys_net)).index(name)
-        link = index + 1000 if kind == "pair" else index  # a veth's iflink is its peer's index
-        for rel, text in (("ifindex", f"{index}\n"), ("iflink", f"{link}\n"),
-                          ("uevent", f"INTERFACE={name}\nIFINDEX={index}\n")):
-            self._w(os.path.join("_sys_net", name, rel), text)
-
-    def routes(self, v4_default=(), v6_default=()):
-        """net/route and net/ipv6_route with a default route through each named interface (and a local one)."""
-        head = "Iface\tDestination\tGateway \tFlags\tRefCnt\tUse\tMetric\tMask\t\tMTU\tWindow\tIRTT\n"
-        rows = [f"{n}\t00000000\t0102000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n" for n in v4_default]
-        rows.append("lo\t0000007F\t00000000\t0001\t0\t0\t0\t000000FF\t0\t0\t0\n")
-        self._w("net/route", head + "".join(rows))
-        zero = "0" * 32
-        six = [f"{zero} 00 {zero} 00 fd000000000000000000000000000001 00000400 00000002 00000000 00000003 {n:>8}\n"
-               for n in v6_default]
-        six.append(f"{zero} 00 {zero} 00 {zero} ffffffff 00000001 00000000 00200200       lo\n")  # unreachable
-        self._w("net/ipv6_route", "".join(six))
 
     def pty(self, n, atime):
         path = os.path.join(self.pts, str(n))

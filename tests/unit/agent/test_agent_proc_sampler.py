@@ -366,33 +366,6 @@ def test_net_bytes_count_box_crossing_interfaces_only(fake):
     assert s.sample().net_bytes == 1500
 
 
-def test_a_pair_end_counts_only_where_a_default_route_leaves_through_it(fake):
-    """A veth end not named veth*: a container's eth0 is its way out (a default route, IPv4 or IPv6 only, leaves
-    through it) and counts; a namespace's host end (a test's wsh1, calico's cali*) carries that namespace's
-    traffic, not this box's, and does not (another tier's box read as this box's network traffic, busy for ever).
-    A routed VLAN or a plain NIC counts either way."""
-    fake.iface("eth0", "pair")
-    fake.iface("eth1", "pair")
-    fake.iface("wsh1", "pair")
-    fake.iface("ens3")
-    names = ("eth0", "eth1", "wsh1", "ens3")
-    fake.routes(v4_default=("eth0",), v6_default=("eth1",))
-    fake.dev(dict((n, (0, 0)) for n in names))
-    clock = Clock()
-    s = sampler(fake, clock)
-    s.sample()
-    fake.dev({"eth0": (100, 0), "eth1": (0, 20), "wsh1": (50_000, 50_000), "ens3": (3, 0)})
-    clock.t += 1
-    assert s.sample().net_bytes == 123
-    fake.routes(v4_default=("wsh1",))  # the namespace's end became the way out: read again within a minute
-    fake.dev({"eth0": (200, 0), "eth1": (0, 20), "wsh1": (50_001, 50_000), "ens3": (3, 0)})
-    clock.t += 61
-    assert s.sample().net_bytes == 0  # what wsh1 carried before it counted is not this tick's
-    fake.dev({"eth0": (900, 0), "eth1": (0, 20), "wsh1": (50_001, 50_007), "ens3": (3, 0)})
-    clock.t += 1
-    assert s.sample().net_bytes == 7
-
-
 def test_interface_kinds_are_kept_only_for_interfaces_present(fake):
     """Each container start brings a new vethXXXX: the cache of interface kinds must not grow with them."""
     fake.iface("eth0")
