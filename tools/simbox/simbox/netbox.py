@@ -65,7 +65,7 @@ def plan(run_id: str, index: int, subnet: int, *, idle_window: float, mechanism:
     tag = f"{run_id}{index}"
     cgroup = str(cgroup_root / f"{freezer.CGROUP_PREFIX}{tag}") if cgroup_root else None
     return BoxRecord(
-        name=f"box{index}", netns=f"wrsb{tag}", host_if=f"vethsb{tag}"[:15], box_if="eth0",
+        name=f"box{index}", netns=f"wrsb{tag}", host_if=f"wsh{tag}"[:15], box_if="eth0",
         host_addr=f"{SUBNET_PREFIX}{subnet}.1", box_addr=f"{SUBNET_PREFIX}{subnet}.2",
         user=f"wrsb{tag}", home=f"/home/wrsb{tag}", cgroup=cgroup, freezer=mechanism,
         idle_window_s=idle_window, dir=str(box_dir),
