@@ -659,7 +659,7 @@ class ProcSampler(object):
         slices = p.slices
         runtime = self._runtime(p, raw)
         ran = runtime is None or runtime != p.runtime
-        if ran and (slices is None or p.slices is None or p.slices != slices):
+        if ran and (p.slices is None or p.slices != slices):
             # Put on a CPU again since the last look. A runtime that moved with the same count is the tail of a
             # run the last look caught under way (its runtime read before it ended): the process went to sleep
             # then and has not run since, so a `sleep 20` first seen just as it began is not a wake.
