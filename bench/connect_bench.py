@@ -5,6 +5,9 @@ Times, interleaved run by run (so a busy machine slows every column alike), medi
   * `workroom connect host --json` (agent already there)  the CLI: start, log in, probe, relay, first status;
   * `workroom status --json`                              the CLI's other everyday command;
   * `workroom --version`                                  the CLI's start alone (imports);
+  * `python -c "import asyncio, paramiko, pydantic.main"`  the libraries a connect of its own cannot do without
+                                                          (trimmed as the command trims them): with the
+                                                          in-process connect below, the floor left;
   * the in-process reconnect (an Engine, as the app does it) to first status, and its SSH-login phase alone;
   * the same reconnect with no socket remembered: the one command that probes and becomes the relay;
   * that command alone on the host, as the login user without SSH: to the answer to `subscribe`, and its CPU;
@@ -41,6 +44,10 @@ sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "app"), str(ROOT / "tools" / "si
 from fixtures import sshd as sshd_mod  # noqa: E402
 
 WORKROOM = [str(Path(sys.executable).parent / "workroom")]
+LIBRARIES = [sys.executable, "-c", "import workroom.remote, workroom.pydantic_plugins as p; p.skip_pydantic_plugins(); "
+             "import asyncio, paramiko, pydantic.main"]
+"""What any engine of the command's own imports before it can connect (its event loop, SSH, the core models'
+library), trimmed as the command trims them (no `invoke` for paramiko, no plugin scan for pydantic)."""
 
 
 def _timed(argv: list[str], env: dict[str, str]) -> float:
@@ -166,7 +173,8 @@ def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, objec
            "-o", "StrictHostKeyChecking=yes", "-o", "IdentitiesOnly=yes", "-i", str(server.key_path),
            "-p", str(server.port), f"{server.user}@{server.host}", "true"]
     columns: dict[str, list[float]] = {k: [] for k in (
-        "ssh_true", "workroom_connect", "workroom_status", "workroom_version", "reconnect", "reconnect_ssh_phase",
+        "ssh_true", "workroom_connect", "workroom_status", "workroom_version", "library_imports", "reconnect",
+        "reconnect_ssh_phase",
         "reconnect_one_command", "reconnect_one_command_ssh_phase", "host_command", "host_command_cpu")}
     command = _probe_then_relay_command(home)
     pushed: set[int] = set()
@@ -176,6 +184,7 @@ def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, objec
         columns["workroom_connect"].append(_timed([*WORKROOM, "connect", "bench", "--json"], env))
         columns["workroom_status"].append(_timed([*WORKROOM, "status", "--json"], env))
         columns["workroom_version"].append(_timed([*WORKROOM, "--version"], env))
+        columns["library_imports"].append(_timed(LIBRARIES, env))
         total, phase, sent = asyncio.run(_reconnect(home))
         columns["reconnect"].append(total)
         columns["reconnect_ssh_phase"].append(phase["ssh"])
@@ -198,6 +207,8 @@ def bench(server: sshd_mod.SshdServer, runs: int, work: Path) -> dict[str, objec
         "ratios": {
             "workroom_connect / ssh_true": round(med["workroom_connect"] / med["ssh_true"], 2),
             "workroom_status / ssh_true": round(med["workroom_status"] / med["ssh_true"], 2),
+            "floor: (library_imports + reconnect_one_command) / ssh_true": round(
+                (med["library_imports"] + med["reconnect_one_command"]) / med["ssh_true"], 2),
             "reconnect / reconnect_ssh_phase": round(med["reconnect"] / med["reconnect_ssh_phase"], 2),
             "reconnect_one_command / its ssh phase": round(
                 med["reconnect_one_command"] / med["reconnect_one_command_ssh_phase"], 2),

@@ -201,7 +201,8 @@ def make_engine(face: Face, auto_reconnect: bool = False) -> Engine:
     from workroom.sessions.engine import Engine
 
     paths = app_paths()
-    engine = Engine(paths, load_agent_bundle(paths), auto_reconnect=auto_reconnect)
+    # The agents' keys are not read from the keyring: the probe's answer gives them (providers/agent_keys.py).
+    engine = Engine(paths, load_agent_bundle(paths), auto_reconnect=auto_reconnect, agent_keys_this_run_only=True)
     for problem in engine.problems:
         say_error(problem, face)
     collect_from_now()

@@ -11,6 +11,11 @@ goes the install probe's way, which asks the login's own agent for its key.
 Read once per run and kept in memory. With no usable keyring (none installed, locked, failing) a key is kept in
 memory for this run only, and that is logged once: it is never written anywhere else, so each run's first
 connect to a host then goes the install probe's way. Blocking (the keyring may wait on D-Bus): off the loop.
+
+`this_run_only`: the keyring is neither read nor written for a key (a key learnt is kept in memory for the run),
+only a key forgotten is deleted there. A `workroom` command run without the app is one connect: the probe's
+answer gives it the key, and starting the keyring would cost it more than the probe's way does (docs/cli.md,
+start-up).
 """
 
 from __future__ import annotations
@@ -45,8 +50,9 @@ def binding_of(host: Host, login: str) -> str:
 class AgentKeys:
     """The agents' keys by (host name, binding): the keyring's, read once, kept in memory for the run."""
 
-    def __init__(self, store: CredentialStore | None) -> None:
+    def __init__(self, store: CredentialStore | None, *, this_run_only: bool = False) -> None:
         self._store = store
+        self.this_run_only = this_run_only
         self._known: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
         self._said_no_keyring = False
@@ -54,7 +60,7 @@ class AgentKeys:
     def get(self, name: str, binding: str) -> str | None:
         with self._lock:
             if (name, binding) not in self._known:
-                stored = self._keyring("get", name, binding)
+                stored = None if self.this_run_only else self._keyring("get", name, binding)
                 self._known[(name, binding)] = stored if is_key(stored) else None
             return self._known[(name, binding)]
 
@@ -66,7 +72,16 @@ class AgentKeys:
             if self._known.get((name, binding)) == key:
                 return
             self._known[(name, binding)] = key
-            self._keyring("set", name, binding, key)
+            if not self.this_run_only:
+                self._keyring("set", name, binding, key)
+
+    def may_hold(self, name: str, binding: str) -> bool:
+        """Whether `get` may give a key (non-blocking): one is in memory, or the keyring, not read yet, may
+        have one. False: an agent at a remembered socket could not prove who it is with any key held here."""
+        with self._lock:
+            if (name, binding) in self._known:
+                return self._known[(name, binding)] is not None
+            return self._store is not None and not self.this_run_only
 
     def forget(self, name: str, binding: str) -> None:
         with self._lock:

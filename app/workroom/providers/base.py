@@ -173,6 +173,11 @@ class Provider:
         keys = self.context.agent_keys
         return keys.get(host.name, binding) if keys is not None else None
 
+    def may_hold_agent_key(self, host: Host, binding: str) -> bool:
+        """Non-blocking: whether `agent_key` may give a key (else a remembered socket is not worth opening)."""
+        keys = self.context.agent_keys
+        return keys is not None and keys.may_hold(host.name, binding)
+
     def remember_agent(self, host: Host, binding: str, install: InstallReport | None, key: str | None = None) -> None:
         """Blocking: where the agent bound to `binding` is after a connect (or forget the place, with None) for
         `open_direct_link`, and its key when the probe gave a new one."""

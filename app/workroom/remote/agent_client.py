@@ -216,6 +216,12 @@ class AgentClient:
                 raise RequestTimedOut(method.value, timeout) from None
         finally:
             self._pending.pop(request_id, None)
+            # The link closed while the send waited (or the caller gave up): the failure this future holds has
+            # been raised to the caller another way, and is not an unhandled error on top.
+            if not future.done():
+                future.cancel()
+            elif not future.cancelled():
+                future.exception()
 
     # The connect path's own calls (one line each over `call`).
 

@@ -88,7 +88,9 @@ class AgentReach:
         self._key.add_done_callback(lambda f: f.cancelled() or f.exception())
         layout = self.provider.layout(self.host)
         installer = self.installer(shell)
-        direct = None if self.skip_direct else await self._direct_link(shell)
+        # No key that could prove an agent there (none kept, or a command run without the app): no knock.
+        skip = self.skip_direct or not self.provider.may_hold_agent_key(self.host, self.binding)
+        direct = None if skip else await self._direct_link(shell)
         self.skip_direct = False
         if direct is not None:
             return direct

@@ -139,7 +139,8 @@ def keyring_secret_lookup(store: CredentialStore,
 
 class Engine:
     def __init__(self, paths: AppPaths, bundle: AgentBundle, *, hostname: str | None = None,
-                 auto_reconnect: bool = True, credentials: CredentialStore | None = None) -> None:
+                 auto_reconnect: bool = True, credentials: CredentialStore | None = None,
+                 agent_keys_this_run_only: bool = False) -> None:
         self.paths = paths.ensure()
         self.hostname = hostname
         loaded_hosts = load_hosts(paths, hostname)
@@ -164,7 +165,7 @@ class Engine:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.context = ProviderContext(bundle=bundle, known_hosts=KnownHosts(paths.known_hosts_file),
                                        state_dir=paths.state_dir, agent_sockets=AgentSockets(paths.state_dir),
-                                       agent_keys=AgentKeys(self.credentials),
+                                       agent_keys=AgentKeys(self.credentials, this_run_only=agent_keys_this_run_only),
                                        secret_lookup=keyring_secret_lookup(self.credentials, self),
                                        forget_secret=lambda request: self.credentials.delete(CredentialKey.of(request)))
         self.sessions: dict[str, HostSession] = {}

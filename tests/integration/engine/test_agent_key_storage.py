@@ -87,3 +87,28 @@ async def _add(app_home: AppPaths, bundle: AgentBundle, sshd) -> None:  # type: 
     engine = Engine(app_home, bundle, auto_reconnect=False)
     engine.add_host(ssh_host(sshd))
     await engine.close()
+
+
+CONNECT_AND_LIST_MODULES = """
+import contextlib, io, json, sys
+from workroom.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    code = main(["connect", "box1", "--json"])
+print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}))
+"""
+
+
+def test_a_command_run_without_the_app_leaves_the_keyring_alone(
+        sshd, app_home: AppPaths, agent_bundle: AgentBundle) -> None:  # type: ignore[no-untyped-def]
+    """`workroom connect` without the app is one connect: the probe's answer gives it the agent's key, so it
+    neither starts the keyring nor reads or writes a key there (starting the keyring cost it ~80 ms here), and
+    a second run goes the same way. The app's own engine still keeps the key (the test above)."""
+    trust_sshd(app_home, sshd)
+    asyncio.run(_add(app_home, agent_bundle, sshd))
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", CONNECT_AND_LIST_MODULES], capture_output=True, text=True,
+                              timeout=120, env=dict(os.environ))
+        ended = json.loads(done.stdout.splitlines()[-1])
+        assert ended["code"] == 0, done.stdout + done.stderr
+        assert json.loads(ended["out"])["connection"] in ("live", "quiet")
+        assert [m for m in ended["modules"] if m.split(".")[0] in ("keyring", "secretstorage", "jeepney")] == []

@@ -119,3 +119,33 @@ def test_events_wait_until_the_agent_has_proven_who_it_is() -> None:
         assert seen[-1] == 999
 
     asyncio.run(scenario())
+
+
+def test_a_link_closed_while_a_request_is_sent_leaves_no_unretrieved_failure() -> None:
+    """The link closes (replaced, say) while a request's send still waits: the request fails as it always did,
+    and the failure its reply's future was given is not reported again as "Future exception was never
+    retrieved" (seen on stderr after a `workroom connect`)."""
+    import gc
+
+    async def main() -> list[str]:
+        reported: list[str] = []
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, context: reported.append(context["message"]))
+        stuck = asyncio.Event()
+
+        async def send(_data: bytes) -> None:
+            await stuck.wait()  # a channel that never takes the line
+
+        client = AgentClient(send)
+        client.feed_line(HELLO)
+        await client.hello()
+        asking = asyncio.ensure_future(client.call(Method.STATUS, timeout=0.3))
+        await asyncio.sleep(0.05)
+        client.feed_eof("replaced")
+        with pytest.raises(RequestTimedOut):
+            await asking
+        del asking
+        gc.collect()
+        await asyncio.sleep(0)
+        return reported
+
+    assert asyncio.run(main()) == []

@@ -1,0 +1,39 @@
+"""The agents' keys held for a run (providers/agent_keys.py): from the keyring for the app; for the run alone for
+a command run without the app, which neither reads nor writes the keyring for them but still deletes a key it
+forgets. The keyring is the tests' in-memory backend."""
+
+from __future__ import annotations
+
+import pytest
+from workroom.credentials import SERVICE_NAME, CredentialKey, CredentialStore
+from workroom.providers.agent_keys import AgentKeys
+
+pytestmark = pytest.mark.unit
+
+KEY, OTHER = "a" * 64, "b" * 64
+
+
+def stored(keyring, binding: str) -> str | None:  # type: ignore[no-untyped-def]
+    return keyring._store.get((SERVICE_NAME, CredentialKey.agent_key("box1", binding).username))
+
+
+def test_the_apps_keys_come_from_the_keyring_and_go_back_to_it(memory_keyring) -> None:  # type: ignore[no-untyped-def]
+    CredentialStore().set(CredentialKey.agent_key("box1", "b1"), KEY)
+    keys = AgentKeys(CredentialStore())
+    assert keys.may_hold("box1", "b1") and keys.may_hold("box1", "b2")  # the keyring is not read yet
+    assert keys.get("box1", "b1") == KEY
+    assert keys.get("box1", "b2") is None and not keys.may_hold("box1", "b2")  # read: none there
+    keys.keep("box1", "b2", OTHER)
+    assert stored(memory_keyring, "b2") == OTHER and keys.may_hold("box1", "b2")
+
+
+def test_a_run_of_its_own_leaves_the_keyring_alone_but_for_a_key_it_forgets(memory_keyring) -> None:  # type: ignore[no-untyped-def]
+    CredentialStore().set(CredentialKey.agent_key("box1", "b1"), KEY)
+    keys = AgentKeys(CredentialStore(), this_run_only=True)
+    assert not keys.may_hold("box1", "b1")  # no knock at a remembered socket: no key here could prove it
+    assert keys.get("box1", "b1") is None
+    keys.keep("box1", "b1", OTHER)  # the probe's answer
+    assert keys.get("box1", "b1") == OTHER and keys.may_hold("box1", "b1")
+    assert stored(memory_keyring, "b1") == KEY  # not written over
+    keys.forget("box1", "b1")
+    assert stored(memory_keyring, "b1") is None and keys.get("box1", "b1") is None
