@@ -69,6 +69,21 @@ def sshd(sshd_server: sshd_mod.SshdServer) -> Iterator[sshd_mod.SshdServer]:
 
 
 @pytest.fixture
+def sshd_own_network(sshd_server: sshd_mod.SshdServer, make_netns_box: Callable[..., netns.NetnsBox],
+                     tmp_path: Path) -> Iterator[sshd_mod.SshdServer]:
+    """The test user's sshd inside a network namespace of its own (listening on the box's address): the agent it
+    starts sees the box's network alone, as in a container, a codespace or a workspace. On this machine's own
+    network it would read the other tiers' test boxes (their links' bytes) as its host's traffic."""
+    sshd_server.clean_home()
+    server = sshd_mod.launch_variant(sshd_server, tmp_path / "sshd-own-network", netns=make_netns_box())
+    try:
+        yield server
+    finally:
+        sshd_mod.stop_variant(server)
+        sshd_server.clean_home()
+
+
+@pytest.fixture
 def make_netns_box() -> Iterator[Callable[..., netns.NetnsBox]]:
     """Factory for boxes; every box made is deleted at teardown."""
     _needs_root()

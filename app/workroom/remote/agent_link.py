@@ -21,6 +21,7 @@ from typing import Protocol
 from workroom.app_link import peer_uid
 from workroom.core.errors import UserError
 from workroom.core.protocol import MAX_LINE_BYTES
+from workroom.daemon_threads import DaemonThreads
 from workroom.paths import check_private_dir
 from workroom.remote.agent_client import AgentClient, EventHandler
 
@@ -186,15 +187,16 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
     `preamble` (a byte limit): the stream starts with a command's answer (the install probe's), handed over
     as `link.preamble` and never to the client; the protocol follows it."""
     loop = asyncio.get_running_loop()
-    send_lock = threading.Lock()
-
-    def send_blocking(data: bytes) -> None:
-        with send_lock:
-            stream.sendall(data)
+    # The link's own sending thread (started with the first send; sends in order): a send stuck on a peer that
+    # stopped reading (a full channel window) holds this link alone, never the loop's shared executor, where
+    # a few such sends queued every other host's blocking work (an uninstall waited > 90 s, CI).
+    sender = DaemonThreads(f"wr-send-{name}")
 
     async def send(data: bytes) -> None:
         try:
-            await loop.run_in_executor(None, send_blocking, data)
+            await asyncio.wrap_future(sender.submit(stream.sendall, data))
+        except RuntimeError:  # the link closed (its sender shut down) before this send was taken
+            raise OSError("the link is closed") from None
         except OSError as error:
             link.close(f"sending failed: {error}")
             raise
@@ -205,6 +207,7 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
 
     def close_off_loop() -> None:
         # Closing a paramiko channel sends a packet and may wait on the transport: never on the loop.
+        sender.shutdown(wait=False)  # a send still queued meets the closed stream and fails as sends then do
         threading.Thread(target=close_quietly, name=f"wr-close-{name}", daemon=True).start()
 
     client = AgentClient(send, on_event, held=True)  # events wait until the agent proves who it is

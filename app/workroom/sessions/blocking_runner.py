@@ -3,8 +3,8 @@
 paramiko (and a keyring unlock, and an agent push) blocks; the event loop is the GUI thread, so every
 such call for a host goes through that host's `BlockingRunner`. Calls never overlap, so two operations
 on one connection cannot interleave. The only other threads are the ones a long-lived stream needs to
-read (one per agent relay, in `remote/agent_link.py`): such a stream stays open for hours and cannot sit
-in the host's queue.
+read and write (two per agent relay, in `remote/agent_link.py`): such a stream stays open for hours and cannot
+sit in the host's queue, and a send stuck on its peer holds its own link alone.
 
 The host's thread is a daemon thread (workroom.daemon_threads says why): a call stuck in the network must not
 keep the process alive after Ctrl-C or Quit.

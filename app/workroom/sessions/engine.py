@@ -38,6 +38,7 @@ from workroom.providers.agent_sockets import AgentSockets
 from workroom.providers.base import BoxState, Provider, ProviderContext
 from workroom.remote.agent_install import UninstallReport
 from workroom.remote.host_keys import KnownHosts
+from workroom.sessions.blocking_runner import BlockingRunner
 from workroom.sessions.host_session import HostSession, HostSnapshot
 from workroom.storage import (
     MAX_FILE_BYTES,
@@ -425,7 +426,13 @@ class Engine:
             finally:
                 shell.close()
 
-        return await asyncio.get_running_loop().run_in_executor(None, work)
+        # A thread of its own, as a host's blocking work has (sessions/blocking_runner.py), never the loop's shared
+        # executor: sends stuck on other hosts' dead links once filled that and held this uninstall > 90 s.
+        runner = BlockingRunner(f"{host.name}-uninstall")
+        try:
+            return await runner.run(work)
+        finally:
+            runner.shutdown()
 
     def this_computer(self) -> Host | None:
         """This computer's host entry, if it is one of the hosts."""

@@ -4,7 +4,8 @@ while idle, a busy one extended before its deadline but never past the awake cei
 
 The real `coder` talks to a Coder deployment, which cannot run here: a fake `coder` on PATH
 (tests/fixtures/fake_platforms.py) answers as coder/coder's CLI does (its sources are named there), and its
-`ssh --stdio` proxies to the real loopback sshd with the real agent behind it. Time is compressed: a
+`ssh --stdio` proxies to a real sshd in a network namespace of its own (the workspace's container) with the
+real agent behind it. Time is compressed: a
 deadline-minute is a second (`CODER_RULES.scaled(60)`, a 30 s minimum extension).
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -31,6 +33,13 @@ from workroom.sessions.engine import Engine
 from workroom.storage import save_settings
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def sshd(sshd_own_network):  # type: ignore[no-untyped-def]
+    """The platform's box has a network of its own, as a container has: its agent never reads this machine's
+    other test boxes (the other tiers' links) as the box's traffic, which kept an idle box busy here."""
+    return sshd_own_network
 
 SCALE = 60.0
 RULES = CODER_RULES.scaled(SCALE).with_release_after(3.0)  # the agent's own ticks are not scaled
@@ -54,7 +63,8 @@ def engine_for(paths, bundle, sshd, *, ceiling: float = 3600, ask: bool = False,
 
 
 def workspace(platform: FakePlatform, sshd, state: str = "running", **more) -> None:  # type: ignore[no-untyped-def]
-    platform.add(Box(name="ws1", platform="coder", state=state, ssh_port=sshd.port, kill_uid=sshd.uid, **more))
+    platform.add(Box(name="ws1", platform="coder", state=state, ssh_host=sshd.host, ssh_port=sshd.port,
+                     kill_uid=sshd.uid, **more))
     if state == "running":
         platform.update("ws1", deadline=time.time() + more.get("ttl", 3600.0))
 
@@ -131,7 +141,7 @@ class ScaledCoder(CoderProvider):
 def job(sshd, seconds: float) -> subprocess.Popen[bytes]:  # type: ignore[no-untyped-def]
     """Work on the box: a long sleep of the box's user, which the agent counts as busy."""
     argv = ["sleep", str(seconds)]
-    if sshd.owns_user:
+    if sshd.uid != os.getuid():
         argv = ["runuser", "-u", sshd.user, "--", *argv]
     return subprocess.Popen(argv)
 

@@ -4,9 +4,10 @@ held while idle, and kept up while busy by the session's own traffic, which `gh`
 (docs/providers.md, "Coder and Codespaces").
 
 The real `gh` talks to GitHub, which cannot run here: a fake `gh` on PATH (tests/fixtures/fake_platforms.py)
-answers as cli/cli does (its sources are named there); its `--stdio` proxies to the real loopback sshd with the
-real agent behind it, reports traffic as activity each "minute" and starts a codespace that is not Available.
-Time is compressed: a minute is a second (`CODESPACES_RULES.scaled(60)`).
+answers as cli/cli does (its sources are named there); its `--stdio` proxies to a real sshd in a network
+namespace of its own (the codespace's container) with the real agent behind it, reports traffic as activity
+each "minute" and starts a codespace that is not Available. Time is compressed: a minute is a second
+(`CODESPACES_RULES.scaled(60)`).
 """
 
 from __future__ import annotations
@@ -27,13 +28,21 @@ from workroom.sessions.engine import Engine
 
 pytestmark = pytest.mark.integration
 
+
+@pytest.fixture
+def sshd(sshd_own_network):  # type: ignore[no-untyped-def]
+    """The platform's box has a network of its own, as a container has: its agent never reads this machine's
+    other test boxes (the other tiers' links) as the box's traffic, which kept an idle box busy here."""
+    return sshd_own_network
+
+
 RULES = CODESPACES_RULES.scaled(60.0).with_release_after(3.0)  # the agent's own ticks are not scaled
 LIVE = (ConnectionState.LIVE, ConnectionState.QUIET)
 
 
 def codespace(platform: FakePlatform, sshd, state: str, timeout: float) -> None:  # type: ignore[no-untyped-def]
-    platform.add(Box(name="cs1", platform="codespaces", state=state, ssh_port=sshd.port, ttl=timeout,
-                     kill_uid=sshd.uid, last_activity=time.time() if state == "Available" else None))
+    platform.add(Box(name="cs1", platform="codespaces", state=state, ssh_host=sshd.host, ssh_port=sshd.port,
+                     ttl=timeout, kill_uid=sshd.uid, last_activity=time.time() if state == "Available" else None))
 
 
 def engine_for(paths, bundle, sshd) -> Engine:  # type: ignore[no-untyped-def]
