@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fixtures.fake_platforms import Box, FakePlatform
 from gui_helpers import open_dialog, wait_for
-from test_no_wake_simbox import cli_commands
-from workroom import cli
+from no_wake_recipes import ANSWERS, workroom
+from no_wake_recipes import recipes as no_wake_recipes
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import ExitCode
 from workroom.core.hosts import Host, IdentityRef
@@ -35,7 +33,6 @@ from workroom.ui.host_dialog import AddHostDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.integration, pytest.mark.slow]
 
-WORKROOM = [sys.executable, "-m", "workroom.cli"]
 LIVE = (ConnectionState.LIVE, ConnectionState.QUIET, ConnectionState.RELEASED)
 WINDOW = 8.0
 """The hosts' idle window: the asleep box's state is read again every 2 s (a quarter of it)."""
@@ -63,35 +60,12 @@ def host_args(sshd: Any, kind: str, box: str) -> list[str]:
             "--idle-window", str(WINDOW), "--ref", box]
 
 
-def workroom(*argv: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*WORKROOM, *argv], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-
 
 @pytest.mark.timeout(600)
 def test_no_cli_command_starts_a_stopped_platform_box_without_wake(sshd: Any, wr_home: Path,
                                                                  fake_platform: FakePlatform) -> None:
     stopped_boxes(fake_platform, sshd)
-    answers = {ExitCode.ASLEEP}
-    recipes: dict[tuple[str, ...], tuple[list[str], set[int]]] = {
-        ("hosts", "add"): (["hosts", "add", "ws1", *host_args(sshd, "coder", "ws1")], {ExitCode.OK}),
-        ("hosts", "edit"): (["hosts", "edit", "ws1", "--idle-window", str(WINDOW)], {ExitCode.OK}),
-        ("hosts", "list"): (["hosts", "list"], {ExitCode.OK}),
-        ("hosts", "price"): (["hosts", "price", "ws1", "0.5"], {ExitCode.OK}),
-        ("hosts", "remove"): (["hosts", "remove", "spare"], {ExitCode.OK}),
-        ("app", "status"): (["app", "status"], {ExitCode.ERROR}),  # not running
-        ("app", "quit"): (["app", "quit"], {ExitCode.OK}),
-        ("connect",): (["connect", "ws1"], answers),
-        ("status",): (["status"], {ExitCode.OK}),
-        ("settings", "get"): (["settings", "get"], {ExitCode.OK}),
-        ("settings", "set"): (["settings", "set", "--ceiling", "3600"], {ExitCode.OK}),
-        ("secret", "set"): (["secret", "set", "--password", "u@127.0.0.1:22"], set(ExitCode)),
-        ("secret", "delete"): (["secret", "delete", "--password", "u@127.0.0.1:22"], set(ExitCode)),
-        ("keep",): (["keep", "ws1"], answers),
-        ("let-sleep",): (["let-sleep", "ws1"], {ExitCode.OK}),
-        ("why",): (["why", "ws1"], answers),
-        ("exclusions",): (["exclusions", "ws1", "--add", "watch"], answers),
-    }
-    assert set(recipes) == cli_commands(cli.build_parser()), "a command without a no-wake recipe here"
+    recipes = no_wake_recipes("ws1", host_args(sshd, "coder", "ws1"), WINDOW)
     assert workroom("hosts", "add", "cs1", *host_args(sshd, "codespaces", "cs1")).returncode == 0
     assert workroom("hosts", "add", "spare", *host_args(sshd, "codespaces", "cs1")).returncode == 0
     for argv, codes in recipes.values():
@@ -99,7 +73,7 @@ def test_no_cli_command_starts_a_stopped_platform_box_without_wake(sshd: Any, wr
         assert result.returncode in codes, (argv, result.returncode, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr, result.stderr
         assert starts(fake_platform) == [], (argv, starts(fake_platform))
-        if codes == answers:
+        if codes == ANSWERS:
             assert "ws1 is asleep" in result.stdout and f"`workroom {argv[0]} ws1 --wake`" in result.stdout
     for name in ("ws1", "cs1"):  # the codespace by every command that names a host, too
         for argv in (["connect", name], ["why", name], ["keep", name], ["exclusions", name], ["let-sleep", name]):

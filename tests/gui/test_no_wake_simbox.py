@@ -11,12 +11,10 @@ as its own process, and the app's engine, sessions and widgets (offscreen).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +23,8 @@ from typing import Any
 import pytest
 from fixtures.simboxes import Sim, simulated_boxes
 from gui_helpers import open_dialog, wait_for
-from workroom import cli
+from no_wake_recipes import ANSWERS, WORKROOM, workroom
+from no_wake_recipes import recipes as no_wake_recipes
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import ExitCode
 from workroom.core.hosts import Host, IdentityRef
@@ -36,7 +35,6 @@ pytestmark = [pytest.mark.gui, pytest.mark.integration, pytest.mark.root, pytest
 
 WINDOW = 30.0
 """Long enough that a woken box does not fall asleep by itself while a step runs; the test sleeps it."""
-WORKROOM = [sys.executable, "-m", "workroom.cli"]
 LIVE = (ConnectionState.LIVE, ConnectionState.QUIET)
 
 
@@ -67,23 +65,10 @@ def asleep(sim: Sim, *names: str) -> None:
         assert simbox.box_status(name, home=sim[0])["state"] == "asleep"
 
 
-def cli_commands(parser: argparse.ArgumentParser, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
-    """Every leaf command of the parser: ("status",), ("hosts", "add"), ..."""
-    found: set[tuple[str, ...]] = set()
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                found |= cli_commands(sub, (*prefix, name)) or {(*prefix, name)}
-    return found
-
-
 def host_args(info: dict[str, Any]) -> list[str]:
     return ["--provider", "simbox", "--host", "127.0.0.1", "--port", str(info["ssh_port"]), "--user", info["user"],
             "--identity", info["client_key"], "--idle-window", str(WINDOW), "--ref", info["health_url"]]
 
-
-def workroom(*argv: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*WORKROOM, *argv], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 
 @pytest.mark.timeout(400)  # about 25 CLI processes, each a fresh interpreter: ~70 s here, more on a busy machine
@@ -94,27 +79,7 @@ def test_no_cli_command_wakes_an_asleep_box_without_wake(sim: Sim, wr_home: Path
     known.write_text(b1["host_key_line"] + "\n" + b2["host_key_line"] + "\n")
     asleep(sim, "box1", "box2")
     # Each command without a wake, run against asleep boxes: (argv, the exit codes it may end with).
-    answers = {ExitCode.ASLEEP}
-    recipes: dict[tuple[str, ...], tuple[list[str], set[int]]] = {
-        ("hosts", "add"): (["hosts", "add", "box1", *host_args(b1)], {ExitCode.OK}),
-        ("hosts", "edit"): (["hosts", "edit", "box1", "--idle-window", str(WINDOW)], {ExitCode.OK}),
-        ("hosts", "list"): (["hosts", "list"], {ExitCode.OK}),
-        ("hosts", "price"): (["hosts", "price", "box1", "0.5"], {ExitCode.OK}),
-        ("hosts", "remove"): (["hosts", "remove", "spare"], {ExitCode.OK}),
-        ("app", "status"): (["app", "status"], {ExitCode.ERROR}),  # not running
-        ("app", "quit"): (["app", "quit"], {ExitCode.OK}),
-        ("connect",): (["connect", "box1"], answers),
-        ("status",): (["status"], {ExitCode.OK}),
-        ("settings", "get"): (["settings", "get"], {ExitCode.OK}),
-        ("settings", "set"): (["settings", "set", "--ceiling", "3600"], {ExitCode.OK}),
-        ("secret", "set"): (["secret", "set", "--password", "u@127.0.0.1:22"], set(ExitCode)),
-        ("secret", "delete"): (["secret", "delete", "--password", "u@127.0.0.1:22"], set(ExitCode)),
-        ("keep",): (["keep", "box1"], answers),
-        ("let-sleep",): (["let-sleep", "box1"], {ExitCode.OK}),
-        ("why",): (["why", "box1"], answers),
-        ("exclusions",): (["exclusions", "box1", "--add", "watch"], answers),
-    }
-    assert set(recipes) == cli_commands(cli.build_parser()), "a command without a no-wake recipe here"
+    recipes = no_wake_recipes("box1", host_args(b1), WINDOW)
     assert workroom("hosts", "add", "box2", *host_args(b2)).returncode == 0
     assert workroom("hosts", "add", "spare", *host_args(b2)).returncode == 0
     done = workroom(*recipes[("hosts", "add")][0])
@@ -126,7 +91,7 @@ def test_no_cli_command_wakes_an_asleep_box_without_wake(sim: Sim, wr_home: Path
         assert result.returncode in codes, (argv, result.returncode, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr, result.stderr
         assert wakes(sim) == [], (argv, wakes(sim))
-        if codes == answers:
+        if codes == ANSWERS:
             assert "box1 is asleep" in result.stdout and f"`workroom {argv[0]} box1 --wake`" in result.stdout
     status = workroom("status")
     assert "Asleep" in status.stdout and "not woken" in status.stdout, status.stdout
