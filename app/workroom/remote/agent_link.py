@@ -245,6 +245,7 @@ def open_stream_link(stream: BlockingStream, on_event: EventHandler | None, name
         finally:
             with contextlib.suppress(Exception):
                 stream.close()
+            sender.shutdown(wait=False)  # the stream is over: its sending thread ends too (closed or not)
             # A loop already closed (the app quitting) must not be touched: with Qt's loop that would
             # reach objects already deleted.
             if not loop.is_closed():

@@ -67,3 +67,29 @@ def test_sends_stuck_on_peers_that_stopped_reading_hold_nothing_else() -> None:
 
     shared, answered = asyncio.run(go())
     assert shared < 2.0 and answered < 2.0, (shared, answered)
+
+
+def test_a_stream_that_ends_from_the_far_side_takes_its_sending_thread_with_it() -> None:
+    """A link the host ended (not closed by the app) leaves no sending thread behind: over days of reconnects
+    each lost link's idle thread would otherwise stay."""
+    import threading
+
+    async def go() -> list[str]:
+        ours, theirs = socket.socketpair()
+        link = open_stream_link(ours, None, name="farend")
+        theirs.sendall(HELLO)
+        await link.client.hello(timeout=5)
+        link.client.trust()
+        asking = asyncio.ensure_future(link.client.call(Method.PING, timeout=5))
+        theirs.settimeout(5)
+        await asyncio.get_running_loop().run_in_executor(None, theirs.recv, 4096)  # the send went out
+        theirs.close()
+        await asyncio.wait_for(link.closed, 5)
+        await asyncio.gather(asking, return_exceptions=True)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and any(t.name == "wr-send-farend" for t in threading.enumerate()):
+            await asyncio.sleep(0.05)
+        ours.close()
+        return [t.name for t in threading.enumerate() if t.name == "wr-send-farend"]
+
+    assert asyncio.run(go()) == []
