@@ -10,31 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from fixtures.cli_child import modules_after
 
 pytestmark = pytest.mark.unit
 
 HEAVY = ("paramiko", "cryptography", "pydantic", "asyncio", "PySide6", "qasync", "keyring",
          "workroom.core.errors", "workroom.sessions.engine", "workroom.remote.ssh_connection")
 QT = ("PySide6", "qasync", "shiboken6")
-
-CHILD = """
-import contextlib, io, json, sys
-from workroom.cli import main
-with contextlib.redirect_stdout(io.StringIO()) as out:
-    try:
-        main(json.loads(sys.argv[1]))
-    except SystemExit:
-        pass
-print(json.dumps({"out": out.getvalue(), "modules": sorted(sys.modules)}))
-"""
-
-
-def modules_after(argv: list[str], home: Path) -> tuple[str, set[str]]:
-    done = subprocess.run([sys.executable, "-c", CHILD, json.dumps(argv)], capture_output=True, text=True,
-                          timeout=60, env={"WORKROOM_HOME": str(home), "PATH": "/usr/bin:/bin"}, check=True)
-    result = json.loads(done.stdout.splitlines()[-1])
-    return result["out"], set(result["modules"])
-
 
 def loaded(modules: set[str], names: tuple[str, ...]) -> list[str]:
     return [n for n in names if n in modules]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from engine_helpers import ssh_host, trust_sshd, wait_until
+from fixtures.cli_child import run_in_child
 from workroom.agent_bundle import AgentBundle
 from workroom.core.connection import ConnectionState
 from workroom.credentials import SERVICE_NAME
@@ -89,15 +90,6 @@ async def _add(app_home: AppPaths, bundle: AgentBundle, sshd) -> None:  # type: 
     await engine.close()
 
 
-CONNECT_AND_LIST_MODULES = """
-import contextlib, io, json, sys
-from workroom.cli import main
-with contextlib.redirect_stdout(io.StringIO()) as out:
-    code = main(["connect", "box1", "--json"])
-print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}))
-"""
-
-
 def test_a_command_run_without_the_app_leaves_the_keyring_alone(
         sshd, app_home: AppPaths, agent_bundle: AgentBundle) -> None:  # type: ignore[no-untyped-def]
     """`workroom connect` without the app is one connect: the probe's answer gives it the agent's key, so it
@@ -106,9 +98,7 @@ def test_a_command_run_without_the_app_leaves_the_keyring_alone(
     trust_sshd(app_home, sshd)
     asyncio.run(_add(app_home, agent_bundle, sshd))
     for _ in range(2):
-        done = subprocess.run([sys.executable, "-c", CONNECT_AND_LIST_MODULES], capture_output=True, text=True,
-                              timeout=120, env=dict(os.environ))
-        ended = json.loads(done.stdout.splitlines()[-1])
-        assert ended["code"] == 0, done.stdout + done.stderr
+        ended = run_in_child(["connect", "box1", "--json"], os.environ)
+        assert ended["code"] == 0, ended["out"]
         assert json.loads(ended["out"])["connection"] in ("live", "quiet")
         assert [m for m in ended["modules"] if m.split(".")[0] in ("keyring", "secretstorage", "jeepney")] == []
