@@ -16,6 +16,10 @@ from fixtures.fake_platforms import FakePlatform
 from fixtures.memory_keyring import MemoryKeyring
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# A `workroom` command run without the app leaves a warm starter behind for the next one (docs/cli.md, "Warm
+# start"). The tests' commands run themselves, as they did before it, with nothing left running; the tests of the
+# starter itself (tests/integration/test_warm_start.py) turn it on for their own homes.
+os.environ["WORKROOM_WARM"] = "0"
 
 NEEDS_MACOS = "needs macOS"
 
@@ -26,6 +30,19 @@ LINUX_FIXTURES = {
     "sshd_server": "the loopback OpenSSH server's far side is this computer, checked as a Linux host "
                    "(throwaway users by useradd, the agent's /proc sampler)",
 }
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A warm starter that a test's command left behind (its home in this run's temporary folders) is ended, and
+    said: a test that turns starters on ends its own (tests/integration/engine/test_warm_start.py)."""
+    from fixtures.procs import end_warm_starters_under
+
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None or not os.path.isdir("/proc/self"):
+        return
+    ended = end_warm_starters_under(factory.getbasetemp())
+    if ended:
+        print(f"\nended {len(ended)} warm starter(s) left by tests: pids {ended}")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marks added here count there

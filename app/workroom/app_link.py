@@ -110,18 +110,23 @@ def _private(folder: str) -> bool:
 
 def _holder_alive(folder: str) -> bool:
     """Whether the process named in the folder's lock file still runs (the app writes its pid there)."""
+    return holder_pid(folder, LOCK_NAME) is not None
+
+
+def holder_pid(folder: str, lock_name: str) -> int | None:
+    """The pid a live process wrote into its lock file in `folder` (None: none, or it no longer runs)."""
     try:
-        fd = os.open(os.path.join(folder, LOCK_NAME), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(os.path.join(folder, lock_name), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         try:
             pid = int(os.read(fd, 32).strip() or b"0")
         finally:
             os.close(fd)
         if pid <= 0:
-            return False
+            return None
         os.kill(pid, 0)
     except (OSError, ValueError):
-        return False
-    return True
+        return None
+    return pid
 
 
 def _dial(path: str) -> _socket.socket | None:
@@ -265,8 +270,15 @@ def _converse(sock: _socket.socket, argv: list[str]) -> int:
     if hello is None or hello[0] != HELLO:
         raise LinkError("The running Workroom app is an older version that does not take commands. Quit it (from "
                         "its menu) and open it again, then run the command again.")
+    return converse_frames(sock, frames, argv)
+
+
+def converse_frames(sock: _socket.socket, frames: _Frames, argv: list[str],
+                    first: tuple[bytes, bytes] | None = None) -> int:
+    """Say what the command's frames say, answer its questions here, and give its exit code (`first`: a frame
+    already read)."""
     while True:
-        message = frames.next()
+        message, first = (first, None) if first is not None else (frames.next(), None)
         if message is None:
             if tuple(argv[:2]) == QUITTING:
                 return 0
@@ -406,7 +418,6 @@ async def serve_link(header: bytes, reader: asyncio.StreamReader, writer: asynci
     the command prints, its exit code. A command whose `workroom` process goes away (Ctrl-C, a closed pipe) is
     cancelled; nothing it would have printed is kept."""
     import asyncio
-    import logging
 
     writer.write(frame(HELLO, b"link=%d version=%s pid=%d" % (LINK_VERSION, __version__.encode(), os.getpid())))
     why = refusal(header)
@@ -419,7 +430,16 @@ async def serve_link(header: bytes, reader: asyncio.StreamReader, writer: asynci
         await writer.drain()
         return
     cwd, tty, argv = body
-    term = LinkTerminal(writer, cwd, tty)
+    await serve_command(LinkTerminal(writer, cwd, tty), argv, reader, run)
+
+
+async def serve_command(term: LinkTerminal, argv: list[str], reader: asyncio.StreamReader,
+                        run: Callable[[list[str], LinkTerminal], Awaitable[int]]) -> None:
+    """Run one command whose request was read, saying it on `term`, then its exit code; cancelled when its
+    `workroom` process goes away (`serve_link`; a warm starter's fork, cli/warm_server.py)."""
+    import asyncio
+    import logging
+
     command = asyncio.ensure_future(run(argv, term))
     listening = asyncio.ensure_future(_listen(reader, term))
     try:

@@ -79,7 +79,8 @@ def _failed(error: BaseException, args: argparse.Namespace, face: Face) -> int:
 def main(argv: list[str] | None = None) -> int:
     """The `workroom` command (`argv` None: this process is the program; a list: called in-process, as tests do).
 
-    While the app runs for this home, the command goes through it (`app_link`); `--help` is answered here.
+    While the app runs for this home, the command goes through it (`app_link`); else through the home's warm
+    starter, when one runs (`cli/warm.py`), and a command that ran itself leaves one; `--help` is answered here.
     As the program, the cyclic garbage collector waits until start-up is over (it ran over the engine's
     import-time objects again and again: ~40 ms; `collect_from_now`), and a command that used the engine ends
     the process without the interpreter's teardown (`end_program`)."""
@@ -93,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
         code = app_link.run_through_app(list(given))
         if code is not None:
             return code
+        if argv is None:
+            from workroom.cli import warm
+
+            code = warm.run_warm(list(given))
+            if code is not None:
+                return code
     if argv is not None:
         return _run(argv)
     import gc
@@ -102,6 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     code = _run(None)
     collect_from_now()
+    if "pydantic" in sys.modules and given and "-h" not in given and "--help" not in given:
+        from workroom.cli import warm
+
+        warm.leave_starter()  # the next command without the app starts warm (docs/cli.md, "Warm start")
     if "workroom.sessions.engine" in sys.modules:
         end_program(code)
     return code
@@ -171,10 +182,15 @@ def _app_parser() -> tuple[argparse.ArgumentParser, Says]:
     return _APP_PARSER[0]
 
 
-async def serve(argv: list[str], term: Terminal, engine: Engine, app: AppSide | None = None) -> int:
+BUG_WORDS = "workroom: the app could not run this command; its log says why."
+
+
+async def serve(argv: list[str], term: Terminal, engine: Engine | None, app: AppSide | None = None, *,
+                bug_words: str = BUG_WORDS) -> int:
     """Run one `workroom` command in the app, against its engine (its sessions stay as they are: connected,
     listened to by the window), saying everything on `term`: the words and JSON of the same command without the
-    app. Never raises: a bug is logged and said in one line."""
+    app. Never raises: a bug is logged and said in one line (`bug_words`). Without an engine (a warm starter's fork,
+    cli/warm_server.py) the command makes its own, as it does without the app."""
     import argparse
 
     from workroom.cli.face import Face
@@ -192,7 +208,7 @@ async def serve(argv: list[str], term: Terminal, engine: Engine, app: AppSide | 
     except SystemExit as done:
         return _unparsed(done, argv, face, raising=False)
     except Exception as error:
-        return _failed_in_app(error, args, face, argv)
+        return _failed_in_app(error, args, face, argv, bug_words)
     finally:
         says.term = None
     if isinstance(work, int):
@@ -200,17 +216,17 @@ async def serve(argv: list[str], term: Terminal, engine: Engine, app: AppSide | 
     try:
         return await _guarded(work, args, face)
     except Exception as error:
-        return _failed_in_app(error, args, face, argv)
+        return _failed_in_app(error, args, face, argv, bug_words)
 
 
-def _failed_in_app(error: Exception, args: argparse.Namespace, face: Face, argv: list[str]) -> int:
+def _failed_in_app(error: Exception, args: argparse.Namespace, face: Face, argv: list[str], bug_words: str) -> int:
     import logging
 
     try:
         return _failed(error, args, face)
     except Exception:
         logging.getLogger(__name__).exception("workroom %s failed in the app", " ".join(argv[:2]))
-        face.err("workroom: the app could not run this command; its log says why.")
+        face.err(bug_words)
         return 1
 
 

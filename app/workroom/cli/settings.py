@@ -151,20 +151,29 @@ def cmd_app(args: argparse.Namespace, face: Face) -> int:
     if args.app_command not in ("status", "quit"):
         face.err("workroom app: status or quit")
         return ExitCode.USAGE
+    from workroom.cli import warm
+
     log_path = face.app.log_path if face.app is not None else app_log_folder() / LOG_FILE_NAME
     if args.app_command == "quit":
+        stopped = warm.stop_starter()  # the warm starter goes too (cli/warm.py)
         if face.app is None:
-            face.out("Workroom is not running.")
+            face.out("Workroom is not running." + (f" Its warm starter (process {stopped}) has ended."
+                                                    if stopped is not None else ""))
             return ExitCode.OK
         face.out("Workroom is quitting (every session closes first).")
         face.app.quit()
         return ExitCode.OK
     running = face.app is not None
+    starter = warm.starter_pid()
     if getattr(args, "json", False):
         face.out(json.dumps({"running": running, "version": __version__ if running else None,
-                             "pid": os.getpid() if running else None, "log": str(log_path) if log_path else None}))
+                             "pid": os.getpid() if running else None, "log": str(log_path) if log_path else None,
+                             "warm_starter": starter}))
     elif running:
         face.out(f"Workroom {__version__} is running (process {os.getpid()}); its log: {log_path}")
     else:
         face.out(f"Workroom is not running; its log: {log_path}")
+        if starter is not None:
+            face.out(f"Commands start warm: a starter (process {starter}) serves them until it has been unused "
+                     f"for {warm.idle_words()}; `workroom app quit` ends it.")
     return ExitCode.OK if running else ExitCode.ERROR

@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # paramiko loads with the first SSH connection (docs/architec
 HASHED_PREFIX = "|1|"
 MAX_KNOWN_HOSTS_BYTES = 64 * 1024 * 1024
 """Far beyond any real known_hosts (a line is ~100 bytes); a larger file is not read, never rewritten."""
-USER_KNOWN_HOSTS = Path.home() / ".ssh" / "known_hosts"
+USER_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
+"""Read from the home of the run that makes a `KnownHosts` (a warm starter's fork takes its command's HOME)."""
 RSA_SIGNATURE_TYPES = ("rsa-sha2-512", "rsa-sha2-256")
 CERT_SUFFIX = "-cert-v01@openssh.com"
 HOST_CERT_TYPES = tuple(t + CERT_SUFFIX for t in ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",
@@ -269,7 +270,7 @@ class KnownHosts:
     def __init__(self, app_file: Path, user_file: Path | None = USER_KNOWN_HOSTS,
                  read_only: Sequence[Path] = ()) -> None:
         self.app_file = Path(app_file)
-        self.user_file = Path(user_file) if user_file is not None else None
+        self.user_file = Path(user_file).expanduser() if user_file is not None else None
         self.read_only = tuple(Path(p) for p in read_only)
         self._lock = threading.Lock()
 

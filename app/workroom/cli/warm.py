@@ -1,0 +1,201 @@
+"""A command without the app, started warm: the command's side (docs/cli.md, "Warm start").
+
+Without the app a command runs an engine of its own, and its start was mostly imports (asyncio, paramiko,
+pydantic and the core's models: ~300 ms here, longer than OpenSSH's whole `ssh host true`). So the first such
+command leaves a starter behind (`cli/warm_server.py`): a process of this user's that has imported all that and
+holds nothing else: no engine, no connection, no host, no secret, no open file of the home's. The next command
+hands it its arguments, folder, environment and terminal's answers over a private socket beside the app's; the
+starter forks, and the fork runs the very command as a command without the app runs it (its own engine, reading
+the files as they are now), saying what it prints through the same frames the app's link uses
+(`workroom.app_link`). The starter ends after `IDLE_SECONDS` unused, when the app's code on disk changes, or at
+`workroom app quit`; `WORKROOM_WARM=0` turns it off.
+
+This side is on the path of every command without the app: the C socket module and os, nothing more.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from workroom import __version__, app_link
+
+WARM_VERSION = 1
+"""The version of this request (the answer is the app link's frames, `app_link.LINK_VERSION`)."""
+HEADER = b"workroom-warm"
+SOCKET_NAME = "warm.sock"
+LOCK_NAME = "warm.lock"
+"""Flocked by the live starter, which writes its pid into it (one starter per home)."""
+ENV_SWITCH = "WORKROOM_WARM"
+"""`0` (or `off`, `no`, `false`): commands neither use a starter nor leave one."""
+IDLE_ENV = "WORKROOM_WARM_IDLE_SECONDS"
+IDLE_SECONDS = 600.0
+"""How long a starter waits unused before it ends (`WORKROOM_WARM_IDLE_SECONDS` moves it, 1 s to a day)."""
+HELLO_SECONDS = 2.0
+"""A starter that accepted but took the request neither up nor down within this is passed over: the command runs
+itself (its fork, never told to go, runs nothing)."""
+GO = b"g"
+"""command -> fork, after the fork's hello: run it. Until then the fork has run nothing, so a command that gave up
+waiting can run itself without the command running twice."""
+MAX_REQUEST_BYTES = 1024 * 1024
+"""Arguments and environment together (an environment is a few KiB; the app link's bounds hold for arguments)."""
+
+
+def enabled(environ: os._Environ[str] | dict[str, str] | None = None) -> bool:
+    env = os.environ if environ is None else environ
+    return env.get(ENV_SWITCH, "").strip().lower() not in ("0", "off", "no", "false")
+
+
+def idle_seconds(environ: os._Environ[str] | dict[str, str] | None = None) -> float:
+    """`WORKROOM_WARM_IDLE_SECONDS` (1 s to a day), else `IDLE_SECONDS`."""
+    env = os.environ if environ is None else environ
+    try:
+        given = float(env.get(IDLE_ENV, ""))
+    except ValueError:
+        return IDLE_SECONDS
+    return min(max(given, 1.0), 86400.0) if given == given else IDLE_SECONDS
+
+
+def idle_words() -> str:
+    seconds = idle_seconds()
+    return f"{seconds / 60:g} min" if seconds >= 60 else f"{seconds:g} s"
+
+
+def folder(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
+    """The home's runtime folder, where the app listens too (`app_link.guessed_folder`)."""
+    return app_link.guessed_folder(os.environ if environ is None else environ)
+
+
+def request(argv: list[str], cwd: str, stdin_tty: bool, environ: dict[str, str] | os._Environ[str]) -> bytes:
+    """`workroom-warm WARM VERSION LENGTH`, then LENGTH bytes of NUL-separated fields: the folder the command was
+    typed in, "1" when its stdin is a terminal, its umask in octal, the number of environment entries, the entries
+    (`NAME=value`), then its arguments. A LinkError when it is larger than a starter takes."""
+    env = [f"{k}={v}" for k, v in environ.items() if "\0" not in k + v and "=" not in k]
+    fields = [cwd, "1" if stdin_tty else "0", f"{_umask():o}", str(len(env)), *env, *argv]
+    body = b"\0".join(f.encode("utf-8", "surrogateescape") for f in fields)
+    if (len(body) > MAX_REQUEST_BYTES or len(argv) > app_link.MAX_ARGS
+            or any(len(a.encode("utf-8", "surrogateescape")) > app_link.MAX_ARG_BYTES for a in argv)):
+        raise app_link.LinkError("too long for a starter")
+    return b"%s %d %s %d\n" % (HEADER, WARM_VERSION, __version__.encode(), len(body)) + body
+
+
+def read_body(body: bytes) -> tuple[str, bool, int, dict[str, str], list[str]] | None:
+    """The folder, whether stdin is a terminal, the umask, the environment and the arguments; None when the body
+    cannot be one."""
+    fields = [f.decode("utf-8", "surrogateescape") for f in body.split(b"\0")]
+    try:
+        cwd, tty, umask, count = fields[0], fields[1], int(fields[2], 8), int(fields[3])
+    except (IndexError, ValueError):
+        return None
+    if not os.path.isabs(cwd) or tty not in ("0", "1") or not 0 <= umask <= 0o777 or not 0 <= count <= len(fields) - 4:
+        return None
+    entries, argv = fields[4:4 + count], fields[4 + count:]
+    if any("=" not in e or e.startswith("=") for e in entries) or len(argv) > app_link.MAX_ARGS:
+        return None
+    return cwd, tty == "1", umask, dict(e.split("=", 1) for e in entries), argv
+
+
+def _umask() -> int:
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def run_warm(argv: list[str]) -> int | None:
+    """Run `argv` in this home's starter and print what it says; the exit code, or None when there is no starter
+    to take it (then the command runs itself, as it always could). Nothing the person sees differs between the
+    two, but the time."""
+    if not enabled():
+        return None
+    where = folder()
+    if not app_link._private(where):
+        return None
+    sock = app_link._dial(os.path.join(where, SOCKET_NAME))
+    if sock is None:
+        return None
+    try:
+        uid = app_link.peer_uid(sock)
+        if uid is not None and uid != os.getuid():
+            return None
+        try:
+            sock.sendall(request(argv, os.getcwd(), app_link._isatty(sys.stdin), os.environ))
+            sock.settimeout(HELLO_SECONDS)
+            frames = app_link._Frames(sock)
+            hello = frames.next()
+            if hello is None or hello[0] != app_link.HELLO:  # refused (a starter of other code: it ends)
+                return None
+            sock.sendall(app_link.frame(GO))  # from here the command is the starter's fork's to run
+            sock.settimeout(None)
+        except (OSError, app_link.LinkError):  # a starter that is ending, or stuck: the command runs itself
+            return None
+        return app_link.converse_frames(sock, frames, argv)
+    except app_link.LinkError as error:
+        sys.stderr.write(f"workroom: {error}\n")
+        return app_link.EXIT_ERROR
+    except KeyboardInterrupt:
+        return app_link.EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return app_link.EXIT_BROKEN_PIPE
+    finally:
+        sock.close()
+
+
+def leave_starter() -> None:
+    """After a command that ran itself (and paid the imports): start this home's starter for the next one, unless
+    one runs or starters are off. It imports in the background, in a session of its own; this command does not
+    wait for it."""
+    if not enabled():
+        return
+    where = folder()
+    if not app_link._private(where) or _starter_pid(where) is not None:
+        return
+    import subprocess
+
+    try:
+        subprocess.Popen([sys.executable, "-m", "workroom.cli.warm_server"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                         close_fds=True)
+    except OSError:  # no starter: the next command runs itself, as this one did
+        pass
+
+
+def _starter_pid(where: str) -> int | None:
+    """The live starter's pid: the one in its lock file, while that file is flocked (a starter killed outright
+    leaves its pid behind, and the number may be another process's by now)."""
+    pid = app_link.holder_pid(where, LOCK_NAME)
+    if pid is None:
+        return None
+    import fcntl
+
+    try:
+        fd = os.open(os.path.join(where, LOCK_NAME), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return pid  # held: the starter lives
+    finally:
+        os.close(fd)
+    return None
+
+
+def starter_pid(environ: os._Environ[str] | dict[str, str] | None = None) -> int | None:
+    """This home's live starter, for `workroom app status`."""
+    where = folder(environ)
+    return _starter_pid(where) if app_link._private(where) else None
+
+
+def stop_starter(environ: os._Environ[str] | dict[str, str] | None = None) -> int | None:
+    """End this home's starter (`workroom app quit`); its pid, or None when none ran. A command it is running
+    goes on to its end."""
+    pid = starter_pid(environ)
+    if pid is not None:
+        import signal
+
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except OSError:
+            return None
+    return pid
+
