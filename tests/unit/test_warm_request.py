@@ -23,8 +23,8 @@ def test_the_folder_terminal_umask_environment_and_arguments_come_out_as_they_we
     argv = ["hosts", "add", "b\u00e9b\u00e9", "--identity", "~/k", ""]
     got = warm.read_body(body_of(warm.request(argv, "/work/folder", True, env)))
     assert got is not None
-    cwd, tty, umask, environ, args = got
-    assert (cwd, tty, args) == ("/work/folder", True, argv)
+    cwd, tty, umask, code, environ, args = got
+    assert (cwd, tty, args, code) == ("/work/folder", True, argv, warm.code_identity())
     assert 0 <= umask <= 0o777
     assert environ == {k: v for k, v in env.items() if "=" not in k}
 
@@ -37,9 +37,9 @@ def test_a_request_larger_than_a_starter_takes_is_not_sent() -> None:
 
 
 @pytest.mark.parametrize("body", [
-    b"", b"relative\x001\x00022\x000", b"/\x002\x00022\x000", b"/\x001\x00999\x000", b"/\x001\x00abc\x000",
-    b"/\x001\x00022\x005\x00A=1", b"/\x001\x00022\x001\x00no-equals", b"/\x001\x00022\x001\x00=x", b"/\x001",
-    b"/\x001\x00022\x00-1"])
+    b"", b"relative\x001\x00022\x00c\x000", b"/\x002\x00022\x00c\x000", b"/\x001\x00999\x00c\x000",
+    b"/\x001\x00abc\x00c\x000", b"/\x001\x00022\x00c\x005\x00A=1", b"/\x001\x00022\x00c\x001\x00no-equals",
+    b"/\x001\x00022\x00c\x001\x00=x", b"/\x001", b"/\x001\x00022\x00c\x00-1", b"/\x001\x00022\x000"])
 def test_a_body_that_cannot_be_a_request_is_refused(body: bytes) -> None:
     assert warm.read_body(body) is None
 

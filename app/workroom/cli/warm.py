@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NamedTuple
 
 from workroom import __version__, app_link
 
@@ -37,6 +38,10 @@ itself (its fork, never told to go, runs nothing)."""
 GO = b"g"
 """command -> fork, after the fork's hello: run it. Until then the fork has run nothing, so a command that gave up
 waiting can run itself without the command running twice."""
+STARTER_PROGRAM = ("import sys; sys.path.append(sys.argv.pop()); from workroom.cli.warm_server import main; "
+                   "sys.exit(main())")
+"""How a command starts the starter: from `/`, this package found as the command found it (its folder last on
+the path, so an installed copy found first stays first; a starter of other code serves nothing)."""
 MAX_REQUEST_BYTES = 1024 * 1024
 """Arguments and environment together (an environment is a few KiB; the app link's bounds hold for arguments)."""
 
@@ -66,12 +71,20 @@ def folder(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
     return app_link.guessed_folder(os.environ if environ is None else environ)
 
 
+def code_identity() -> str:
+    """The interpreter and the app's package this process runs: a starter serves only commands of its own code."""
+    import workroom
+
+    return f"{sys.executable}|{os.path.dirname(os.path.abspath(workroom.__file__))}|{__version__}"
+
+
 def request(argv: list[str], cwd: str, stdin_tty: bool, environ: dict[str, str] | os._Environ[str]) -> bytes:
     """`workroom-warm WARM VERSION LENGTH`, then LENGTH bytes of NUL-separated fields: the folder the command was
-    typed in, "1" when its stdin is a terminal, its umask in octal, the number of environment entries, the entries
-    (`NAME=value`), then its arguments. A LinkError when it is larger than a starter takes."""
+    typed in, "1" when its stdin is a terminal, its umask in octal, its code (`code_identity`), the number of
+    environment entries, the entries (`NAME=value`), then its arguments. A LinkError when it is larger than a
+    starter takes."""
     env = [f"{k}={v}" for k, v in environ.items() if "\0" not in k + v and "=" not in k]
-    fields = [cwd, "1" if stdin_tty else "0", f"{_umask():o}", str(len(env)), *env, *argv]
+    fields = [cwd, "1" if stdin_tty else "0", f"{_umask():o}", code_identity(), str(len(env)), *env, *argv]
     body = b"\0".join(f.encode("utf-8", "surrogateescape") for f in fields)
     if (len(body) > MAX_REQUEST_BYTES or len(argv) > app_link.MAX_ARGS
             or any(len(a.encode("utf-8", "surrogateescape")) > app_link.MAX_ARG_BYTES for a in argv)):
@@ -79,20 +92,28 @@ def request(argv: list[str], cwd: str, stdin_tty: bool, environ: dict[str, str] 
     return b"%s %d %s %d\n" % (HEADER, WARM_VERSION, __version__.encode(), len(body)) + body
 
 
-def read_body(body: bytes) -> tuple[str, bool, int, dict[str, str], list[str]] | None:
-    """The folder, whether stdin is a terminal, the umask, the environment and the arguments; None when the body
-    cannot be one."""
+class Request(NamedTuple):
+    cwd: str
+    stdin_tty: bool
+    umask: int
+    code: str
+    environ: dict[str, str]
+    argv: list[str]
+
+
+def read_body(body: bytes) -> Request | None:
+    """The request's fields (`request`); None when the body cannot be one."""
     fields = [f.decode("utf-8", "surrogateescape") for f in body.split(b"\0")]
     try:
-        cwd, tty, umask, count = fields[0], fields[1], int(fields[2], 8), int(fields[3])
+        cwd, tty, umask, code, count = fields[0], fields[1], int(fields[2], 8), fields[3], int(fields[4])
     except (IndexError, ValueError):
         return None
-    if not os.path.isabs(cwd) or tty not in ("0", "1") or not 0 <= umask <= 0o777 or not 0 <= count <= len(fields) - 4:
+    if not os.path.isabs(cwd) or tty not in ("0", "1") or not 0 <= umask <= 0o777 or not 0 <= count <= len(fields) - 5:
         return None
-    entries, argv = fields[4:4 + count], fields[4 + count:]
+    entries, argv = fields[5:5 + count], fields[5 + count:]
     if any("=" not in e or e.startswith("=") for e in entries) or len(argv) > app_link.MAX_ARGS:
         return None
-    return cwd, tty == "1", umask, dict(e.split("=", 1) for e in entries), argv
+    return Request(cwd, tty == "1", umask, code, dict(e.split("=", 1) for e in entries), argv)
 
 
 def _umask() -> int:
@@ -152,11 +173,23 @@ def leave_starter() -> None:
     import subprocess
 
     try:
-        subprocess.Popen([sys.executable, "-m", "workroom.cli.warm_server"], stdin=subprocess.DEVNULL,
+        import workroom
+
+        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(workroom.__file__)))
+        subprocess.Popen([sys.executable, "-c", STARTER_PROGRAM, package_parent], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                         close_fds=True)
+                         close_fds=True, cwd="/", env=_starter_env())
     except OSError:  # no starter: the next command runs itself, as this one did
         pass
+
+
+def _starter_env() -> dict[str, str]:
+    """The starter's environment: this one, a relative PYTHONPATH entry made absolute (the starter runs from `/`,
+    holding no folder of the person's)."""
+    env = dict(os.environ)
+    if env.get("PYTHONPATH"):
+        env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p)
+    return env
 
 
 def _starter_pid(where: str) -> int | None:

@@ -174,8 +174,10 @@ async def _command(conn: socket.socket, stale: bool) -> int:
         if (not stale and len(parts) == 4 and parts[0] == warm.HEADER and parts[1] == b"%d" % warm.WARM_VERSION
                 and parts[3].isdigit() and int(parts[3]) <= warm.MAX_REQUEST_BYTES):
             body = warm.read_body(await asyncio.wait_for(reader.readexactly(int(parts[3])), app_link.HELLO_SECONDS))
+        if body is not None and body.code != warm.code_identity():  # another interpreter, or another copy
+            body, stale = None, True
         if body is None:  # the command runs itself (cli/warm.py)
-            writer.write(app_link.frame(app_link.REFUSED, b"stale" if stale else b"unreadable"))
+            writer.write(app_link.frame(app_link.REFUSED, b"other code" if stale else b"unreadable"))
             await writer.drain()
             return app_link.EXIT_ERROR
         writer.write(app_link.frame(app_link.HELLO, b"link=%d version=%s pid=%d" % (
@@ -185,7 +187,7 @@ async def _command(conn: socket.socket, stale: bool) -> int:
             return app_link.EXIT_ERROR
     except (TimeoutError, asyncio.IncompleteReadError, OSError, ValueError):  # it gave up: it runs the command
         return app_link.EXIT_ERROR
-    cwd, tty, umask, environ, argv = body
+    cwd, tty, umask, _, environ, argv = body
     os.umask(umask)
     os.environ.clear()
     os.environ.update(environ)

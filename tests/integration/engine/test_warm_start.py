@@ -182,6 +182,22 @@ def test_a_starter_whose_code_changed_on_disk_runs_nothing_more(
     assert starter_of(env) != old
 
 
+def test_a_command_of_another_copy_of_the_app_runs_itself(
+        app_home: AppPaths, warm_env: dict[str, str], tmp_path: Path) -> None:
+    """The home's starter runs this checkout's code; a command from another copy (another venv, an upgrade beside
+    it) is refused by the fork and runs itself, with its own code."""
+    assert workroom(warm_env, "hosts", "list").returncode == 0
+    starter = starter_of(warm_env)
+    copy = tmp_path / "other"
+    shutil.copytree(ROOT / "app" / "workroom", copy / "workroom", ignore=shutil.ignore_patterns("__pycache__"))
+    other = workroom(dict(warm_env, PYTHONPATH=str(copy)), "hosts", "list", "--json", python=("-X", "importtime"))
+    assert other.returncode == 0 and isinstance(json.loads(other.stdout), list), other.stderr
+    assert "pydantic" in imported_heavy(other.stderr)  # it ran itself
+    mine = workroom(warm_env, "hosts", "list", "--json", python=("-X", "importtime"))
+    assert mine.stdout == other.stdout and imported_heavy(mine.stderr) == set()
+    assert warm.starter_pid(warm_env) == starter
+
+
 def test_a_starter_ends_unused_at_app_quit_and_killed_leaves_nothing_in_the_way(
         app_home: AppPaths, warm_env: dict[str, str]) -> None:
     brief = dict(warm_env, WORKROOM_WARM_IDLE_SECONDS="1")
