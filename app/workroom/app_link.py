@@ -273,13 +273,14 @@ def _converse(sock: _socket.socket, argv: list[str]) -> int:
     return converse_frames(sock, frames, argv)
 
 
-def converse_frames(sock: _socket.socket, frames: _Frames, argv: list[str],
-                    first: tuple[bytes, bytes] | None = None) -> int:
-    """Say what the command's frames say, answer its questions here, and give its exit code (`first`: a frame
-    already read)."""
+def converse_frames(sock: _socket.socket, frames: _Frames, argv: list[str], ended: str | None = None) -> int:
+    """Say what the command's frames say, answer its questions here, and give its exit code (`ended`: what to say
+    when the other end goes before it (a warm starter's fork); the app's words by default)."""
     while True:
-        message, first = (first, None) if first is not None else (frames.next(), None)
+        message = frames.next()
         if message is None:
+            if ended is not None:
+                raise LinkError(ended)
             if tuple(argv[:2]) == QUITTING:
                 return 0
             raise LinkError("The Workroom app ended before it answered (see its log).")
@@ -451,7 +452,7 @@ async def serve_command(term: LinkTerminal, argv: list[str], reader: asyncio.Str
         try:
             code = command.result()
         except Exception:  # `cli.serve` says its own failures; this is a bug of the link's
-            logging.getLogger(__name__).exception("workroom %s failed in the app", " ".join(argv[:2]))
+            logging.getLogger(__name__).exception("workroom %s failed where it was served", " ".join(argv[:2]))
             code = EXIT_ERROR
         await term.finish(code)
     finally:

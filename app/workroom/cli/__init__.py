@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     code = _run(None)
     collect_from_now()
-    if "pydantic" in sys.modules and given and "-h" not in given and "--help" not in given:
+    if "pydantic" in sys.modules and given and given[0] != "app" and "-h" not in given and "--help" not in given:
         from workroom.cli import warm
 
         warm.leave_starter()  # the next command without the app starts warm (docs/cli.md, "Warm start")
@@ -225,7 +225,7 @@ def _failed_in_app(error: Exception, args: argparse.Namespace, face: Face, argv:
     try:
         return _failed(error, args, face)
     except Exception:
-        logging.getLogger(__name__).exception("workroom %s failed in the app", " ".join(argv[:2]))
+        logging.getLogger(__name__).exception("workroom %s failed", " ".join(argv[:2]))
         face.err(bug_words)
         return 1
 

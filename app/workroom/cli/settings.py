@@ -155,8 +155,8 @@ def cmd_app(args: argparse.Namespace, face: Face) -> int:
 
     log_path = face.app.log_path if face.app is not None else app_log_folder() / LOG_FILE_NAME
     if args.app_command == "quit":
-        stopped = warm.stop_starter()  # the warm starter goes too (cli/warm.py)
         if face.app is None:
+            stopped = warm.stop_starter()  # the home's warm starter (cli/warm.py): asked over its socket
             face.out("Workroom is not running." + (f" Its warm starter (process {stopped}) has ended."
                                                     if stopped is not None else ""))
             return ExitCode.OK

@@ -1,13 +1,13 @@
 """A command without the app, started warm: the command's side (docs/cli.md, "Warm start").
 
 Without the app a command runs an engine of its own, and its start was mostly imports (asyncio, paramiko,
-pydantic and the core's models: ~300 ms here, longer than OpenSSH's whole `ssh host true`). So the first such
-command leaves a starter behind (`cli/warm_server.py`): a process of this user's that has imported all that and
+pydantic and the core's models: ~300 ms here, longer than OpenSSH's whole `ssh host true`). So a command that ran
+itself leaves a starter behind (`cli/warm_server.py`): a process of this user's that has imported all that and
 holds nothing else: no engine, no connection, no host, no secret, no open file of the home's. The next command
-hands it its arguments, folder, environment and terminal's answers over a private socket beside the app's; the
-starter forks, and the fork runs the very command as a command without the app runs it (its own engine, reading
-the files as they are now), saying what it prints through the same frames the app's link uses
-(`workroom.app_link`). The starter ends after `IDLE_SECONDS` unused, when the app's code on disk changes, or at
+hands it its arguments, folder, environment and umask over a private socket beside the app's; the starter forks,
+and the fork runs the very command as a command without the app runs it (its own engine, the files read as they
+are now), saying what it prints through the frames the app's link uses (`workroom.app_link`). The starter ends
+after `IDLE_SECONDS` unused, when its code on disk or a command's code is not the code it imported, or at
 `workroom app quit`; `WORKROOM_WARM=0` turns it off.
 
 This side is on the path of every command without the app: the C socket module and os, nothing more.
@@ -15,6 +15,7 @@ This side is on the path of every command without the app: the C socket module a
 
 from __future__ import annotations
 
+import _socket
 import os
 import sys
 from typing import NamedTuple
@@ -24,26 +25,37 @@ from workroom import __version__, app_link
 WARM_VERSION = 1
 """The version of this request (the answer is the app link's frames, `app_link.LINK_VERSION`)."""
 HEADER = b"workroom-warm"
+"""A command: `workroom-warm WARM VERSION LENGTH`, then the body (`request`)."""
+QUIT_HEADER = b"workroom-warm-quit"
+"""`workroom app quit`: the starter ends (its fork answers with the starter's pid, in a hello frame)."""
 SOCKET_NAME = "warm.sock"
 LOCK_NAME = "warm.lock"
 """Flocked by the live starter, which writes its pid into it (one starter per home)."""
+MAX_SOCKET_PATH = 103
+"""The longest socket path every platform binds (macOS's `sun_path` holds 104 bytes with its NUL)."""
 ENV_SWITCH = "WORKROOM_WARM"
 """`0` (or `off`, `no`, `false`): commands neither use a starter nor leave one."""
 IDLE_ENV = "WORKROOM_WARM_IDLE_SECONDS"
 IDLE_SECONDS = 600.0
 """How long a starter waits unused before it ends (`WORKROOM_WARM_IDLE_SECONDS` moves it, 1 s to a day)."""
 HELLO_SECONDS = 2.0
-"""A starter that accepted but took the request neither up nor down within this is passed over: the command runs
-itself (its fork, never told to go, runs nothing)."""
+"""A starter that took neither the connection nor the request up or down within this is passed over: the command
+runs itself (the fork, never told to go, runs nothing)."""
 GO = b"g"
 """command -> fork, after the fork's hello: run it. Until then the fork has run nothing, so a command that gave up
 waiting can run itself without the command running twice."""
-STARTER_PROGRAM = ("import sys; sys.path.append(sys.argv.pop()); from workroom.cli.warm_server import main; "
-                   "sys.exit(main())")
-"""How a command starts the starter: from `/`, this package found as the command found it (its folder last on
-the path, so an installed copy found first stays first; a starter of other code serves nothing)."""
 MAX_REQUEST_BYTES = 1024 * 1024
 """Arguments and environment together (an environment is a few KiB; the app link's bounds hold for arguments)."""
+STARTER_PROGRAM = ("import sys; sys.path.append(sys.argv.pop()); from workroom.cli.warm_server import main; "
+                   "sys.exit(main())")
+"""How a command starts the starter (`python -P -c`: no folder of the person's on its path): from `/`, this package
+found as the command found it (its folder last on the path, so an installed copy found first stays first)."""
+STARTER_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR")
+STARTER_ENV_PREFIXES = ("PYTHON", "WORKROOM_", "XDG_", "LC_")
+"""What of a command's environment the starter keeps (a fork takes its own command's whole environment): where
+the home and its folders are, how Python finds its modules; no token or agent socket of anyone's."""
+ENDED_WORDS = ("The command's process ended before it answered. `WORKROOM_WARM=0 workroom ...` runs it without "
+               "the warm starter.")
 
 
 def enabled(environ: os._Environ[str] | dict[str, str] | None = None) -> bool:
@@ -71,11 +83,26 @@ def folder(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
     return app_link.guessed_folder(os.environ if environ is None else environ)
 
 
+def socket_path(environ: os._Environ[str] | dict[str, str] | None = None) -> str | None:
+    """The home's warm socket; None when no starter can listen there (the folder is not this user's private one,
+    or the path is longer than a socket address holds)."""
+    where = folder(environ)
+    path = os.path.join(where, SOCKET_NAME)
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH or not app_link._private(where):
+        return None
+    return path
+
+
 def code_identity() -> str:
-    """The interpreter and the app's package this process runs: a starter serves only commands of its own code."""
+    """The interpreter, the app's package and the mount namespace this process runs in: a starter serves only
+    commands of its own code, on its own view of the files (a container sharing the runtime folder is another)."""
     import workroom
 
-    return f"{sys.executable}|{os.path.dirname(os.path.abspath(workroom.__file__))}|{__version__}"
+    try:
+        mounts = os.readlink("/proc/self/ns/mnt")
+    except OSError:
+        mounts = ""
+    return f"{sys.executable}|{os.path.dirname(os.path.abspath(workroom.__file__))}|{__version__}|{mounts}"
 
 
 def request(argv: list[str], cwd: str, stdin_tty: bool, environ: dict[str, str] | os._Environ[str]) -> bytes:
@@ -122,40 +149,56 @@ def _umask() -> int:
     return mask
 
 
+def _dial(environ: os._Environ[str] | dict[str, str] | None = None) -> _socket.socket | None:
+    """A connection to the home's starter, its peer checked to be this user, every step bounded by
+    `HELLO_SECONDS` (a stopped starter's full backlog must not hold the command); None: none to be had."""
+    path = socket_path(environ)
+    if path is None:
+        return None
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    sock.settimeout(HELLO_SECONDS)
+    try:
+        sock.connect(path)
+        uid = app_link.peer_uid(sock)
+    except OSError:
+        sock.close()
+        return None
+    if uid is not None and uid != os.getuid():
+        sock.close()
+        return None
+    return sock
+
+
 def run_warm(argv: list[str]) -> int | None:
     """Run `argv` in this home's starter and print what it says; the exit code, or None when there is no starter
     to take it (then the command runs itself, as it always could). Nothing the person sees differs between the
     two, but the time."""
     if not enabled():
         return None
-    where = folder()
-    if not app_link._private(where):
-        return None
-    sock = app_link._dial(os.path.join(where, SOCKET_NAME))
+    sock = _dial()
     if sock is None:
         return None
     try:
-        uid = app_link.peer_uid(sock)
-        if uid is not None and uid != os.getuid():
-            return None
         try:
             sock.sendall(request(argv, os.getcwd(), app_link._isatty(sys.stdin), os.environ))
-            sock.settimeout(HELLO_SECONDS)
             frames = app_link._Frames(sock)
             hello = frames.next()
-            if hello is None or hello[0] != app_link.HELLO:  # refused (a starter of other code: it ends)
+            if hello is None or hello[0] != app_link.HELLO:  # refused: other code, or a folder it cannot enter
                 return None
-            sock.sendall(app_link.frame(GO))  # from here the command is the starter's fork's to run
+            sock.sendall(app_link.frame(GO))  # from here the command is the fork's to run
             sock.settimeout(None)
         except (OSError, app_link.LinkError):  # a starter that is ending, or stuck: the command runs itself
             return None
-        return app_link.converse_frames(sock, frames, argv)
+        try:
+            return app_link.converse_frames(sock, frames, argv, ended=ENDED_WORDS)
+        except ConnectionResetError:
+            raise app_link.LinkError(ENDED_WORDS) from None
     except app_link.LinkError as error:
         sys.stderr.write(f"workroom: {error}\n")
         return app_link.EXIT_ERROR
     except KeyboardInterrupt:
         return app_link.EXIT_INTERRUPTED
-    except BrokenPipeError:
+    except BrokenPipeError:  # `| head` stopped reading: nothing more to say there
         return app_link.EXIT_BROKEN_PIPE
     finally:
         sock.close()
@@ -163,38 +206,41 @@ def run_warm(argv: list[str]) -> int | None:
 
 def leave_starter() -> None:
     """After a command that ran itself (and paid the imports): start this home's starter for the next one, unless
-    one runs or starters are off. It imports in the background, in a session of its own; this command does not
-    wait for it."""
-    if not enabled():
-        return
-    where = folder()
-    if not app_link._private(where) or _starter_pid(where) is not None:
+    one runs, starters are off, or none could listen here. It imports in the background, in a session of its own,
+    from `/`; this command does not wait for it."""
+    if not enabled() or socket_path() is None or starter_pid() is not None:
         return
     import subprocess
 
-    try:
-        import workroom
+    import workroom
 
-        package_parent = os.path.dirname(os.path.dirname(os.path.abspath(workroom.__file__)))
-        subprocess.Popen([sys.executable, "-c", STARTER_PROGRAM, package_parent], stdin=subprocess.DEVNULL,
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(workroom.__file__)))
+    try:
+        subprocess.Popen([sys.executable, "-P", "-c", STARTER_PROGRAM, package_parent], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-                         close_fds=True, cwd="/", env=_starter_env())
+                         close_fds=True, cwd="/", env=starter_env(os.environ))
     except OSError:  # no starter: the next command runs itself, as this one did
         pass
 
 
-def _starter_env() -> dict[str, str]:
-    """The starter's environment: this one, a relative PYTHONPATH entry made absolute (the starter runs from `/`,
-    holding no folder of the person's)."""
-    env = dict(os.environ)
+def starter_env(environ: os._Environ[str] | dict[str, str]) -> dict[str, str]:
+    """The starter's environment (`STARTER_ENV`), with `WORKROOM_HOME` and PYTHONPATH made absolute: it runs from
+    `/`, and must find the home and the modules the command found."""
+    env = {k: v for k, v in environ.items() if k in STARTER_ENV or k.startswith(STARTER_ENV_PREFIXES)}
+    home = env.get("WORKROOM_HOME", "").strip()
+    if home:
+        env["WORKROOM_HOME"] = os.path.abspath(os.path.expanduser(home))
     if env.get("PYTHONPATH"):
         env["PYTHONPATH"] = os.pathsep.join(os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p)
     return env
 
 
-def _starter_pid(where: str) -> int | None:
-    """The live starter's pid: the one in its lock file, while that file is flocked (a starter killed outright
-    leaves its pid behind, and the number may be another process's by now)."""
+def starter_pid(environ: os._Environ[str] | dict[str, str] | None = None) -> int | None:
+    """This home's live starter, from its lock file while that file is flocked (a starter killed outright leaves
+    its pid behind), for `workroom app status` and to leave no second one."""
+    where = folder(environ)
+    if not app_link._private(where):
+        return None
     pid = app_link.holder_pid(where, LOCK_NAME)
     if pid is None:
         return None
@@ -213,22 +259,20 @@ def _starter_pid(where: str) -> int | None:
     return None
 
 
-def starter_pid(environ: os._Environ[str] | dict[str, str] | None = None) -> int | None:
-    """This home's live starter, for `workroom app status`."""
-    where = folder(environ)
-    return _starter_pid(where) if app_link._private(where) else None
-
-
 def stop_starter(environ: os._Environ[str] | dict[str, str] | None = None) -> int | None:
-    """End this home's starter (`workroom app quit`); its pid, or None when none ran. A command it is running
-    goes on to its end."""
-    pid = starter_pid(environ)
-    if pid is not None:
-        import signal
-
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except OSError:
-            return None
-    return pid
-
+    """End this home's starter (`workroom app quit`): asked over its socket, so the signal goes from its own fork
+    to its parent, never to a pid read from a file; the pid it had, or None when none answered. A command it is
+    running goes on to its end."""
+    sock = _dial(environ)
+    if sock is None:
+        return None
+    try:
+        sock.sendall(b"%s %d %s 0\n" % (QUIT_HEADER, WARM_VERSION, __version__.encode()))
+        answer = app_link._Frames(sock).next()
+    except (OSError, app_link.LinkError):
+        return None
+    finally:
+        sock.close()
+    if answer is None or answer[0] != app_link.HELLO or not answer[1].isdigit():
+        return None
+    return int(answer[1])

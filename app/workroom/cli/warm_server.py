@@ -1,15 +1,17 @@
-"""The warm starter: `python -m workroom.cli.warm_server` (docs/cli.md, "Warm start"; the command's side is
-cli/warm.py).
+"""The warm starter (docs/cli.md, "Warm start"; the command's side is cli/warm.py), run by a command as
+`python -P -c "... warm_server.main()"` from `/`.
 
 It imports what a command without the app imports (asyncio, paramiko, pydantic, the engine, the command's
 modules), then listens on the home's `warm.sock` and, for each command, forks: the fork takes the command's
 folder, environment and umask, runs it as a command without the app runs it (its own engine, the files read as
 they are now) and says what it prints through the app link's frames. The starter itself holds no engine, no
-connection, no host and no secret, and runs nothing but `fork`: a command's fork is the only thing that reaches a
-host, as the command itself would have.
+connection, no host and no secret, and does nothing but accept and fork: a command's fork is the only thing that
+reaches a host, as the command itself would have.
 
-It ends after `IDLE_SECONDS` unused, at SIGTERM (`workroom app quit`), or when the app's code on disk is no longer
-the code it imported (that command is refused and runs itself; the next one starts a new starter). One per home:
+It ends after `IDLE_SECONDS` unused or `MAX_LIFE_SECONDS` in all, at SIGTERM, when a fork finds a command of other
+code than its own (`warm.code_identity`) or is asked to by `workroom app quit` (the fork signals its parent, the
+starter, whose pid it took at the fork), or when its own code or libraries on disk are no longer those it
+imported (that command is refused and runs itself; the next one leaves a new starter). One per home:
 `warm.lock`, flocked, holds its pid.
 """
 
@@ -21,33 +23,49 @@ import socket
 import sys
 
 from workroom import app_link
+from workroom.cli.warm import Request
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
 
 PRELOAD = ("asyncio", "json", "argparse", "workroom.cli.face", "workroom.cli.parser", "workroom.cli.reach",
            "workroom.cli.hosts", "workroom.cli.settings", "workroom.cli.words", "workroom.sessions.engine",
            "workroom.storage", "workroom.agent_bundle", "workroom.remote.ssh_connection", "workroom.remote.ssh_auth",
            "workroom.remote.ssh_transport", "workroom.remote.host_keys", "workroom.remote.ssh_errors")
 """What a command without the app imports before it can do anything (what the fork no longer pays)."""
+LIBRARIES = ("asyncio", "paramiko", "cryptography", "nacl", "bcrypt", "pydantic", "pydantic_core", "annotated_types",
+             "typing_extensions")
+"""The libraries it imported whose files an upgrade replaces (checked with the app's own before each fork)."""
+MAX_LIFE_SECONDS = 12 * 3600.0
+"""However busy, a starter ends after this: what it imported ages no further than a working day."""
 BUG_WORDS = ("workroom: the command could not run (a bug); `WORKROOM_WARM=0 workroom ...` runs it without the "
              "starter and shows why.")
 
 
-def code_snapshot() -> tuple[tuple[str, int, int], ...]:
-    """Each module file of the app's package, with its size and modification time: a starter whose code changed
-    on disk (an upgrade, an edit) must not run the next command with the code it imported before."""
+def code_snapshot(libraries: tuple[str, ...] = ()) -> tuple[tuple[str, int, int], ...]:
+    """Each module file of the app's package, and the first file of each imported library among `libraries`, with
+    its size and modification time: a starter whose code changed on disk (an upgrade, an edit) must not run the
+    next command with the code it imported before."""
     import workroom
 
+    paths: list[str] = []
     root = os.path.dirname(os.path.abspath(workroom.__file__))
-    found: list[tuple[str, int, int]] = []
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                path = os.path.join(folder, name)
-                try:
-                    info = os.stat(path)
-                except OSError:
-                    continue
-                found.append((path, info.st_size, info.st_mtime_ns))
+        paths.extend(os.path.join(folder, name) for name in sorted(files) if name.endswith(".py"))
+    for name in libraries:
+        module = sys.modules.get(name)
+        if getattr(module, "__file__", None):
+            paths.append(str(module.__file__))  # type: ignore[union-attr]
+    found: list[tuple[str, int, int]] = []
+    for path in paths:
+        try:
+            info = os.stat(path)
+        except OSError:
+            found.append((path, -1, -1))
+            continue
+        found.append((path, info.st_size, info.st_mtime_ns))
     return tuple(found)
 
 
@@ -55,32 +73,38 @@ def main() -> int:
     import fcntl
     import gc
     import signal
+    import time
 
     from workroom.cli import warm
 
-    where = warm.folder()
-    if not warm.enabled() or not app_link._private(where):
+    path = warm.socket_path()
+    if not warm.enabled() or path is None:
         return 0
-    lock = os.open(os.path.join(where, warm.LOCK_NAME), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    lock = os.open(os.path.join(os.path.dirname(path), warm.LOCK_NAME),
+                   os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:  # another starter serves this home
         os.close(lock)
         return 0
     os.ftruncate(lock, 0)
-    os.pwrite(lock, b"%d\n" % os.getpid(), 0)  # at once: a killed starter's pid must not outlive its lock
+    os.pwrite(lock, b"%d\n" % os.getpid(), 0)  # at once: a killed starter's pid must not pass for this one's
+    own = code_snapshot()  # before the imports: an upgrade during them is a change
     gc.disable()
     _preload()
-    code = code_snapshot()
-    path = os.path.join(where, warm.SOCKET_NAME)
+    code = own + code_snapshot(LIBRARIES)[len(own):]  # the app's files as before the imports, then the libraries
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         os.unlink(path)  # a starter's that was killed outright (we hold the lock: no live one listens there)
     except FileNotFoundError:
         pass
-    listener.bind(path)
-    listener.listen(16)
-    inode = os.stat(path).st_ino
+    try:
+        listener.bind(path)
+        listener.listen(16)
+        inode = os.stat(path).st_ino
+    except OSError:
+        os.close(lock)
+        return 0
     gc.collect()
     gc.freeze()  # what the forks share stays shared (the collector would touch every page of it)
     gc.enable()
@@ -91,7 +115,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the forks are reaped as they end
     try:
-        _serve(listener, lock, code, warm.idle_seconds())
+        _serve(listener, lock, code, warm.idle_seconds(), time.monotonic() + MAX_LIFE_SECONDS)
     finally:
         try:
             if os.stat(path).st_ino == inode:
@@ -116,11 +140,16 @@ def _preload() -> None:
     _app_parser()
 
 
-def _serve(listener: socket.socket, lock: int, code: tuple[tuple[str, int, int], ...], idle: float) -> None:
+def _serve(listener: socket.socket, lock: int, code: tuple[tuple[str, int, int], ...], idle: float,
+           end_of_life: float) -> None:
     import select
+    import time
 
     while True:
-        ready, _, _ = select.select([listener], [], [], idle)
+        left = end_of_life - time.monotonic()
+        if left <= 0:
+            return
+        ready, _, _ = select.select([listener], [], [], min(idle, left))
         if not ready:
             return
         try:
@@ -131,17 +160,19 @@ def _serve(listener: socket.socket, lock: int, code: tuple[tuple[str, int, int],
         if uid is not None and uid != os.getuid():
             conn.close()
             continue
-        stale = code_snapshot() != code
+        stale = code_snapshot(LIBRARIES) != code
+        starter = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _fork(conn, listener, lock, stale)
+            _fork(conn, listener, lock, stale, starter)
         conn.close()
         if stale:
             return
 
 
-def _fork(conn: socket.socket, listener: socket.socket, lock: int, stale: bool) -> None:
-    """The fork for one command: never returns."""
+def _fork(conn: socket.socket, listener: socket.socket, lock: int, stale: bool, starter: int) -> None:
+    """The fork for one request: never returns. It ends with `os._exit` once its answer is sent: a command the
+    person gave up on (Ctrl-C) is not waited for in the loop's threads (a keyring prompt, a connect under way)."""
     import signal
 
     code = app_link.EXIT_ERROR
@@ -153,31 +184,53 @@ def _fork(conn: socket.socket, listener: socket.socket, lock: int, stale: bool) 
         signal.signal(signal.SIGINT, signal.default_int_handler)
         import asyncio
 
-        code = asyncio.run(_command(conn, stale))
+        loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        code = loop.run_until_complete(_request(conn, stale, starter))
     except BaseException:  # the fork must end here, whatever happened
         code = app_link.EXIT_ERROR
     finally:
         os._exit(code)
 
 
-async def _command(conn: socket.socket, stale: bool) -> int:
+def _end_starter(starter: int) -> None:
+    """Signal the starter to end: the fork's parent, while it still is (a fork whose parent has gone has another
+    parent now, and signals nobody)."""
+    import signal
+
+    if os.getppid() == starter:
+        try:
+            os.kill(starter, signal.SIGTERM)
+        except OSError:
+            pass
+
+
+async def _request(conn: socket.socket, stale: bool, starter: int) -> int:
     import asyncio
 
-    from workroom import __version__, cli
+    from workroom import __version__
     from workroom.cli import warm
 
     reader, writer = await asyncio.open_unix_connection(sock=conn)
     try:
         header = await asyncio.wait_for(reader.readline(), app_link.HELLO_SECONDS)
         parts = header.split()
+        if parts[:2] == [warm.QUIT_HEADER, b"%d" % warm.WARM_VERSION]:
+            writer.write(app_link.frame(app_link.HELLO, b"%d" % starter))
+            await writer.drain()
+            _end_starter(starter)
+            return 0
         body = None
         if (not stale and len(parts) == 4 and parts[0] == warm.HEADER and parts[1] == b"%d" % warm.WARM_VERSION
                 and parts[3].isdigit() and int(parts[3]) <= warm.MAX_REQUEST_BYTES):
             body = warm.read_body(await asyncio.wait_for(reader.readexactly(int(parts[3])), app_link.HELLO_SECONDS))
-        if body is not None and body.code != warm.code_identity():  # another interpreter, or another copy
-            body, stale = None, True
+        if body is not None and body.code != warm.code_identity():  # another interpreter, copy or mount namespace
+            _end_starter(starter)  # the command runs itself and leaves a starter of its own code
+            body = None
+        if body is not None and not _take(body):
+            body = None
         if body is None:  # the command runs itself (cli/warm.py)
-            writer.write(app_link.frame(app_link.REFUSED, b"other code" if stale else b"unreadable"))
+            writer.write(app_link.frame(app_link.REFUSED, b"not here"))
             await writer.drain()
             return app_link.EXIT_ERROR
         writer.write(app_link.frame(app_link.HELLO, b"link=%d version=%s pid=%d" % (
@@ -187,39 +240,64 @@ async def _command(conn: socket.socket, stale: bool) -> int:
             return app_link.EXIT_ERROR
     except (TimeoutError, asyncio.IncompleteReadError, OSError, ValueError):  # it gave up: it runs the command
         return app_link.EXIT_ERROR
-    cwd, tty, umask, _, environ, argv = body
-    os.umask(umask)
-    os.environ.clear()
-    os.environ.update(environ)
+    return await _command(body, reader, writer)
+
+
+def _take(body: Request) -> bool:
+    """Take the command's surroundings before anything reads them: its folder (False when this process cannot enter
+    it: the command runs itself), its environment, umask and time zone."""
     import time
 
-    time.tzset()  # its TZ, for the times it prints
     try:
-        os.chdir(cwd)
-    except OSError:  # the command's folder is gone: it is still its cwd (relative paths are read against it)
-        pass
-    term = app_link.LinkTerminal(writer, cwd, tty)
-    logging.getLogger().addHandler(_WarningsSaid(term))
+        os.chdir(body.cwd)
+    except OSError:
+        return False
+    os.umask(body.umask)
+    os.environ.clear()
+    os.environ.update(body.environ)
+    time.tzset()
+    return True
+
+
+async def _command(body: Request, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
+    import asyncio
+
+    from workroom import cli
+
+    term = app_link.LinkTerminal(writer, body.cwd, body.stdin_tty)
+    logging.lastResort = _LastResort(asyncio.get_running_loop(), term)
     result: list[int] = []
 
     async def run(args: list[str], link: app_link.LinkTerminal) -> int:
         result.append(await cli.serve(args, link, None, bug_words=BUG_WORDS))
         return result[0]
 
-    await app_link.serve_command(term, argv, reader, run)
+    await app_link.serve_command(term, body.argv, reader, run)
     return result[0] if result else app_link.EXIT_INTERRUPTED
 
 
-class _WarningsSaid(logging.Handler):
-    """What a command without the app shows of its log (Python's last-resort handler: warnings and worse, on
-    stderr), said on the command's stderr through the link: the message, as that handler prints it."""
+class _LastResort(logging.Handler):
+    """Python's last-resort handler, as a command without the app has it (a record no handler took, warnings and
+    worse, formatted as that handler formats it), writing to the command's stderr through the link; from any
+    thread (paramiko's transport, a link's reader), handed to the loop that owns the link."""
 
-    def __init__(self, term: app_link.LinkTerminal) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, term: app_link.LinkTerminal) -> None:
         super().__init__(logging.WARNING)
-        self.term = term
+        self.loop, self.term = loop, term
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.term.err(record.getMessage())
+        import asyncio
+
+        text = self.format(record)
+        loop = self.loop
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            self.term.err(text)
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(self.term.err, text)
 
 
 if __name__ == "__main__":

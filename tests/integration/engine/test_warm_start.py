@@ -20,9 +20,10 @@ from pathlib import Path
 
 import pytest
 from engine_helpers import ssh_host, trust_sshd
-from fixtures.procs import stop_process
+from fixtures.procs import stop_process, warm_starters_under
+from fixtures.quiet_server import QuietServer
 from workroom.cli import warm
-from workroom.core.hosts import HostsFile
+from workroom.core.hosts import Host, HostsFile
 from workroom.paths import AppPaths
 from workroom.storage import save_hosts
 
@@ -183,20 +184,86 @@ def test_a_starter_whose_code_changed_on_disk_runs_nothing_more(
     assert starter_of(env) != old
 
 
-def test_a_command_of_another_copy_of_the_app_runs_itself(
+def test_a_command_of_another_copy_of_the_app_runs_itself_and_the_next_is_served_by_its_own_code(
         app_home: AppPaths, warm_env: dict[str, str], tmp_path: Path) -> None:
     """The home's starter runs this checkout's code; a command from another copy (another venv, an upgrade beside
-    it) is refused by the fork and runs itself, with its own code."""
+    it) is refused by the fork and runs itself, with its own code; that starter ends and the copy's command
+    leaves one of its own code, which serves the copy's next command."""
     assert workroom(warm_env, "hosts", "list").returncode == 0
     starter = starter_of(warm_env)
     copy = tmp_path / "other"
     shutil.copytree(ROOT / "app" / "workroom", copy / "workroom", ignore=shutil.ignore_patterns("__pycache__"))
-    other = workroom(dict(warm_env, PYTHONPATH=str(copy)), "hosts", "list", "--json", python=("-X", "importtime"))
+    other_env = dict(warm_env, PYTHONPATH=str(copy))
+    other = workroom(other_env, "hosts", "list", "--json", python=("-X", "importtime"))
     assert other.returncode == 0 and isinstance(json.loads(other.stdout), list), other.stderr
     assert "pydantic" in imported_heavy(other.stderr)  # it ran itself
-    mine = workroom(warm_env, "hosts", "list", "--json", python=("-X", "importtime"))
-    assert mine.stdout == other.stdout and imported_heavy(mine.stderr) == set()
-    assert warm.starter_pid(warm_env) == starter
+    wait_for(lambda: not alive(starter), 10, "the starter of other code ended")
+    replaced = starter_of(other_env)
+    again = workroom(other_env, "hosts", "list", "--json", python=("-X", "importtime"))
+    assert again.stdout == other.stdout and imported_heavy(again.stderr) == set()
+    assert warm.starter_pid(warm_env) == replaced
+
+
+def alive(pid: int) -> bool:
+    """A process that runs (not a zombie left to a parent that does not reap)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_a_module_in_the_commands_folder_is_never_imported(
+        app_home: AppPaths, warm_env: dict[str, str], tmp_path: Path) -> None:
+    """A command typed in a folder that holds modules of the names the command imports late (a cloned repository
+    with a `pickle.py`) runs none of them, warm or not: the fork's path holds no folder of the person's."""
+    assert workroom(warm_env, "hosts", "list").returncode == 0
+    starter_of(warm_env)
+    planted = tmp_path / "repo"
+    planted.mkdir()
+    marker = tmp_path / "ran"
+    for name in ("pickle", "platformdirs", "ctypes", "keyring", "secretstorage", "subprocess", "shlex", "uuid"):
+        (planted / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r} + '\\n')\n")
+    for argv in (["settings", "get"], ["app", "status"], ["hosts", "list"], ["why", "nowhere"]):
+        done = subprocess.run([sys.executable, "-P", "-m", "workroom.cli", *argv], env=warm_env, cwd=planted,
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert "Traceback" not in done.stderr, done.stderr
+    assert not marker.exists(), marker.read_text()
+
+
+def test_the_log_a_command_shows_is_the_same_warm(
+        app_home: AppPaths, warm_env: dict[str, str]) -> None:
+    """A server that greets and then sends what is no SSH: what the command says on stderr (paramiko's own log
+    included or not, as Python's last-resort handler decides) is the same warm as run itself."""
+    server = QuietServer(b"SSH-2.0-OpenSSH_9.2\r\n" + bytes(range(256)) * 4)
+    try:
+        save_hosts(app_home, HostsFile(hosts=(Host(name="odd", provider="ssh", address="127.0.0.1",
+                                                   port=server.port, user="nobody"),)))
+        off = dict(warm_env, WORKROOM_WARM="0")
+        itself = workroom(off, "connect", "odd")
+        assert workroom(warm_env, "hosts", "list").returncode == 0
+        starter_of(warm_env)
+        through = workroom(warm_env, "connect", "odd", python=("-X", "importtime"))
+    finally:
+        server.stop()
+    assert imported_heavy(through.stderr) == set()
+    said = "\n".join(line for line in through.stderr.splitlines() if not line.startswith("import time:"))
+    assert (through.returncode, said.strip()) == (itself.returncode, itself.stderr.strip())
+    assert itself.returncode != 0 and "Traceback" not in itself.stderr
+
+
+def test_no_starter_where_none_could_listen_or_after_app_commands(
+        warm_env: dict[str, str], tmp_path: Path) -> None:
+    """A home whose socket path is longer than a socket address holds leaves no starter (one would import for
+    nothing at every command); nor does `workroom app status|quit` run with no starter."""
+    assert workroom(warm_env, "app", "quit").returncode == 0
+    assert workroom(warm_env, "app", "status").returncode == 1
+    long_home = tmp_path / ("h" * 120)
+    deep = dict(warm_env, WORKROOM_HOME=str(long_home))
+    assert workroom(deep, "hosts", "list").returncode == 0
+    time.sleep(1.5)
+    assert warm.starter_pid(warm_env) is None and warm.starter_pid(deep) is None
+    assert warm_starters_under(tmp_path) == []
+    assert not (Path(warm.folder(deep)) / warm.LOCK_NAME).exists()  # none was even started
 
 
 def test_a_starter_ends_unused_at_app_quit_and_killed_leaves_nothing_in_the_way(

@@ -46,6 +46,7 @@ def test_this_computer_comes_up_without_linux_only_tools(tmp_path: Path, mac: st
         assert shutil.which(name, path=path) is None, name
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKROOM_", "XDG_"))}
+    env["WORKROOM_WARM"] = "0"  # commands run themselves, leaving no warm starter (tests/conftest.py)
     env.update(PATH=path, WORKROOM_HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
     if mac == "real":  # the LaunchAgent's plist goes to this test's home, not the runner's
         (tmp_path / "user").mkdir()
