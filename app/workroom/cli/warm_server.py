@@ -100,6 +100,7 @@ def main() -> int:
         pass
     try:
         listener.bind(path)
+        os.chmod(path, 0o600)
         listener.listen(16)
         inode = os.stat(path).st_ino
     except OSError:

@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -82,6 +83,10 @@ def test_the_next_command_starts_warm_and_says_what_it_says_without_the_starter(
     cold = workroom(warm_env, "connect", "box1", "--json")
     assert cold.returncode == 0, cold.stderr
     starter = starter_of(warm_env)
+    where = Path(warm.folder(warm_env))
+    assert stat.S_IMODE(where.stat().st_mode) == 0o700
+    assert stat.S_IMODE((where / warm.SOCKET_NAME).stat().st_mode) == 0o600
+    assert stat.S_IMODE((where / warm.LOCK_NAME).stat().st_mode) == 0o600
 
     warm_run = workroom(warm_env, "connect", "box1", "--json", python=("-X", "importtime"))
     assert warm_run.returncode == 0, warm_run.stderr
