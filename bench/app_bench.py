@@ -406,13 +406,14 @@ async def bench_push_with_lag() -> dict[str, object]:
 
 
 def _kill_under(home: str) -> None:
-    """Stop the agent this bench started (found by its WORKROOM_HOME path in its command line)."""
+    """Stop the agent this bench started (found by its WORKROOM_HOME path in its command line): SIGKILL, to the
+    supervisor and its agent at once (a supervisor told to stop while its agent ends may start another)."""
     marker = home.encode()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and int(entry.name) != os.getpid():
             try:
                 if marker in (entry / "cmdline").read_bytes():
-                    os.kill(int(entry.name), signal.SIGTERM)
+                    os.kill(int(entry.name), signal.SIGKILL)
             except OSError:
                 pass
 

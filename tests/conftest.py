@@ -33,16 +33,21 @@ LINUX_FIXTURES = {
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """A warm starter that a test's command left behind (its home in this run's temporary folders) is ended, and
-    said: a test that turns starters on ends its own (tests/integration/engine/test_warm_start.py)."""
-    from fixtures.procs import end_warm_starters_under
+    """A warm starter, or an agent of this computer, that a test's command or app left behind (its home in this run's
+    temporary folders) is ended, and said: a test that turns starters on ends its own
+    (tests/integration/engine/test_warm_start.py), and the engine tier's `app_home` kills its agents."""
+    from fixtures.procs import end_local_agents_under, end_warm_starters_under
 
     factory = getattr(session.config, "_tmp_path_factory", None)
     if factory is None or not os.path.isdir("/proc/self"):
         return
-    ended = end_warm_starters_under(factory.getbasetemp())
+    base = factory.getbasetemp()
+    ended = end_warm_starters_under(base)
     if ended:
         print(f"\nended {len(ended)} warm starter(s) left by tests: pids {ended}")
+    agents = end_local_agents_under(base)
+    if agents:
+        print(f"\nended {len(agents)} agent process(es) of this computer left by tests: pids {agents}")
 
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: the marks added here count there

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.procs import end_local_agents_under
 from fixtures.simboxes import simulated_boxes
 
 pytestmark = [pytest.mark.acceptance, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(400)]
@@ -37,9 +38,11 @@ def sim(tmp_path: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
 
 
 @pytest.fixture
-def home(tmp_path: Path) -> Path:
-    """The app's home for this test (its agent runs inside the box, which the simulator takes down)."""
-    return tmp_path / "wrhome"
+def home(tmp_path: Path) -> Iterator[Path]:
+    """The app's home for this test (the box's agent runs inside the box, which the simulator takes down; this
+    computer's, which `workroom status` reaches too, is killed by pid after the test)."""
+    yield tmp_path / "wrhome"
+    end_local_agents_under(tmp_path / "wrhome")
 
 
 def workroom(home: Path, *argv: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:

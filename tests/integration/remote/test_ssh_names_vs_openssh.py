@@ -13,9 +13,11 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fixtures.procs import end_local_agents_under
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host, HostsFile, UnsafeHostNameError
 from workroom.core.ssh_names import SshNameKind, ssh_accepts
@@ -137,6 +139,13 @@ def test_a_hostile_hostname_in_the_config_runs_nothing_through_match_exec_or_an_
     assert not pwned.exists()
     assert "x;id" not in marker.read_text(), "a Match exec ran with the hostile HostName"
     assert "evil root" in marker.read_text()  # the alias itself, typed, is harmless and did reach %h
+
+
+@pytest.fixture(autouse=True)
+def _no_agent_left(tmp_path: Path) -> Iterator[None]:
+    """`workroom status` reaches this computer too, whose agent outlives the command: killed by pid after."""
+    yield
+    end_local_agents_under(tmp_path / "wr")
 
 
 def _workroom(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
