@@ -56,9 +56,8 @@ library), trimmed as the command trims them (no `invoke` for paramiko, no plugin
 
 def _starter_listening(env: dict[str, str]) -> None:
     """Wait (at most 60 s) for the starter the first command left to listen."""
-    sock = Path(warm.folder(env)) / warm.SOCKET_NAME
     deadline = time.monotonic() + 60
-    while warm.starter_pid(env) is None or not sock.exists():
+    while not warm.starter_listening(env):
         if time.monotonic() > deadline:
             raise SystemExit("no warm starter listened after the first command")
         time.sleep(0.05)

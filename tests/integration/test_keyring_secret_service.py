@@ -131,7 +131,7 @@ def _login_with_a_passphrase_only_in_gnome_keyring(sshd, keyring_session, locked
         done = run_cli(session, *args, stdin=stdin, warm_start=warm_start)
         if warm_start and args[0] == "hosts":  # the first: it ran itself and left a starter; wait until it listens
             deadline = time.monotonic() + 60
-            while not (Path(warm.folder(env)) / warm.SOCKET_NAME).exists() and time.monotonic() < deadline:
+            while not warm.starter_listening(env) and time.monotonic() < deadline:
                 time.sleep(0.05)
         return done
 

@@ -55,3 +55,51 @@ def test_the_idle_time_is_bounded(given: str, seconds: float) -> None:
                                            ("false", False)])
 def test_starters_are_turned_off_in_words_a_person_uses(given: str, on: bool) -> None:
     assert warm.enabled({warm.ENV_SWITCH: given}) is on
+
+
+def test_a_starters_fork_says_what_the_last_resort_handler_would_from_any_thread() -> None:
+    """The fork's stand-in for Python's last-resort log handler (cli/warm_server.py): a record no handler took is
+    said on the command's stderr, formatted as that handler formats it, from the loop's thread or any other (the
+    link is the loop's: the record is handed to it); one a null handler took is said nowhere."""
+    import asyncio
+    import logging
+    import socket
+    import threading
+
+    from workroom.cli import warm_server
+
+    async def scenario() -> bytes:
+        ours, theirs = socket.socketpair()
+        _, writer = await asyncio.open_unix_connection(sock=ours)
+        term = app_link.LinkTerminal(writer, "/", False)
+        saved = logging.lastResort
+        logging.lastResort = warm_server._LastResort(asyncio.get_running_loop(), term)
+        loud, quiet = logging.getLogger("wr-test-loud"), logging.getLogger("wr-test-quiet")
+        loud.propagate = quiet.propagate = False  # pytest's own handlers sit on the root
+        quiet.addHandler(logging.NullHandler())
+        try:
+            loud.warning("said on the loop %d", 1)
+            thread = threading.Thread(target=lambda: (loud.error("said from a thread"), quiet.error("never said"),
+                                                      loud.info("below warnings")))
+            thread.start()
+            thread.join()
+            await asyncio.sleep(0.1)
+            await writer.drain()
+        finally:
+            logging.lastResort = saved
+            quiet.handlers.clear()
+        writer.close()
+        await writer.wait_closed()
+        theirs.settimeout(2)
+        got = b""
+        while True:
+            chunk = theirs.recv(65536)
+            if not chunk:
+                break
+            got += chunk
+        theirs.close()
+        return got
+
+    got = asyncio.run(scenario())
+    assert got == (app_link.frame(app_link.ERR, b"said on the loop 1\n")
+                   + app_link.frame(app_link.ERR, b"said from a thread\n"))

@@ -46,11 +46,13 @@ GO = b"g"
 waiting can run itself without the command running twice."""
 MAX_REQUEST_BYTES = 1024 * 1024
 """Arguments and environment together (an environment is a few KiB; the app link's bounds hold for arguments)."""
-STARTER_PROGRAM = ("import sys; sys.path.append(sys.argv.pop()); from workroom.cli.warm_server import main; "
-                   "sys.exit(main())")
-"""How a command starts the starter (`python -P -c`: no folder of the person's on its path): from `/`, this package
-found as the command found it (its folder last on the path, so an installed copy found first stays first)."""
-STARTER_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR")
+STARTER_PROGRAM = ("import sys; p = sys.argv.pop(); sys.path.insert(0, p) if p not in sys.path else None; "
+                   "from workroom.cli.warm_server import main; sys.exit(main(p))")
+"""How a command starts the starter (`python -P -c`: no folder of the person's on its path): from `/`, with the
+folder of the package the command runs first on its path, so the starter imports that very copy (and ends at once
+if it did not)."""
+STARTER_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "TMPDIR", "LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH",
+               "DYLD_FALLBACK_LIBRARY_PATH")
 STARTER_ENV_PREFIXES = ("PYTHON", "WORKROOM_", "XDG_", "LC_")
 """What of a command's environment the starter keeps (a fork takes its own command's whole environment): where
 the home and its folders are, how Python finds its modules; no token or agent socket of anyone's."""
@@ -94,15 +96,21 @@ def socket_path(environ: os._Environ[str] | dict[str, str] | None = None) -> str
 
 
 def code_identity() -> str:
-    """The interpreter, the app's package and the mount namespace this process runs in: a starter serves only
-    commands of its own code, on its own view of the files (a container sharing the runtime folder is another)."""
-    import workroom
-
+    """The interpreter (wherever a link to it was typed), its environment, the app's package and the mount
+    namespace this process runs in: a starter serves only commands of its own code, on its own view of the files
+    (a container sharing the runtime folder is another)."""
     try:
         mounts = os.readlink("/proc/self/ns/mnt")
     except OSError:
         mounts = ""
-    return f"{sys.executable}|{os.path.dirname(os.path.abspath(workroom.__file__))}|{__version__}|{mounts}"
+    return (f"{os.path.realpath(sys.executable)}|{sys.prefix}|{package_parent()}|{__version__}|{mounts}")
+
+
+def package_parent() -> str:
+    """The folder this process's `workroom` package was imported from."""
+    import workroom
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(workroom.__file__)))
 
 
 def request(argv: list[str], cwd: str, stdin_tty: bool, environ: dict[str, str] | os._Environ[str]) -> bytes:
@@ -169,6 +177,16 @@ def _dial(environ: os._Environ[str] | dict[str, str] | None = None) -> _socket.s
     return sock
 
 
+def starter_listening(environ: os._Environ[str] | dict[str, str] | None = None) -> bool:
+    """Whether the home's starter takes commands now (it binds its socket before its imports, listens after
+    them); the look is an empty request, which its fork refuses."""
+    sock = _dial(environ)
+    if sock is None:
+        return False
+    sock.close()
+    return True
+
+
 def run_warm(argv: list[str]) -> int | None:
     """Run `argv` in this home's starter and print what it says; the exit code, or None when there is no starter
     to take it (then the command runs itself, as it always could). Nothing the person sees differs between the
@@ -212,11 +230,8 @@ def leave_starter() -> None:
         return
     import subprocess
 
-    import workroom
-
-    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(workroom.__file__)))
     try:
-        subprocess.Popen([sys.executable, "-P", "-c", STARTER_PROGRAM, package_parent], stdin=subprocess.DEVNULL,
+        subprocess.Popen([sys.executable, "-P", "-c", STARTER_PROGRAM, package_parent()], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                          close_fds=True, cwd="/", env=starter_env(os.environ))
     except OSError:  # no starter: the next command runs itself, as this one did

@@ -43,10 +43,11 @@ BUG_WORDS = ("workroom: the command could not run (a bug); `WORKROOM_WARM=0 work
              "starter and shows why.")
 
 
-def code_snapshot(libraries: tuple[str, ...] = ()) -> tuple[tuple[str, int, int], ...]:
-    """Each module file of the app's package, and the first file of each imported library among `libraries`, with
-    its size and modification time: a starter whose code changed on disk (an upgrade, an edit) must not run the
-    next command with the code it imported before."""
+def code_files() -> list[str]:
+    """Each module file of the app's package, and the first file of each of `LIBRARIES` as this interpreter finds
+    it (found, not imported: read before the imports, an upgrade during them is a change)."""
+    import importlib.util
+
     import workroom
 
     paths: list[str] = []
@@ -54,10 +55,19 @@ def code_snapshot(libraries: tuple[str, ...] = ()) -> tuple[tuple[str, int, int]
     for folder, dirs, files in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         paths.extend(os.path.join(folder, name) for name in sorted(files) if name.endswith(".py"))
-    for name in libraries:
-        module = sys.modules.get(name)
-        if getattr(module, "__file__", None):
-            paths.append(str(module.__file__))  # type: ignore[union-attr]
+    for name in LIBRARIES:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.origin and os.path.isabs(spec.origin):
+            paths.append(spec.origin)
+    return paths
+
+
+def code_snapshot(paths: list[str]) -> tuple[tuple[str, int, int], ...]:
+    """Each of `paths` with its size and modification time: a starter whose code changed on disk (an upgrade, an
+    edit) must not run the next command with the code it imported before."""
     found: list[tuple[str, int, int]] = []
     for path in paths:
         try:
@@ -69,16 +79,19 @@ def code_snapshot(libraries: tuple[str, ...] = ()) -> tuple[tuple[str, int, int]
     return tuple(found)
 
 
-def main() -> int:
+def main(package_parent: str | None = None) -> int:
+    """The starter (`package_parent`: the folder the command's package came from; a starter that imported another
+    copy ends at once)."""
     import fcntl
     import gc
     import signal
-    import time
 
     from workroom.cli import warm
 
     path = warm.socket_path()
     if not warm.enabled() or path is None:
+        return 0
+    if package_parent is not None and os.path.realpath(package_parent) != os.path.realpath(warm.package_parent()):
         return 0
     lock = os.open(os.path.join(os.path.dirname(path), warm.LOCK_NAME),
                    os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -89,23 +102,23 @@ def main() -> int:
         return 0
     os.ftruncate(lock, 0)
     os.pwrite(lock, b"%d\n" % os.getpid(), 0)  # at once: a killed starter's pid must not pass for this one's
-    own = code_snapshot()  # before the imports: an upgrade during them is a change
-    gc.disable()
-    _preload()
-    code = own + code_snapshot(LIBRARIES)[len(own):]  # the app's files as before the imports, then the libraries
+    files = code_files()
+    code = code_snapshot(files)  # before the imports: an upgrade during them is a change
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         os.unlink(path)  # a starter's that was killed outright (we hold the lock: no live one listens there)
     except FileNotFoundError:
         pass
-    try:
+    try:  # bound before the imports (a folder that holds no socket costs nothing), listening after them
         listener.bind(path)
         os.chmod(path, 0o600)
-        listener.listen(16)
         inode = os.stat(path).st_ino
     except OSError:
         os.close(lock)
         return 0
+    gc.disable()
+    _preload()
+    listener.listen(16)
     gc.collect()
     gc.freeze()  # what the forks share stays shared (the collector would touch every page of it)
     gc.enable()
@@ -116,7 +129,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the forks are reaped as they end
     try:
-        _serve(listener, lock, code, warm.idle_seconds(), time.monotonic() + MAX_LIFE_SECONDS)
+        _serve(listener, lock, files, code, warm.idle_seconds(), _clock() + MAX_LIFE_SECONDS)
     finally:
         try:
             if os.stat(path).st_ino == inode:
@@ -141,18 +154,29 @@ def _preload() -> None:
     _app_parser()
 
 
-def _serve(listener: socket.socket, lock: int, code: tuple[tuple[str, int, int], ...], idle: float,
-           end_of_life: float) -> None:
-    import select
+def _clock() -> float:
+    """Seconds that go on while the computer sleeps (Linux's boot time; elsewhere the wall clock): a laptop's
+    starter must not outlive its limits by every night it slept through."""
     import time
 
+    boot = getattr(time, "CLOCK_BOOTTIME", None)
+    return time.clock_gettime(boot) if boot is not None else time.time()
+
+
+def _serve(listener: socket.socket, lock: int, files: list[str], code: tuple[tuple[str, int, int], ...],
+           idle: float, end_of_life: float) -> None:
+    import select
+
+    used = _clock()
     while True:
-        left = end_of_life - time.monotonic()
+        now = _clock()
+        left = min(end_of_life, used + idle) - now
         if left <= 0:
             return
-        ready, _, _ = select.select([listener], [], [], min(idle, left))
+        ready, _, _ = select.select([listener], [], [], min(left, 60.0))  # looked at again after a sleep
         if not ready:
-            return
+            continue
+        used = _clock()
         try:
             conn, _ = listener.accept()
         except OSError:
@@ -161,7 +185,7 @@ def _serve(listener: socket.socket, lock: int, code: tuple[tuple[str, int, int],
         if uid is not None and uid != os.getuid():
             conn.close()
             continue
-        stale = code_snapshot(LIBRARIES) != code
+        stale = code_snapshot(files) != code
         starter = os.getpid()
         pid = os.fork()
         if pid == 0:
@@ -222,8 +246,10 @@ async def _request(conn: socket.socket, stale: bool, starter: int) -> int:
             _end_starter(starter)
             return 0
         body = None
-        if (not stale and len(parts) == 4 and parts[0] == warm.HEADER and parts[1] == b"%d" % warm.WARM_VERSION
-                and parts[3].isdigit() and int(parts[3]) <= warm.MAX_REQUEST_BYTES):
+        if parts[:1] == [warm.HEADER] and parts[1:2] != [b"%d" % warm.WARM_VERSION]:
+            _end_starter(starter)  # a command of another version: it runs itself and leaves a starter of its own
+        elif (not stale and len(parts) == 4 and parts[0] == warm.HEADER and parts[3].isdigit()
+                and int(parts[3]) <= warm.MAX_REQUEST_BYTES):
             body = warm.read_body(await asyncio.wait_for(reader.readexactly(int(parts[3])), app_link.HELLO_SECONDS))
         if body is not None and body.code != warm.code_identity():  # another interpreter, copy or mount namespace
             _end_starter(starter)  # the command runs itself and leaves a starter of its own code
