@@ -41,11 +41,11 @@ def text_rect(table: Any, index: Any) -> QRect:
 
 
 def probe(app: QApplication, out: Path, started: float, timer: QTimer) -> None:
-    from workroom.core.connection import ConnectionState
-    from workroom.ui.host_table_model import Column
-    from workroom.ui.main_window import MainWindow
-
-    windows = [w for w in app.topLevelWidgets() if isinstance(w, MainWindow) and w.isVisible()]
+    # Nothing is imported here until the window is up: the app imports the engine (pydantic and the core's
+    # models) on a thread of its own meanwhile, and an import of those modules on this thread at the same time
+    # could meet it half way (Python hands a module being imported to the second thread half made: "cannot
+    # import name 'BaseModel' from 'pydantic'", seen in CI). The app itself imports none of them here then.
+    windows = [w for w in app.topLevelWidgets() if type(w).__name__ == "MainWindow" and w.isVisible()]
     if time.monotonic() - started > PROBE_SECONDS:
         timer.stop()
         seen = [f"{s.host.name}: {s.connection.state.value}"
@@ -56,6 +56,9 @@ def probe(app: QApplication, out: Path, started: float, timer: QTimer) -> None:
         return
     if not windows:
         return
+    from workroom.core.connection import ConnectionState
+    from workroom.ui.host_table_model import Column
+
     window = windows[0]
     snapshots = window.model.snapshots()
     if len(snapshots) != 1 or snapshots[0].connection.state not in (ConnectionState.LIVE, ConnectionState.QUIET):
