@@ -354,6 +354,10 @@ class LinkTerminal:
     def err(self, text: str) -> None:
         self._send(ERR, text + "\n")
 
+    def write(self, tag: bytes, text: str) -> None:
+        """Text as it was written (no newline added) to the command's stdout (`OUT`) or stderr (`ERR`)."""
+        self._send(tag, text)
+
     async def ask(self, prompt: str, *, secret: bool = False) -> str | None:
         import asyncio
 

@@ -57,49 +57,67 @@ def test_starters_are_turned_off_in_words_a_person_uses(given: str, on: bool) ->
     assert warm.enabled({warm.ENV_SWITCH: given}) is on
 
 
-def test_a_starters_fork_says_what_the_last_resort_handler_would_from_any_thread() -> None:
-    """The fork's stand-in for Python's last-resort log handler (cli/warm_server.py): a record no handler took is
-    said on the command's stderr, formatted as that handler formats it, from the loop's thread or any other (the
-    link is the loop's: the record is handed to it); one a null handler took is said nowhere."""
-    import asyncio
-    import logging
-    import socket
-    import threading
+FORK_PRINTS = """
+import asyncio, logging, socket, sys, threading, warnings
+from workroom import app_link
+from workroom.cli import warm_server
 
-    from workroom.cli import warm_server
+async def scenario():
+    ours, theirs = socket.socketpair()
+    _, writer = await asyncio.open_unix_connection(sock=ours)
+    term = app_link.LinkTerminal(writer, "/", False)
+    loop = asyncio.get_running_loop()
+    real_stdout = sys.stdout
+    sys.stdout = warm_server._LinkStream(loop, term, app_link.OUT)
+    sys.stderr = warm_server._LinkStream(loop, term, app_link.ERR)
+    print("printed", flush=True)
+    logging.getLogger("loud").warning("said on the loop %d", 1)
+    logging.getLogger("quiet").addHandler(logging.NullHandler())
 
-    async def scenario() -> bytes:
-        ours, theirs = socket.socketpair()
-        _, writer = await asyncio.open_unix_connection(sock=ours)
-        term = app_link.LinkTerminal(writer, "/", False)
-        saved = logging.lastResort
-        logging.lastResort = warm_server._LastResort(asyncio.get_running_loop(), term)
-        loud, quiet = logging.getLogger("wr-test-loud"), logging.getLogger("wr-test-quiet")
-        loud.propagate = quiet.propagate = False  # pytest's own handlers sit on the root
-        quiet.addHandler(logging.NullHandler())
-        try:
-            loud.warning("said on the loop %d", 1)
-            thread = threading.Thread(target=lambda: (loud.error("said from a thread"), quiet.error("never said"),
-                                                      loud.info("below warnings")))
-            thread.start()
-            thread.join()
-            await asyncio.sleep(0.1)
-            await writer.drain()
-        finally:
-            logging.lastResort = saved
-            quiet.handlers.clear()
-        writer.close()
-        await writer.wait_closed()
-        theirs.settimeout(2)
-        got = b""
-        while True:
-            chunk = theirs.recv(65536)
-            if not chunk:
-                break
-            got += chunk
-        theirs.close()
-        return got
+    def elsewhere():
+        logging.getLogger("loud").error("said from a thread")
+        logging.getLogger("quiet").error("never said")
+        logging.getLogger("loud").info("below warnings")
+        warnings.warn("a warning from a thread", UserWarning)
+        raise RuntimeError("a thread's end")
 
-    got = asyncio.run(scenario())
-    assert got == (app_link.frame(app_link.ERR, b"said on the loop 1\n")
-                   + app_link.frame(app_link.ERR, b"said from a thread\n"))
+    thread = threading.Thread(target=elsewhere)
+    thread.start()
+    thread.join()
+    await asyncio.sleep(0.1)
+    writer.close()
+    await writer.wait_closed()
+    theirs.settimeout(2)
+    got = b""
+    while chunk := theirs.recv(65536):
+        got += chunk
+    real_stdout.write(got.hex())
+
+asyncio.run(scenario())
+"""
+
+
+def test_what_a_fork_prints_outside_its_terminal_reaches_the_command_from_any_thread() -> None:
+    """The fork's stdout and stderr (cli/warm_server.py) go to the command's, as frames on its link: Python's
+    last-resort log handler (a record no handler took; not one a null handler took), a `warnings` message and an
+    exception in a thread, written on the loop's thread or any other (handed to the loop that owns the link). In
+    a fresh interpreter: Python's own hooks, not a test runner's."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FORK_PRINTS], capture_output=True, text=True, timeout=60,
+                          check=True)
+    frames, out, err = bytes.fromhex(done.stdout), b"", b""
+    while frames:
+        tag, size = frames[:1], int.from_bytes(frames[1:5], "big")
+        assert tag in (app_link.OUT, app_link.ERR)
+        if tag == app_link.OUT:
+            out += frames[5:5 + size]
+        else:
+            err += frames[5:5 + size]
+        frames = frames[5 + size:]
+    said = err.decode()
+    assert out == b"printed\n" and done.stderr == ""
+    assert said.startswith("said on the loop 1\nsaid from a thread\n"), said
+    assert "UserWarning: a warning from a thread" in said and "RuntimeError: a thread's end" in said
+    assert "never said" not in said and "below warnings" not in said

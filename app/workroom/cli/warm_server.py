@@ -17,7 +17,7 @@ imported (that command is refused and runs itself; the next one leaves a new sta
 
 from __future__ import annotations
 
-import logging
+import io
 import os
 import socket
 import sys
@@ -292,7 +292,11 @@ async def _command(body: Request, reader: asyncio.StreamReader, writer: asyncio.
     from workroom import cli
 
     term = app_link.LinkTerminal(writer, body.cwd, body.stdin_tty)
-    logging.lastResort = _LastResort(asyncio.get_running_loop(), term)
+    loop = asyncio.get_running_loop()
+    # What the command would print on its own stdout and stderr without going through its terminal (Python's
+    # last-resort log handler, a `warnings` message, an exception in a thread) goes to the command's, in order.
+    sys.stdout = _LinkStream(loop, term, app_link.OUT)
+    sys.stderr = _LinkStream(loop, term, app_link.ERR)
     result: list[int] = []
 
     async def run(args: list[str], link: app_link.LinkTerminal) -> int:
@@ -303,28 +307,35 @@ async def _command(body: Request, reader: asyncio.StreamReader, writer: asyncio.
     return result[0] if result else app_link.EXIT_INTERRUPTED
 
 
-class _LastResort(logging.Handler):
-    """Python's last-resort handler, as a command without the app has it (a record no handler took, warnings and
-    worse, formatted as that handler formats it), writing to the command's stderr through the link; from any
-    thread (paramiko's transport, a link's reader), handed to the loop that owns the link."""
+class _LinkStream(io.TextIOBase):
+    """The fork's sys.stdout or sys.stderr: text written to it goes to the command's stdout or stderr through the
+    link, written at once on the loop's thread, handed to the loop from any other (the link is the loop's)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, term: app_link.LinkTerminal) -> None:
-        super().__init__(logging.WARNING)
-        self.loop, self.term = loop, term
+    def __init__(self, loop: asyncio.AbstractEventLoop, term: app_link.LinkTerminal, tag: bytes) -> None:
+        super().__init__()
+        self.loop, self.term, self.tag = loop, term, tag
 
-    def emit(self, record: logging.LogRecord) -> None:
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
         import asyncio
 
-        text = self.format(record)
-        loop = self.loop
+        if not text:
+            return 0
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
-        if running is loop:
-            self.term.err(text)
-        elif not loop.is_closed():
-            loop.call_soon_threadsafe(self.term.err, text)
+        if running is self.loop:
+            self.term.write(self.tag, text)
+        elif not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.term.write, self.tag, text)
+        return len(text)
 
 
 if __name__ == "__main__":
