@@ -16,10 +16,6 @@ from fixtures.fake_platforms import FakePlatform
 from fixtures.memory_keyring import MemoryKeyring
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-# A `workroom` command run without the app leaves a warm starter behind for the next one (docs/cli.md, "Warm
-# start"). The tests' commands run themselves, as they did before it, with nothing left running; the tests of the
-# starter itself (tests/integration/test_warm_start.py) turn it on for their own homes.
-os.environ["WORKROOM_WARM"] = "0"
 
 NEEDS_MACOS = "needs macOS"
 
@@ -33,18 +29,14 @@ LINUX_FIXTURES = {
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """A warm starter, or an agent of this computer, that a test's command or app left behind (its home in this run's
-    temporary folders) is ended, and said: a test that turns starters on ends its own
-    (tests/integration/engine/test_warm_start.py), and the engine tier's `app_home` kills its agents."""
-    from fixtures.procs import end_local_agents_under, end_warm_starters_under
+    """An agent of this computer that a test's command or app left behind (its home in this run's temporary
+    folders) is ended, and said: the engine tier's `app_home` kills its agents."""
+    from fixtures.procs import end_local_agents_under
 
     factory = getattr(session.config, "_tmp_path_factory", None)
     if factory is None or not os.path.isdir("/proc/self"):
         return
     base = factory.getbasetemp()
-    ended = end_warm_starters_under(base)
-    if ended:
-        print(f"\nended {len(ended)} warm starter(s) left by tests: pids {ended}")
     agents = end_local_agents_under(base)
     if agents:
         print(f"\nended {len(agents)} agent process(es) of this computer left by tests: pids {agents}")

@@ -152,6 +152,20 @@ def peer_uid(sock: Any) -> int | None:
     return int.from_bytes(raw[4:8], sys.byteorder)
 
 
+def peer_pid(sock: Any) -> int | None:
+    """The pid of the process on the other end of a Unix socket (SO_PEERCRED on Linux, LOCAL_PEERPID on macOS),
+    or None where the platform cannot tell."""
+    so_peercred = getattr(_socket, "SO_PEERCRED", None)
+    try:
+        if so_peercred is not None:
+            return int.from_bytes(sock.getsockopt(_socket.SOL_SOCKET, so_peercred, 12)[0:4], sys.byteorder) or None
+        if sys.platform == "darwin":
+            return int.from_bytes(sock.getsockopt(0, 0x002, 4), sys.byteorder) or None  # SOL_LOCAL, LOCAL_PEERPID
+    except OSError:
+        return None
+    return None
+
+
 def connect(environ: os._Environ[str] | dict[str, str] | None = None) -> _socket.socket | None:
     """A connection to this home's running app, its peer checked to be this user; None when no app runs here
     (no socket, or a crashed app's). An app that holds the home but does not listen yet is waited for; one that
@@ -273,14 +287,11 @@ def _converse(sock: _socket.socket, argv: list[str]) -> int:
     return converse_frames(sock, frames, argv)
 
 
-def converse_frames(sock: _socket.socket, frames: _Frames, argv: list[str], ended: str | None = None) -> int:
-    """Say what the command's frames say, answer its questions here, and give its exit code (`ended`: what to say
-    when the other end goes before it (a warm starter's fork); the app's words by default)."""
+def converse_frames(sock: _socket.socket, frames: _Frames, argv: list[str]) -> int:
+    """Say what the command's frames say, answer its questions here, and give its exit code."""
     while True:
         message = frames.next()
         if message is None:
-            if ended is not None:
-                raise LinkError(ended)
             if tuple(argv[:2]) == QUITTING:
                 return 0
             raise LinkError("The Workroom app ended before it answered (see its log).")
@@ -441,7 +452,7 @@ async def serve_link(header: bytes, reader: asyncio.StreamReader, writer: asynci
 async def serve_command(term: LinkTerminal, argv: list[str], reader: asyncio.StreamReader,
                         run: Callable[[list[str], LinkTerminal], Awaitable[int]]) -> None:
     """Run one command whose request was read, saying it on `term`, then its exit code; cancelled when its
-    `workroom` process goes away (`serve_link`; a warm starter's fork, cli/warm_server.py)."""
+    `workroom` process goes away (`serve_link`)."""
     import asyncio
     import logging
 

@@ -91,7 +91,7 @@ def agent_record(home: Path, sim: tuple[Path, dict[str, Any]]) -> tuple[dict[str
 
     if health(sim)["state"] == "asleep":
         simbox.wake("box1", home=sim[0])
-    status = json.loads(workroom(home, "status", "--json").stdout)
+    status = json.loads(workroom(home, "status", "--live", "--json").stdout)
     why = workroom(home, "why", "box1", "--since", "30m", "--json")
     return next(h for h in status if h["name"] == "box1"), json.loads(why.stdout)
 

@@ -79,8 +79,10 @@ def test_no_cli_command_starts_a_stopped_platform_box_without_wake(sshd: Any, wr
         for argv in (["connect", name], ["why", name], ["keep", name], ["exclusions", name], ["let-sleep", name]):
             result = workroom(*argv)
             assert "Traceback" not in result.stderr and starts(fake_platform) == [], (argv, result.stderr)
-    status = workroom("status")
-    assert status.stdout.count("not woken") == 2, status.stdout
+    status = workroom("status")  # a look: the platforms' own lists, no box reached
+    assert status.stdout.count("Asleep") == 2, status.stdout
+    live = workroom("status", "--live")
+    assert live.stdout.count("not woken") == 2, live.stdout
     refused = workroom("hosts", "remove", "ws1", "--uninstall")  # an asleep box's uninstall needs --wake
     assert refused.returncode == ExitCode.ASLEEP and "--uninstall --wake" in refused.stdout, refused
     stdio = [c["argv"] for c in fake_platform.calls if "--stdio" in c["argv"]]

@@ -93,8 +93,10 @@ def test_no_cli_command_wakes_an_asleep_box_without_wake(sim: Sim, wr_home: Path
         assert wakes(sim) == [], (argv, wakes(sim))
         if codes == ANSWERS:
             assert "box1 is asleep" in result.stdout and f"`workroom {argv[0]} box1 --wake`" in result.stdout
-    status = workroom("status")
-    assert "Asleep" in status.stdout and "not woken" in status.stdout, status.stdout
+    status = workroom("status")  # a look: what is known and the simulator's word, no box reached
+    assert "Asleep (since" in status.stdout, status.stdout
+    live = workroom("status", "--live")  # a live look connects where it may, and wakes nothing
+    assert "Asleep" in live.stdout and "not woken" in live.stdout and wakes(sim) == [], live.stdout
     # Every path of --json is JSON, the asleep answer too; and uninstalling an asleep box needs --wake (or a yes
     # at a terminal: here stdin is not one), else nothing is woken and nothing removed.
     answered = workroom("why", "box1", "--json")

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fixtures import secret_service
-from workroom.cli import warm
 from workroom.core.errors import ExitCode
 from workroom.core.questions import SecretRequest
 from workroom.credentials import CredentialKey, CredentialStore
@@ -68,13 +66,11 @@ def _secret_service_store(session: secret_service.SecretServiceSession,
     return CredentialStore(backend=keyring.backends.SecretService.Keyring())
 
 
-def run_cli(session: secret_service.SecretServiceSession, *args: str, stdin: str = "",
-            warm_start: bool = False) -> subprocess.CompletedProcess[str]:
-    """`workroom ARGS` on the session's bus; `warm_start`: with warm starters on (docs/cli.md), so after the first
-    command each runs in the starter's fork, which finds the keyring through the command's own environment."""
+def run_cli(session: secret_service.SecretServiceSession, *args: str,
+            stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """`workroom ARGS` on the session's bus."""
     return subprocess.run([*WORKROOM, *args], input=stdin, capture_output=True, text=True, timeout=90,
-                          env=session.env(WORKROOM_HOME=str(session.home / "workroom"),
-                                          WORKROOM_WARM="1" if warm_start else "0"))
+                          env=session.env(WORKROOM_HOME=str(session.home / "workroom")))
 
 
 def test_the_store_keeps_reads_and_forgets_secrets_in_gnome_keyring(keyring_session, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -112,30 +108,9 @@ def locked_key(sshd, keyring_session) -> Iterator[Path]:  # type: ignore[no-unty
     auth.write_text(original)
 
 
-@pytest.mark.parametrize("warm_start", [False, True], ids=["itself", "warm"])
-def test_ssh_login_with_a_passphrase_only_in_gnome_keyring(sshd, keyring_session, locked_key, monkeypatch,
-                                                           warm_start: bool) -> None:  # type: ignore[no-untyped-def]
-    env = keyring_session.env(WORKROOM_HOME=str(keyring_session.home / "workroom"))
-    try:
-        _login_with_a_passphrase_only_in_gnome_keyring(sshd, keyring_session, locked_key, monkeypatch, warm_start)
-        if warm_start:
-            assert warm.starter_pid(env) is not None  # the commands after the first ran in its forks
-    finally:
-        warm.stop_starter(env)
-
-
-def _login_with_a_passphrase_only_in_gnome_keyring(sshd, keyring_session, locked_key, monkeypatch,  # type: ignore[no-untyped-def]
-                                                   warm_start: bool) -> None:
-    def _cli(session: secret_service.SecretServiceSession, *args: str,
-             stdin: str = "") -> subprocess.CompletedProcess[str]:
-        done = run_cli(session, *args, stdin=stdin, warm_start=warm_start)
-        if warm_start and args[0] == "hosts":  # the first: it ran itself and left a starter; wait until it listens
-            deadline = time.monotonic() + 60
-            while not warm.starter_listening(env) and time.monotonic() < deadline:
-                time.sleep(0.05)
-        return done
-
-    env = keyring_session.env(WORKROOM_HOME=str(keyring_session.home / "workroom"))
+def test_ssh_login_with_a_passphrase_only_in_gnome_keyring(sshd, keyring_session, locked_key,  # type: ignore[no-untyped-def]
+                                                           monkeypatch) -> None:
+    _cli = run_cli
     added = _cli(keyring_session, "hosts", "add", "locked", "--provider", "ssh", "--host", sshd.host,
                  "--port", str(sshd.port), "--user", sshd.user, "--identity", str(locked_key), "--candidates", "user")
     assert added.returncode == 0, added.stderr

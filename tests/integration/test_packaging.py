@@ -72,7 +72,6 @@ def test_early_flags(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_workroom_app_answers_version_and_self_test_from_source(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKROOM_", "PYTHON_KEYRING"))}
-    env["WORKROOM_WARM"] = "0"  # commands run themselves, leaving no warm starter (tests/conftest.py)
     env.update(WORKROOM_HOME=str(tmp_path), PYTHON_KEYRING_BACKEND="keyring.backends.fail.Keyring")
     cmd = [sys.executable, "-m", "workroom.ui.main"]
     out = subprocess.run([*cmd, "--version"], env=env, capture_output=True, text=True, timeout=60)

@@ -25,7 +25,7 @@ from workroom.core.provider_specs import PROVIDER_SPECS, ProviderSpec, Reference
 from workroom.paths import app_paths
 from workroom.providers import make_provider, provider_class
 from workroom.providers.base import Provider, ProviderContext
-from workroom.providers.ssh_family import SshShell
+from workroom.providers.ssh_shell import SshShell
 from workroom.storage import load_hosts, save_hosts
 
 pytestmark = pytest.mark.unit

@@ -35,6 +35,17 @@ EXIT_INTERRUPTED = 130
 COMMANDS = {"hosts": "hosts", "app": "settings", "connect": "reach", "status": "reach", "keep": "reach",
             "let-sleep": "reach", "why": "reach", "exclusions": "reach", "settings": "settings", "secret": "settings"}
 """Each command, and the module of this package that runs it (as `cmd_<command>`), imported when it runs."""
+LOOKS: tuple[tuple[str, ...], ...] = (
+    ("status",), ("status", "--json"), ("hosts", "list"), ("hosts", "list", "--json"), ("settings", "get"),
+    ("settings", "get", "--json"), ("app", "status"), ("app", "status", "--json"))
+"""The commands that only report. Without the app each reads files and the providers' own clocks (their control
+planes only), reaches no box, starts and installs nothing, and leaves no process behind; through the app each is the
+app's answer (docs/cli.md, "A look is never a touch"; tests/acceptance/test_look_never_touches.py runs each)."""
+TOUCHES: tuple[tuple[str, ...], ...] = (
+    ("connect",), ("status", "--live"), ("status", "--watch"), ("keep",), ("let-sleep",), ("why",),
+    ("exclusions",), ("hosts", "remove", "--uninstall"))
+"""The commands that reach a box, because they were asked to: on a network-metered box each moves its idle clock
+once, and on Coder or Codespaces each is a session (an asleep box is still woken only with `--wake`)."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -79,11 +90,37 @@ def _failed(error: BaseException, args: argparse.Namespace, face: Face) -> int:
 def main(argv: list[str] | None = None) -> int:
     """The `workroom` command (`argv` None: this process is the program; a list: called in-process, as tests do).
 
-    While the app runs for this home, the command goes through it (`app_link`); else through the home's warm
-    starter, when one runs (`cli/warm.py`), and a command that ran itself leaves one; `--help` is answered here.
+    While the app runs for this home, the command goes through it (`app_link`); else it runs here, and leaves
+    nothing of ours running when it exits (docs/cli.md); `--help` is answered here.
     As the program, the cyclic garbage collector waits until start-up is over (it ran over the engine's
     import-time objects again and again: ~40 ms; `collect_from_now`), and a command that used the engine ends
     the process without the interpreter's teardown (`end_program`)."""
+    if argv is None:
+        try:
+            return _main(None)
+        except BrokenPipeError:  # `workroom status | head -1`: the reader has gone; nothing more to say
+            return _pipe_closed()
+    return _main(argv)
+
+
+EXIT_PIPE_CLOSED = 141
+"""What a shell says of a command ended by SIGPIPE (128 + 13): its reader closed the pipe."""
+
+
+def _pipe_closed() -> int:
+    """stdout's reader has gone: whatever is still buffered goes nowhere (so the interpreter's last flush does not
+    fail with a traceback), and the command ends as a shell's own tools do."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return EXIT_PIPE_CLOSED
+
+
+def _main(argv: list[str] | None) -> int:
     given = sys.argv[1:] if argv is None else argv
     if given == ["--version"]:  # the commonest probe of a CLI: no parser
         print(f"workroom {__version__}")
@@ -94,12 +131,6 @@ def main(argv: list[str] | None = None) -> int:
         code = app_link.run_through_app(list(given))
         if code is not None:
             return code
-        if argv is None:
-            from workroom.cli import warm
-
-            code = warm.run_warm(list(given))
-            if code is not None:
-                return code
     if argv is not None:
         return _run(argv)
     import gc
@@ -109,10 +140,6 @@ def main(argv: list[str] | None = None) -> int:
     gc.disable()
     code = _run(None)
     collect_from_now()
-    if "pydantic" in sys.modules and given and given[0] != "app" and "-h" not in given and "--help" not in given:
-        from workroom.cli import warm
-
-        warm.leave_starter()  # the next command without the app starts warm (docs/cli.md, "Warm start")
     if "workroom.sessions.engine" in sys.modules:
         end_program(code)
     return code
@@ -189,8 +216,7 @@ async def serve(argv: list[str], term: Terminal, engine: Engine | None, app: App
                 bug_words: str = BUG_WORDS) -> int:
     """Run one `workroom` command in the app, against its engine (its sessions stay as they are: connected,
     listened to by the window), saying everything on `term`: the words and JSON of the same command without the
-    app. Never raises: a bug is logged and said in one line (`bug_words`). Without an engine (a warm starter's fork,
-    cli/warm_server.py) the command makes its own, as it does without the app."""
+    app. Never raises: a bug is logged and said in one line (`bug_words`)."""
     import argparse
 
     from workroom.cli.face import Face

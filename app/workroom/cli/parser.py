@@ -126,9 +126,15 @@ def build_parser(says: Says | None = None) -> argparse.ArgumentParser:
     connect.add_argument("--timeout", type=float, default=60.0)
     _wake_flag(connect)
 
-    status = sub.add_parser("status", help="status of every host (sleeping boxes are not woken)")
+    status = sub.add_parser("status", help="every host: what is known of it and its provider's own clock (a look: "
+                                           "no box is reached; through the app, the app's live view)")
     status.add_argument("--json", action="store_true")
-    status.add_argument("--watch", action="store_true", help="live view: keep printing changes")
+    status.add_argument("--live", action="store_true",
+                        help="connect to each host and read it now (an asleep box is not woken); on a network-metered "
+                             "box this moves its idle clock once, and on Coder or Codespaces it is a session")
+    status.add_argument("--watch", action="store_true",
+                        help="live view, connected as the app is (quiet while a box is idle), printing each change "
+                             "until interrupted")
 
     _settings_parser(sub, type(parser))
 

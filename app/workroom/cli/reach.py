@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import AsyncIterator, Callable
     from contextlib import AbstractAsyncContextManager
+    from typing import Any
 
     from workroom.core.errors import UserError
     from workroom.core.protocol import Status
@@ -117,7 +118,13 @@ async def cmd_connect(args: argparse.Namespace, face: Face) -> int:
             snap = await reach(engine, session, "connect", wake=args.wake, timeout=args.timeout)
         finally:
             session.host_key_answerer = asked_before
-        face.out(json.dumps(snapshot_json(snap)) if args.json else snapshot_line(snap))
+        left = _left_running(engine, session) if not face.in_app else None
+        if args.json:
+            face.out(json.dumps({**snapshot_json(snap), "left_running": left}))
+        else:
+            face.out(snapshot_line(snap))
+            if left is not None:
+                face.out(f"  {left['words']}")
         if args.watch:
             def show(s: HostSnapshot) -> None:
                 face.out(json.dumps(snapshot_json(s)) if args.json else snapshot_line(s))
@@ -126,6 +133,21 @@ async def cmd_connect(args: argparse.Namespace, face: Face) -> int:
                 session.auto_reconnect = True
             await _listening(session.listeners, show)
         return ExitCode.OK
+
+
+def _left_running(engine: Engine, session: HostSession) -> dict[str, Any] | None:
+    """What this command started on purpose and leaves running after it exits (this computer's agent: it goes on
+    recording why this computer is awake), named in its output; None when nothing."""
+    if not session.provider.spec.is_this_computer:
+        return None
+    from workroom.providers.local import running_agent_pid
+
+    pid = running_agent_pid(engine.paths.state_dir)
+    if pid is None:
+        return None
+    return {"this_computer_agent": pid,
+            "words": f"this computer's agent (process {pid}) keeps running after this command; "
+                     f"`workroom hosts remove {session.host.name} --uninstall` stops and removes it"}
 
 
 async def _listening(listeners: list[Callable[[HostSnapshot], None]],
@@ -142,16 +164,29 @@ async def _listening(listeners: list[Callable[[HostSnapshot], None]],
 
 
 async def cmd_status(args: argparse.Namespace, face: Face) -> int:
-    """Every host's line. The app's engine answers from what it holds (it owns the connections); a command's own
-    engine connects to each host (waking none), each on its own deadline, and prints each line as it comes: a
-    host that never answers holds no one else's line and comes last, saying why."""
+    """Every host's line. The app's engine answers from what it holds (it owns the connections). Without the app a
+    plain `status` is a look (cli/look.py: what is known and the providers' own clocks, no box reached); with
+    `--live` or `--watch` a command's own engine connects to each host (waking none), each on its own deadline, and
+    prints each line as it comes: a host that never answers holds no one else's line and comes last, saying why."""
     import asyncio
     import json
 
     from workroom.core.errors import ExitCode, UserError
 
+    if not face.in_app and not args.live and not args.watch:
+        from workroom.cli.look import cmd_look
+
+        return await cmd_look(args, face)
+
+    not_started: set[str] = set()
+
     def show(engine: Engine, snap: HostSnapshot) -> None:
-        face.out(json.dumps(with_last_known(engine, snap)) if args.json else status_line(engine, snap))
+        name = snap.host.name
+        if args.json:
+            face.out(json.dumps({**with_last_known(engine, snap), "agent_not_running": name in not_started}))
+        else:
+            face.out(status_line(engine, snap) + (f"  (its agent is not running: the app, or `workroom connect {name}`"
+                                                  ", starts it)" if name in not_started else ""))
 
     async with face.engine_for(auto_reconnect=args.watch) as engine:
         if face.in_app:
@@ -164,6 +199,13 @@ async def cmd_status(args: argparse.Namespace, face: Face) -> int:
         else:
             async def one(name: str) -> HostSnapshot:
                 session = engine.session(name)
+                if session.provider.spec.is_this_computer:
+                    from workroom.providers.local import running_agent_pid
+
+                    # A command that exits leaves no agent of this computer's that it started.
+                    if running_agent_pid(engine.paths.state_dir) is None:
+                        not_started.add(name)
+                        return session.snapshot()
                 try:
                     return await session.connect(timeout=30)  # never wakes an asleep box: its row says so
                 except UserError:

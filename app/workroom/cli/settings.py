@@ -151,29 +151,42 @@ def cmd_app(args: argparse.Namespace, face: Face) -> int:
     if args.app_command not in ("status", "quit"):
         face.err("workroom app: status or quit")
         return ExitCode.USAGE
-    from workroom.cli import warm
-
     log_path = face.app.log_path if face.app is not None else app_log_folder() / LOG_FILE_NAME
     if args.app_command == "quit":
         if face.app is None:
-            stopped = warm.stop_starter()  # the home's warm starter (cli/warm.py): asked over its socket
-            face.out("Workroom is not running." + (f" Its warm starter (process {stopped}) has ended."
-                                                    if stopped is not None else ""))
+            face.out("Workroom is not running." + _what_stays(face))
             return ExitCode.OK
-        face.out("Workroom is quitting (every session closes first).")
+        face.out("Workroom is quitting (every session closes first)." + _what_stays(face))
         face.app.quit()
         return ExitCode.OK
     running = face.app is not None
-    starter = warm.starter_pid()
+    agent = None if running else _agent_pid()
     if getattr(args, "json", False):
         face.out(json.dumps({"running": running, "version": __version__ if running else None,
                              "pid": os.getpid() if running else None, "log": str(log_path) if log_path else None,
-                             "warm_starter": starter}))
+                             "this_computer_agent": agent}))
     elif running:
         face.out(f"Workroom {__version__} is running (process {os.getpid()}); its log: {log_path}")
     else:
-        face.out(f"Workroom is not running; its log: {log_path}")
-        if starter is not None:
-            face.out(f"Commands start warm: a starter (process {starter}) serves them until it has been unused "
-                     f"for {warm.idle_words()}; `workroom app quit` ends it.")
+        face.out(f"Workroom is not running; its log: {log_path}" + _what_stays(face))
     return ExitCode.OK if running else ExitCode.ERROR
+
+
+def _what_stays(face: Face) -> str:
+    """What keeps running after the app (or with no app), and how to stop it: this computer's agent, as the
+    window's Quit says (ui/about_dialog.py)."""
+    from workroom.core.provider_specs import spec_for
+
+    pid = _agent_pid()
+    if pid is None:
+        return ""
+    name = next((h.name for h in face.book().hosts.hosts if spec_for(h.provider).is_this_computer), "NAME")
+    return (f" This computer's agent (process {pid}) keeps running and recording why this computer is awake; "
+            f"`workroom hosts remove {name} --uninstall` stops and removes it.")
+
+
+def _agent_pid() -> int | None:
+    from workroom.paths import app_paths
+    from workroom.providers.local import running_agent_pid
+
+    return running_agent_pid(app_paths().state_dir)

@@ -14,12 +14,17 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workroom.core.durations import format_duration
-from workroom.core.protocol import Status
+from workroom.core.host_text import plain
+
+if TYPE_CHECKING:
+    from workroom.core.protocol import Status
 
 VERDICT_WORDS = ("busy", "idle")
+MAX_REASONS = 3
+MAX_REASON_CHARS = 120
 
 
 def _number(value: object) -> float | None:
@@ -27,6 +32,12 @@ def _number(value: object) -> float | None:
         return None
     number = float(value)
     return number if math.isfinite(number) else None
+
+
+def _reasons(value: object) -> tuple[str, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(plain(v, MAX_REASON_CHARS) for v in value[:MAX_REASONS] if isinstance(v, str) and v)
 
 
 def _verdict(value: object) -> str | None:
@@ -58,6 +69,9 @@ class LastKnown:
     """When the box's platform last stopped it, where it says (Coder's stop build, a codespace's idle stop)."""
     stop_reason: str | None = None
     """Why, in the platform's terms ("it reached its deadline (autostop)")."""
+    reasons: tuple[str, ...] = ()
+    """What kept it busy when its agent last spoke, in the app's words ("compiling: cc1plus"), at most
+    `MAX_REASONS`: what a look without the app says (cli/look.py)."""
 
     @classmethod
     def from_record(cls, record: Mapping[str, Any] | None) -> LastKnown:
@@ -72,7 +86,8 @@ class LastKnown:
                    released_at=_number(record.get("released_at")),
                    run=record.get("run") if isinstance(record.get("run"), str) else None,
                    stopped_at=_number(record.get("stopped_at")),
-                   stop_reason=record.get("stop_reason") if isinstance(record.get("stop_reason"), str) else None)
+                   stop_reason=record.get("stop_reason") if isinstance(record.get("stop_reason"), str) else None,
+                   reasons=_reasons(record.get("reasons")))
 
     def to_record(self) -> dict[str, Any]:
         """The stored form: only what is known ("verdict" is the reported one, as older apps wrote it)."""
@@ -80,7 +95,8 @@ class LastKnown:
                   "doing": self.doing.upper() if self.doing else None, "since": self.since,
                   "seen_at": self.seen_at, "asleep_since": self.asleep_since,
                   "agent_monotonic": self.agent_monotonic, "released_at": self.released_at, "run": self.run,
-                  "stopped_at": self.stopped_at, "stop_reason": self.stop_reason}
+                  "stopped_at": self.stopped_at, "stop_reason": self.stop_reason,
+                  "reasons": list(self.reasons) or None}
         return {key: value for key, value in fields.items() if value is not None}
 
     @property
@@ -89,11 +105,14 @@ class LastKnown:
 
     def seen(self, status: Status, now: float) -> LastKnown:
         """A status heard live at `now`: the box is awake and doing what its agent says."""
+        from workroom.core.busy_reasons import reason_words  # the wire's models: not for a look that only reads
+
         doing = status.classifier_verdict.value.lower()
         since = self.since if doing == self.doing and self.since is not None else now
+        reasons = tuple(w[:MAX_REASON_CHARS] for w in reason_words(status, agent_now=status.monotonic)[:MAX_REASONS])
         return LastKnown(doing=doing, reported=status.verdict.value.lower(), since=since, seen_at=now,
                          asleep_since=None, agent_monotonic=status.monotonic, stopped_at=self.stopped_at,
-                         stop_reason=self.stop_reason)
+                         stop_reason=self.stop_reason, reasons=reasons if doing == "busy" else ())
 
     def asleep(self, now: float) -> LastKnown:
         """Seen asleep at `now`: asleep since then, unless it already was."""

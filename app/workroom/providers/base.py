@@ -15,27 +15,27 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workroom.agent_bundle import AgentBundle
 from workroom.core.errors import UserError
-from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
-from workroom.core.keepawake import PollOutcome
 from workroom.core.metering import Keeper
-from workroom.core.platform_clock import PlatformClock, PlatformRules
-from workroom.core.provider_specs import ProviderSpec
-from workroom.core.questions import SecretRequest
-from workroom.core.traits import ProviderTraits
-from workroom.providers.agent_keys import binding_of
-from workroom.providers.agent_sockets import AgentPlace
-from workroom.remote.agent_install import PYTHON3, AgentInstaller, AgentLayout, InstallReport, ServeOptions
-from workroom.remote.agent_link import AgentLink
-from workroom.remote.host_shell import HostShell
 
 if TYPE_CHECKING:
+    # Types only: a look without the app (cli/look.py) reads providers' control planes and imports none of the
+    # agent's install, link or shell modules (docs/cli.md, start-up).
+    from workroom.agent_bundle import AgentBundle
+    from workroom.core.heartbeat_proof import IdleClockReading
+    from workroom.core.keepawake import PollOutcome
+    from workroom.core.platform_clock import PlatformClock, PlatformRules
+    from workroom.core.provider_specs import ProviderSpec
+    from workroom.core.questions import SecretRequest
+    from workroom.core.traits import ProviderTraits
     from workroom.providers.agent_keys import AgentKeys
-    from workroom.providers.agent_sockets import AgentSockets
+    from workroom.providers.agent_sockets import AgentPlace, AgentSockets
     from workroom.remote.agent_client import EventHandler
+    from workroom.remote.agent_install import AgentInstaller, AgentLayout, InstallReport, ServeOptions
+    from workroom.remote.agent_link import AgentLink
     from workroom.remote.host_keys import KnownHosts
+    from workroom.remote.host_shell import HostShell
 
 
 class BoxState(StrEnum):
@@ -105,19 +105,27 @@ class Provider:
         return host.traits
 
     def layout(self, host: Host) -> AgentLayout:
+        from workroom.remote.agent_install import AgentLayout
+
         return AgentLayout()
 
     def installer(self, host: Host, shell: HostShell) -> AgentInstaller:
         """The one way an installer for this host is made (every connect, and uninstall): this app's bundle, the
         host's layout, serve options and Python."""
+        from workroom.remote.agent_install import AgentInstaller
+
         return AgentInstaller(shell, self.context.bundle, self.layout(host), self.serve_options(host),
                               self.python_command(host))
 
     def python_command(self, host: Host) -> tuple[str, ...]:
         """How the agent's Python is started on the host: `python3` from its PATH unless said otherwise."""
+        from workroom.remote.agent_install import PYTHON3
+
         return PYTHON3
 
     def serve_options(self, host: Host) -> ServeOptions:
+        from workroom.remote.agent_install import ServeOptions
+
         traits = self.traits(host)
         heartbeat = traits.metering.keeper is Keeper.AGENT_HEARTBEAT  # the agent keeps it awake (core.metering)
         return ServeOptions(
@@ -156,6 +164,8 @@ class Provider:
     def agent_binding(self, host: Host, shell: HostShell) -> str:
         """What this connect's agent is remembered under (its place, its key): the host as configured and the
         login its shell resolved to (providers.agent_keys.binding_of)."""
+        from workroom.providers.agent_keys import binding_of
+
         return binding_of(host, self.login_of(host, shell))
 
     def remembered_place(self, host: Host, binding: str) -> AgentPlace | None:
@@ -184,6 +194,8 @@ class Provider:
         keys = self.context.agent_keys
         if key is not None and keys is not None:
             keys.keep(host.name, binding, key)
+        from workroom.providers.agent_sockets import AgentPlace
+
         memo = self.context.agent_sockets
         if memo is None:
             return
@@ -251,4 +263,6 @@ class Provider:
     async def poll_health(self, host: Host) -> PollOutcome:
         """One keep-awake request from outside the box (providers whose traits say it needs one: request
         metering). It counts as activity and says whether the box is still busy."""
+        from workroom.core.keepawake import PollOutcome
+
         return PollOutcome.failed(f"the {self.kind} provider has no keep-awake request", retryable=False)

@@ -13,16 +13,19 @@ import asyncio
 import logging
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workroom.core.hosts import Host
 from workroom.paths import agent_socket_dir
 from workroom.platform.interpreter import local_python_command
-from workroom.providers.agent_sockets import AgentPlace
 from workroom.providers.base import Provider
-from workroom.remote.agent_client import EventHandler
-from workroom.remote.agent_install import AgentLayout, ServeOptions
-from workroom.remote.agent_link import AgentLink, open_unix_link
-from workroom.remote.host_shell import HostShell, LocalShell
+
+if TYPE_CHECKING:  # the install, link and shell load with the first connection, never with a look (cli/look.py)
+    from workroom.providers.agent_sockets import AgentPlace
+    from workroom.remote.agent_client import EventHandler
+    from workroom.remote.agent_install import AgentLayout, ServeOptions
+    from workroom.remote.agent_link import AgentLink
+    from workroom.remote.host_shell import HostShell
 
 PROC_SELF_STAT = Path("/proc/self/stat")
 
@@ -43,24 +46,55 @@ def app_exclusion(stat_path: Path = PROC_SELF_STAT) -> tuple[str, ...]:
     return ("--exclude-pid", f"{os.getpid()}:{start}") if start.isdigit() else ()
 
 
+def local_layout(root: Path) -> AgentLayout:
+    """Where this computer's agent lives under the app's state folder `root`."""
+    from workroom.remote.agent_install import AgentLayout
+
+    # A socket path too long for the kernel moves to a private folder of this user's (paths.agent_socket_dir).
+    return AgentLayout(install_dir=str(root / "agent"), state_dir=str(agent_socket_dir(root / "run")))
+
+
+def running_agent_pid(root: Path) -> int | None:
+    """The process of this computer's agent when one listens at its socket (started by the app or by an explicit
+    `workroom connect`, never by a look), else None: asked of the socket's peer, never of a pid file."""
+    import socket
+
+    from workroom.app_link import peer_pid
+
+    path = local_layout(root).socket_path
+    if not os.path.exists(path):
+        return None
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        try:
+            sock.connect(path)
+        except OSError:
+            return None
+        return peer_pid(sock)
+
+
 class LocalProvider(Provider):
     def layout(self, host: Host) -> AgentLayout:
-        root = self.context.state_dir
-        # A socket path too long for the kernel moves to a private folder of this user's (paths.agent_socket_dir).
-        return AgentLayout(install_dir=str(root / "agent"), state_dir=str(agent_socket_dir(root / "run")))
+        return local_layout(self.context.state_dir)
 
     def python_command(self, host: Host) -> tuple[str, ...]:
         return local_python_command()
 
     def serve_options(self, host: Host) -> ServeOptions:
+        from workroom.remote.agent_install import ServeOptions
+
         # The app (and what it runs) is not the user's work: the agent leaves its process tree out.
         return ServeOptions(workroom=host.name, candidates=host.agent_candidates or "user", heartbeat=False,
                             extra=app_exclusion())
 
     def open_shell(self, host: Host) -> HostShell:
+        from workroom.remote.host_shell import LocalShell
+
         return LocalShell()
 
     async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
+        from workroom.remote.agent_link import open_unix_link
+
         return await open_unix_link(os.path.expanduser(socket_path), on_event)
 
     def login_of(self, host: Host, shell: HostShell) -> str:

@@ -20,6 +20,7 @@ import time
 from abc import ABC, abstractmethod
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workroom.core.errors import UserError
 from workroom.core.host_text import plain
@@ -28,9 +29,11 @@ from workroom.core.platform_clock import PlatformClock, PlatformRules, PlatformS
 from workroom.core.provider_specs import ProviderSpec, ReferenceField
 from workroom.providers.base import BoxState, ProviderContext, ProviderUnreadable
 from workroom.providers.bounded_cli import CliAnswer, CliProblem
-from workroom.providers.ssh_family import SshProvider, SshShell
-from workroom.remote.host_shell import HostShell
-from workroom.remote.ssh_config import SshTarget
+from workroom.providers.ssh_family import SshProvider
+
+if TYPE_CHECKING:
+    from workroom.remote.host_shell import HostShell
+    from workroom.remote.ssh_config import SshTarget
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +118,8 @@ class PlatformProvider(SshProvider, ABC):
         return ()
 
     def target(self, host: Host) -> SshTarget:
+        from workroom.remote.ssh_config import SshTarget
+
         argv = self.proxy_argv(host)
         exe = shutil.which(argv[0])
         if exe is None:
@@ -126,6 +131,7 @@ class PlatformProvider(SshProvider, ABC):
                          proxy_command=shlex.join([exe, *argv[1:]]))
 
     def open_shell(self, host: Host) -> HostShell:
+        from workroom.providers.ssh_shell import SshShell
         from workroom.remote.host_keys import ChannelVouchedKeys
         from workroom.remote.ssh_connection import SshConnection
 

@@ -11,78 +11,41 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.host_text import plain
 from workroom.core.hosts import Host
 from workroom.core.provider_specs import MACHINE_NAME
-from workroom.providers.agent_sockets import AgentPlace
 from workroom.providers.base import BoxState, Provider, ProviderUnreadable
 from workroom.providers.bounded_cli import CliProblem, run_cli
 from workroom.providers.idle_clock import ASLEEP_STATES, AWAKE_STATES, reading_from
-from workroom.remote.agent_client import EventHandler
-from workroom.remote.agent_install import PROBE_ANSWER_LIMIT, relay_argv, relay_command
-from workroom.remote.agent_link import AgentLink, open_stream_link
-from workroom.remote.answer_limit import COMMAND_ANSWER, AnswerLimit
-from workroom.remote.host_shell import ExecResult, HostShell
-from workroom.remote.ssh_config import SshTarget, resolve_target
 
-if TYPE_CHECKING:  # paramiko loads with the first SSH connection (docs/architecture.md, start-up)
-    from workroom.remote.ssh_connection import ExecStream, SocketStream, SshConnection
+if TYPE_CHECKING:
+    # The shell, the link and paramiko load with the first connection: a look without the app reads a provider's
+    # control plane only (cli/look.py) and imports none of them (docs/cli.md, start-up).
+    from workroom.core.heartbeat_proof import IdleClockReading
+    from workroom.providers.agent_sockets import AgentPlace
+    from workroom.remote.agent_client import EventHandler
+    from workroom.remote.agent_link import AgentLink
+    from workroom.remote.host_shell import HostShell
+    from workroom.remote.ssh_config import SshTarget
+    from workroom.remote.ssh_connection import SocketStream
 
 log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_SECONDS = 10.0
 BOXD_ANSWER_BYTES = 64 * 1024  # `boxd machine status --json` answers in a few hundred bytes
 
 
-class SshShell:
-    """HostShell over one SSH connection."""
-
-    def __init__(self, connection: SshConnection) -> None:
-        self.connection = connection
-
-    def run(self, cmd: str, *, input: bytes | None = None, timeout: float = 30.0,
-            limit: AnswerLimit = COMMAND_ANSWER) -> ExecResult:
-        result = self.connection.exec(cmd, input=input, timeout=timeout, limit=limit)
-        return ExecResult(result.exit_status, result.stdout, result.stderr)
-
-    def put_file(self, data: bytes, remote_path: str, *, mode: int = 0o600) -> int:
-        return self.connection.sftp_put(data, remote_path, mode=mode)
-
-    def close(self) -> None:
-        self.connection.close()
-
-
-class _StreamAdapter:
-    """ExecStream (or SocketStream) shaped as the BlockingStream that agent_link reads: a stream that ended
-    badly raises its own `UserError` (title, words and hint), never a bare exception built from its message."""
-
-    def __init__(self, stream: ExecStream | SocketStream) -> None:
-        self._stream = stream
-
-    def recv(self, nbytes: int) -> bytes:
-        data = self._stream.recv(nbytes)
-        if not data:
-            error = self._stream.end_error()
-            if error is not None:
-                raise error
-        return data
-
-    def sendall(self, data: bytes) -> None:
-        self._stream.send(data)
-
-    def close(self) -> None:
-        self._stream.close()
-
-
 class SshProvider(Provider):
     """Any machine reached with SSH (honouring ~/.ssh/config); the agent is reached through its `relay`."""
 
     def target(self, host: Host) -> SshTarget:
+        from workroom.remote.ssh_config import resolve_target
+
         identity = host.identity.value if host.identity is not None and host.identity.kind == "file" else None
         return resolve_target(host.connect_address, port=host.port, user=host.user, identity=identity)
 
     def open_shell(self, host: Host) -> HostShell:
         assert self.context.known_hosts is not None
+        from workroom.providers.ssh_shell import SshShell
         from workroom.remote.ssh_connection import SshConnection
 
         connection = SshConnection.connect(
@@ -95,19 +58,27 @@ class SshProvider(Provider):
 
     def relay_argv(self, host: Host, socket_path: str) -> list[str]:
         # The same Python as every install step (`python_command`), from the home the SSH command starts in.
+        from workroom.remote.agent_install import relay_argv
+
         return relay_argv(self.python_command(host), self.layout(host).bundle_path, socket_path)
 
     async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
+        from workroom.remote.agent_install import relay_command
+
         cmd = relay_command(self.python_command(host), self.context.bundle, socket_path)
         return await self._stream_link(host, shell, cmd, on_event, None)
 
     async def open_probed_link(self, host: Host, shell: HostShell, command: str,
                                on_event: EventHandler) -> AgentLink:
+        from workroom.remote.agent_install import PROBE_ANSWER_LIMIT
+
         return await self._stream_link(host, shell, command, on_event, PROBE_ANSWER_LIMIT)
 
     def login_of(self, host: Host, shell: HostShell) -> str:
         """The user, address and port the connection resolved to (~/.ssh/config applied) and the host key it
         was accepted with: another user, another machine or a rebuilt one is another login."""
+        from workroom.providers.ssh_shell import SshShell
+
         if not isinstance(shell, SshShell):
             return ""
         target, key = shell.connection.target, shell.connection.host_key
@@ -115,9 +86,12 @@ class SshProvider(Provider):
 
     async def open_direct_link(self, host: Host, shell: HostShell, binding: str,
                                on_event: EventHandler) -> tuple[AgentLink, AgentPlace] | None:
+        from workroom.providers.ssh_shell import SshShell, StreamAdapter
+        from workroom.remote.agent_link import open_stream_link
+        from workroom.remote.ssh_connection import SocketRefused
+
         if self.context.agent_sockets is None or not isinstance(shell, SshShell):
             return None
-        from workroom.remote.ssh_connection import SocketRefused
 
         def open_it() -> tuple[SocketStream, AgentPlace] | None:  # off the loop: the first look reads the file
             place = self.remembered_place(host, binding)
@@ -131,14 +105,17 @@ class SshProvider(Provider):
         if opened is None:
             return None
         stream, place = opened
-        return open_stream_link(_StreamAdapter(stream), on_event, name=host.name), place
+        return open_stream_link(StreamAdapter(stream), on_event, name=host.name), place
 
     async def _stream_link(self, host: Host, shell: HostShell, cmd: str, on_event: EventHandler,
                            preamble: int | None) -> AgentLink:
+        from workroom.providers.ssh_shell import SshShell, StreamAdapter
+        from workroom.remote.agent_link import open_stream_link
+
         assert isinstance(shell, SshShell)
         loop = asyncio.get_running_loop()
         stream = await loop.run_in_executor(None, shell.connection.open_exec_channel, cmd)
-        return open_stream_link(_StreamAdapter(stream), on_event, name=host.name, preamble=preamble)
+        return open_stream_link(StreamAdapter(stream), on_event, name=host.name, preamble=preamble)
 
 
 class BoxdProvider(SshProvider):

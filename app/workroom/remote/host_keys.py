@@ -38,7 +38,7 @@ HASHED_PREFIX = "|1|"
 MAX_KNOWN_HOSTS_BYTES = 64 * 1024 * 1024
 """Far beyond any real known_hosts (a line is ~100 bytes); a larger file is not read, never rewritten."""
 USER_KNOWN_HOSTS = Path("~/.ssh/known_hosts")
-"""Read from the home of the run that makes a `KnownHosts` (a warm starter's fork takes its command's HOME)."""
+"""Read from the home of the run that makes a `KnownHosts`."""
 RSA_SIGNATURE_TYPES = ("rsa-sha2-512", "rsa-sha2-256")
 CERT_SUFFIX = "-cert-v01@openssh.com"
 HOST_CERT_TYPES = tuple(t + CERT_SUFFIX for t in ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384",

@@ -31,6 +31,7 @@ from workroom.core.questions import SecretRequest
 from workroom.core.setting_rows import Store, row_named, rows_in
 from workroom.credentials import CredentialKey, CredentialStore
 from workroom.daemon_threads import DaemonThreads
+from workroom.known_records import VERDICTS_FILE_NAME, read_records, verdicts_path, write_record
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
 from workroom.providers.agent_keys import AgentKeys
@@ -41,14 +42,11 @@ from workroom.remote.host_keys import KnownHosts
 from workroom.sessions.blocking_runner import BlockingRunner
 from workroom.sessions.host_session import HostSession, HostSnapshot
 from workroom.storage import (
-    MAX_FILE_BYTES,
     load_hosts,
     load_settings,
     read_hosts,
-    read_json_object,
     read_settings,
     update_hosts,
-    update_json,
     update_settings,
 )
 
@@ -58,7 +56,6 @@ log = logging.getLogger(__name__)
 SecretAsker = Callable[[SecretRequest], Coroutine[Any, Any, str | None]]
 """Asks the user for a secret the keyring does not have (a coroutine run on the event loop)."""
 ASK_SECRET_TIMEOUT_SECONDS = 300.0
-VERDICTS_FILE_NAME = "last_verdicts.json"
 
 SettingsChangeFn = Callable[[AppSettings], AppSettings]
 
@@ -217,12 +214,10 @@ class Engine:
 
     @property
     def _verdicts_file(self) -> Path:
-        return self.paths.state_dir / VERDICTS_FILE_NAME
+        return verdicts_path(self.paths.state_dir)
 
     def _load_verdicts(self) -> dict[str, dict[str, object]]:
-        data = read_json_object(self._verdicts_file, MAX_FILE_BYTES)  # never waits on a FIFO in the file's place
-        records = {k: LastKnown.from_record(v) for k, v in data.items() if isinstance(k, str) and isinstance(v, dict)}
-        return {k: known.to_record() for k, known in records.items() if known.known or known.asleep_since is not None}
+        return read_records(self._verdicts_file)
 
     def last_known(self, name: str) -> LastKnown:
         """What the app last knew of a host (any face, any run: core.last_known). Read from last_verdicts.json,
@@ -263,15 +258,7 @@ class Engine:
         """Write `name`'s record as it is now (or its absence) into last_verdicts.json as the file is then: the
         other hosts' records, another process's included, stay as they are."""
         record, path = self.last_verdicts.get(name), self._verdicts_file
-
-        def change(data: dict[str, Any]) -> dict[str, Any]:
-            if record is None:
-                data.pop(name, None)
-            else:
-                data[name] = record
-            return data
-
-        self._write(lambda: update_json(path, change, limit=MAX_FILE_BYTES), f"cannot save {path}")
+        self._write(lambda: write_record(path, name, record), f"cannot save {path}")
 
     def _write(self, write: Callable[[], object], failed: str) -> None:
         """Run a file write on the engine's writer thread (in order; fsync never on the loop's thread); with no

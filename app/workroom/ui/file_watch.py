@@ -17,7 +17,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer
 
-from workroom.sessions.engine import VERDICTS_FILE_NAME, Engine
+from workroom.known_records import VERDICTS_FILE_NAME
+from workroom.sessions.engine import Engine
 
 log = logging.getLogger(__name__)
 

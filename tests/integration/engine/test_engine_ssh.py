@@ -243,7 +243,7 @@ def test_cli_connect_json_reports_pushed_bytes_and_build(sshd, app_home, agent_b
     assert first.returncode == 5, first.stderr  # unknown host key, not trusted
     assert "SHA256:" in first.stderr
     assert "`workroom connect box1 --trust-new-host-key` trusts it" in first.stderr, first.stderr
-    status = subprocess.run([*WORKROOM, "status"], env=env, capture_output=True, text=True, timeout=60)
+    status = subprocess.run([*WORKROOM, "status", "--live"], env=env, capture_output=True, text=True, timeout=60)
     line = next(line for line in status.stdout.splitlines() if line.startswith("box1 "))
     assert "`workroom connect box1 --trust-new-host-key`" in line, line
     done = subprocess.run([*WORKROOM, "connect", "box1", "--trust-new-host-key", "--json"], env=env,

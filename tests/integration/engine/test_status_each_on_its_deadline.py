@@ -25,14 +25,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKROOM_", "XDG_"))}
-    env["WORKROOM_WARM"] = "0"  # commands run themselves, leaving no warm starter (tests/conftest.py)
     env.update(WORKROOM_HOME=str(home), WORKROOM_LOGIN_ENV="0", PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
     return env
 
 
 def _start(env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "workroom.cli", "status"], env=env, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1,
+    return subprocess.Popen([sys.executable, "-m", "workroom.cli", "status", "--live"], env=env,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            bufsize=1,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 

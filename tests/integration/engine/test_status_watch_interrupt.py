@@ -34,7 +34,6 @@ EXIT_SECONDS = 2.0
 def test_ctrl_c_ends_the_live_view_while_a_connect_is_stuck(tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKROOM_", "XDG_"))}
-    env["WORKROOM_WARM"] = "0"  # commands run themselves, leaving no warm starter (tests/conftest.py)
     env.update(WORKROOM_HOME=str(home), WORKROOM_LOGIN_ENV="0",
                PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
     server = QuietServer()

@@ -25,7 +25,6 @@ pytestmark = [pytest.mark.integration,
 def test_status_watch_with_json_prints_only_json(tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKROOM_", "XDG_"))}
-    env["WORKROOM_WARM"] = "0"  # commands run themselves, leaving no warm starter (tests/conftest.py)
     env.update(WORKROOM_HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
     cli = subprocess.Popen([sys.executable, "-m", "workroom.cli", "status", "--json", "--watch"], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

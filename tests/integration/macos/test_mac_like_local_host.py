@@ -46,19 +46,23 @@ def test_this_computer_comes_up_without_linux_only_tools(tmp_path: Path, mac: st
         assert shutil.which(name, path=path) is None, name
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKROOM_", "XDG_"))}
-    env["WORKROOM_WARM"] = "0"  # commands run themselves, leaving no warm starter (tests/conftest.py)
     env.update(PATH=path, WORKROOM_HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
     if mac == "real":  # the LaunchAgent's plist goes to this test's home, not the runner's
         (tmp_path / "user").mkdir()
         env["HOME"] = str(tmp_path / "user")
     try:
-        out = subprocess.run([sys.executable, "-m", "workroom.cli", "status", "--json"], env=env,
+        listed = subprocess.run([sys.executable, "-m", "workroom.cli", "hosts", "list", "--json"], env=env,
+                                capture_output=True, text=True, timeout=90)
+        assert listed.returncode == 0, listed.stdout + listed.stderr
+        local = [h["name"] for h in json.loads(listed.stdout) if h["provider"] == "local"]
+        assert local, listed.stdout
+        # The agent of this computer is started by the app or by an explicit connect, never by a look.
+        out = subprocess.run([sys.executable, "-m", "workroom.cli", "connect", local[0], "--json"], env=env,
                              capture_output=True, text=True, timeout=90)
         assert out.returncode == 0, out.stdout + out.stderr
-        snaps = json.loads(out.stdout)
-        local = [s for s in snaps if s["provider"] == "local"]
-        assert local, snaps
-        assert local[0]["status"] is not None, local[0]
-        assert local[0]["status"]["agent"]["build"], local[0]
+        snap = json.loads(out.stdout)
+        assert snap["status"] is not None, snap
+        assert snap["status"]["agent"]["build"], snap
+        assert snap["left_running"]["this_computer_agent"] > 0, snap  # named in its output
     finally:
         kill_local_agents(home / "state")

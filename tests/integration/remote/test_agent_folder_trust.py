@@ -20,7 +20,7 @@ import pytest
 from fixtures import sshd as sshd_mod
 from integration.remote.test_ssh_connection import connect, trusted_known_hosts
 from workroom.agent_bundle import AgentBundle, locate_agent_bundle
-from workroom.providers.ssh_family import SshShell
+from workroom.providers.ssh_shell import SshShell
 from workroom.remote.agent_install import AgentInstaller, AgentInstallError, AgentLayout, ServeOptions
 
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(os.geteuid() != 0, reason="needs root: a second user")]

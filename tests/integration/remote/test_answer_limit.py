@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from integration.remote.test_ssh_connection import connect, trusted_known_hosts
 from workroom.agent_bundle import locate_agent_bundle
-from workroom.providers.ssh_family import SshShell
+from workroom.providers.ssh_shell import SshShell
 from workroom.remote.agent_install import AgentInstaller, AgentLayout, ServeOptions
 from workroom.remote.answer_limit import COMMAND_ANSWER, PROBE_ANSWER, AnswerTooLarge
 from workroom.remote.host_shell import LocalShell
