@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from fixtures.fake_platforms import Box, FakePlatform
-from fixtures.procs import end_local_agents_under
+from fixtures.procs import end_local_agents_under, left_behind, our_processes
 from fixtures.simboxes import Sim, simulated_boxes
 from workroom import cli
 
@@ -47,34 +47,6 @@ def workroom(home: Path, *argv: str, trace: Path | None = None,
     prefix = ["strace", "-f", "-qq", "-e", "trace=connect", "-o", str(trace)] if trace is not None else []
     return subprocess.run([*prefix, str(WORKROOM), *argv], capture_output=True, text=True, timeout=timeout, env=env,
                           stdin=subprocess.DEVNULL)
-
-
-def our_processes() -> dict[int, str]:
-    """Every process of ours on this computer, this user's: a `workroom` command, the app, an agent of this
-    computer (a box's agent runs as the box's own user, inside its namespaces)."""
-    found = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{entry}").st_uid != os.getuid():
-                continue
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if re.search(r"workroom|wr-agent|wr_agent", cmd) and "pytest" not in cmd:
-            found[int(entry)] = cmd
-    return found
-
-
-def left_behind(before: dict[int, str]) -> dict[int, str]:
-    """Processes of ours that appeared and are still there a moment after the command exited."""
-    new = {pid: cmd for pid, cmd in our_processes().items() if pid not in before}
-    if new:
-        time.sleep(0.5)
-        new = {pid: cmd for pid, cmd in our_processes().items() if pid in new}
-    return new
 
 
 def connects(trace: Path) -> list[str]:
@@ -116,13 +88,13 @@ def test_looks_every_15_s_never_keep_an_idle_box_up(tmp_path: Path, home: Path) 
             round_start = time.monotonic()
             for argv in cli.LOOKS:
                 before_idle = health(sim)
-                before = our_processes()
+                before = our_processes(home)
                 trace = tmp_path / f"look-{rounds}-{'-'.join(argv)}.strace"
                 done = workroom(home, *argv, trace=trace)
                 after_idle = health(sim)
                 assert done.returncode in (0, 1), (argv, done.stdout, done.stderr)  # app status: 1, not running
                 assert "Traceback" not in done.stderr, done.stderr
-                assert left_behind(before) == {}, argv
+                assert left_behind(home, before) == {}, argv
                 assert not [c for c in connects(trace) if box_port in c], (argv, connects(trace))
                 # No reset of its idle clock by us (the first seconds after a thaw have the box's own chatter).
                 if before_idle["state"] == after_idle["state"] == "awake" and before_idle["idle_for_s"] > 5:
@@ -157,10 +129,10 @@ def test_looks_at_running_platform_boxes_open_no_session(home: Path, fake_platfo
     deadline = fake_platform.box("ws1")["deadline"]
     for _ in range(3):
         for argv in cli.LOOKS:
-            before = our_processes()
+            before = our_processes(home)
             done = workroom(home, *argv)
             assert done.returncode in (0, 1) and "Traceback" not in done.stderr, (argv, done.stderr)
-            assert left_behind(before) == {}, argv
+            assert left_behind(home, before) == {}, argv
     status = workroom(home, "status")
     assert re.search(r"ws1 +Nothing known yet · stops in .+ by the platform's clock", status.stdout), status.stdout
     sessions = [c["argv"] for c in fake_platform.calls if "ssh" in c["argv"] or "--stdio" in c["argv"]]
@@ -179,3 +151,26 @@ def test_status_into_a_closed_pipe_ends_quietly(home: Path) -> None:
                                capture_output=True, text=True, env=env, timeout=60)
         assert piped.stdout.strip() in ("0", "141"), (argv, piped.stdout, piped.stderr)
         assert "Traceback" not in piped.stderr and "Error" not in piped.stderr, (argv, piped.stderr)
+
+
+@pytest.mark.linux(reason="reads /proc")
+def test_a_connect_to_this_computer_leaves_only_its_agent_and_says_so(home: Path) -> None:
+    listed = workroom(home, "hosts", "list", "--json")
+    name = next(h["name"] for h in json.loads(listed.stdout) if h["provider"] == "local")
+    before = our_processes(home)
+    looked = workroom(home, "status", "--live")  # a live look reads this computer only where its agent runs
+    assert looked.returncode == 0 and "its agent is not running" in looked.stdout, looked.stdout
+    assert left_behind(home, before) == {}
+    done = workroom(home, "connect", name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    left = left_behind(home, before)
+    assert left and all("wr-agent" in cmd or "wr_agent" in cmd for cmd in left.values()), left
+    assert all(" serve " in cmd for cmd in left.values()), left
+    named = re.search(r"this computer's agent \(process (\d+)\) keeps running", done.stdout)
+    assert named is not None and int(named.group(1)) in left, (done.stdout, left)
+    quit_words = workroom(home, "app", "quit")
+    assert f"This computer's agent (process {named.group(1)}) keeps running" in quit_words.stdout, quit_words.stdout
+    assert f"`workroom hosts remove {name} --uninstall`" in quit_words.stdout
+    removed = workroom(home, "hosts", "remove", name, "--uninstall")
+    assert removed.returncode == 0, removed.stdout + removed.stderr
+    assert left_behind(home, before) == {}  # the way the words named stops it

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fixtures.procs import left_behind, our_processes
 from fixtures.simboxes import Sim, simulated_boxes
 from gui_helpers import open_dialog, wait_for
 from no_wake_recipes import ANSWERS, WORKROOM, workroom
@@ -87,10 +88,12 @@ def test_no_cli_command_wakes_an_asleep_box_without_wake(sim: Sim, wr_home: Path
     for command, (argv, codes) in recipes.items():
         if command == ("hosts", "add"):
             continue
+        before = our_processes(wr_home)
         result = workroom(*argv)
         assert result.returncode in codes, (argv, result.returncode, result.stdout, result.stderr)
         assert "Traceback" not in result.stderr, result.stderr
         assert wakes(sim) == [], (argv, wakes(sim))
+        assert left_behind(wr_home, before) == {}, argv  # a command that exits leaves nothing of ours running
         if codes == ANSWERS:
             assert "box1 is asleep" in result.stdout and f"`workroom {argv[0]} box1 --wake`" in result.stdout
     status = workroom("status")  # a look: what is known and the simulator's word, no box reached

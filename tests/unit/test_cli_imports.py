@@ -93,3 +93,32 @@ def test_the_engine_loads_without_paramiko_until_a_host_is_reached_over_ssh(tmp_
     modules = set(json.loads(done.stdout.splitlines()[-1]))
     assert "workroom.sessions.engine" in modules
     assert loaded(modules, ("paramiko", "cryptography", "nacl", "workroom.remote.ssh_connection")) == []
+
+
+LOOK_BUDGET = ("paramiko", "cryptography", "nacl", "keyring", "PySide6", "workroom.sessions.engine",
+               "workroom.sessions.host_session", "workroom.remote.ssh_connection", "workroom.remote.agent_install",
+               "workroom.remote.agent_link", "workroom.remote.agent_client", "workroom.providers.ssh_shell",
+               "workroom.remote.host_keys", "workroom.core.protocol", "workroom.credentials")
+"""What a look without the app never imports (docs/cli.md, "A look is never a touch"): it reads files and the
+providers' control planes, so it needs no SSH, engine, agent install or link, wire models or keyring."""
+
+
+@pytest.mark.parametrize("argv", [["status"], ["status", "--json"]])
+def test_a_look_at_every_kind_of_host_stays_in_its_import_budget(argv: list[str], tmp_path: Path) -> None:
+    """Every provider row has a host (their control planes unreachable here: a look says so, and still imports
+    nothing to connect with)."""
+    from workroom.core.hosts import Host, HostsFile
+    from workroom.core.provider_specs import PROVIDER_SPECS
+    from workroom.paths import app_paths
+    from workroom.storage import save_hosts
+
+    refs = {"boxd": {"machine": "m1"}, "simbox": {"health_url": "http://127.0.0.1:9/v1/boxes/b"},
+            "request-metered": {"proxy_url": "http://127.0.0.1:9", "idle_clock_url": "http://127.0.0.1:9/idle"},
+            "coder": {"workspace": "ws"}, "codespaces": {"codespace": "cs"}}
+    hosts = tuple(Host(name=f"h-{kind.replace('.', '-')}", provider=kind,
+                       address=None if kind == "local" else "127.0.0.1", reference=refs.get(kind, {}))
+                  for kind in PROVIDER_SPECS)
+    save_hosts(app_paths({"WORKROOM_HOME": str(tmp_path)}).ensure(), HostsFile(hosts=hosts))
+    out, modules = modules_after(argv, tmp_path)
+    assert all(h.name in out for h in hosts), out
+    assert loaded(modules, LOOK_BUDGET) == []

@@ -77,12 +77,17 @@ async def look(paths: AppPaths, face: Face) -> list[Seen]:
     import asyncio
 
     from workroom.agent_bundle import load_agent_bundle
+    from workroom.cli.face import say_error
     from workroom.core.last_known import LastKnown
     from workroom.known_records import read_records, verdicts_path, write_record
     from workroom.providers import make_provider
     from workroom.providers.base import ProviderContext
+    from workroom.storage import load_hosts
 
-    hosts = face.book().hosts.hosts
+    loaded = load_hosts(paths.ensure())  # the hosts only: a look needs no settings
+    if loaded.problem is not None:
+        say_error(loaded.problem, face)
+    hosts = loaded.value.hosts
     records_path = verdicts_path(paths.state_dir)
     records = read_records(records_path)
     # No known hosts, secrets or agent keys: a look opens no connection, so it needs none of them.

@@ -66,6 +66,11 @@ HOST_FLAGS = {"name": "NAME", "provider": "--provider", "address": "--host", "po
 """A host's field as the person typed it on the command line (`hosts add`, `hosts edit`, `hosts price`)."""
 
 
+TOUCH = ("This command reaches the box (a touch, not a look): on a network-metered box it moves its idle clock "
+         "once, and on Coder or Codespaces it is a session. An asleep box is woken only with --wake.")
+"""What the help of every command that reaches a box says (`workroom.cli.TOUCHES`; docs/cli.md)."""
+
+
 class Says:
     """Where the app's parser says what it says: the terminal of the command being parsed (the app parses one
     command at a time, on its loop's thread)."""
@@ -117,7 +122,8 @@ def build_parser(says: Says | None = None) -> argparse.ArgumentParser:
     rm.add_argument("--json", action="store_true")
     _wake_flag(rm)
 
-    connect = sub.add_parser("connect", help="connect to a host: push the agent if needed, subscribe, print status")
+    connect = sub.add_parser("connect", help="connect to a host: push the agent if needed, subscribe, print status",
+                             description=TOUCH)
     connect.add_argument("name")
     connect.add_argument("--trust-new-host-key", action="store_true",
                          help="trust a host key seen for the first time (a changed key is always refused)")
@@ -146,20 +152,23 @@ def build_parser(says: Says | None = None) -> argparse.ArgumentParser:
         which.add_argument("--passphrase", metavar="KEY_FILE", help="the passphrase of this private key file")
         which.add_argument("--password", metavar="USER@HOST:PORT", help="the SSH password of this login")
 
-    keep = sub.add_parser("keep", help="answer a ceiling prompt: keep the box awake")
+    keep = sub.add_parser("keep", help="answer a ceiling prompt: keep the box awake", description=TOUCH)
     keep.add_argument("name")
     keep.add_argument("--json", action="store_true")
     _wake_flag(keep)
-    let_sleep = sub.add_parser("let-sleep", help="answer a ceiling prompt: let the box sleep now")
+    let_sleep = sub.add_parser("let-sleep", help="answer a ceiling prompt: let the box sleep now",
+                               description=TOUCH.replace(" An asleep box is woken only with --wake.",
+                                                         " An asleep box is never woken: it is what was asked."))
     let_sleep.add_argument("name")
     let_sleep.add_argument("--json", action="store_true")
 
-    why = sub.add_parser("why", help="what kept a host awake: its agent's record, in words")
+    why = sub.add_parser("why", help="what kept a host awake: its agent's record, in words", description=TOUCH)
     why.add_argument("name")
     why.add_argument("--since", default="24h", help="how far back: 24h (default), 90m, 2d ... (at most 7d)")
     why.add_argument("--json", action="store_true")
     _wake_flag(why)
-    never = sub.add_parser("exclusions", help="process names that never count as work on a host")
+    never = sub.add_parser("exclusions", help="process names that never count as work on a host",
+                           description=TOUCH)
     never.add_argument("name")
     never.add_argument("--add", action="append", default=[], metavar="PROCESS", help="e.g. watch (repeatable)")
     never.add_argument("--remove", action="append", default=[], metavar="PROCESS")

@@ -9,6 +9,8 @@ that status page (`idle_clock_url`). The simulator's `--metering requests` is su
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from workroom.core.heartbeat_proof import IdleClockReading
 from workroom.core.hosts import Host
 from workroom.core.keepawake import PollOutcome
@@ -16,7 +18,9 @@ from workroom.core.provider_specs import IDLE_CLOCK_URL, PROXY_BASE_URL
 from workroom.providers.bounded_http import PollFailed, get_json
 from workroom.providers.idle_clock import read_idle_clock_url
 from workroom.providers.ssh_family import SshProvider
-from workroom.remote.agent_install import ServeOptions
+
+if TYPE_CHECKING:  # loaded with the first connection, never by a look (cli/look.py)
+    from workroom.remote.agent_install import ServeOptions
 
 HEALTH_PORT = 8080
 POLL_TIMEOUT_SECONDS = 5.0
@@ -25,6 +29,8 @@ POLL_TIMEOUT_SECONDS = 5.0
 
 class RequestMeteredProvider(SshProvider):
     def serve_options(self, host: Host) -> ServeOptions:
+        from workroom.remote.agent_install import ServeOptions
+
         base = super().serve_options(host)
         return ServeOptions(workroom=base.workroom, candidates=base.candidates, heartbeat=False,
                             extra=("--health-listen", f"0.0.0.0:{HEALTH_PORT}"))
