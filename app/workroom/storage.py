@@ -23,15 +23,17 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from workroom.core.app_settings import AppSettings
 from workroom.core.errors import UserError
 from workroom.core.hosts import HostsFile
 from workroom.paths import AppPaths
 from workroom.regular_file import NotARegularFileError, read_regular_file
+
+if TYPE_CHECKING:  # read where settings are (a look without the app reads hosts only: cli/look.py)
+    from workroom.core.app_settings import AppSettings
 
 log = logging.getLogger(__name__)
 
@@ -203,6 +205,8 @@ def read_hosts(paths: AppPaths) -> HostsFile | None:
 
 def read_settings(paths: AppPaths) -> AppSettings | None:
     """settings.json as it is now; None when it is missing or damaged (see `_read`)."""
+    from workroom.core.app_settings import AppSettings
+
     return _read(paths.settings_file, AppSettings)
 
 
@@ -218,6 +222,8 @@ def save_hosts(paths: AppPaths, hosts: HostsFile) -> None:
 
 def load_settings(paths: AppPaths) -> Loaded[AppSettings]:
     """The app settings (ceiling, prompt timeout, ask mode); defaults when missing or damaged."""
+    from workroom.core.app_settings import AppSettings
+
     return _load(paths.settings_file, AppSettings, AppSettings(), "settings")
 
 

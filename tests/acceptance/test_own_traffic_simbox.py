@@ -2,10 +2,11 @@
 namespace, asleep after a window of network silence), with the real agent and the real `workroom` command run as
 its own process (the app not running):
 
-- `workroom status` every 12 s, six times, on an idle box with a 30 s window: every answer says Idle with no
-  reason; the agent's own record shows no busy second and no heartbeat sent; the box is asleep within its window
-  + 3 s of the last status (each connection moves the provider's idle clock once — unavoidable on a
-  network-metered box — never more);
+- `workroom status --live` every 12 s, six times, on an idle box with a 30 s window: every answer says Idle with
+  no reason; the agent's own record shows no busy second and no heartbeat sent; the box is asleep within its
+  window + 3 s of the last status (each connection moves the provider's idle clock once — unavoidable on a
+  network-metered box, and asked for: a plain `status` is a look that reaches no box, tests/acceptance/
+  test_look_never_touches.py — never more);
 - a connect (a first push, then a reinstall) to an idle box with a 30 s ceiling in ask mode raises no prompt, and
   the box sleeps within its window of the connect ending.
 """
@@ -108,7 +109,7 @@ def test_a_status_every_12_s_is_never_the_boxs_work(sim: Any, home: Path) -> Non
     lines = []
     for _ in range(6):
         started = time.monotonic()
-        answer = workroom(home, "status")
+        answer = workroom(home, "status", "--live")
         assert answer.returncode == 0, answer.stdout + answer.stderr
         lines.append(box_line(answer.stdout))
         last_end = time.time()

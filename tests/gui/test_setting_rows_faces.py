@@ -32,7 +32,7 @@ WORKROOM = [str(Path(sys.executable).with_name("workroom"))]
 
 
 def workroom(*argv: str) -> subprocess.CompletedProcess[str]:
-    env = {name: os.environ[name] for name in ("PATH", "HOME", "WORKROOM_HOME", "XDG_CONFIG_HOME", "WORKROOM_WARM")}
+    env = {name: os.environ[name] for name in ("PATH", "HOME", "WORKROOM_HOME", "XDG_CONFIG_HOME")}
     return subprocess.run([*WORKROOM, *argv], capture_output=True, text=True, timeout=60, env=env,
                           stdin=subprocess.DEVNULL)
 

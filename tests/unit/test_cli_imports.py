@@ -72,7 +72,7 @@ sys.exit(main())
 def test_a_command_that_used_the_engine_ends_without_the_teardown_and_loses_no_words(
         argv: list[str], code: int, torn_down: bool, tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", PROGRAM, *argv], capture_output=True, text=True, timeout=60,
-                          env={"WORKROOM_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "WORKROOM_WARM": "0"})
+                          env={"WORKROOM_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
     assert done.returncode == code, done.stderr
     assert ("torn down" in done.stdout) is torn_down
     if code:

@@ -26,6 +26,13 @@ def test_status_watch_with_json_prints_only_json(tmp_path: Path) -> None:
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("WORKROOM_", "XDG_"))}
     env.update(WORKROOM_HOME=str(home), PYTHON_KEYRING_BACKEND="keyring.backends.null.Keyring")
+    # This computer's agent is started by an explicit connect (docs/cli.md, "Nothing left behind"); the live view
+    # then reads it.
+    listed = subprocess.run([sys.executable, "-m", "workroom.cli", "hosts", "list", "--json"], env=env,
+                            capture_output=True, text=True, timeout=60, check=True)
+    local = next(h["name"] for h in json.loads(listed.stdout) if h["provider"] == "local")
+    subprocess.run([sys.executable, "-m", "workroom.cli", "connect", local], env=env, capture_output=True,
+                   timeout=90, check=True)
     cli = subprocess.Popen([sys.executable, "-m", "workroom.cli", "status", "--json", "--watch"], env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     burner = None

@@ -157,7 +157,7 @@ def _workroom(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def test_every_face_refuses_the_hostile_address_and_runs_nothing(tmp_path: Path) -> None:
     """`workroom hosts add odd --host 'x;…'` is refused in words; a hosts file edited by hand to hold it is
-    refused at `workroom status`, before ~/.ssh/config's Match exec."""
+    refused at `workroom status --live`, before ~/.ssh/config's Match exec (a look resolves nothing)."""
     _, marker = _home_with_marking_config(tmp_path)
     pwned = tmp_path / "pwned"
     hostile = HOSTILE.format(pwned=pwned)
@@ -176,7 +176,10 @@ def test_every_face_refuses_the_hostile_address_and_runs_nothing(tmp_path: Path)
         if host["name"] == "odd":
             host["address"] = hostile
     hosts_file.write_text(json.dumps(data))
-    status = _workroom(tmp_path, "status")
+    look = _workroom(tmp_path, "status")  # a look reaches no host: nothing is resolved, nothing runs
+    assert look.returncode == 0 and "Traceback" not in look.stderr, look.stderr
+    assert not pwned.exists() and not marker.exists(), "a Match exec ran for the hand-edited host"
+    status = _workroom(tmp_path, "status", "--live")
     assert "Traceback" not in status.stderr
     assert "A host address cannot contain ';'" in status.stdout, status.stdout + status.stderr
     assert not pwned.exists() and not marker.exists(), "a Match exec ran for the hand-edited host"
