@@ -1,6 +1,6 @@
 """What the engine needs from a host, whatever carries it: run a command, put a file.
 
-`LocalShell` does it on this computer; `providers.ssh_family.SshShell` does it over SSH. Both are blocking
+`LocalShell` does it on this computer; `providers.ssh_shell.SshShell` does it over SSH. Both are blocking
 and run on the host's worker thread, never on the event loop, and both fail a command past its time limit
 the same way: `CommandTimedOut`, in plain words.
 """
