@@ -22,6 +22,13 @@ PREFIXES = ("systemd", "wr-agent")
 TIMER_WCHANS = frozenset(("hrtimer_nanosleep", "do_nanosleep", "common_nsleep", "clock_nanosleep",
                           "__x64_sys_nanosleep", "__x64_sys_clock_nanosleep"))
 
+# A process held by the kernel's freezer (the box going to sleep: cgroup v2's trap runs in get_signal, the system
+# freezer's in __refrigerator): trapped there, not woken by its own sleep's end.
+FROZEN_WCHANS = frozenset(("get_signal", "do_freezer_trap", "__refrigerator"))
+# A sleep restarted with its time left (after a thaw, or SIGCONT after ^Z): the restart's own frames are the
+# scheduler's, so the wchan names only the system-call entry. Read so only for a process that was in a timer sleep.
+RESTART_WCHANS = frozenset(("do_syscall_64", "el0_svc_common", "invoke_syscall"))
+
 # A FIFO open waiting for the other end: a pipeline stage whose partner is not there yet is still a job.
 FIFO_WCHANS = frozenset(("wait_for_partner", "fifo_open"))
 

@@ -19,7 +19,8 @@ import os
 import resource
 import time
 
-from wr_agent import exclusions, job_wait, own_flows, tcp_diag, tcp_rule, unix_diag
+from wr_agent import clocks, exclusions, job_wait, own_flows, tcp_diag, tcp_rule, unix_diag
+from wr_agent.classifier import GAP_SECONDS
 from wr_agent.signals import Signals
 
 log = logging.getLogger("wr_agent")
@@ -139,7 +140,8 @@ class ProcSampler(object):
 
     def __init__(self, root="/proc", sys_net="/sys/class/net", pts="/dev/pts", self_pid=None,
                  only_uid=None, cpu_share=CPU_SHARE, clock=time.monotonic, wall=time.time, exclude_pids=(),
-                 cpu_window=CPU_WINDOW, watch_window=WATCH_WINDOW, tick_seconds=1.0, tcp_reader="auto"):
+                 cpu_window=CPU_WINDOW, watch_window=WATCH_WINDOW, tick_seconds=1.0, tcp_reader="auto",
+                 gap_clock=clocks.suspend_aware):
         self.root, self.sys_net, self.pts = root, sys_net, pts
         self.self_pid = str(os.getpid() if self_pid is None else self_pid)
         self.only_uid = only_uid
@@ -148,6 +150,11 @@ class ProcSampler(object):
         self.last_sample = None
         self._rescan = False
         self.clock, self.wall = clock, wall
+        # The box was frozen or suspended between two ticks (the agent itself did not tick for GAP_SECONDS, on a
+        # clock that counts suspend): a process seen to have run since was woken by the thaw, not by itself.
+        self.gap_clock = gap_clock
+        self._gap_mark = None
+        self.thawed = False
         self.clk_tck = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
         self.procs = {}
         self.fd_budget = max(0, _raise_nofile() // 2 - FD_RESERVE)
@@ -429,6 +436,9 @@ class ProcSampler(object):
         now = self.clock()
         sig = Signals()
         since, self.last_sample = self.last_sample, now
+        mark = self.gap_clock()
+        self.thawed = self._gap_mark is not None and mark - self._gap_mark >= GAP_SECONDS
+        self._gap_mark = mark
         if self._rescan:
             self._rescan = False
             self.close()  # exclusions are decided when a process is first seen
@@ -659,10 +669,18 @@ class ProcSampler(object):
         slices = p.slices
         runtime = self._runtime(p, raw)
         ran = runtime is None or runtime != p.runtime
-        if ran and (p.slices is None or p.slices != slices):
+        frozen = False
+        if ran and (p.slices is None or p.slices != slices) and p.timer == "timer" and not self.thawed:
+            # The box's freeze trapped a sleeper, or its sleep went on after a thaw or a SIGCONT with its time left:
+            # it ran into the trap or the restart, not awake, and it is the same sleep.
+            frozen = self._held(p)
+        if ran and (p.slices is None or p.slices != slices) and not self.thawed and not frozen:
             # Put on a CPU again since the last look. A runtime that moved with the same count is the tail of a
             # run the last look caught under way (its runtime read before it ended): the process went to sleep
-            # then and has not run since, so a `sleep 20` first seen just as it began is not a wake.
+            # then and has not run since, so a `sleep 20` first seen just as it began is not a wake. Nor is a run
+            # across a gap in the agent's own ticks: the box's freeze and thaw wakes every sleeper (the kernel's
+            # freezer, then the sleep restarted with its time left), and `sleep 400 && build` read as a daemon's
+            # next sleep after a thaw let the box sleep again under the job.
             p.ran_at = now
             if p.timer == "timer":
                 p.wakes += 1
@@ -683,9 +701,14 @@ class ProcSampler(object):
             cpu += max(0, children - p.children) / self.clk_tck
             p.state, p.ticks, p.children, p.threads = f[STAT_STATE], ticks, children, int(f[STAT_THREADS])
             self._judge_cpu(p, now, dt, cpu, sig)
-            if ran:
+            if ran and (self.thawed or frozen) and p.state == "S" and p.timer is not None:
+                # Frozen in its sleep, or the same sleep restarted with its time left: its wchan names no sleep now
+                # (the trap's `get_signal`; the restart's frames are the scheduler's, so `do_syscall_64`), so what
+                # it was blocked in stands.
+                pass
+            elif ran:
                 p.timer = self._wchan(p) if p.state == "S" else None
-                if p.pid in self.job_waits:
+                if p.pid in self.job_waits and not self.thawed:  # a thaw's wake ends no wait (above)
                     self._end_job_wait(p.pid, now, woke=True)
                 if p.state == "S" and p.timer is None:
                     self.job_due[p.pid] = p
@@ -727,6 +750,13 @@ class ProcSampler(object):
         if wchan in exclusions.FIFO_WCHANS:
             return "fifo"
         return None
+
+    def _held(self, p):
+        try:
+            wchan = self._read(p, "wchan", 128).decode("ascii", "replace").strip()
+        except OSError:
+            return False
+        return wchan in exclusions.FROZEN_WCHANS or wchan in exclusions.RESTART_WCHANS
 
     def _wchar(self, p):
         try:

@@ -146,6 +146,37 @@ def test_a_sleep_first_seen_as_it_began_is_not_woken_by_the_tail_of_that_run(fak
     assert s.sample().timer_sleep == [("sleep", "43", 0.0, 1)]
 
 
+def test_a_sleep_woken_by_the_boxs_thaw_is_still_the_jobs_first_sleep(fake):
+    """`sleep 400 && build`, then the box froze (asleep) and thawed: the freezer wakes every sleeper, which runs a
+    moment and sleeps again with its time left. The agent did not tick meanwhile (a gap on its suspend-aware
+    clock): that run is the thaw's, so the sleep stays one sleep, counted from before (the live box read IDLE
+    after the thaw and slept again under the job: its restarted sleep's wchan is `do_syscall_64`). A run without a
+    gap is a wake, as before."""
+    clock = Clock(100.0)
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=700_000, slices=2)
+    s = sampler(fake, clock, gap_clock=clock)
+    assert s.sample().timer_sleep == [("sleep", "43", 0.0, 0)]
+    clock.t = 105.0
+    assert s.sample().timer_sleep == [("sleep", "43", 5.0, 0)]
+    # The freeze, seen by one more tick before the agent is frozen too: trapped (cgroup v2's trap in get_signal).
+    fake.proc(43, "sleep", wchan="get_signal", runtime_ns=750_000, slices=3)
+    clock.t = 106.0
+    assert s.sample().timer_sleep == [("sleep", "43", 6.0, 0)]
+    # Thawed: it ran, and sleeps again in the restarted call, whose wchan names no sleep (seen on a live box).
+    fake.proc(43, "sleep", wchan="do_syscall_64", runtime_ns=800_000, slices=4)
+    clock.t = 150.0  # no tick for 44 s: the box was frozen
+    assert s.sample().timer_sleep == [("sleep", "43", 50.0, 0)]
+    assert s.thawed
+    # The restart may come a tick after the thaw's first tick: the same sleep still (wchan names no new sleep).
+    fake.proc(43, "sleep", wchan="do_syscall_64", runtime_ns=850_000, slices=5)
+    clock.t = 151.0
+    assert s.sample().timer_sleep == [("sleep", "43", 51.0, 0)]
+    assert not s.thawed
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=900_000, slices=6)  # a wake of its own
+    clock.t = 152.0
+    assert s.sample().timer_sleep == [("sleep", "43", 0.0, 1)]
+
+
 def test_a_schedstat_that_moved_only_in_its_wait_fields_is_a_process_that_did_not_run(fake):
     """The bytes differ (run delay, timeslices) but the runtime does not: still not run, nothing re-read."""
     clock, s = _seen_in_a_timer_sleep_then_its_wchan_changed(fake)

@@ -1,0 +1,85 @@
+"""A job survives its box's sleep and wake in the agent's eyes. On a real simulated box (tools/simbox: the box's
+processes frozen by the kernel's cgroup freezer while it sleeps, thawed when it wakes), with the real agent
+installed by the real `workroom connect`: `sleep 400 && build` running when the box goes to sleep (an unanswered
+prompt let it sleep, say) is still a job after the wake — its sleep restarted with its time left — and the agent
+says BUSY, never IDLE, after the wake's short resume mask. Before the fix the agent read the freeze's trap and the
+thaw's restart as the sleeper's own wakes (a daemon's next tick, never work) and said IDLE 6 s after the wake, so
+the box slept again under the job. Twice, since the agent may or may not tick once more after the job is frozen.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fixtures.procs import end_local_agents_under
+from fixtures.simboxes import simulated_boxes
+
+pytestmark = [pytest.mark.acceptance, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(400)]
+
+WINDOW = 300.0  # the box never sleeps by itself here: the test puts it to sleep
+ASLEEP_SECONDS = 36.0  # longer than the agent's tick gap (30 s)
+WORKROOM = Path(sys.executable).with_name("workroom")
+
+
+def agent_status(sim: Any) -> dict[str, Any]:
+    """The agent's own status, asked inside the box over its Unix socket (nothing from this computer's app)."""
+    import simbox
+
+    home = Path(pwd.getpwnam(sim[1]["boxes"][0]["user"]).pw_dir)
+    argv = simbox.exec_argv("box1", ["python3", str(home / ".local/share/wr-agent/wr-agent.pyz"), "status",
+                                     "--socket", str(home / ".local/state/wr-agent/agent.sock")], home=sim[0])
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    data = json.loads(out.stdout)
+    return dict(data.get("status", data))
+
+
+def test_a_sleeping_job_is_busy_again_after_its_box_sleeps_and_wakes(tmp_path: Path) -> None:
+    import simbox
+
+    home = tmp_path / "wrhome"
+    env = {**os.environ, "WORKROOM_HOME": str(home)}
+    with simulated_boxes(tmp_path / "sim", 1, WINDOW) as sim:
+        b = sim[1]["boxes"][0]
+        added = subprocess.run([str(WORKROOM), "hosts", "add", "box1", "--provider", "simbox", "--host", "127.0.0.1",
+                                "--port", str(b["ssh_port"]), "--user", b["user"], "--identity", b["client_key"],
+                                "--ref", f"health_url={b['health_url']}", "--idle-window", str(int(WINDOW))],
+                               env=env, capture_output=True, text=True, timeout=60)
+        assert added.returncode == 0, added.stderr
+        from workroom.paths import app_paths
+
+        app_paths({"WORKROOM_HOME": str(home)}).ensure().known_hosts_file.write_text(b["host_key_line"] + "\n")
+        connected = subprocess.run([str(WORKROOM), "connect", "box1"], env=env, capture_output=True, text=True,
+                                   timeout=120)
+        assert connected.returncode == 0, connected.stdout + connected.stderr
+        job = subprocess.Popen(simbox.exec_argv("box1", ["sh", "-c", "sleep 400 && echo build"], home=sim[0]),
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 20
+            while agent_status(sim)["classifier_verdict"] != "BUSY":
+                assert time.monotonic() < deadline, agent_status(sim)
+                time.sleep(1)
+            for cycle in range(2):
+                simbox.sleep("box1", home=sim[0])
+                time.sleep(ASLEEP_SECONDS)
+                simbox.wake("box1", home=sim[0])
+                woke = time.monotonic()
+                seen = []
+                while time.monotonic() - woke < 15:
+                    status = agent_status(sim)
+                    seen.append((round(time.monotonic() - woke, 1), status["classifier_verdict"],
+                                 [r.get("kind") if isinstance(r, dict) else r for r in status.get("busy_reasons", [])]))
+                    time.sleep(1)
+                assert all(verdict == "BUSY" for _, verdict, _ in seen), (cycle, seen)
+                assert any("sleep" in json.dumps(reasons) for t, _, reasons in seen if t > 8), (cycle, seen)
+        finally:
+            job.kill()
+            job.wait(timeout=10)
+    end_local_agents_under(home)
