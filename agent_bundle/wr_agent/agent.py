@@ -155,15 +155,16 @@ class Agent(object):
             busy, _ = self.classifier.step(now, sig)
             self.classifier_busy = busy
             published_before = self.published_busy
-            self.published_busy = published = self.ceiling.update(now, busy)
+            gap = self.classifier.last_gap
+            woke = gap is not None and gap[0] == now  # the box slept just before this tick: a new span
+            self.published_busy = published = self.ceiling.update(now, busy, woke)
             self.last_tick = now
             self.ticks += 1
             c = self.ceiling
             # Plain text before it is kept: any user names processes, and the record is shown in terminals.
             reasons = [reasons_mod.clean(r) for r in self.classifier.reasons]
             key = key_for(self.published_busy, busy, c.exceeded, c.suppressed, reasons[:1])
-            gap = self.classifier.last_gap
-            self.span.step(now, busy, published_before, reasons, gap is not None and gap[0] == now)
+            self.span.step(now, busy, published_before, reasons, woke)
         # Outside the lock: a heartbeat to a named target resolves it, and a dead DNS server must not stall
         # every client and the health endpoint for as long as the lookup takes (only this thread sends).
         self.heartbeat.tick(now, published)

@@ -3,8 +3,10 @@
 below -> exceeded (advisory: reported, still BUSY) or prompted(deadline) (ask mode) -> suppressed
 (nobody answered: the published verdict is IDLE). `let_sleep` (the user's "Let it sleep") suppresses at once:
 the same state, reached now instead of at the prompt's deadline. A classifier IDLE resets to below; `keep` restarts
-the ceiling. Nothing else resets it: a tick gap (the box slept) or a client connecting does not, which closes
-upstream's wake-on-connect hole.
+the ceiling; a sleep ends the span: the ceiling counts awake time, so work after the box wakes (a tick gap) is a new
+span, with a fresh ceiling and, in ask mode, a fresh prompt. A client connecting or identical settings reset
+nothing. Upstream's hole (a wake-on-connect resetting an unanswered ceiling, so a runaway job is kept up for ever)
+cannot arise: the app never wakes an asleep box uninvited (only a person's explicit wake does).
 """
 
 BELOW, EXCEEDED, PROMPTED, SUPPRESSED = "below", "exceeded", "prompted", "suppressed"
@@ -27,8 +29,12 @@ class Ceiling(object):
     def awake_seconds(self, now):
         return 0.0 if self.awake_start is None else max(0.0, now - self.awake_start)
 
-    def update(self, now, classifier_busy):
-        """Advance on one tick; return the published verdict (True = BUSY)."""
+    def update(self, now, classifier_busy, woke=False):
+        """Advance on one tick; return the published verdict (True = BUSY). `woke`: the box slept just before this
+        tick (a gap in the agent's ticks): the span before it is over."""
+        if woke:
+            self.state, self.awake_start, self.prompt_deadline = BELOW, None, None
+            self.let_sleep_asked = False
         if not classifier_busy:
             self.state, self.awake_start, self.prompt_deadline = BELOW, None, None
             self.let_sleep_asked = False

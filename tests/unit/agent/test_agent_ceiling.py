@@ -71,9 +71,11 @@ def test_changed_settings_reevaluate():
     assert c.state == BELOW
 
 
-def test_wake_gap_does_not_reset_an_unanswered_ceiling():
-    """Suppressed by an unanswered prompt, the box sleeps; on wake (tick gap + the app connecting and
-    sending the same settings) the ceiling stays suppressed while the job is still running."""
+def test_a_sleep_ends_the_span_and_work_after_the_wake_gets_a_fresh_ceiling_and_prompt():
+    """Suppressed by an unanswered prompt, the box sleeps; after the wake (a tick gap), work is a new span: the
+    ceiling counts from the wake, the verdict is BUSY again (the box is kept awake), and past the ceiling a fresh
+    prompt comes. The app connecting and sending the same settings resets nothing. (A job let sleep 26 s into a
+    new `sleep 200 && ...` after such a wake, with "busy for 3 min 47 s" counting the time asleep, before.)"""
     agent, sampler, clock = make_agent(Settings(60, 30, True))
     sampler.sig = Signals(cpu=[("job", "5", 1.0)])
     for _ in range(100):
@@ -81,14 +83,25 @@ def test_wake_gap_does_not_reset_an_unanswered_ceiling():
         clock.t += 1
     st = agent.status()
     assert st["suppressed"] and st["verdict"] == "IDLE" and st["classifier_verdict"] == "BUSY"
+    for _ in range(3):  # the app connecting sends the same settings: nothing changes
+        agent.apply_settings({"ceiling_seconds": 60, "prompt_timeout_seconds": 30, "ask_at_ceiling": True})
+        agent.tick()
+        clock.t += 1
+        assert agent.status()["suppressed"]
     clock.t += 3600  # asleep: no ticks
+    woke = clock.t
     for _ in range(6):
         agent.tick()
         agent.apply_settings({"ceiling_seconds": 60, "prompt_timeout_seconds": 30, "ask_at_ceiling": True})
         st = agent.status()
-        assert st["suppressed"] and st["verdict"] == "IDLE" and st["awake_ceiling_exceeded"]
+        assert not st["suppressed"] and st["verdict"] == "BUSY" and not st["awake_ceiling_exceeded"]
+        assert st["awake_seconds"] <= clock.t - woke + 1e-9
         clock.t += 1
     assert agent.ceiling.prompt_seq == 1
+    while clock.t - woke < 61:
+        agent.tick()
+        clock.t += 1
+    assert agent.status()["prompt_pending"] and agent.ceiling.prompt_seq == 2  # a fresh prompt for the new span
 
 
 def test_prompt_deadline_armed_without_clients_and_visible_in_first_status():
@@ -101,8 +114,9 @@ def test_prompt_deadline_armed_without_clients_and_visible_in_first_status():
     assert st["prompt_pending"] and st["prompt_deadline"] == pytest.approx(1060 + 30)
     ev = agent.prompt_event()
     assert ev["event"] == "awake_ceiling_prompt" and ev["workroom"] == "w1"
-    clock.t += 40
-    agent.tick()
+    for _ in range(40):  # ticking on, nobody connected (a 40 s jump would be the box asleep: a new span)
+        clock.t += 1
+        agent.tick()
     assert agent.status()["suppressed"]
 
 
