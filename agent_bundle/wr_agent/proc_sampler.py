@@ -82,6 +82,7 @@ class _Proc(object):
         "tree",
         "tty",
         "wakes",
+        "unsure",
         "wchar",
         "window",
     )
@@ -106,6 +107,7 @@ class _Proc(object):
         self.ran_at = None  # monotonic time it was last seen to run (a timer sleep's start, at the latest)
         self.endless = False  # `sleep infinity`: a timer sleep that no job step follows
         self.wakes = 0  # timer sleeps seen to end: a process that sleeps again and again is ticking
+        self.unsure = False  # a timer sleeper seen to run and not yet blocked again: a wake or a restart, next look
         self.window = None  # [(monotonic, cpu seconds)] with CPU in the last CPU_WINDOW seconds
         # A non-candidate whose reaped children are candidates (PID 1; a process of another user under
         # `--candidates user` once a child of it is a candidate): [reaped CPU in clock ticks at the last look (None:
@@ -670,11 +672,20 @@ class ProcSampler(object):
         runtime = self._runtime(p, raw)
         ran = runtime is None or runtime != p.runtime
         frozen = False
-        if ran and (p.slices is None or p.slices != slices) and p.timer == "timer" and not self.thawed:
+        moved = ran and (p.slices is None or p.slices != slices)
+        if (moved or p.unsure) and p.timer == "timer" and not self.thawed:
             # The box's freeze trapped a sleeper, or its sleep went on after a thaw or a SIGCONT with its time left:
-            # it ran into the trap or the restart, not awake, and it is the same sleep.
-            frozen = self._held(p)
-        if ran and (p.slices is None or p.slices != slices) and not self.thawed and not frozen:
+            # it ran into the trap or the restart, not awake, and it is the same sleep. Caught runnable (a thaw
+            # wakes the whole box at once; under load the sleeper waits for a CPU before it restarts), it is
+            # neither yet: the next look says which.
+            held = self._held(p)
+            p.unsure = held == "runnable"
+            frozen = held in ("held", "runnable")
+            if not frozen:
+                moved = True  # blocked elsewhere, or in a new sleep: it woke (perhaps a tick ago, while unsure)
+                if not ran:  # settled since an unsure look without running again: where it sleeps now
+                    p.timer = self._wchan(p)
+        if moved and not self.thawed and not frozen:
             # Put on a CPU again since the last look. A runtime that moved with the same count is the tail of a
             # run the last look caught under way (its runtime read before it ended): the process went to sleep
             # then and has not run since, so a `sleep 20` first seen just as it began is not a wake. Nor is a run
@@ -701,11 +712,11 @@ class ProcSampler(object):
             cpu += max(0, children - p.children) / self.clk_tck
             p.state, p.ticks, p.children, p.threads = f[STAT_STATE], ticks, children, int(f[STAT_THREADS])
             self._judge_cpu(p, now, dt, cpu, sig)
-            if ran and (self.thawed or frozen) and p.state == "S" and p.timer is not None:
+            if ran and (self.thawed or frozen) and p.state in ("S", "R") and p.timer is not None:
                 # Frozen in its sleep, or the same sleep restarted with its time left: its wchan names no sleep now
                 # (the trap's `get_signal`; the restart's frames are the scheduler's, so `do_syscall_64`), so what
-                # it was blocked in stands.
-                pass
+                # it was blocked in stands, and so does its state (runnable for a moment, on its way back to it).
+                p.state = "S"
             elif ran:
                 p.timer = self._wchan(p) if p.state == "S" else None
                 if p.pid in self.job_waits and not self.thawed:  # a thaw's wake ends no wait (above)
@@ -752,11 +763,15 @@ class ProcSampler(object):
         return None
 
     def _held(self, p):
+        """Where a timer sleeper that ran is now: "held" (the freezer's trap, or its sleep restarted), "runnable"
+        (on or waiting for a CPU: wchan 0), or None (blocked anywhere else: a wake)."""
         try:
             wchan = self._read(p, "wchan", 128).decode("ascii", "replace").strip()
         except OSError:
-            return False
-        return wchan in exclusions.FROZEN_WCHANS or wchan in exclusions.RESTART_WCHANS
+            return None
+        if wchan in exclusions.FROZEN_WCHANS or wchan in exclusions.RESTART_WCHANS:
+            return "held"
+        return "runnable" if wchan in ("", "0") else None
 
     def _wchar(self, p):
         try:

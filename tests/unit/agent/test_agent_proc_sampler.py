@@ -177,6 +177,30 @@ def test_a_sleep_woken_by_the_boxs_thaw_is_still_the_jobs_first_sleep(fake):
     assert s.sample().timer_sleep == [("sleep", "43", 0.0, 1)]
 
 
+def test_a_sleeper_caught_runnable_is_judged_by_where_it_blocks_next(fake):
+    """After a thaw the whole box wakes at once; under load the sleeper waits for a CPU (wchan 0) before its sleep
+    restarts. That look says nothing: the next one does. A restart is the same sleep; a new timer sleep after a run
+    of its own is a wake (a daemon's tick); blocked elsewhere, it is no longer in a timer sleep."""
+    clock = Clock(100.0)
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=700_000, slices=2)
+    fake.proc(44, "python3", wchan="hrtimer_nanosleep", runtime_ns=700_000, slices=2)
+    fake.proc(45, "python3", wchan="hrtimer_nanosleep", runtime_ns=700_000, slices=2)
+    s = sampler(fake, clock, gap_clock=clock)
+    s.sample()
+    clock.t = 110.0
+    s.sample()
+    for pid in (43, 44, 45):  # each ran and is runnable now
+        fake.proc(pid, "sleep" if pid == 43 else "python3", wchan="0", runtime_ns=750_000, slices=3, state="R")
+    clock.t = 111.0
+    assert sorted(t[:2] + t[3:] for t in s.sample().timer_sleep) == [("python3", "44", 0), ("python3", "45", 0),
+                                                                      ("sleep", "43", 0)]
+    fake.proc(43, "sleep", wchan="do_syscall_64", runtime_ns=800_000, slices=4)  # restarted: the same sleep
+    fake.proc(44, "python3", wchan="hrtimer_nanosleep", runtime_ns=900_000, slices=4)  # ran, then a new sleep
+    fake.proc(45, "python3", wchan="pipe_read", runtime_ns=900_000, slices=4)  # ran, then blocked elsewhere
+    clock.t = 112.0
+    assert sorted(s.sample().timer_sleep) == [("python3", "44", 0.0, 1), ("sleep", "43", 12.0, 0)]
+
+
 def test_a_schedstat_that_moved_only_in_its_wait_fields_is_a_process_that_did_not_run(fake):
     """The bytes differ (run delay, timeslices) but the runtime does not: still not run, nothing re-read."""
     clock, s = _seen_in_a_timer_sleep_then_its_wchan_changed(fake)
