@@ -81,8 +81,8 @@ class _Proc(object):
         "timer",
         "tree",
         "tty",
-        "wakes",
         "unsure",
+        "wakes",
         "wchar",
         "window",
     )
