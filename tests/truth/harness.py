@@ -35,6 +35,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 WORKLOADS = HERE / "workloads"
+HELD_OUT = HERE / "held_out"
+"""Workloads written before the classifier's next rule and held out from its design (held_out/README.md): run with
+the others, each under its own name; the tier knows which of them today's agent gets wrong (test_truth.py)."""
 TOOLS = HERE / "tools"
 AGENT_SRC = HERE.parent.parent / "agent_bundle"
 SCRIPTS = HERE.parent.parent / "scripts"
@@ -140,8 +143,13 @@ def workload_path() -> str:
     return os.pathsep.join([BASE_PATH, *CACHE_BIN])
 
 
+def workload_folders() -> list[Path]:
+    """The folders workloads are read from (one, where a runner points both at the same place)."""
+    return list(dict.fromkeys((WORKLOADS, HELD_OUT)))
+
+
 def all_workloads() -> list[Workload]:
-    return [Workload.load(p) for p in sorted(WORKLOADS.glob("*.sh"))]
+    return [Workload.load(p) for folder in workload_folders() for p in sorted(folder.glob("*.sh"))]
 
 
 @dataclass
@@ -248,10 +256,15 @@ class Suite:
         os.chown(self.home, self.uid, self.gid)
         self.tools = self.root / "tools"
         shutil.copytree(TOOLS, self.tools)
-        shutil.copytree(WORKLOADS, self.root / "workloads")
-        for d in (self.tools, self.root / "workloads"):
-            for p in [d, *d.iterdir()]:
-                p.chmod(0o755 if p.is_dir() else 0o644)
+        copies = [self.tools]
+        for folder in workload_folders():  # each under its own name: a held-out script finds its tools beside it
+            copies.append(self.root / folder.name)
+            shutil.copytree(folder, copies[-1])
+        for d in copies:
+            for here, _dirs, files in os.walk(d):
+                os.chmod(here, 0o755)
+                for name in files:
+                    os.chmod(os.path.join(here, name), 0o644)
         sys.path.insert(0, str(AGENT_SRC))
         from wr_agent import bundle  # the real agent, as the app ships it
 
@@ -300,7 +313,7 @@ class Suite:
         cfg = {"uid": self.uid, "gid": self.gid, "home": str(self.home), "dir": str(d),
                "tools": str(self.tools), "outside": OUTSIDE_ADDR,
                "work": max(self.timings.work, w.work or 0) if self.timings is CI else self.timings.work,
-               "socket": str(sock), "script": str(self.root / "workloads" / w.path.name),
+               "socket": str(sock), "script": str(self.root / w.path.parent.name / w.path.name),
                "env": {"PATH": workload_path()},
                "agent": [PY, str(self.bundle), "serve", "--socket", str(sock), "--workroom", w.name,
                          *self.timings.agent_args()]}

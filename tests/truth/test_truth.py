@@ -14,9 +14,28 @@ pytestmark = [pytest.mark.truth, pytest.mark.root, pytest.mark.slow]
 
 WORKLOADS = harness.all_workloads()
 
+WRONG_TODAY: dict[str, str] = {
+    "curl_stalled_body": "false idle 10 s in: a request asked, its body not yet come",
+    "flock_wait": "false idle 6 s in: a job blocked on a lock a sibling holds",
+    "python_paced_pipeline": "false idle 15 s in: a pipeline whose producer sleeps between chunks",
+    "rsync_ssh_slow_remote": "false idle 12 s in: rsync waiting on a slow remote over ssh",
+    "sqlite_lock_wait": "false idle 6-11 s in: sqlite3 waiting on a database lock",
+    "tmux_detached_pg_sleep": "false idle 11 s in: a query in a detached tmux pane",
+    "ansible_playbook_ssh": "false idle 13 s in, one run of four: a silent remote task",
+    "pg_listen_blocking_idle": "busy for ever: a LISTEN client blocked on its socket, nothing ever notified",
+    "redis_blpop_forever_idle": "busy for ever: a worker's BLPOP on a queue nothing feeds",
+    "redis_subscribe_idle": "busy for ever: a SUBSCRIBE with nothing published",
+}
+"""Held-out workloads (held_out/, written before the next rule) that today's agent gets wrong, each with what it
+does (held_out/RESULTS_BEFORE.md): expected failures (an assertion of the verdict; a workload that cannot run still
+fails). One that passes shows as XPASS: its entry goes when the rule that fixes it lands, and the table there says
+before and after."""
+
 
 def test_suite_is_large_enough_and_says_why():
-    assert len(WORKLOADS) >= 70
+    assert len(WORKLOADS) >= 90
+    assert len([w for w in WORKLOADS if w.path.parent == harness.HELD_OUT]) >= 15
+    assert set(WRONG_TODAY) <= {w.name for w in WORKLOADS if w.path.parent == harness.HELD_OUT}
     for w in WORKLOADS:
         assert w.expect in ("busy", "idle") and len(w.why) > 20
     # Real software (a database, a cache, a notebook server, a dev server, OpenSSH, git, curl), each proving from
@@ -26,7 +45,10 @@ def test_suite_is_large_enough_and_says_why():
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("name", [w.name for w in WORKLOADS])
-def test_workload_verdict(truth_results, name):
+def test_workload_verdict(truth_results, name, request):
+    if name in WRONG_TODAY:  # reported as xfail, or XPASS once a rule fixes it (then take it out of the table)
+        request.applymarker(pytest.mark.xfail(reason=f"held out, wrong on today's agent: {WRONG_TODAY[name]}",
+                                              strict=False, raises=AssertionError))
     r = truth_results[name]
     if r.skipped:
         if os.environ.get("CI") == "true":  # ./dev and tests/truth/cache.py install every tool on CI's machine
