@@ -26,13 +26,15 @@ def _ssh_refuses(kind: SshNameKind, value: str) -> bool:
     args = ["-l", value, "box.example"] if kind is SshNameKind.USER else ["--", value]
     done = subprocess.run(["ssh", "-G", "-F", "/dev/null", *args], capture_output=True, text=True, timeout=30,
                           stdin=subprocess.DEVNULL)
-    # `@ ` is an empty user before a blank host: ssh refuses it with its usage, not with the characters' words.
+    # `@ ` and `@x`: an empty user before the last '@': ssh refuses it with its usage, not the characters' words.
     return "contains invalid characters" in done.stderr or done.stderr.startswith("usage: ssh")
 
 
 @FUZZ
 @given(value=names, kind=st.sampled_from(list(SshNameKind)))
 @example(value="@ ", kind=SshNameKind.HOST)  # found by a CI run: ssh answers with its usage
+@example(value="@", kind=SshNameKind.HOST)  # an empty user before the last '@': ssh's usage too
+@example(value="@@", kind=SshNameKind.HOST)  # the last '@' is not the first: user "@", accepted
 def test_the_rule_is_ssh_s_rule(value: str, kind: SshNameKind) -> None:
     assert ssh_accepts(kind, value) is not _ssh_refuses(kind, value)
 

@@ -63,6 +63,9 @@ def ssh_name_problem(kind: SshNameKind, value: str) -> str | None:
             return "cannot contain spaces" if rule.any_space else "cannot have '-' after a space"
     if rule.trailing_backslash and value.endswith("\\"):
         return "cannot end with a backslash"
+    if kind is SshNameKind.HOST and value.rfind("@") == 0:
+        # ssh splits a destination at its last '@' into user and host, and refuses an empty user (its usage).
+        return "cannot start with its only '@': ssh would read an empty user before it"
     return None
 
 
