@@ -32,12 +32,10 @@ class Ceiling(object):
     def update(self, now, classifier_busy, woke=False):
         """Advance on one tick; return the published verdict (True = BUSY). `woke`: the box slept just before this
         tick (a gap in the agent's ticks): the span before it is over."""
-        if woke:
+        if woke or not classifier_busy:
             self.state, self.awake_start, self.prompt_deadline = BELOW, None, None
             self.let_sleep_asked = False
         if not classifier_busy:
-            self.state, self.awake_start, self.prompt_deadline = BELOW, None, None
-            self.let_sleep_asked = False
             return False
         if self.awake_start is None:
             self.awake_start = now

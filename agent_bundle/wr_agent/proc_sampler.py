@@ -135,6 +135,23 @@ def interface_counts(name, sys_net="/sys/class/net"):
                 or os.path.exists(base + "/brport") or os.path.exists(base + "/tun_flags"))
 
 
+def _kind(wchan):
+    """A wchan's kind of sleep: "timer", "fifo" or None."""
+    if wchan in exclusions.TIMER_WCHANS:
+        return "timer"
+    if wchan in exclusions.FIFO_WCHANS:
+        return "fifo"
+    return None
+
+
+def _held(wchan):
+    """Where a timer sleeper that ran is now, by its wchan: "held" (the freezer's trap, or its sleep restarted),
+    "runnable" (on or waiting for a CPU: wchan 0), or None (blocked anywhere else, or unreadable: a wake)."""
+    if wchan in exclusions.FROZEN_WCHANS or wchan in exclusions.RESTART_WCHANS:
+        return "held"
+    return "runnable" if wchan in ("", "0") else None
+
+
 class ProcSampler(object):
     """Sampler over a /proc tree. `root`, `sys_net` and `pts` are parameters for recorded snapshots."""
 
@@ -672,19 +689,21 @@ class ProcSampler(object):
         runtime = self._runtime(p, raw)
         ran = runtime is None or runtime != p.runtime
         frozen = False
+        looked, wchan = False, None  # this look's wchan, once read (it is read once a look at most)
         moved = ran and (p.slices is None or p.slices != slices)
         if (moved or p.unsure) and p.timer == "timer" and not self.thawed:
             # The box's freeze trapped a sleeper, or its sleep went on after a thaw or a SIGCONT with its time left:
             # it ran into the trap or the restart, not awake, and it is the same sleep. Caught runnable (a thaw
             # wakes the whole box at once; under load the sleeper waits for a CPU before it restarts), it is
             # neither yet: the next look says which.
-            held = self._held(p)
+            looked, wchan = True, self._wchan_name(p)
+            held = _held(wchan)
             p.unsure = held == "runnable"
             frozen = held in ("held", "runnable")
             if not frozen:
                 moved = True  # blocked elsewhere, or in a new sleep: it woke (perhaps a tick ago, while unsure)
                 if not ran:  # settled since an unsure look without running again: where it sleeps now
-                    p.timer = self._wchan(p)
+                    p.timer = _kind(wchan)
         if moved and not self.thawed and not frozen:
             # Put on a CPU again since the last look. A runtime that moved with the same count is the tail of a
             # run the last look caught under way (its runtime read before it ended): the process went to sleep
@@ -718,7 +737,10 @@ class ProcSampler(object):
                 # it was blocked in stands, and so does its state (runnable for a moment, on its way back to it).
                 p.state = "S"
             elif ran:
-                p.timer = self._wchan(p) if p.state == "S" else None
+                if p.state != "S":
+                    p.timer = None
+                else:
+                    p.timer = _kind(wchan) if looked else self._wchan(p)
                 if p.pid in self.job_waits and not self.thawed:  # a thaw's wake ends no wait (above)
                     self._end_job_wait(p.pid, now, woke=True)
                 if p.state == "S" and p.timer is None:
@@ -750,28 +772,16 @@ class ProcSampler(object):
             sig.cpu.append((p.comm, p.pid, cpu / dt))
 
     def _wchan(self, p):
+        return _kind(self._wchan_name(p))
+
+    def _wchan_name(self, p):
+        """What the process is blocked in (its wchan), or None where it may not be read."""
         try:
-            wchan = self._read(p, "wchan", 128).decode("ascii", "replace").strip()
+            return self._read(p, "wchan", 128).decode("ascii", "replace").strip()
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM):
                 return None
             raise
-        if wchan in exclusions.TIMER_WCHANS:
-            return "timer"
-        if wchan in exclusions.FIFO_WCHANS:
-            return "fifo"
-        return None
-
-    def _held(self, p):
-        """Where a timer sleeper that ran is now: "held" (the freezer's trap, or its sleep restarted), "runnable"
-        (on or waiting for a CPU: wchan 0), or None (blocked anywhere else: a wake)."""
-        try:
-            wchan = self._read(p, "wchan", 128).decode("ascii", "replace").strip()
-        except OSError:
-            return None
-        if wchan in exclusions.FROZEN_WCHANS or wchan in exclusions.RESTART_WCHANS:
-            return "held"
-        return "runnable" if wchan in ("", "0") else None
 
     def _wchar(self, p):
         try:

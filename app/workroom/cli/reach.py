@@ -145,9 +145,9 @@ def _left_running(engine: Engine, session: HostSession) -> dict[str, Any] | None
     pid = running_agent_pid(engine.paths.state_dir)
     if pid is None:
         return None
-    return {"this_computer_agent": pid,
-            "words": f"this computer's agent (process {pid}) keeps running after this command; "
-                     f"`workroom hosts remove {session.host.name} --uninstall` stops and removes it"}
+    from workroom.cli.words import agent_stays
+
+    return {"this_computer_agent": pid, "words": agent_stays(pid, session.host.name)}
 
 
 async def _listening(listeners: list[Callable[[HostSnapshot], None]],

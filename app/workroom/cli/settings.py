@@ -154,9 +154,9 @@ def cmd_app(args: argparse.Namespace, face: Face) -> int:
     log_path = face.app.log_path if face.app is not None else app_log_folder() / LOG_FILE_NAME
     if args.app_command == "quit":
         if face.app is None:
-            face.out("Workroom is not running." + _what_stays(face))
+            face.out("Workroom is not running." + _what_stays(face, _agent_pid()))
             return ExitCode.OK
-        face.out("Workroom is quitting (every session closes first)." + _what_stays(face))
+        face.out("Workroom is quitting (every session closes first)." + _what_stays(face, _agent_pid()))
         face.app.quit()
         return ExitCode.OK
     running = face.app is not None
@@ -168,21 +168,21 @@ def cmd_app(args: argparse.Namespace, face: Face) -> int:
     elif running:
         face.out(f"Workroom {__version__} is running (process {os.getpid()}); its log: {log_path}")
     else:
-        face.out(f"Workroom is not running; its log: {log_path}" + _what_stays(face))
+        face.out(f"Workroom is not running; its log: {log_path}" + _what_stays(face, agent))
     return ExitCode.OK if running else ExitCode.ERROR
 
 
-def _what_stays(face: Face) -> str:
-    """What keeps running after the app (or with no app), and how to stop it: this computer's agent, as the
-    window's Quit says (ui/about_dialog.py)."""
+def _what_stays(face: Face, pid: int | None) -> str:
+    """What keeps running after the app (or with no app), and how to stop it: this computer's agent (process
+    `pid`), as the window's Quit says (ui/about_dialog.py)."""
+    from workroom.cli.words import agent_stays
     from workroom.core.provider_specs import spec_for
 
-    pid = _agent_pid()
     if pid is None:
         return ""
     name = next((h.name for h in face.book().hosts.hosts if spec_for(h.provider).is_this_computer), "NAME")
-    return (f" This computer's agent (process {pid}) keeps running and recording why this computer is awake; "
-            f"`workroom hosts remove {name} --uninstall` stops and removes it.")
+    words = agent_stays(pid, name)
+    return f" {words[0].upper()}{words[1:]}."
 
 
 def _agent_pid() -> int | None:

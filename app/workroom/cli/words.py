@@ -128,3 +128,10 @@ def status_line(engine: Engine, snap: HostSnapshot) -> str:
 
 def with_last_known(engine: Engine, snap: HostSnapshot) -> dict[str, Any]:
     return {**snapshot_json(snap), "last_known": last_known_json(engine.last_known(snap.host.name))}
+
+
+def agent_stays(pid: int, name: str) -> str:
+    """This computer's agent, running on after the command or the app, and the command that stops it (`connect`'s
+    last line, `app quit` and `app status`: one sentence wherever it is said)."""
+    return (f"this computer's agent (process {pid}) keeps running and recording why this computer is awake; "
+            f"`workroom hosts remove {name} --uninstall` stops and removes it")
