@@ -20,6 +20,7 @@ from wr_agent.user_exclusions import UserExclusions
 
 log = logging.getLogger("wr_agent")
 STALL_SECONDS = 30.0
+JOBS_EVERY = 5.0  # seconds between looks at whether what the sampler knows of waiting jobs changed (then kept)
 # Fields whose change alone does not make a status event (they move on every tick).
 QUIET_FIELDS = ("monotonic", "awake_seconds", "busy_seconds", "hold_until")
 
@@ -59,6 +60,7 @@ class Agent(object):
         "last_tick", "started", "ticks", "tick_error",  # the new process's own ticks (stalled counts from its start)
         "own_wire_bytes", "_forget_processes",  # about the next tick, which the new process's sampler starts afresh
         "ceiling_memory", "_remembered_ceiling",  # the kept copy of the ceiling (carried as the ceiling itself)
+        "jobs_memory", "_remembered_jobs",  # the sampler's knowledge of waiting jobs, kept in its own file
     )
     """Attributes a hand-off does not carry: `handoff_state` carries the rest (the ceiling, classifier and busy
     span by their own `to_state`, each with its own list). tests/unit/agent/test_agent_handoff_state.py fails
@@ -106,6 +108,10 @@ class Agent(object):
         # handed off) goes on from it, so an unanswered prompt's deadline is not reset by the app's repair.
         self.ceiling_memory = base and base + ".ceiling"
         self._remembered_ceiling = None
+        # What the sampler knows of waiting jobs (a sleep's start, whether it was seen to wake), kept as it changes
+        # and read by any agent that starts after this one, replacement or hand-off alike.
+        self.jobs_memory = base and base + ".jobs"
+        self._remembered_jobs = (None, None)  # (when last looked at, what was written)
 
     def exclude_client(self, pid):
         """The app connected directly (this computer): its process tree is not work (docs/agent.md)."""
@@ -170,6 +176,7 @@ class Agent(object):
         self.heartbeat.tick(now, published)
         self.timeline.note(key)
         self._remember_ceiling()
+        self._remember_jobs(now)
 
     def _remember_ceiling(self):
         """Write the ceiling's state when it changed (a crossing, an answer, busy starting or ending: rare)."""
@@ -182,6 +189,30 @@ class Agent(object):
             self._remembered_ceiling = state
         except OSError as exc:  # a full disk costs the memory, never the tick
             log.warning("cannot keep the ceiling state: %s", exc)
+
+    def _remember_jobs(self, now):
+        """Write the sampler's knowledge of waiting jobs when it changed, looked at every JOBS_EVERY seconds."""
+        knowledge = getattr(self.sampler, "knowledge", None)
+        looked, written = self._remembered_jobs
+        if self.jobs_memory is None or knowledge is None or (looked is not None and now - looked < JOBS_EVERY):
+            return
+        state = knowledge()
+        self._remembered_jobs = (now, written)
+        if state == written:
+            return
+        try:
+            runtime.remember(self.jobs_memory, "jobs", state)
+            self._remembered_jobs = (now, state)
+        except OSError as exc:
+            log.warning("cannot keep what the agent knows of waiting jobs: %s", exc)
+
+    def recall_jobs(self):
+        """At any start: go on from what a previous agent of this boot knew of the waiting jobs."""
+        recall = getattr(self.sampler, "recall", None)
+        kept = runtime.recall(self.jobs_memory, "jobs", 1 << 20) if self.jobs_memory and recall else None
+        if kept:
+            recall(kept)
+            log.info("went on from what a previous agent knew of %d waiting processes", len(kept))
 
     def recall_ceiling(self):
         """At a start that is not a hand-off: go on from the ceiling a previous agent of this boot kept."""

@@ -8,7 +8,6 @@ zlib versions cannot change the bytes), no __pycache__. The app builds its copy 
 import io
 import os
 import stat
-import zipfile
 
 try:  # the builtin SHA-256 (3.12+ / 3.8-3.11): OpenSSL's hashlib costs ~3.7 MB of resident memory
     from _sha2 import sha256 as _sha256  # type: ignore
@@ -56,6 +55,9 @@ def bundle_bytes(pkg_dir=None):
             entries.append(("wr_agent/" + name, f.read()))
     buf = io.BytesIO()
     buf.write(SHEBANG)
+    import zipfile  # here, not at the top: a serving agent never builds a bundle, and zipfile pulls in pathlib,
+    # shutil, bz2, lzma, urllib.parse and ipaddress (about 1 MB resident)
+
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zf:
         for name, data in sorted(entries):
             info = zipfile.ZipInfo(name, date_time=FIXED_TIME)

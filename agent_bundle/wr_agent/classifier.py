@@ -92,6 +92,8 @@ class Classifier(object):
                 reasons.append(R.make(R.SLEEP, t[0], t[1]))
         for comm, pid in sig.fifo_wait:
             reasons.append(R.make(R.FIFO, comm, pid))
+        for comm, pid in sig.lock_wait:
+            reasons.append(R.make(R.LOCK, comm, pid))
         for t in sig.tcp:
             # (comm, pid, facts) from the TCP judge (tcp_rule.facts): which peer, since when; a bare (comm, pid)
             # names the process only

@@ -31,6 +31,10 @@ RESTART_WCHANS = frozenset(("do_syscall_64", "el0_svc_common", "invoke_syscall")
 
 # A FIFO open waiting for the other end: a pipeline stage whose partner is not there yet is still a job.
 FIFO_WCHANS = frozenset(("wait_for_partner", "fifo_open"))
+# A file lock asked for and not yet given (flock(2), fcntl's F_SETLKW, lockf): `flock deploy.lock ./deploy` queued
+# behind the deploy before it. What it waits for is the holder's release, whatever the holder is doing meanwhile.
+LOCK_WCHANS = frozenset(("locks_lock_inode_wait", "flock_lock_inode_wait", "fcntl_setlk", "do_lock_file_wait",
+                         "posix_lock_inode_wait", "__x64_sys_flock", "__arm64_sys_flock"))
 
 
 def is_daemon(comm):

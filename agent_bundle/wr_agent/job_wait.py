@@ -27,27 +27,38 @@ has been blocked WAIT_MIN), never per tick; the memory is pure and unit-tested o
 import collections
 import os
 
-from wr_agent import tcp_rule
+from wr_agent import peer_turn, tcp_rule
 
 WAIT_MIN = tcp_rule.WAIT_MIN
 RETURN_GAP = tcp_rule.RETURN_GAP
 SOCKETS_MAX = 64  # sockets of one process looked at (a process with more is judged on the first ones)
 PARENT_WAIT_WCHANS = frozenset(("do_wait", "kernel_wait4", "__do_sys_wait4", "do_waitid"))
 KEYS_MAX = 4096
-# Syscalls that read one file descriptor (their first argument), by machine: a step blocked reading something else
-# (its standard input from a pipe, `tail -f log | ingest`) waits on that, not on its peer. A poll or an epoll wait
-# names no one descriptor in /proc/PID/syscall, so it is taken as waiting on the peer.
-FD_READS = {"x86_64": frozenset((0, 19, 45, 47)),  # read, readv, recvfrom, recvmsg
-            "aarch64": frozenset((63, 65, 207, 212))}.get(os.uname().machine, frozenset())
+# A step blocked reading one descriptor (its standard input from a pipe, `tail -f log | ingest`) waits on that, not
+# on its peer. A poll or an epoll wait names no one descriptor in /proc/PID/syscall, so it is taken as waiting on
+# the peer.
+FD_READS = peer_turn.FD_READS
+# ssh's options that take an argument (its getopt string), and those that open no remote command: -N (none), -W
+# (a stdio forward, as ProxyJump runs it), -s (a subsystem: sftp, sshfs's mount), -O (a ControlMaster command),
+# -G/-V/-Q (print and exit).
+SSH_ARG_OPTS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
+SSH_NO_COMMAND = frozenset("NWsOGVQ")
 
 
 class Peer(object):
-    """What a job step waits on: "tcp" (peer address, port) or "unix" (the server's socket address)."""
+    """What a job step waits on: "tcp" (peer address, port) or "unix" (the server's socket address). `turn`: on a
+    Unix socket, who holds the turn as last read (peer_turn: SERVER, or None when not known) and `server` the
+    server end's inode; `exit`: the wait is answered by the process's exit (ssh running a remote command)."""
 
-    __slots__ = ("inode", "kind", "peer", "port")
+    __slots__ = ("exit", "inode", "kind", "peer", "port", "server", "turn")
 
-    def __init__(self, kind, inode, peer, port=None):
+    def __init__(self, kind, inode, peer, port=None, turn=None, server=None, exit=False):
         self.kind, self.inode, self.peer, self.port = kind, inode, peer, port
+        self.turn, self.server, self.exit = turn, server, exit
+
+    def sure(self):
+        """Counted whatever the cadence: the server is known to work on it, or only the exit answers it."""
+        return self.exit or self.turn == peer_turn.SERVER
 
     def key(self):
         return (self.kind, self.peer, self.port)
@@ -59,10 +70,11 @@ class Peer(object):
 
 
 class Wait(object):
-    __slots__ = ("counted", "owner", "peer", "start")
+    __slots__ = ("checked", "counted", "owner", "peer", "start")
 
     def __init__(self, owner, peer, start, counted):
         self.owner, self.peer, self.start, self.counted = owner, peer, start, counted
+        self.checked = start  # when who holds the turn was last read
 
 
 class Memory(object):
@@ -79,7 +91,7 @@ class Memory(object):
         ended = self.ended.get(key)
         work = self.work.get(owner)
         cadence = ended is not None and start - ended <= RETURN_GAP and (work is None or work < ended)
-        return Wait(owner, peer, start, not (cadence or tcp_heartbeat))
+        return Wait(owner, peer, start, peer.sure() or not (cadence or tcp_heartbeat))
 
     def end(self, wait, now):
         """The process ran again: a wait that lasted WAIT_MIN is one the next may repeat."""
@@ -106,6 +118,76 @@ def _link(path):
 
 def _is_terminal(target):
     return target.startswith("/dev/pts/") or target.startswith("/dev/tty") or target == "/dev/console"
+
+
+def persons_terminal(root, pid, fd_dir):
+    """Whether the step's standard input is its controlling terminal: a person's session (`ssh host`, a `psql`
+    prompt, a shell's job), judged by its keystrokes. A terminal that is not its controlling one is a tool's pty
+    (ansible gives its ssh one for `become` prompts), not a person at a keyboard."""
+    target = _link(fd_dir + "/0")
+    if not _is_terminal(target):
+        return False
+    try:
+        with open("%s/%s/stat" % (root, pid), "rb") as f:
+            tty_nr = int(f.read(1024).rsplit(b")", 1)[1].split()[4])
+        rdev = os.stat(fd_dir + "/0").st_rdev
+    except (OSError, ValueError, IndexError):
+        return True
+    major, minor = (tty_nr >> 8) & 0xFFF, (tty_nr & 0xFF) | ((tty_nr >> 12) & 0xFFF00)
+    return (os.major(rdev), os.minor(rdev)) == (major, minor)
+
+
+def ssh_runs_command(argv):
+    """Whether an ssh client's arguments ask the far side to run a command (`ssh host './migrate.sh'`, rsync's and
+    git's `ssh host rsync --server …`): a channel that is answered by the command's exit status, not by its first
+    line of output. A tunnel (-N), a stdio forward (-W), a subsystem (-s: sftp, sshfs), a ControlMaster command
+    (-O) and a login shell (no command) are not. A RemoteCommand set only in ssh_config is not seen."""
+    if not argv or os.path.basename(argv[0]) != "ssh":
+        return False
+    i, n, command, host = 1, len(argv), False, False
+    while i < n:  # as ssh parses them: options, the destination, more options, then the command
+        arg = argv[i]
+        if arg == "--":
+            i += 1
+            if not host:
+                host, i = True, i + 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            if host:
+                break
+            host = True
+            i += 1
+            continue
+        j = 1
+        while j < len(arg):
+            c = arg[j]
+            if c in SSH_NO_COMMAND:
+                return False
+            if c in SSH_ARG_OPTS:
+                value = arg[j + 1:] if j + 1 < len(arg) else (argv[i + 1] if i + 1 < n else "")
+                if j + 1 >= len(arg):
+                    i += 1
+                if c == "o":
+                    key, _, val = value.replace("=", " ", 1).partition(" ")
+                    key, val = key.strip().lower(), val.strip().lower()
+                    if key == "sessiontype" and val in ("none", "subsystem"):
+                        return False
+                    if key == "remotecommand" and val and val != "none":
+                        command = True
+                break
+            j += 1
+        i += 1
+    return command or (host and i < n)
+
+
+def read_argv(root, pid):
+    try:
+        with open("%s/%s/cmdline" % (root, pid), "rb") as f:
+            raw = f.read(8192)
+    except OSError:
+        return []
+    return [a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]] if raw.endswith(b"\0") else \
+        [a.decode("utf-8", "replace") for a in raw.split(b"\0")]
 
 
 def socket_inodes(fd_dir, limit=SOCKETS_MAX):
@@ -171,17 +253,19 @@ def blocked_fd(root, pid):
     return None
 
 
-def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan):
-    """The peers a blocked process `pid` waits on as a step of its job, or [] (see the module's rule)."""
+def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, server_turn=None, comm=""):
+    """The peers a blocked process `pid` waits on as a step of its job, or [] (see the module's rule).
+    `server_turn(inode)`: who holds the turn at the server end of a Unix connection (peer_turn), or None."""
     fd_dir = "%s/%s/fd" % (root, pid)
-    wchan = read_wchan(ppid)  # first: most blocked processes are daemons nobody waits on
-    if wchan is None or (wchan not in PARENT_WAIT_WCHANS and (wchan in ("0", "") or "nanosleep" in wchan)):
-        return []
-    if _is_terminal(_link(fd_dir + "/0")):
-        return []
-    out = _link(fd_dir + "/1")
-    if not parent_waits(root, ppid, out if out.startswith("pipe:[") else "", lambda _pid: wchan):
-        return []
+    exit_ = comm == "ssh" and ssh_runs_command(read_argv(root, pid))
+    if not exit_:
+        wchan = read_wchan(ppid)  # first: most blocked processes are daemons nobody waits on
+        if wchan is None or (wchan not in PARENT_WAIT_WCHANS and (wchan in ("0", "") or "nanosleep" in wchan)):
+            return []
+        out = _link(fd_dir + "/1")
+        if not parent_waits(root, ppid, out if out.startswith("pipe:[") else "", lambda _pid: wchan):
+            return []
+    person = persons_terminal(root, pid, fd_dir)
     socks = socket_inodes(fd_dir)
     peers = []
     for ino in socks:
@@ -189,8 +273,8 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan):
             return []
         t = tcp_tracks.get(ino)
         if t is not None:
-            if not t.inbound and t.state == tcp_rule.ESTABLISHED:
-                peers.append(Peer("tcp", ino, t.peer, t.pport))
+            if not t.inbound and t.state == tcp_rule.ESTABLISHED and not person:
+                peers.append(Peer("tcp", ino, t.peer, t.pport, exit=exit_))
             continue
         if unix is None:
             continue
@@ -208,8 +292,13 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan):
             server = unix.lookup(s.peer)
         except (OSError, ValueError):
             server = None
-        if server is not None and server.name and not s.name:
-            peers.append(Peer("unix", ino, server.name))
+        if server is None or not server.name or s.name:
+            continue
+        turn = server_turn(s.peer) if server_turn is not None else None
+        if turn == peer_turn.CLIENT:
+            continue  # the server waits for this client: nothing asked is in hand (a listener, a prompt)
+        if turn == peer_turn.SERVER or not person:
+            peers.append(Peer("unix", ino, server.name, turn=turn, server=s.peer, exit=exit_))
     fd = blocked_fd(root, pid) if peers else None
     if fd is not None:
         target = _link("%s/%d" % (fd_dir, fd))

@@ -19,7 +19,7 @@ import os
 import resource
 import time
 
-from wr_agent import clocks, exclusions, job_wait, own_flows, tcp_diag, tcp_rule, unix_diag
+from wr_agent import clocks, exclusions, job_wait, own_flows, peer_turn, tcp_diag, tcp_rule, unix_diag
 from wr_agent.classifier import GAP_SECONDS
 from wr_agent.signals import Signals
 
@@ -37,6 +37,12 @@ WATCH_WINDOW = 600.0  # pty output counts only on a pty with a keystroke (or an 
 MULTIPLEXER_CLIENTS = frozenset(("tmux: client", "screen"))  # tmux's client retitles itself; screen's is lowercase
 REAPER_ARMED = 2 * CPU_WINDOW  # seconds another user's reaper counts after its last candidate child was seen
 UNOWNED_RECHECK = 30.0  # seconds before a socket with no candidate owner is looked up again
+# Seconds between reads of every quiet process while the box as a whole does nothing (`_system_quiet`): what a quiet
+# process may do unseen (wake and block again, without CPU to speak of) is seen at most this late. A new silent wait
+# is then a job's within SLOW_WALK + WAIT_MIN (5 s); CPU work is seen on its first tick, as before.
+SLOW_WALK = 3.0
+KEPT_MAX = 4096  # processes whose knowledge a replacement agent is given
+TURN_RECHECK = 5.0  # seconds between asking again who holds the turn on a Unix wait counted as the server's
 # Seconds between listings of /proc while no pid was handed out: drops what is gone among the processes never
 # read (excluded ones), and tries again one that could not be read when it was listed.
 FULL_SCAN_SECONDS = 30.0
@@ -98,7 +104,7 @@ class _Proc(object):
         self.children = 0  # cutime + cstime: CPU of reaped children, in clock ticks
         self.threads = 1
         self.state = "?"
-        self.timer = None  # wchan kind while sleeping: "timer", "fifo" or None
+        self.timer = None  # wchan kind while sleeping: "timer", "fifo", "lock" or None
         self.tty = None  # the pty (or tty) path its stdout/stderr writes to
         self.wchar = None
         self.last = 0.0
@@ -136,11 +142,13 @@ def interface_counts(name, sys_net="/sys/class/net"):
 
 
 def _kind(wchan):
-    """A wchan's kind of sleep: "timer", "fifo" or None."""
+    """A wchan's kind of sleep: "timer", "fifo", "lock" or None."""
     if wchan in exclusions.TIMER_WCHANS:
         return "timer"
     if wchan in exclusions.FIFO_WCHANS:
         return "fifo"
+    if wchan in exclusions.LOCK_WCHANS:
+        return "lock"
     return None
 
 
@@ -208,6 +216,9 @@ class ProcSampler(object):
         self._pts_seen = set()
         # The gate on listing /proc: loadavg's last pid, held open, where /proc is this process's PID namespace.
         self._loadavg_fd = self._open_loadavg()
+        self._stat_fd = self._open_stat()  # the box's CPU counters (`_system_quiet`), where /proc is the real one
+        self._stat_last = None  # (when, busy CPU ticks, iowait ticks) at the last tick
+        self._walked_at = None  # when every listed process was last read
         self._last_pid = None
         self._listed = None  # the candidates (_Proc) of the last listing, in its order; None: list next tick
         self._listed_at = None
@@ -217,6 +228,8 @@ class ProcSampler(object):
         self.job_due = {}
         self.job_waits = {}  # pid -> (_Proc, [job_wait.Wait], the parent's ran_at when looked at)
         self.job_memory = job_wait.Memory()
+        self._unix_owners, self._owners_tick = {}, None  # server-end inode -> its holders, for one tick
+        self._kept = {}  # (pid, start) -> what an agent before this one knew of the process (recall)
         self.reapers = {}  # pid -> _Proc whose reaped-children time is read on listing ticks (_reaped)
         self._parent_wchan = {}  # pid -> (its schedstat bytes, wchan) for parents of blocked processes
         self._unix = None if root != "/proc" else False  # unix_diag reader, opened at first need (False: not yet)
@@ -271,6 +284,34 @@ class ProcSampler(object):
             del self._host_fds[name]
             os.close(fd)
             raise
+
+    def _open_stat(self):
+        if self._loadavg_fd is None:
+            return None  # a /proc of another namespace or a recorded snapshot: read every process every tick
+        try:
+            return os.open(self.root + "/stat", os.O_RDONLY)
+        except OSError:
+            return None
+
+    def _system_quiet(self, now):
+        """Whether the box as a whole did too little since the last tick for any process to vote CPU (its busy CPU
+        time, from /proc/stat's first line, under half a candidate's CPU share over the tick) and nothing waited on
+        the disk (its iowait time did not move), and every process was read within SLOW_WALK. Then a quick process,
+        one that votes nothing by its state (`_quick`), is not read this tick: it cannot have done work, and what
+        it may have done (woken and blocked again) is seen at the next full read. Costs one pread (~6 us)."""
+        fd = self._stat_fd
+        if fd is None:
+            return False
+        try:
+            f = os.pread(fd, 256, 0).split(b"\n", 1)[0].split()
+            user, nice, system, _idle, iowait, irq, softirq, steal = (int(x) for x in f[1:9])
+        except (OSError, ValueError):
+            return False
+        busy = user + nice + system + irq + softirq + steal
+        last, self._stat_last = self._stat_last, (now, busy, iowait)
+        if last is None or self.thawed or self._walked_at is None or now - self._walked_at >= SLOW_WALK:
+            return False
+        return (busy - last[1]) / self.clk_tck < 0.5 * self.cpu_share * (now - last[0]) and iowait == last[2]
 
     def _open_loadavg(self):
         """A held fd on <root>/loadavg when its last-pid field counts the pids this /proc lists: the reader's
@@ -336,9 +377,11 @@ class ProcSampler(object):
         if self._unix:
             self._unix.close()
             self._unix = None
-        if self._loadavg_fd is not None:
-            os.close(self._loadavg_fd)
-            self._loadavg_fd = None
+        for name in ("_loadavg_fd", "_stat_fd"):
+            fd = getattr(self, name)
+            if fd is not None:
+                os.close(fd)
+                setattr(self, name, None)
         for fd in self._host_fds.values():
             os.close(fd)
         self._host_fds = {}
@@ -462,10 +505,15 @@ class ProcSampler(object):
             self._rescan = False
             self.close()  # exclusions are decided when a process is first seen
         tty_out = {}  # pty path -> output bytes this tick
+        quiet = self._system_quiet(now)
         if self._pids_unchanged(now):
-            self._read_listed(now, sig, tty_out)  # no pid handed out since: the same processes, or fewer
+            # No pid handed out since: the same processes, or fewer. On a quiet box the quick ones are not read.
+            self._read_listed(now, sig, tty_out, skip_quick=quiet)
         else:
             self._list(now, since, sig, tty_out)
+            quiet = False
+        if not quiet:
+            self._walked_at = now
         sig.keystroke_age, watched = self._keystrokes()
         sig.tty_bytes = sum(n for path, n in tty_out.items() if path in watched or path not in self._pts_seen)
         sig.net_bytes = self._net_bytes()
@@ -552,16 +600,20 @@ class ProcSampler(object):
             if unseen or p.window:
                 self._judge_cpu(p, now, dt, unseen / self.clk_tck, sig)
 
-    def _read_listed(self, now, sig, tty_out, pread=os.pread):
+    def _read_listed(self, now, sig, tty_out, pread=os.pread, skip_quick=False):
         """The tick's read of the last listing's candidates (the same order as listing again would give). The
         common case, `_read_known`'s first branch, is written out here: it is most of the agent's cost. A quick
-        process votes nothing by its state (`_quick`), so it only counts."""
+        process votes nothing by its state (`_quick`), so it only counts; `skip_quick` (the box is quiet): it is
+        not even read, and its next read measures its CPU over the whole time since (its `last` stays)."""
         vote, quiet = self._vote, 0
         for p in self._listed:
             if p.excluded:
                 continue  # gone since (dropped), or found to be one of ours
             try:
                 fd = p.quick
+                if fd is not None and skip_quick:
+                    quiet += 1
+                    continue
                 if fd is not None:
                     raw = pread(fd, 128, 0)
                     if raw == p.sched:
@@ -603,7 +655,7 @@ class ProcSampler(object):
         whose length grows, nor a fifo wait). Set after every look, as those facts change only then."""
         state, timer = p.state, p.timer
         plain = state != "Z" and state != "D" and not (
-            state == "S" and (timer == "fifo" or (timer == "timer" and not p.endless)))
+            state == "S" and (timer in ("fifo", "lock") or (timer == "timer" and not p.endless)))
         p.quick = (p.fds.get("schedstat") if plain and p.threads == 1 and p.tty is None and p.window is None
                    and p.sched is not None and not p.excluded else None)
 
@@ -621,6 +673,8 @@ class ProcSampler(object):
                 sig.timer_sleep.append((p.comm, p.pid, max(0.0, now - p.ran_at), p.wakes))
             elif p.timer == "fifo":
                 sig.fifo_wait.append((p.comm, p.pid))
+            elif p.timer == "lock" and now - p.ran_at >= job_wait.WAIT_MIN:
+                sig.lock_wait.append((p.comm, p.pid))
 
     def _first_look(self, p, sig, uptime, now, since):
         runtime = self._runtime(p)
@@ -655,11 +709,64 @@ class ProcSampler(object):
             if share >= self.cpu_share:
                 sig.cpu.append((p.comm, p.pid, share))
         if p.state == "S":
-            p.timer = self._wchan(p)
+            wchan = self._wchan_name(p)
+            p.timer = _kind(wchan)
+            kept = self._kept.pop((p.pid, p.start), None) if self._kept else None
+            if kept is not None:
+                self._recall_one(p, kept, wchan)
             if p.timer is None:
                 self.job_due[p.pid] = p
         if p.tty:
             p.wchar = self._wchar(p)
+
+    # -- what a replacement agent goes on from (docs/agent.md, "A fresh agent knows the jobs") -------------------
+    def knowledge(self):
+        """What this sampler knows of waiting processes that a fresh agent could not see at its first look, keyed
+        "pid:start" (a reused pid is another process): [kind, woke, since]. kind: "timer" (a timer sleep), "lock",
+        "fifo" or "wait" (blocked elsewhere, perhaps a job step waiting on a peer); woke: it was seen to wake from
+        a timer sleep (a heartbeat); since: when its block began (monotonic), None once it woke. Only facts that
+        change when the process does, so the file is rewritten only then."""
+        out = {}
+        for pid, p in self.procs.items():
+            if p.excluded or p.state != "S" or p.start is None or p.ran_at is None:
+                continue
+            kind = p.timer or ("wait" if pid in self.job_waits else None)
+            if kind is None:
+                continue
+            woke = p.wakes > 0
+            out["%s:%s" % (pid, p.start)] = [kind, woke, None if woke else round(p.ran_at, 3)]
+            if len(out) >= KEPT_MAX:
+                break
+        return out
+
+    def recall(self, kept):
+        """Go on from what an agent before this one knew (`knowledge`, read back): applied to each process at its
+        first look, if it is still the same process (pid and start time) and still blocked."""
+        self._kept = {}
+        for key, entry in (kept or {}).items():
+            try:
+                pid, start = key.split(":", 1)
+                kind, woke, since = entry
+                self._kept[(pid, float(start))] = (
+                    str(kind), bool(woke), None if since is None else float(since))
+            except (AttributeError, TypeError, ValueError):
+                continue
+            if len(self._kept) >= KEPT_MAX:
+                break
+
+    def _recall_one(self, p, kept, wchan):
+        """A process the last agent knew, at its first look here. A timer sleeper frozen with the box, or whose
+        sleep restarted after the thaw, shows no timer in its wchan (`get_signal`, `do_syscall_64`): the last
+        agent's word that it was in a timer sleep stands, and so does whether it was seen to wake (a heartbeat)
+        and when its block began (a `sleep 400 && build` is not a new sleep because the agent is new)."""
+        kind, woke, since = kept
+        if kind == "timer" and (p.timer == "timer" or _held(wchan) == "held"):
+            p.timer = "timer"
+            p.wakes = 1 if woke else 0
+        elif kind != (p.timer or "wait"):
+            return  # blocked in something else now: what was known is not about this block
+        if since is not None and not woke and since <= p.ran_at:
+            p.ran_at = since
 
     def _runtime(self, p, raw=None):
         """The leader's runtime (ns) from its schedstat (`raw`: already read this tick); keeps the bytes."""
@@ -951,12 +1058,24 @@ class ProcSampler(object):
             return
         kept = []
         for w in entry[1]:
-            if woke and w.peer.kind == "tcp":
+            if woke and (w.peer.kind == "tcp" or w.peer.exit):
                 kept.append(w)
             else:
                 self.job_memory.end(w, now)
         if kept:
             self.job_waits[pid] = (entry[0], kept, entry[2])
+
+    def _server_turn(self, inode):
+        """Who holds the turn at the server end `inode` of a Unix connection in this box (peer_turn), its holders
+        found among the processes of the last listing (at most one scan a tick)."""
+        owners = self._unix_owners.get(inode)
+        if owners is None:
+            tick = self.clock()
+            if self._owners_tick != tick:
+                self._owners_tick, self._unix_owners = tick, {}
+            owners = peer_turn.socket_owners(self.root, list(self.procs), inode)
+            self._unix_owners[inode] = owners
+        return peer_turn.turn_of(self.root, owners, inode) if owners else None
 
     def _tcp_cadence(self, owner, peer, now):
         """Whether the connection rule judged a long wait on this key a listener's repeat (a job worker's pop
@@ -979,7 +1098,7 @@ class ProcSampler(object):
                 continue
             del self.job_due[pid]
             peers = job_wait.find_peers(self.root, pid, p.ppid, self.tcp_judge.tracks, self.tcp_judge.listen_inodes,
-                                        self._unix_reader(), self._wchan_of)
+                                        self._unix_reader(), self._wchan_of, self._server_turn, p.comm)
             found = set(peer.inode for peer in peers)
             # waits over TCP that lasted through its wakes, on connections it still waits on
             kept = [w for w in self.job_waits.pop(pid, (None, []))[1] if w.peer.inode in found]
@@ -993,13 +1112,18 @@ class ProcSampler(object):
         voted = set(h[1] for h in sig.tcp)
         for pid, (p, waits, parent_ran) in list(self.job_waits.items()):
             parent = self.procs.get(p.ppid)
-            if parent is not None and parent.ran_at != parent_ran:
+            if parent is not None and parent.ran_at != parent_ran and not all(w.peer.exit for w in waits):
                 # The parent ran: it may have stopped waiting. Looked at again next tick.
                 self._end_job_wait(pid, now)
                 self.job_due[pid] = p
                 continue
             for w in waits:
-                if w.counted and self._tcp_cadence(w.owner, w.peer, now):
+                if w.peer.turn == peer_turn.SERVER and now - w.checked >= TURN_RECHECK:
+                    w.checked = now
+                    # The server may have finished with it and be waiting for the client again (a subscriber whose
+                    # server was busy elsewhere when first looked at): asked again every TURN_RECHECK seconds.
+                    w.counted = self._server_turn(w.peer.server) != peer_turn.CLIENT
+                if w.counted and not w.peer.sure() and self._tcp_cadence(w.owner, w.peer, now):
                     w.counted = False  # the connection rule saw it ask again with no work between: a listener
                 if not w.counted or pid in voted:
                     continue

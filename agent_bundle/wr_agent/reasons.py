@@ -27,7 +27,7 @@ class ReasonClass(object):
         self.recorded = recorded  # the detail keys the why-awake record keeps with the span (never a time)
 
 
-CPU, DISK, SLEEP, FIFO, TCP, UNIX = "cpu", "disk", "sleep", "fifo", "tcp", "unix"
+CPU, DISK, SLEEP, FIFO, LOCK, TCP, UNIX = "cpu", "disk", "sleep", "fifo", "lock", "tcp", "unix"
 TTY_OUTPUT, KEYSTROKE, NET, OPERATION = "tty_output", "keystroke", "net", "operation"
 HOLD, RESUME, MORE, RESTORED = "hold", "resume", "more", "restored"
 OTHER = "other"  # the record's class for reasons that name no work of their own
@@ -37,6 +37,7 @@ ROWS = (
     ReasonClass(DISK, "disk: {subject} (pid {pid}) in D state", DISK, ("coarse",)),
     ReasonClass(SLEEP, "sleep: {subject} (pid {pid})", SLEEP),
     ReasonClass(FIFO, "fifo: {subject} (pid {pid}) waiting for its partner", FIFO),
+    ReasonClass(LOCK, "lock: {subject} (pid {pid}) waiting for a file lock", LOCK),
     # peer ("10.0.0.5"), port (443), since (the agent's status clock when the wait began) and, for a connection
     # that came in, local_port (ours): facts of one connection that stay put while it is work (tcp_rule). The text
     # names only the process, so it reads the same on every tick.

@@ -226,18 +226,18 @@ def write_state(path, state):
     write_atomically(path, json.dumps(dict(state, boot_id=boot_id(), written=time.monotonic())).encode("utf-8"))
 
 
-def remember_ceiling(path, ceiling_state):
-    """Keep the ceiling's state where a replacement agent finds it (a frozen or crashed agent is replaced by
-    a new process, not handed off): atomically, with this boot's id (raises OSError)."""
-    write_atomically(path, json.dumps({"ceiling": ceiling_state, "boot_id": boot_id()}).encode("utf-8"))
+def remember(path, name, state):
+    """Keep `state` (JSON data) under `name` where a replacement agent finds it (a frozen or crashed agent is
+    replaced by a new process, not handed off): atomically, with this boot's id (raises OSError)."""
+    write_atomically(path, json.dumps({name: state, "boot_id": boot_id()}).encode("utf-8"))
 
 
-def recall_ceiling(path):
-    """The ceiling state a previous agent of this boot kept at `path`, or None (absent, another boot, a system
-    that names no boot, corrupt). Not deleted: it is replaced as the state changes. Its times are this boot's
-    monotonic clock, which every process shares, so a prompt's deadline means the same to the new agent."""
+def recall(path, name, limit=1 << 16):
+    """The state a previous agent of this boot kept at `path` under `name` (a JSON object), or None (absent,
+    another boot, a system that names no boot, corrupt). Not deleted: it is replaced as the state changes. Its
+    times are this boot's monotonic clock, which every process shares, so they mean the same to the new agent."""
     try:
-        raw = read_regular_file(path, 1 << 16)
+        raw = read_regular_file(path, limit)
         memory = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
         if not isinstance(memory, dict):
             raise ValueError("not an object")
@@ -245,12 +245,21 @@ def recall_ceiling(path):
     except FileNotFoundError:
         return None
     except (OSError, ValueError, RecursionError, UnicodeDecodeError) as exc:
-        log.warning("ignoring the kept ceiling state %s: %s", path, exc)
+        log.warning("ignoring the kept %s state %s: %s", name, path, exc)
         return None
     this_boot = boot_id()
-    if this_boot is None or memory.get("boot_id") != this_boot or not isinstance(memory.get("ceiling"), dict):
+    if this_boot is None or memory.get("boot_id") != this_boot or not isinstance(memory.get(name), dict):
         return None
-    return memory["ceiling"]
+    return memory[name]
+
+
+def remember_ceiling(path, ceiling_state):
+    remember(path, "ceiling", ceiling_state)
+
+
+def recall_ceiling(path):
+    """The ceiling state a previous agent of this boot kept (see recall): a prompt's deadline goes on."""
+    return recall(path, "ceiling")
 
 
 def take_state(path):

@@ -68,6 +68,7 @@ def run(args, argv):
                       health_listen=None if health_sock is None else health.format_address(health_sock))
         if not _restore_handoff_state(agent, sock_path + ".state"):
             agent.recall_ceiling()  # a replacement (not a hand-off): go on from the kept ceiling
+        agent.recall_jobs()  # either way the sampler starts afresh: go on from what the last one knew of the jobs
         listen = runtime.listen_socket(sock_path)
         stack.callback(listen.close)
         stack.callback(_unlink_quietly, sock_path)

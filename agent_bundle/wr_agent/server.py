@@ -13,7 +13,6 @@ import socket
 import struct
 import sys
 import time
-import zipfile
 
 from wr_agent import PROTOCOL, VERSION, bundle
 from wr_agent.accept_gate import AcceptGate
@@ -365,6 +364,8 @@ class Server(object):
             raise RequestError("failed", "cannot read bundle %s: %s" % (path, exc)) from None
         if actual != sha.lower():
             raise RequestError("failed", "bundle %s has sha256 %s, not %s" % (path, actual, sha.lower()))
+        import zipfile  # only for a hand-off: a serving agent does not keep zipfile's imports (about 1 MB)
+
         if not zipfile.is_zipfile(path):
             raise RequestError("failed", "bundle %s is not a zipapp" % path)
         self.pending_handoff = (os.path.abspath(path), sha.lower())

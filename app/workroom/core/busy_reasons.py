@@ -166,6 +166,8 @@ CLASSES: dict[str, ReasonClassSpec] = {spec.id: spec for spec in (
                     "waiting in a job ({subject})", "waiting in a job", ColourRole.WAITING),
     ReasonClassSpec("fifo", "fifo: {subject} (pid {pid}) waiting for its partner", "waiting in a pipeline: {subject}",
                     "waiting in a pipeline ({subject})", "waiting in a pipeline", ColourRole.WAITING),
+    ReasonClassSpec("lock", "lock: {subject} (pid {pid}) waiting for a file lock", "waiting for a lock: {subject}",
+                    "waiting for a lock ({subject})", "waiting for a lock", ColourRole.WAITING),
     ReasonClassSpec("tcp", "tcp: {subject} (pid {pid})", "waiting on the network: {subject}",
                     "waiting on the network ({subject})", "waiting on the network", ColourRole.NETWORK, _tcp_facts),
     ReasonClassSpec("unix", "unix: {subject} (pid {pid})", "waiting on a local server: {subject}",

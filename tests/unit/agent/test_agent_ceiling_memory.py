@@ -82,3 +82,61 @@ def test_a_system_that_names_no_boot_keeps_nothing_across_agents(tmp_path, monke
     new, _ = agent_at(tmp_path, clock)
     new.recall_ceiling()
     assert new.ceiling.state == BELOW
+
+
+class KnowingSampler(FakeSampler):
+    """A sampler that knows some waiting jobs (the real one's `knowledge`/`recall`, docs/agent.md)."""
+
+    def __init__(self, known=None):
+        super().__init__()
+        self.known = dict(known or {})
+        self.recalled = None
+        self.asked = 0
+
+    def knowledge(self):
+        self.asked += 1
+        return dict(self.known)
+
+    def recall(self, kept):
+        self.recalled = kept
+
+
+def test_what_the_sampler_knows_of_waiting_jobs_is_kept_as_it_changes_and_given_to_the_next_agent(tmp_path,
+                                                                                                 monkeypatch):
+    monkeypatch.setattr(runtime, "boot_id", lambda: "boot-1")
+    clock = Clock()
+    path = tmp_path / "agent.sock.jobs"
+    sampler = KnowingSampler({"43:900.0": ["timer", False, 100.0]})
+    old = Agent(sampler, Settings(100, 50, True), Heartbeat(enabled=False), "w1", "b" * 64, tick_seconds=1,
+                clock=clock, suspend_clock=clock, settings_path=str(tmp_path / "agent.sock.settings"))
+    for _ in range(12):
+        old.tick()
+        clock.t += 1
+    assert sampler.asked == 3  # looked at every JOBS_EVERY seconds, not every tick
+    kept = json.loads(path.read_text())
+    assert kept == {"jobs": {"43:900.0": ["timer", False, 100.0]}, "boot_id": "boot-1"}
+    written = path.stat().st_mtime_ns
+    for _ in range(6):
+        old.tick()
+        clock.t += 1
+    assert path.stat().st_mtime_ns == written  # unchanged knowledge: not written again
+    sampler.known["44:950.0"] = ["wait", False, 110.0]
+    for _ in range(6):
+        old.tick()
+        clock.t += 1
+    assert json.loads(path.read_text())["jobs"]["44:950.0"] == ["wait", False, 110.0]
+
+    nxt = KnowingSampler()
+    new = Agent(nxt, Settings(100, 50, True), Heartbeat(enabled=False), "w1", "b" * 64, tick_seconds=1,
+                clock=clock, suspend_clock=clock, settings_path=str(tmp_path / "agent.sock.settings"))
+    new.recall_jobs()
+    assert nxt.recalled == json.loads(path.read_text())["jobs"]
+    monkeypatch.setattr(runtime, "boot_id", lambda: "boot-2")  # after a reboot, pids and start times mean nothing
+    other = KnowingSampler()
+    Agent(other, Settings(100, 50, True), Heartbeat(enabled=False), "w1", "b" * 64, tick_seconds=1, clock=clock,
+          suspend_clock=clock, settings_path=str(tmp_path / "agent.sock.settings")).recall_jobs()
+    assert other.recalled is None
+    path.write_text("{not json")  # corrupt: ignored, nothing lost but the memory
+    Agent(other, Settings(100, 50, True), Heartbeat(enabled=False), "w1", "b" * 64, tick_seconds=1, clock=clock,
+          suspend_clock=clock, settings_path=str(tmp_path / "agent.sock.settings")).recall_jobs()
+    assert other.recalled is None

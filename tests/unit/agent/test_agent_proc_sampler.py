@@ -717,3 +717,97 @@ def test_bare_exclude_pids_are_pinned_for_every_re_execution():
         with pytest.raises(ValueError):
             exclusions.parse_exclude(bad)
     assert exclusions.proc_start_time(os.getpid()) == exclusions.proc_start_time("self")
+
+
+def test_a_replacement_agent_goes_on_from_what_the_last_one_knew_of_a_sleep_across_the_boxs_sleep(fake):
+    """`sleep 400 && build`, the box froze and thawed and the agent was replaced (a frozen agent is killed, not
+    handed off): the sleep's restart shows wchan `do_syscall_64`, no timer, so a fresh sampler saw a process
+    blocked somewhere and called the job idle. Given what the last one knew (kept by pid and start time), it is the
+    same sleep, never seen to wake, counted from when it began; a daemon the last one saw wake is a heartbeat still;
+    a pid reused by another process since (another start time) is not the old job."""
+    clock = Clock(100.0)
+    fake.uptime(1000.0)
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=700_000, slices=2, start_ticks=90000)
+    fake.proc(44, "python3", wchan="hrtimer_nanosleep", runtime_ns=700_000, slices=2, start_ticks=80000)
+    fake.proc(45, "sleep", wchan="hrtimer_nanosleep", runtime_ns=700_000, slices=2, start_ticks=95000)
+    old = sampler(fake, clock, gap_clock=clock)
+    old.sample()
+    clock.t = 103.0
+    fake.proc(44, "python3", wchan="hrtimer_nanosleep", runtime_ns=900_000, slices=3, start_ticks=80000)  # a tick
+    old.sample()
+    kept = old.knowledge()
+    assert kept == {"43:900.0": ["timer", False, 100.0], "44:800.0": ["timer", True, None],
+                    "45:950.0": ["timer", False, 100.0]}
+    # The freeze and thaw; the new agent starts 60 s later. 45's pid now belongs to another process.
+    fake.proc(43, "sleep", wchan="do_syscall_64", runtime_ns=800_000, slices=4, start_ticks=90000)
+    fake.proc(45, "sleep", wchan="do_syscall_64", runtime_ns=800_000, slices=4, start_ticks=99000)
+    clock.t = 163.0
+    fresh = sampler(fake, clock, gap_clock=clock)
+    # Without what was known: the job's sleep is blocked somewhere (not counted), the daemon's is a first sleep (it is).
+    assert fresh.sample().timer_sleep == [("python3", "44", 0.0, 0)]
+    new = sampler(fake, clock, gap_clock=clock)
+    new.recall(json_round_trip(kept))
+    assert sorted(new.sample().timer_sleep) == [("python3", "44", 0.0, 1), ("sleep", "43", 63.0, 0)]
+
+
+def test_what_a_replacement_is_given_that_makes_no_sense_is_ignored(fake):
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", start_ticks=90000)
+    s = sampler(fake)
+    s.recall({"43": ["timer", False, 1.0], "43:900.0": "timer", "x:y": [1, 2, 3], "43:abc": ["timer", 0, None]})
+    assert s.sample().timer_sleep == [("sleep", "43", 0.0, 0)]
+
+
+def json_round_trip(d):
+    import json
+    return json.loads(json.dumps(d))
+
+
+def _box_cpu(fake, busy_ticks, iowait=0):
+    """/proc/stat's first line: user nice system idle iowait irq softirq steal (clock ticks)."""
+    with open(os.path.join(fake.root, "stat"), "w") as f:
+        f.write(f"cpu  {busy_ticks} 0 0 100000 {iowait} 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\nintr 1 2 3\n")
+
+
+def test_on_a_quiet_box_a_quick_process_is_read_only_every_slow_walk(fake):
+    """The box's CPU counters barely moved since the last tick (under half a candidate's share) and nothing waited
+    on the disk: a process that votes nothing by its state cannot have done work, so it is not read; every process
+    is read at least every SLOW_WALK seconds, and on any tick where the box did work. What it did meanwhile is
+    measured over the whole time since its last read."""
+    from wr_agent.proc_sampler import SLOW_WALK
+
+    clock = Clock(100.0)
+    fake.uptime(1000.0)
+    fake.pid_namespace(300)
+    _box_cpu(fake, 1000)
+    fake.proc(47, "python3", wchan="do_select", runtime_ns=9, start_ticks=1000)  # quick: blocked, nothing to vote
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=7, start_ticks=1000)  # a timer sleep: read always
+    s = sampler(fake, clock)
+    s.sample()
+    quick, sleeper = s.procs["47"], s.procs["43"]
+    assert quick.quick is not None and sleeper.quick is None
+
+    def tick(t, busy, iowait=0):
+        clock.t = t
+        _box_cpu(fake, busy, iowait)
+        return s.sample()
+
+    sig = tick(101.0, 1001)  # 10 ms in a second: quiet
+    assert quick.last == 100.0 and sleeper.last == 101.0  # not read; the sleeper is
+    assert sig.candidates == 2 and [t[:2] for t in sig.timer_sleep] == [("sleep", "43")]
+    tick(102.0, 1002)
+    assert quick.last == 100.0
+    tick(100.0 + SLOW_WALK, 1003)  # every process read within SLOW_WALK of the last full read
+    assert quick.last == 100.0 + SLOW_WALK
+    tick(104.0, 1004)
+    assert quick.last == 100.0 + SLOW_WALK
+    # The box did work this tick (1 s of CPU): every process is read, and the one that did it votes.
+    fake.proc(47, "python3", state="R", ticks=100, runtime_ns=1_000_000_000, start_ticks=1000)
+    sig = tick(105.0, 1104)
+    assert quick.last == 105.0 and [c for c, _, _ in sig.cpu] == ["python3"]
+    fake.proc(48, "python3", wchan="do_select", runtime_ns=9, start_ticks=1000)
+    fake.pid_namespace(301)  # a pid handed out: listed (and read) at once
+    for t in (106.0, 107.0, 108.0):
+        tick(t, 1104 + int(t) - 105)
+    assert s.procs["48"].quick is not None
+    tick(109.0, 1108, iowait=3)  # a wait on the disk: read all
+    assert s.procs["48"].last == 109.0
