@@ -20,6 +20,7 @@ from wr_agent.user_exclusions import UserExclusions
 
 log = logging.getLogger("wr_agent")
 STALL_SECONDS = 30.0
+TRIM_AFTER_TICKS = 3  # ticks after which the start-up's freed memory is given back (runtime.release_freed_memory)
 JOBS_EVERY = 5.0  # seconds between looks at whether what the sampler knows of waiting jobs changed (then kept)
 # Fields whose change alone does not make a status event (they move on every tick).
 QUIET_FIELDS = ("monotonic", "awake_seconds", "busy_seconds", "hold_until")
@@ -241,6 +242,8 @@ class Agent(object):
                 self.tick_error = str(exc)
             if os.getpid() == 1:
                 _reap_children()
+            if self.ticks == TRIM_AFTER_TICKS:  # start-up over: the first listings read, every module imported
+                runtime.release_freed_memory()
             cb = self.on_tick
             if cb is not None:
                 cb()

@@ -295,10 +295,11 @@ class ProcSampler(object):
 
     def _system_quiet(self, now):
         """Whether the box as a whole did too little since the last tick for any process to vote CPU (its busy CPU
-        time, from /proc/stat's first line, under half a candidate's CPU share over the tick) and nothing waited on
-        the disk (its iowait time did not move), and every process was read within SLOW_WALK. Then a quick process,
-        one that votes nothing by its state (`_quick`), is not read this tick: it cannot have done work, and what
-        it may have done (woken and blocked again) is seen at the next full read. Costs one pread (~6 us)."""
+        time, from /proc/stat's first line, less the agent's own, under a candidate's CPU share over the tick) and
+        nothing waited on the disk (its iowait time did not move), and every process was read within SLOW_WALK.
+        Then a quick process, one that votes nothing by its state (`_quick`), is not read this tick: it cannot have
+        done work, and what it may have done (woken and blocked again) is seen at the next full read. Costs one
+        pread (~6 us) and a times() call."""
         fd = self._stat_fd
         if fd is None:
             return False
@@ -308,10 +309,12 @@ class ProcSampler(object):
         except (OSError, ValueError):
             return False
         busy = user + nice + system + irq + softirq + steal
-        last, self._stat_last = self._stat_last, (now, busy, iowait)
+        own = sum(os.times()[:2])
+        last, self._stat_last = self._stat_last, (now, busy, iowait, own)
         if last is None or self.thawed or self._walked_at is None or now - self._walked_at >= SLOW_WALK:
             return False
-        return (busy - last[1]) / self.clk_tck < 0.5 * self.cpu_share * (now - last[0]) and iowait == last[2]
+        others = (busy - last[1]) / self.clk_tck - (own - last[3])
+        return others < self.cpu_share * (now - last[0]) and iowait == last[2]
 
     def _open_loadavg(self):
         """A held fd on <root>/loadavg when its last-pid field counts the pids this /proc lists: the reader's

@@ -213,6 +213,21 @@ def listen_socket(sock_path):
     return sock
 
 
+def release_freed_memory():
+    """Give the C heap's free pages back to the system (glibc's malloc_trim), once the start-up is over: the
+    agent runs from a zipapp, so each of its modules is compiled at start, and the compiler's garbage stays
+    resident in the heap's free lists (about 2 MB of an 18 MB agent, measured by bench/agent_bench.py). Where
+    there is no glibc (musl, macOS) or no ctypes, nothing is done. Returns whether it ran."""
+    try:
+        import ctypes
+
+        trim = ctypes.CDLL(None).malloc_trim
+    except (ImportError, OSError, AttributeError):
+        return False
+    trim(0)
+    return True
+
+
 def boot_id():
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
