@@ -202,7 +202,7 @@ class Agent(object):
         if state == written:
             return
         try:
-            runtime.remember(self.jobs_memory, "jobs", state)
+            runtime.remember(self.jobs_memory, "jobs", state, sync=False)  # pids mean nothing after a reboot
             self._remembered_jobs = (now, state)
         except OSError as exc:
             log.warning("cannot keep what the agent knows of waiting jobs: %s", exc)

@@ -75,11 +75,12 @@ def read_data_file(path, limit):
     return raw
 
 
-def write_atomically(path, data):
+def write_atomically(path, data, sync=True):
     """Replace `path` with `data`, mode 0600: a reader sees the old file or the new one, never a mix.
 
-    Written to `<path>.tmp.<pid>` (the name remove_leftovers knows), fsynced, renamed over `path`. On any
-    failure (a full disk) the temp file is removed and the error raised (OSError)."""
+    Written to `<path>.tmp.<pid>` (the name remove_leftovers knows), fsynced (unless `sync` is false: data that
+    means nothing after a reboot), renamed over `path`. On any failure (a full disk) the temp file is removed and
+    the error raised (OSError)."""
     tmp = "%s.tmp.%d" % (path, os.getpid())
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
@@ -88,7 +89,8 @@ def write_atomically(path, data):
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -241,10 +243,11 @@ def write_state(path, state):
     write_atomically(path, json.dumps(dict(state, boot_id=boot_id(), written=time.monotonic())).encode("utf-8"))
 
 
-def remember(path, name, state):
+def remember(path, name, state, sync=True):
     """Keep `state` (JSON data) under `name` where a replacement agent finds it (a frozen or crashed agent is
-    replaced by a new process, not handed off): atomically, with this boot's id (raises OSError)."""
-    write_atomically(path, json.dumps({name: state, "boot_id": boot_id()}).encode("utf-8"))
+    replaced by a new process, not handed off): atomically, with this boot's id (raises OSError). `sync` false:
+    not fsynced (what only this boot's processes mean is lost with the boot anyway)."""
+    write_atomically(path, json.dumps({name: state, "boot_id": boot_id()}).encode("utf-8"), sync)
 
 
 def recall(path, name, limit=1 << 16):
