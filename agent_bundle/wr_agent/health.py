@@ -323,8 +323,8 @@ def crosses_counted_link(sock):
     name = addresses.get(ours)
     if name is None:
         return True
-    from wr_agent.proc_sampler import interface_counts
-    return interface_counts(name)
+    from wr_agent.proc_sampler import default_route_interfaces, interface_counts
+    return interface_counts(name, default_routes=default_route_interfaces())
 
 
 class _Client(object):

@@ -132,13 +132,52 @@ def _parse_stat(raw):
     return text[lo + 1:hi], text[hi + 2:].split()
 
 
-def interface_counts(name, sys_net="/sys/class/net"):
-    """Whether the network signal counts bytes on interface `name`: one that crosses the box's edge (not
-    lo, bridges, bridge ports, tun/tap or a veth host end). The health endpoint credits its own bytes only
-    on these."""
+def interface_counts(name, sys_net="/sys/class/net", default_routes=()):
+    """Whether the network signal counts bytes on interface `name`: one that crosses the box's edge. Not lo,
+    bridges, bridge ports, tun/tap, nor a link paired with or stacked on another (its `iflink` is not its own
+    `ifindex`): a veth's end whatever its name (docker's `veth…`, Calico's `cali…`, a test box's host end), whose
+    traffic is another network namespace's and is that namespace's own to judge, never a box-wide vote; a VLAN
+    or macvlan, whose bytes its lower link counts already. An interface that holds a default route
+    (`default_routes`) is the box's edge whatever it is: a container's or a test box's own `eth0` is a veth end.
+    The health endpoint credits its own bytes only on these."""
+    if name == "lo":
+        return False
+    if name in default_routes:
+        return True
     base = sys_net + "/" + name
-    return not (name == "lo" or name.startswith("veth") or os.path.exists(base + "/bridge")
-                or os.path.exists(base + "/brport") or os.path.exists(base + "/tun_flags"))
+    if (name.startswith("veth") or os.path.exists(base + "/bridge") or os.path.exists(base + "/brport")
+            or os.path.exists(base + "/tun_flags")):
+        return False
+    try:
+        with open(base + "/iflink") as f:
+            iflink = f.read().strip()
+        with open(base + "/ifindex") as f:
+            ifindex = f.read().strip()
+    except OSError:
+        return True
+    return iflink == ifindex
+
+
+def default_route_interfaces(net_dir="/proc/net"):
+    """The interfaces that hold a default route in this network namespace (IPv4 and IPv6)."""
+    found = set()
+    try:
+        with open(net_dir + "/route") as f:
+            for line in f.read(1 << 16).split("\n")[1:]:
+                f_ = line.split()
+                if len(f_) > 7 and f_[1] == "00000000" and f_[7] == "00000000":
+                    found.add(f_[0])
+    except OSError:
+        pass
+    try:
+        with open(net_dir + "/ipv6_route") as f:
+            for line in f.read(1 << 16).split("\n"):
+                f_ = line.split()
+                if len(f_) == 10 and f_[0] == "0" * 32 and f_[1] == "00" and f_[9] != "lo":
+                    found.add(f_[9])
+    except OSError:
+        pass
+    return found
 
 
 def _kind(wchan):
@@ -230,6 +269,7 @@ class ProcSampler(object):
         self.job_memory = job_wait.Memory()
         self._unix_owners, self._owners_tick = {}, None  # server-end inode -> its holders, for one tick
         self._kept = {}  # (pid, start) -> what an agent before this one knew of the process (recall)
+        self._routes = None  # interfaces with a default route, read when an interface is first met
         self.reapers = {}  # pid -> _Proc whose reaped-children time is read on listing ticks (_reaped)
         self._parent_wchan = {}  # pid -> (its schedstat bytes, wchan) for parents of blocked processes
         self._unix = None if root != "/proc" else False  # unix_diag reader, opened at first need (False: not yet)
@@ -945,7 +985,9 @@ class ProcSampler(object):
     def _iface_counts(self, name):
         kind = self.if_kind.get(name)
         if kind is None:
-            kind = interface_counts(name, self.sys_net)
+            if self._routes is None:  # read once per net/dev read that meets a new interface
+                self._routes = default_route_interfaces(self.root + "/net")
+            kind = interface_counts(name, self.sys_net, self._routes)
         return kind
 
     def _net_bytes(self):
@@ -954,6 +996,7 @@ class ProcSampler(object):
         except OSError:
             return 0
         total = 0
+        self._routes = None
         kinds = {}  # the cache keeps only the interfaces of this read: each container start adds a veth
         for line in raw.decode("ascii", "replace").split("\n")[2:]:
             name, _, rest = line.partition(":")

@@ -811,3 +811,31 @@ def test_on_a_quiet_box_a_quick_process_is_read_only_every_slow_walk(fake):
     assert s.procs["48"].quick is not None
     tick(109.0, 1108, iowait=3)  # a wait on the disk: read all
     assert s.procs["48"].last == 109.0
+
+
+def test_another_namespaces_link_is_never_box_wide_traffic_whatever_its_name(fake):
+    """Calico's `cali…` and any veth end have an iflink that is not their own ifindex (the peer lives in a pod's or
+    a container's namespace): its traffic is that namespace's, not a box-wide vote. A VLAN's bytes its lower link
+    counts already. The interface holding a default route is the box's edge even when it is a veth end (a
+    container's own eth0, a test box's)."""
+    def link(name, ifindex, iflink):
+        fake.iface(name)
+        for key, value in (("ifindex", ifindex), ("iflink", iflink)):
+            with open(os.path.join(fake.sys_net, name, key), "w") as f:
+                f.write(f"{value}\n")
+
+    link("ens3", 2, 2)
+    link("cali1a2b3c", 9, 4)  # a pod's veth, host end
+    link("ens3.100", 10, 2)  # a VLAN on ens3
+    link("eth0", 11, 12)  # a veth end that carries the default route
+    with open(os.path.join(fake.root, "net", "route"), "w") as f:
+        f.write("Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT\n"
+                "eth0\t00000000\t0100000A\t0003\t0\t0\t0\t00000000\t0\t0\t0\n"
+                "cali1a2b3c\t0500A8C0\t00000000\t0005\t0\t0\t0\tFFFFFFFF\t0\t0\t0\n")
+    names = ("ens3", "cali1a2b3c", "ens3.100", "eth0")
+    fake.dev(dict((n, (0, 0)) for n in names))
+    s = sampler(fake)
+    s.sample()
+    fake.dev({"ens3": (1000, 0), "cali1a2b3c": (50000, 50000), "ens3.100": (300, 0), "eth0": (0, 200)})
+    assert s.sample().net_bytes == 1200
+    assert {n for n, counts in s.if_kind.items() if counts} == {"ens3", "eth0"}
