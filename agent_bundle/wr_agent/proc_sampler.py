@@ -42,6 +42,7 @@ UNOWNED_RECHECK = 30.0  # seconds before a socket with no candidate owner is loo
 # is then a job's within SLOW_WALK + WAIT_MIN (5 s); CPU work is seen on its first tick, as before.
 SLOW_WALK = 3.0
 KEPT_MAX = 4096  # processes whose knowledge a replacement agent is given
+OWNERS_KEPT = 256  # server ends whose holders are remembered
 TURN_RECHECK = 5.0  # seconds between asking again who holds the turn on a Unix wait counted as the server's
 # Seconds between listings of /proc while no pid was handed out: drops what is gone among the processes never
 # read (excluded ones), and tries again one that could not be read when it was listed.
@@ -267,7 +268,7 @@ class ProcSampler(object):
         self.job_due = {}
         self.job_waits = {}  # pid -> (_Proc, [job_wait.Wait], the parent's ran_at when looked at)
         self.job_memory = job_wait.Memory()
-        self._unix_owners, self._owners_tick = {}, None  # server-end inode -> its holders, for one tick
+        self._unix_owners = {}  # server-end inode -> the processes holding it, as last found
         self._kept = {}  # (pid, start) -> what an agent before this one knew of the process (recall)
         self._routes = None  # interfaces with a default route, read when an interface is first met
         self.reapers = {}  # pid -> _Proc whose reaped-children time is read on listing ticks (_reaped)
@@ -1112,15 +1113,18 @@ class ProcSampler(object):
             self.job_waits[pid] = (entry[0], kept, entry[2])
 
     def _server_turn(self, inode):
-        """Who holds the turn at the server end `inode` of a Unix connection in this box (peer_turn), its holders
-        found among the processes of the last listing (at most one scan a tick)."""
+        """Who holds the turn at the server end `inode` of a Unix connection in this box (peer_turn). Its holders
+        are found among the processes of the last listing once (a scan of their fd links), then kept while they
+        still hold it: a wait counted as the server's is asked again every TURN_RECHECK seconds for as long as it
+        lasts, and those asks read the holders' own files only."""
         owners = self._unix_owners.get(inode)
-        if owners is None:
-            tick = self.clock()
-            if self._owners_tick != tick:
-                self._owners_tick, self._unix_owners = tick, {}
+        if owners:
+            owners = peer_turn.socket_owners(self.root, owners, inode)  # still theirs?
+        if not owners:
             owners = peer_turn.socket_owners(self.root, list(self.procs), inode)
-            self._unix_owners[inode] = owners
+        if len(self._unix_owners) >= OWNERS_KEPT:
+            self._unix_owners = {}
+        self._unix_owners[inode] = owners
         return peer_turn.turn_of(self.root, owners, inode) if owners else None
 
     def _tcp_cadence(self, owner, peer, now):

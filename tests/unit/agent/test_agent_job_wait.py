@@ -117,3 +117,90 @@ def test_a_parent_reads_its_childs_output_pipe_but_sharing_its_own_output_with_t
     finally:
         out.kill()
         out.wait(timeout=10)
+
+
+class _Track:
+    def __init__(self, peer, pport):
+        from wr_agent import tcp_rule
+        self.inbound, self.state, self.peer, self.pport = False, tcp_rule.ESTABLISHED, peer, pport
+
+
+def _fake_proc(root, pid, argv, fds, tty_nr=0):
+    d = root / str(pid)
+    (d / "fd").mkdir(parents=True)
+    (d / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    (d / "stat").write_text(f"{pid} ({argv[0]}) S 1 {pid} {pid} {tty_nr} -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100\n")
+    for n, target in enumerate(fds):
+        os.symlink(target, d / "fd" / str(n))
+
+
+def test_an_ssh_remote_command_is_waited_on_by_its_exit_with_no_parent_waiting(tmp_path):
+    """rsync polls its ssh over a socketpair and never wait()s for it: an ssh whose arguments run a remote command
+    is a wait answered by its exit, with or without a parent that waits. A tunnel (-N) still needs one, and has
+    none here."""
+    _fake_proc(tmp_path, 70, ["ssh", "-l", "u", "host", "rsync", "--server", "."],
+               ["socket:[900]", "socket:[901]", "/dev/null", "socket:[55]"])
+    _fake_proc(tmp_path, 71, ["ssh", "-N", "-L", "8080:localhost:80", "host"],
+               ["/dev/null", "/dev/null", "/dev/null", "socket:[56]"])
+    tracks = {55: _Track("10.0.0.9", 22), 56: _Track("10.0.0.9", 22)}
+
+    def busy_parent(pid):
+        return "do_select"  # rsync, polling
+
+    peers = job_wait.find_peers(str(tmp_path), "70", "60", tracks, frozenset(), None, busy_parent, comm="ssh")
+    assert [(p.kind, p.peer, p.port, p.exit, p.sure()) for p in peers] == [("tcp", "10.0.0.9", 22, True, True)]
+    assert job_wait.find_peers(str(tmp_path), "71", "60", tracks, frozenset(), None, busy_parent, comm="ssh") == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and unix_diag are Linux's")
+def test_a_unix_peer_counts_by_whose_turn_it_is(tmp_path):
+    """The same step on the same connection: the server waiting to read it (a LISTEN, a SUBSCRIBE) is no wait of
+    the job's; the server holding the request is one, sure of itself (no cadence makes it a listener's); not known,
+    the rule before it (the first wait counts, stdin not a person's terminal)."""
+    from wr_agent import peer_turn
+    reader = unix_diag.open_reader()
+    if reader is None:
+        pytest.skip("no unix_diag here")
+    path = str(tmp_path / "srv.sock")
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(path)
+    srv.listen()
+    client = ("import socket, sys\ns = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'q')\n"
+              "s.recv(1)\n")
+    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(sys.argv[1:])",
+                               sys.executable, "-c", client, path], stdin=subprocess.DEVNULL)
+    try:
+        conn, _ = srv.accept()
+        conn.recv(1)
+        deadline = time.monotonic() + 10
+        child = None
+        while child is None and time.monotonic() < deadline:
+            with open(f"/proc/{parent.pid}/task/{parent.pid}/children") as f:
+                kids = f.read().split()
+            child = kids[0] if kids else None
+            time.sleep(0.05)
+        assert child is not None
+        time.sleep(0.3)
+        server_end = os.fstat(conn.fileno()).st_ino
+
+        def find(turn):
+            asked = []
+
+            def server_turn(inode):
+                asked.append(inode)
+                return turn
+            peers = job_wait.find_peers("/proc", child, str(parent.pid), {}, frozenset(), reader,
+                                        lambda pid: "do_wait", server_turn, comm="python3")
+            assert asked == [server_end]
+            return [(p.peer, p.turn, p.sure()) for p in peers]
+
+        assert find(peer_turn.CLIENT) == []
+        assert find(peer_turn.SERVER) == [(path, peer_turn.SERVER, True)]
+        assert find(None) == [(path, None, False)]
+        conn.sendall(b"a")
+        parent.wait(timeout=10)
+    finally:
+        parent.kill()
+        parent.wait(timeout=10)
+        srv.close()
+        reader.close()

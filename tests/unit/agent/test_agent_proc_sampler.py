@@ -839,3 +839,37 @@ def test_another_namespaces_link_is_never_box_wide_traffic_whatever_its_name(fak
     fake.dev({"ens3": (1000, 0), "cali1a2b3c": (50000, 50000), "ens3.100": (300, 0), "eth0": (0, 200)})
     assert s.sample().net_bytes == 1200
     assert {n for n, counts in s.if_kind.items() if counts} == {"ens3", "eth0"}
+
+
+def test_a_wait_counted_as_the_servers_is_asked_again_and_stops_when_the_server_waits_for_the_client(fake):
+    """psql's query was in the backend's hands when first looked at (its turn: SERVER); every TURN_RECHECK seconds
+    the sampler asks again, and once the backend waits to read the connection (a subscriber whose server was busy
+    elsewhere, say) the wait stops counting; it counts again if the server takes it up again."""
+    from wr_agent import job_wait, peer_turn
+    from wr_agent.proc_sampler import TURN_RECHECK
+    from wr_agent.signals import Signals
+
+    clock = Clock(100.0)
+    fake.proc(40, "bash", wchan="do_wait")
+    fake.proc(50, "psql", ppid=40, wchan="unix_stream_read_generic")
+    s = sampler(fake, clock)
+    s.sample()
+    p = s.procs["50"]
+    peer = job_wait.Peer("unix", 7, "/tmp/.s.PGSQL.5432", turn=peer_turn.SERVER, server=8)
+    s.job_due.clear()  # looked at already (the look's /proc facts are job_wait's tests'): this is the wait it found
+    s.job_waits["50"] = (p, [s.job_memory.begin(("50", p.start), peer, 100.0)], s.procs["40"].ran_at)
+    turns = [peer_turn.SERVER]
+    s._server_turn = lambda inode: turns[0]
+
+    def votes(t):
+        sig = Signals()
+        s._job_waits(t, sig)
+        return [u[:2] for u in sig.unix]
+
+    assert votes(101.0) == [("psql", "50")]
+    turns[0] = peer_turn.CLIENT
+    assert votes(100.0 + TURN_RECHECK - 0.5) == [("psql", "50")]  # not asked again yet
+    assert votes(100.0 + TURN_RECHECK) == []
+    assert votes(100.0 + TURN_RECHECK + 1) == []
+    turns[0] = peer_turn.SERVER
+    assert votes(100.0 + 2 * TURN_RECHECK + 1) == [("psql", "50")]
