@@ -52,6 +52,9 @@ def test_a_setting_out_of_range_exits_7(capsys: pytest.CaptureFixture[str]) -> N
     assert cli.main(["settings", "set", "--ceiling", "5"]) == 7
     err = capsys.readouterr().err
     assert "Traceback" not in err and "ceiling" in err.lower()
+    assert "got 5." in err and "5.0" not in err  # as typed
+    assert cli.main(["settings", "set", "--ceiling", "2.5"]) == 7
+    assert "got 2.5." in capsys.readouterr().err
 
 
 def test_the_title_does_not_decide(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -40,6 +40,12 @@ def test_a_key_file_that_is_not_there_is_refused_when_the_host_is_added(
     assert cli.main(["hosts", "add", "box", "--provider", "ssh", "--identity", "keys/id_box"]) == 0
     identity = stored("box").identity
     assert identity is not None and identity.value == str(tmp_path / "keys" / "id_box")
+    # `./nokey` and `keys/../keys/id_box` are said and stored as the path they name, not "<folder>/./nokey"
+    assert cli.main(["hosts", "add", "box2", "--provider", "ssh", "--identity", "./keys/../keys/id_box"]) == 0
+    assert stored("box2").identity.value == str(tmp_path / "keys" / "id_box")
+    assert cli.main(["hosts", "add", "box3", "--provider", "ssh", "--identity", "./nokey"]) == ExitCode.USAGE
+    err = capsys.readouterr().err
+    assert f"--identity: {tmp_path / 'nokey'} is not a file." in err and "/./" not in err
 
 
 def test_edit_changes_only_the_flags_given(capsys: pytest.CaptureFixture[str]) -> None:

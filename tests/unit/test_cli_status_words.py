@@ -36,3 +36,20 @@ def test_a_refused_login_reads_login_refused_with_the_command_lines_advice() -> 
     badge = _snapshot_json(snap)["badge"]
     assert badge["label"] == "Login refused" and "--identity FILE" in badge["tooltip"]
     assert "Key file field" not in badge["tooltip"] and "cannot reach" not in badge["tooltip"]
+
+
+def test_keep_on_an_asleep_box_never_suggests_waking_it_and_other_commands_say_how() -> None:
+    """`workroom keep box2` with nothing to keep: an asleep box has no work of its own to keep awake, so the
+    answer does not offer `--wake` (waking an idle box to keep it awake is the one thing not to do); a command
+    whose point needs the box awake (connect, why) says how to wake it."""
+    from workroom.cli.words import asleep_answer
+    from workroom.core.last_known import LastKnown
+
+    class Engine:
+        def last_known(self, name: str) -> LastKnown:
+            return LastKnown()
+
+    keep = asleep_answer(Engine(), "box2", "keep")  # type: ignore[arg-type]
+    assert "--wake" not in keep.hint and "Nothing was sent" in keep.hint
+    why = asleep_answer(Engine(), "box2", "why")  # type: ignore[arg-type]
+    assert why.hint == "`workroom why box2 --wake` to wake it and read its record."

@@ -149,7 +149,7 @@ def _identity(face: Face, given: str) -> str:
 
     from workroom.core.errors import UserError
 
-    stored = given if given.startswith("~") or os.path.isabs(given) else os.path.join(face.term.cwd, given)
+    stored = given if given.startswith("~") else os.path.normpath(os.path.join(face.term.cwd, given))
     if not os.path.isfile(os.path.expanduser(stored)):
         raise _BadFlag(UserError("No such key file", f"--identity: {stored} is not a file.",
                                  "Give the path of the private key to log in with (ssh-keygen makes one)."))

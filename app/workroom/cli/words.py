@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from workroom.sessions.host_session import HostSnapshot
 
 
-WAKE_DOING = {"connect": "connect", "keep": "keep it awake", "why": "read its record",
+WAKE_DOING = {"connect": "connect", "keep": "keep it awake", "why": "read its record",  # keep: never suggested
               "exclusions": "read or change what never counts as work"}
 """Per command that takes --wake: what it does once the box is awake (the asleep answer's last words)."""
 
@@ -44,8 +44,10 @@ def last_known_json(known: LastKnown) -> dict[str, Any]:
 def asleep_answer(engine: Engine, name: str, command: str) -> BoxAsleep:
     from workroom.core.errors import BoxAsleep
 
-    answer = BoxAsleep("Asleep", asleep_words(engine, name),
-                       f"`workroom {command} {name} --wake` to wake it and {WAKE_DOING[command]}.")
+    hint = (f"`workroom {command} {name} --wake` to wake it and {WAKE_DOING[command]}." if command != "keep" else
+            "Nothing was sent: an asleep box has no work to keep awake (Keep awake is for a box that is busy past its "
+            "awake ceiling).")
+    answer = BoxAsleep("Asleep", asleep_words(engine, name), hint)
     answer.facts = {"name": name, "asleep": True, "last_known": last_known_json(engine.last_known(name))}
     return answer
 

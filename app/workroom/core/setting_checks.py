@@ -96,7 +96,14 @@ def check_duration(field: str, value: object, called: str | None = None) -> floa
     if not math.isfinite(seconds):
         raise SettingsError(field, f"{who} must be a finite number of seconds {bounds}; got {value!r}.")
     if seconds <= 0:
-        raise SettingsError(field, f"{who} must be more than zero: {bounds}; got {value!r}.")
+        raise SettingsError(field, f"{who} must be more than zero: {bounds}; got {_as_typed(value)}.")
     if not low <= seconds <= high:
-        raise SettingsError(field, f"{who} must be {bounds}; got {value!r}.")
+        raise SettingsError(field, f"{who} must be {bounds}; got {_as_typed(value)}.")
     return seconds
+
+
+def _as_typed(value: int | float) -> str:
+    """A number as a person typed it: `--ceiling 10` reads back "10", not "10.0"."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return repr(value)

@@ -144,11 +144,11 @@ def test_a_pty_as_stdin_is_a_persons_terminal_only_when_it_is_the_controlling_on
                                "time.sleep(30)", name], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
     try:
         assert person.stdout.readline().strip() == b"ok"
-        assert not job_wait.persons_terminal("/proc", tool.pid, "/proc/%d/fd" % tool.pid)
-        assert job_wait.persons_terminal("/proc", person.pid, "/proc/%d/fd" % person.pid)
+        assert not job_wait.persons_terminal("/proc", tool.pid, f"/proc/{tool.pid}/fd")
+        assert job_wait.persons_terminal("/proc", person.pid, f"/proc/{person.pid}/fd")
         nul = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.DEVNULL)
         try:
-            assert not job_wait.persons_terminal("/proc", nul.pid, "/proc/%d/fd" % nul.pid)
+            assert not job_wait.persons_terminal("/proc", nul.pid, f"/proc/{nul.pid}/fd")
         finally:
             nul.kill()
             nul.wait(timeout=10)
@@ -172,7 +172,7 @@ def test_a_process_queued_for_a_file_lock_is_in_a_lock_wait(tmp_path):
         try:
             deadline, kind = time.monotonic() + 10, None
             while time.monotonic() < deadline and kind != "lock":
-                with open("/proc/%d/wchan" % waiter.pid) as f:
+                with open(f"/proc/{waiter.pid}/wchan") as f:
                     wchan = f.read().strip()
                 kind = proc_sampler._kind(wchan)
                 time.sleep(0.05)
