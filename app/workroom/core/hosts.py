@@ -290,11 +290,42 @@ def check_reference_given(host: Host) -> Host:
     return host
 
 
+class BoxNameError(UserError, ValueError):
+    """A workspace or codespace name the platform's own naming rule refuses (core.platform_names). Checked when a
+    host is added or edited and before each use; not when the hosts file loads (an old host keeps loading, and
+    is refused with these words when it is used, its name never passed to the platform's command line)."""
+
+    exit_code = ExitCode.USAGE
+    retryable = False
+
+    def __init__(self, host: str, field: str, why: str) -> None:
+        super().__init__(
+            "Not a name the platform takes",
+            f"{host}: {why}; it is not passed to the platform's command line.",
+            f"Give the name its list shows (`--ref {field}=NAME`).",
+        )
+        self.field = field
+
+
+def box_names(host: Host) -> dict[str, str]:
+    """The platform names of the box `host` stands for, by reference field (BoxNameError when one breaks its
+    platform's rule)."""
+    out = {}
+    for field in host.spec.reference:
+        if field.box_rule is not None:
+            try:
+                out[field.name] = field.box_name(host.name, host.reference)
+            except ValueError as exc:
+                raise BoxNameError(host.name, field.name, str(exc)) from None
+    return out
+
+
 def check_new_host(host: Host) -> Host:
     """The rules for a host being added, beyond those every loaded host meets."""
     if host.name.startswith("-"):
         raise UnsafeHostNameError("name", host.name)
     check_ssh_names(host)
+    box_names(host)
     return check_reference_given(host)
 
 
@@ -305,6 +336,8 @@ def check_edited_host(old: Host, new: Host) -> Host:
     if new.name != old.name:
         raise RenamedHostError(old.name, new.name)
     check_ssh_names(new, before=old)
+    if new.reference != old.reference or new.provider != old.provider:
+        box_names(new)  # a name the edit brings in; an old one is refused at use (it loaded as it was)
     if new.provider != old.provider or old.spec.missing_reference(old.reference) is None:
         check_reference_given(new)  # an older host that lacked it keeps loading and saving as it was
     return new

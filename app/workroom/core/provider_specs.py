@@ -13,12 +13,13 @@ The class is named by its import path: core imports nothing of the providers lay
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from types import MappingProxyType
 
 from workroom.core.errors import UserError
+from workroom.core.platform_names import coder_workspace_problem, codespace_problem
 from workroom.core.traits import (
     BOXD_TRAITS,
     CODER_TRAITS,
@@ -66,6 +67,20 @@ class ReferenceField:
     """A new host of this provider cannot work without it (loading an older hosts file never refuses it)."""
     legacy_fragment: str | None = None
     """How an older hosts file wrote this field inside the one-string `provider_ref`: `FIRST#<fragment>=VALUE`."""
+    box_rule: Callable[[str], str | None] | None = None
+    """The platform's naming rule for the box this field names (core.platform_names: why a name breaks it, or
+    None), checked when a host is added or edited and before each use, never when the hosts file loads."""
+    defaults_to_host_name: bool = False
+    """Left empty, the host's own name stands for it (and so is held to `box_rule`)."""
+
+    def box_name(self, host_name: str, reference: Mapping[str, str]) -> str:
+        """The box's name this field gives (or the host's name), ValueError with words when it breaks the rule."""
+        value = self.of(reference) or (host_name if self.defaults_to_host_name else "")
+        problem = self.box_rule(value) if self.box_rule is not None else None
+        if problem is not None:
+            source = "" if self.of(reference) else " (the host's name, used when none is given)"
+            raise ValueError(f"the {self.label} {value!r}{source} {problem}")
+        return value
 
     def check(self, value: str) -> str:
         """`value` if this field can hold it, else ValueError with a sentence naming the field."""
@@ -197,11 +212,13 @@ IDLE_CLOCK_URL = ReferenceField(
 WORKSPACE_NAME = ReferenceField(
     "workspace", "workspace name",
     "The Coder workspace as `coder list` shows it (OWNER/NAME for another owner's, NAME.AGENT to pick one of "
-    "several agents); empty means the host's name. Your logged-in `coder` CLI reads and extends it.")
+    "several agents); empty means the host's name. Your logged-in `coder` CLI reads and extends it.",
+    box_rule=coder_workspace_problem, defaults_to_host_name=True)
 CODESPACE_NAME = ReferenceField(
     "codespace", "codespace name",
     "The codespace as `gh codespace list` shows it (e.g. monalisa-fuzzy-space-x5gq7r); empty means the host's "
-    "name. Your logged-in `gh` CLI reads its state.")
+    "name. Your logged-in `gh` CLI reads its state.",
+    box_rule=codespace_problem, defaults_to_host_name=True)
 
 LOCAL_KIND = "local"
 

@@ -114,7 +114,7 @@ class CoderProvider(PlatformProvider):
                 "Your `coder` has no --disable-autostart (Coder 2.5 and later have it): connecting through it would "
                 "start a stopped workspace, so the app does not.",
                 "Update the coder CLI to your deployment's version, then connect again.")
-        return ["coder", "ssh", "--stdio", "--disable-autostart", self.box_name(host)]
+        return ["coder", "ssh", "--stdio", "--disable-autostart", "--", self.box_name(host)]
 
     def _can_disable_autostart(self) -> bool:
         """Blocking (the connect's worker thread), asked once: does this `coder ssh` take --disable-autostart?"""
@@ -138,9 +138,9 @@ class CoderProvider(PlatformProvider):
     async def extend_deadline(self, host: Host, until: float) -> None:
         box, duration = self.box_name(host), go_duration(until - time.time())
         try:
-            answer = await run_cli(["coder", "schedule", "extend", box, duration], timeout=CLI_TIMEOUT_SECONDS)
+            answer = await run_cli(["coder", "schedule", "extend", "--", box, duration], timeout=CLI_TIMEOUT_SECONDS)
             if not answer.ok and "unknown" in answer.said().lower():  # a CLI from before `extend`
-                answer = await run_cli(["coder", "schedule", "override-stop", box, duration],
+                answer = await run_cli(["coder", "schedule", "override-stop", "--", box, duration],
                                        timeout=CLI_TIMEOUT_SECONDS)
         except CliProblem as problem:
             raise UserError("Not extended", f"coder says: {problem.words}", "") from None
@@ -148,7 +148,7 @@ class CoderProvider(PlatformProvider):
             raise UserError("Not extended", f"coder says: {answer.said()}", "")
 
     async def start_box(self, host: Host) -> CliAnswer:
-        return await run_cli(["coder", "start", self.box_name(host), "--yes"],
+        return await run_cli(["coder", "start", "--yes", "--", self.box_name(host)],
                              timeout=self.rules.start_timeout_seconds)
 
     async def list_boxes(self) -> list[tuple[str, str]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 from workroom.core.host_text import plain
 from workroom.core.hosts import Host
@@ -70,11 +71,11 @@ class CodespacesProvider(PlatformProvider):
 
     def proxy_argv(self, host: Host) -> list[str]:
         key = self.identity_files(host)[0]
-        return ["gh", "codespace", "ssh", "-c", self.box_name(host), "--stdio", "--", "-i", str(key)]
+        return ["gh", "codespace", "ssh", f"--codespace={self.box_name(host)}", "--stdio", "--", "-i", str(key)]
 
     async def read_clock(self, host: Host) -> PlatformClock:
         name = self.box_name(host)
-        answer = await run_cli(["gh", "codespace", "view", "-c", name, "--json", VIEW_FIELDS],
+        answer = await run_cli(["gh", "codespace", "view", f"--codespace={name}", "--json", VIEW_FIELDS],
                                timeout=CLI_TIMEOUT_SECONDS)
         data = parse_json(answer)
         notice = None
@@ -85,14 +86,16 @@ class CodespacesProvider(PlatformProvider):
     async def _stop_notice(self, name: str) -> str | None:
         """The REST resource's `last_known_stop_notice` (why it last stopped, in GitHub's words), or None."""
         try:
-            data = parse_json(await run_cli(["gh", "api", f"user/codespaces/{name}"], timeout=CLI_TIMEOUT_SECONDS))
+            data = parse_json(await run_cli(["gh", "api", f"user/codespaces/{quote(name, safe='')}"],
+                                            timeout=CLI_TIMEOUT_SECONDS))
         except CliProblem:
             return None
         notice = data.get("last_known_stop_notice") if isinstance(data, dict) else None
         return plain(notice, 200) if isinstance(notice, str) and notice else None
 
     async def start_box(self, host: Host) -> CliAnswer:
-        return await run_cli(["gh", "api", "--method", "POST", f"user/codespaces/{self.box_name(host)}/start"],
+        path = f"user/codespaces/{quote(self.box_name(host), safe='')}/start"  # a segment, whatever it holds
+        return await run_cli(["gh", "api", "--method", "POST", path],
                              timeout=CLI_TIMEOUT_SECONDS)
 
     async def list_boxes(self) -> list[tuple[str, str]]:

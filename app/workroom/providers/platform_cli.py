@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from workroom.core.errors import UserError
 from workroom.core.host_text import plain
-from workroom.core.hosts import Host
+from workroom.core.hosts import BoxNameError, Host, box_names
 from workroom.core.platform_clock import PlatformClock, PlatformRules, PlatformState
 from workroom.core.provider_specs import ProviderSpec, ReferenceField
 from workroom.providers.base import BoxState, ProviderContext, ProviderUnreadable
@@ -106,7 +106,9 @@ class PlatformProvider(SshProvider, ABC):
     # -- naming and reaching the box ------------------------------------------------------------------------
 
     def box_name(self, host: Host) -> str:
-        return self.box_field.of(host.reference) or host.name
+        """The box's name on the platform, held to its naming rule at every use (core.platform_names): one that
+        breaks it is refused with words (BoxNameError) and never reaches a command line or a URL."""
+        return box_names(host)[self.box_field.name]
 
     @abstractmethod
     def proxy_argv(self, host: Host) -> list[str]:
@@ -150,6 +152,8 @@ class PlatformProvider(SshProvider, ABC):
     async def platform_clock(self, host: Host) -> PlatformClock:
         try:
             clock = await self.read_clock(host)
+        except BoxNameError as refused:  # never asked: the name breaks the platform's rule
+            clock = PlatformClock(state=PlatformState.UNKNOWN, said=plain(refused.message, 300), read_at=time.time())
         except CliProblem as problem:
             clock = self.unreadable(problem.words)
         except Exception:  # a parser's bug must not become a traceback in a row: unknown, and the log says why
