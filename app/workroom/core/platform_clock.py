@@ -58,7 +58,11 @@ class PlatformClock(BaseModel):
     """Why its last stop happened, in words, where the platform says (Coder's build reason, a stop notice)."""
     stopped_at: float | None = None
     can_extend: bool = False
-    """The platform has an extend call (Coder); elsewhere the session's own traffic is the keep-alive."""
+    """The platform has an extend call (Coder) and a deadline the app can extend (read, in range, not past);
+    elsewhere the session's own traffic is the keep-alive."""
+    odd_times: str | None = Field(default=None, max_length=300)
+    """The platform gave a time the app cannot take (not a time, NaN, before 2015, years ahead), in words: that
+    time is unknown, never "no deadline" (the platform's own null or Go's zero time)."""
 
     @property
     def readable(self) -> bool:
@@ -129,6 +133,9 @@ def plan_extension(clock: PlatformClock, *, now: float, kept_until: float, rules
     next_read = now + rules.read_interval_seconds
     if not clock.readable:
         return CannotExtend(NotKeptAwakeReason.PLATFORM_UNREADABLE, clock.said)
+    if clock.odd_times is not None and clock.idle_timeout_seconds is None:
+        # A stop time or limit it cannot mean: nothing is extended on it (and it is never "no deadline").
+        return CannotExtend(NotKeptAwakeReason.PLATFORM_UNREADABLE, f"its stop time is not known: {clock.odd_times}")
     if not clock.can_extend or clock.deadline is None:
         return CheckAt(next_read)  # no deadline to keep (or the session's traffic keeps it): just watch
     deadline = clock.deadline
@@ -165,6 +172,8 @@ def stops_words(clock: PlatformClock, now: float) -> str:
     if left is None:
         if clock.state is PlatformState.RUNNING and clock.idle_timeout_seconds is not None:
             return f"stops {format_duration(clock.idle_timeout_seconds)} after the last activity"
+        if clock.state is PlatformState.RUNNING and clock.odd_times is not None:
+            return f"stops at a time not known ({clock.odd_times})"
         if clock.state is PlatformState.RUNNING:
             return "keeps no stop time"
         return f"is {clock.said}"
@@ -178,7 +187,9 @@ def clock_words(clock: PlatformClock, now: float, *, ceiling_seconds: float | No
     if not clock.readable:
         return f"unknown: {clock.said}"
     words = stops_words(clock, now)
-    if clock.max_deadline is not None and clock.state is PlatformState.RUNNING:
+    if clock.odd_times is not None and clock.deadline is not None:
+        words += f" (its limit is not known: {clock.odd_times})"
+    elif clock.max_deadline is not None and clock.state is PlatformState.RUNNING:
         most = format_duration(max(0.0, clock.max_deadline - now))
         words += f" (at most {most} more by the platform's limit"
         words += f"; awake ceiling {format_duration(ceiling_seconds)})" if ceiling_seconds is not None else ")"

@@ -27,7 +27,7 @@ from workroom.providers.platform_cli import (
     PlatformProvider,
     go_duration,
     parse_json,
-    parse_time,
+    platform_time,
 )
 
 CODER_RULES = PlatformRules(
@@ -81,7 +81,20 @@ def coder_clock(data: object, name: str, owner: str | None, read_at: float) -> P
     said = plain(status or "in a state it does not name", 100)
     if state is PlatformState.UNKNOWN:
         said = f"coder says: the workspace is {said}"
-    deadline = parse_time(build.get("deadline")) if state is PlatformState.RUNNING else None
+    odd: list[str] = []
+
+    def checked(value: object, what: str, ahead: bool = True) -> float | None:
+        seconds, words = platform_time(value, read_at, what, ahead=ahead)
+        if words is not None:
+            odd.append(words)
+        return seconds
+
+    running = state is PlatformState.RUNNING
+    deadline = checked(build.get("deadline"), "deadline") if running else None
+    max_deadline = checked(build.get("max_deadline"), "limit (max_deadline)") if running else None
+    if deadline is not None and max_deadline is not None and max_deadline < deadline - 1.0:
+        odd.append("its limit (max_deadline) comes before its deadline")
+        max_deadline = None
     reason = build.get("reason")
     stop_reason = None
     if state is PlatformState.STOPPED and isinstance(reason, str):
@@ -91,11 +104,14 @@ def coder_clock(data: object, name: str, owner: str | None, read_at: float) -> P
     number = build.get("build_number")
     return PlatformClock(
         state=state, said=said, read_at=read_at, deadline=deadline,
-        max_deadline=parse_time(build.get("max_deadline")) if state is PlatformState.RUNNING else None,
-        last_used=parse_time(workspace.get("last_used_at")),
+        max_deadline=max_deadline,
+        last_used=checked(workspace.get("last_used_at"), "last use", ahead=False),
         build=str(number) if isinstance(number, int) and not isinstance(number, bool) else None,
-        stop_reason=stop_reason, stopped_at=parse_time(job.get("completed_at")) if stop_reason else None,
-        can_extend=deadline is not None)
+        stop_reason=stop_reason,
+        stopped_at=checked(job.get("completed_at"), "stop time", ahead=False) if stop_reason else None,
+        # Extended only a deadline read, in range and still ahead, under a limit read too (or none given).
+        can_extend=deadline is not None and deadline > read_at and not odd,
+        odd_times=plain("coder says: " + "; ".join(odd), 300) if odd else None)
 
 
 class CoderProvider(PlatformProvider):

@@ -21,7 +21,7 @@ from workroom.core.hosts import Host
 from workroom.core.platform_clock import PlatformClock, PlatformRules, PlatformState
 from workroom.core.provider_specs import CODESPACE_NAME
 from workroom.providers.bounded_cli import CliAnswer, CliProblem, run_cli
-from workroom.providers.platform_cli import CLI_TIMEOUT_SECONDS, PlatformProvider, parse_json, parse_time
+from workroom.providers.platform_cli import CLI_TIMEOUT_SECONDS, PlatformProvider, parse_json, platform_time
 
 CODESPACES_RULES = PlatformRules(
     min_extension_seconds=0.0, extend_step_seconds=0.0, lead_seconds=0.0,  # no extend call exists
@@ -54,9 +54,11 @@ def codespace_clock(data: object, read_at: float, stop_notice: str | None = None
     timeout = float(minutes) * 60 if isinstance(minutes, int) and not isinstance(minutes, bool) and minutes > 0 \
         else None
     last_used = data.get("lastUsedAt")
+    used, odd = platform_time(last_used, read_at, "last use (lastUsedAt)", ahead=False)
     return PlatformClock(state=state, said=said, read_at=read_at, idle_timeout_seconds=timeout,
-                         last_used=parse_time(last_used), build=last_used if isinstance(last_used, str) else None,
-                         stop_reason=stop_notice if state is PlatformState.STOPPED else None)
+                         last_used=used, build=last_used if isinstance(last_used, str) else None,
+                         stop_reason=stop_notice if state is PlatformState.STOPPED else None,
+                         odd_times=plain("gh says: " + odd, 300) if odd else None)
 
 
 class CodespacesProvider(PlatformProvider):

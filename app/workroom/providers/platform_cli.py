@@ -66,8 +66,31 @@ def parse_time(value: object) -> float | None:
         return None
     try:
         return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-    except ValueError:
+    except (ValueError, OverflowError):
         return None
+
+
+EARLIEST_PLATFORM_TIME = 1420070400.0  # 2015-01-01: before either platform existed
+LATEST_AHEAD_SECONDS = 366 * 86400.0  # a stop time or limit further ahead than a year is none a person means
+LATEST_PAST_SECONDS = 86400.0  # a time that already happened, a day ahead at most (clocks disagree)
+
+
+def platform_time(value: object, now: float, what: str, *, ahead: bool = True) -> tuple[float | None, str | None]:
+    """A time from a platform's JSON, checked: (Unix seconds or None, None) for a time, for null and for Go's zero
+    time (the platform's own "none"); (None, words) for anything else — not a string, not RFC 3339, NaN, or out of
+    range (before 2015, or further ahead than a year for a stop time (`ahead`) and than a day for one that
+    happened) — so an odd time is "unknown" in the platform's words, never "no deadline" and never nonsense."""
+    if value is None or (isinstance(value, str) and (not value or value.startswith("0001-01-01"))):
+        return None, None
+    if not isinstance(value, str):
+        return None, f"its {what} is not a time ({plain(repr(value), 40)})"
+    seconds = parse_time(value)
+    if seconds is None or seconds != seconds:
+        return None, f"its {what} is not a time ({plain(value, 40)})"
+    latest = now + (LATEST_AHEAD_SECONDS if ahead else LATEST_PAST_SECONDS)
+    if not EARLIEST_PLATFORM_TIME <= seconds <= latest:
+        return None, f"its {what} ({plain(value, 40)}) is not a time it can mean"
+    return seconds, None
 
 
 def parse_json(answer: CliAnswer) -> object:

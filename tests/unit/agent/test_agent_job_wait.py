@@ -1,6 +1,7 @@
 """A job step waiting on a peer (wr_agent/job_wait.py): the cadence memory on a fake clock, the unix_diag parser
 on answers built as the kernel lays them out, and the rule's /proc facts on a real process tree and sockets."""
 
+import contextlib
 import os
 import socket
 import struct
@@ -61,8 +62,10 @@ def test_unix_diag_answers_are_read_for_peer_and_name_and_a_missing_socket_is_no
         unix_diag.parse(struct.pack("=IHHII", 99, unix_diag.SOCK_DIAG_BY_FAMILY, 0, 6, 0), seq=6)
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and unix_diag are Linux's")
-def test_a_child_blocked_on_its_connection_to_a_server_while_its_parent_waits_is_found(tmp_path):
+@contextlib.contextmanager
+def _step_waiting_on_a_server(tmp_path):
+    """(reader, parent, child pid, server's accepted connection, path): a child blocked on its connection to a Unix
+    server, its parent waiting for it (wait()), stdin not a terminal. Cleaned up by PID."""
     reader = unix_diag.open_reader()
     if reader is None:
         pytest.skip("no unix_diag here")
@@ -72,7 +75,6 @@ def test_a_child_blocked_on_its_connection_to_a_server_while_its_parent_waits_is
     srv.listen()
     client = ("import socket, sys\ns = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'q')\n"
               "s.recv(1)\n")
-    # The parent waits for its child (wait()), the child waits on the server; stdin is not a terminal.
     parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(sys.argv[1:])",
                                sys.executable, "-c", client, path], stdin=subprocess.DEVNULL)
     try:
@@ -87,7 +89,19 @@ def test_a_child_blocked_on_its_connection_to_a_server_while_its_parent_waits_is
             time.sleep(0.05)
         assert child is not None
         time.sleep(0.3)
+        yield reader, parent, child, conn, path
+        conn.sendall(b"a")
+        parent.wait(timeout=10)
+    finally:
+        parent.kill()
+        parent.wait(timeout=10)
+        srv.close()
+        reader.close()
 
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and unix_diag are Linux's")
+def test_a_child_blocked_on_its_connection_to_a_server_while_its_parent_waits_is_found(tmp_path):
+    with _step_waiting_on_a_server(tmp_path) as (reader, parent, child, _conn, path):
         def wchan(pid):
             with open(f"/proc/{pid}/wchan") as f:
                 return f.read().strip()
@@ -97,13 +111,6 @@ def test_a_child_blocked_on_its_connection_to_a_server_while_its_parent_waits_is
         # With its parent not waiting for it (in an event loop), the same process is no job step.
         assert job_wait.find_peers("/proc", child, str(parent.pid), {}, frozenset(), reader,
                                    lambda pid: "do_epoll_wait") == []
-        conn.sendall(b"a")
-        parent.wait(timeout=10)
-    finally:
-        parent.kill()
-        parent.wait(timeout=10)
-        srv.close()
-        reader.close()
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
@@ -158,29 +165,8 @@ def test_a_unix_peer_counts_by_whose_turn_it_is(tmp_path):
     the job's; the server holding the request is one, sure of itself (no cadence makes it a listener's); not known,
     the rule before it (the first wait counts, stdin not a person's terminal)."""
     from wr_agent import peer_turn
-    reader = unix_diag.open_reader()
-    if reader is None:
-        pytest.skip("no unix_diag here")
-    path = str(tmp_path / "srv.sock")
-    srv = socket.socket(socket.AF_UNIX)
-    srv.bind(path)
-    srv.listen()
-    client = ("import socket, sys\ns = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b'q')\n"
-              "s.recv(1)\n")
-    parent = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; subprocess.run(sys.argv[1:])",
-                               sys.executable, "-c", client, path], stdin=subprocess.DEVNULL)
-    try:
-        conn, _ = srv.accept()
-        conn.recv(1)
-        deadline = time.monotonic() + 10
-        child = None
-        while child is None and time.monotonic() < deadline:
-            with open(f"/proc/{parent.pid}/task/{parent.pid}/children") as f:
-                kids = f.read().split()
-            child = kids[0] if kids else None
-            time.sleep(0.05)
-        assert child is not None
-        time.sleep(0.3)
+
+    with _step_waiting_on_a_server(tmp_path) as (reader, parent, child, conn, path):
         server_end = os.fstat(conn.fileno()).st_ino
 
         def find(turn):
@@ -197,10 +183,3 @@ def test_a_unix_peer_counts_by_whose_turn_it_is(tmp_path):
         assert find(peer_turn.CLIENT) == []
         assert find(peer_turn.SERVER) == [(path, peer_turn.SERVER, True)]
         assert find(None) == [(path, None, False)]
-        conn.sendall(b"a")
-        parent.wait(timeout=10)
-    finally:
-        parent.kill()
-        parent.wait(timeout=10)
-        srv.close()
-        reader.close()
