@@ -375,6 +375,7 @@ def _drive_every_reason_class():  # type: ignore[no-untyped-def]
         "disk": [Signals(dstate=[("dd", "42")], coarse=True)],
         "sleep": [Signals(timer_sleep=[("sleep", "43", 5.0, 0)])],
         "fifo": [Signals(fifo_wait=[("cat", "44")])],
+        "lock": [Signals(lock_wait=[("flock", "49")])],
         "tcp": [Signals(tcp=[("psql", "45", {"peer": "10.0.0.5", "port": 5432, "since": 990.0})])],
         "unix": [Signals(unix=[("psql", "48", {"path": "/var/run/postgresql/.s.PGSQL.5432", "since": 990.0})])],
         "tty_output": [Signals(tty_bytes=5000)],
