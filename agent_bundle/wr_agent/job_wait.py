@@ -186,8 +186,7 @@ def read_argv(root, pid):
             raw = f.read(8192)
     except OSError:
         return []
-    return [a.decode("utf-8", "replace") for a in raw.split(b"\0")[:-1]] if raw.endswith(b"\0") else \
-        [a.decode("utf-8", "replace") for a in raw.split(b"\0")]
+    return [a.decode("utf-8", "replace") for a in raw.rstrip(b"\0").split(b"\0")] if raw else []
 
 
 def socket_inodes(fd_dir, limit=SOCKETS_MAX):
@@ -243,13 +242,9 @@ def reads_pipe(root, pid, pipe):
 def blocked_fd(root, pid):
     """The descriptor a blocked process reads (from /proc/PID/syscall), or None: in a poll, an epoll wait, or the
     file is not readable (another user's process, a kernel that hides it)."""
-    try:
-        with open("%s/%s/syscall" % (root, pid), "rb") as f:
-            fields = f.read(256).split()
-        if len(fields) > 1 and int(fields[0]) in FD_READS:
-            return int(fields[1], 16)
-    except (OSError, ValueError):
-        pass
+    call = peer_turn.read_syscall("%s/%s/syscall" % (root, pid))
+    if isinstance(call, tuple) and call[0] in FD_READS and call[1]:
+        return call[1][0]
     return None
 
 
