@@ -206,6 +206,16 @@ def socket_inodes(fd_dir, limit=SOCKETS_MAX):
     return socks
 
 
+def waited_for(root, pid, ppid, read_wchan):
+    """Whether `pid` is a step its parent waits for: the parent blocked in wait(), or reading the pipe `pid` writes
+    its output to. The parent's wchan is read first: most processes looked at are daemons nobody waits on."""
+    wchan = read_wchan(ppid)
+    if wchan is None or (wchan not in PARENT_WAIT_WCHANS and (wchan in ("0", "") or "nanosleep" in wchan)):
+        return False
+    out = _link("%s/%s/fd/1" % (root, pid))
+    return parent_waits(root, ppid, out if out.startswith("pipe:[") else "", lambda _pid: wchan)
+
+
 def parent_waits(root, ppid, out_pipe, read_wchan):
     """Whether the parent waits for its child: blocked in wait(), or blocked holding the read end of the pipe the
     child writes its output to. `read_wchan(pid)`: the parent's wchan or None."""
@@ -253,13 +263,8 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, ser
     `server_turn(inode)`: who holds the turn at the server end of a Unix connection (peer_turn), or None."""
     fd_dir = "%s/%s/fd" % (root, pid)
     exit_ = comm == "ssh" and ssh_runs_command(read_argv(root, pid))
-    if not exit_:
-        wchan = read_wchan(ppid)  # first: most blocked processes are daemons nobody waits on
-        if wchan is None or (wchan not in PARENT_WAIT_WCHANS and (wchan in ("0", "") or "nanosleep" in wchan)):
-            return []
-        out = _link(fd_dir + "/1")
-        if not parent_waits(root, ppid, out if out.startswith("pipe:[") else "", lambda _pid: wchan):
-            return []
+    if not exit_ and not waited_for(root, pid, ppid, read_wchan):
+        return []
     person = persons_terminal(root, pid, fd_dir)
     socks = socket_inodes(fd_dir)
     peers = []

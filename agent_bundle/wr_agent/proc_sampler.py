@@ -19,7 +19,7 @@ import os
 import resource
 import time
 
-from wr_agent import clocks, exclusions, job_wait, own_flows, peer_turn, tcp_diag, tcp_rule, unix_diag
+from wr_agent import clocks, exclusions, file_locks, job_wait, own_flows, peer_turn, tcp_diag, tcp_rule, unix_diag
 from wr_agent.classifier import GAP_SECONDS
 from wr_agent.signals import Signals
 
@@ -273,6 +273,7 @@ class ProcSampler(object):
         self._routes = None  # interfaces with a default route, read when an interface is first met
         self.reapers = {}  # pid -> _Proc whose reaped-children time is read on listing ticks (_reaped)
         self._parent_wchan = {}  # pid -> (its schedstat bytes, wchan) for parents of blocked processes
+        self._retries = {}  # pid -> (start, when last asked, waits on a lock another holds) for waking sleepers
         self._unix = None if root != "/proc" else False  # unix_diag reader, opened at first need (False: not yet)
 
     # -- file helpers -------------------------------------------------------------------------------------
@@ -570,6 +571,7 @@ class ProcSampler(object):
         if not (busy_hint or sig.cpu or sig.dstate):
             sig.tcp = self._tcp(now)
             self._job_waits(now, sig)
+            self._lock_retries(now, sig)
         return sig
 
     def _list(self, now, since, sig, tty_out):
@@ -1126,6 +1128,29 @@ class ProcSampler(object):
             self._unix_owners = {}
         self._unix_owners[inode] = owners
         return peer_turn.turn_of(self.root, owners, inode) if owners else None
+
+    def _lock_retries(self, now, sig):
+        """Timer sleepers that keep waking (a heartbeat, by their sleeps alone) and are a step their parent waits
+        for, retrying a file lock another process holds (file_locks: SQLite's busy handler): voted `lock` while
+        it is held. Asked again every file_locks.RECHECK seconds per process; /proc/locks read once a tick at most,
+        only when one is due."""
+        kept, held = {}, None
+        for comm, pid, _since, wakes in sig.timer_sleep:
+            p = self.procs.get(pid)
+            if not wakes or p is None:
+                continue
+            last = self._retries.get(pid)
+            if last is None or last[0] != p.start or now - last[1] >= file_locks.RECHECK:
+                waits = False
+                if job_wait.waited_for(self.root, pid, p.ppid, self._wchan_of):
+                    if held is None:
+                        held = file_locks.held_locks(self.root)
+                    waits = file_locks.locked_by_another(self.root, pid, held)
+                last = (p.start, now, waits)
+            kept[pid] = last
+            if last[2]:
+                sig.lock_wait.append((comm, pid))
+        self._retries = kept
 
     def _tcp_cadence(self, owner, peer, now):
         """Whether the connection rule judged a long wait on this key a listener's repeat (a job worker's pop

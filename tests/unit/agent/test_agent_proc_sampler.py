@@ -873,3 +873,55 @@ def test_a_wait_counted_as_the_servers_is_asked_again_and_stops_when_the_server_
     assert votes(100.0 + TURN_RECHECK + 1) == []
     turns[0] = peer_turn.SERVER
     assert votes(100.0 + 2 * TURN_RECHECK + 1) == [("psql", "50")]
+
+
+def _retrying_sqlite3(fake, clock, s, n, locks):
+    """One tick of sqlite3 (pid 90, its shell 89 waiting for it) in its busy handler's short sleeps: it ran since
+    the last tick (a wake), its database open as fd 3; `locks` is /proc/locks as the tick reads it."""
+    clock.t = 100.0 + n
+    fake.uptime(1000.0 + n)
+    fake.proc(90, "sqlite3", ppid=89, wchan="hrtimer_nanosleep", runtime_ns=n + 1, slices=n + 1,
+              fds=["/dev/null", "pipe:[7]", "pipe:[7]", fake.db])
+    fake._w("locks", locks)
+    return s.sample()
+
+
+def test_a_job_step_retrying_a_file_lock_another_holds_waits_on_the_lock(fake, tmp_path):
+    """SQLite's busy handler tries fcntl(F_SETLK) and sleeps 1-100 ms between tries: a timer sleeper that keeps
+    waking, as a heartbeat does. Its parent waits for it and another process holds a lock on the file it has open
+    (/proc/locks): a lock wait, voted `lock`, until the lock goes (seen within file_locks.RECHECK)."""
+    from wr_agent import file_locks
+
+    fake.db = str(tmp_path / "app.db")
+    open(fake.db, "w").close()
+    st = os.stat(fake.db)
+    key = "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    held = "1: POSIX  ADVISORY  WRITE 77 %s 1073741824 1073742335\n" % key
+    mine = "1: POSIX  ADVISORY  READ  90 %s 1073741826 1073742335\n" % key
+    other_file = "1: FLOCK  ADVISORY  WRITE 77 %s 0 EOF\n" % key.replace(":%d" % st.st_ino, ":%d" % (st.st_ino + 1))
+    waiter_line = "1: POSIX  ADVISORY  WRITE 77 %s 1073741824 1073742335\n1: -> POSIX  ADVISORY  READ  90 %s 0 0\n"
+    clock = Clock(100.0)
+    fake.uptime(1000.0)
+    fake.proc(89, "bash", wchan="do_wait")
+    s = sampler(fake, clock)
+    assert _retrying_sqlite3(fake, clock, s, 0, held).lock_wait == []  # not yet seen to wake
+    sig = _retrying_sqlite3(fake, clock, s, 1, held)
+    assert sig.lock_wait == [("sqlite3", "90")]
+    assert ("sqlite3", "90", 0.0, 1) in sig.timer_sleep  # by its sleeps alone, a heartbeat
+    # The holder commits: within RECHECK the wait is over.
+    for n in range(2, 2 + int(file_locks.RECHECK) + 1):
+        sig = _retrying_sqlite3(fake, clock, s, n, "")
+    assert sig.lock_wait == []
+    # Only its own lock on the file, a lock on another file, a waiter's line: no lock another holds.
+    for locks in (mine, other_file):
+        fresh = sampler(fake, clock)
+        _retrying_sqlite3(fake, clock, fresh, 20, locks)
+        assert _retrying_sqlite3(fake, clock, fresh, 21, locks).lock_wait == []
+    fake._w("locks", waiter_line % (key, key))
+    assert file_locks.held_locks(fake.root) == {
+        (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino): {77}}
+    # Nobody waits for it (a daemon with its database open, polling): a heartbeat, whatever the locks.
+    fake.proc(89, "bash", wchan="do_select")
+    fresh = sampler(fake, clock)
+    _retrying_sqlite3(fake, clock, fresh, 30, held)
+    assert _retrying_sqlite3(fake, clock, fresh, 31, held).lock_wait == []
