@@ -98,9 +98,11 @@ def test_the_engine_loads_without_paramiko_until_a_host_is_reached_over_ssh(tmp_
 LOOK_BUDGET = ("paramiko", "cryptography", "nacl", "keyring", "PySide6", "workroom.sessions.engine",
                "workroom.sessions.host_session", "workroom.remote.ssh_connection", "workroom.remote.agent_install",
                "workroom.remote.agent_link", "workroom.remote.agent_client", "workroom.providers.ssh_shell",
-               "workroom.remote.host_keys", "workroom.core.protocol", "workroom.credentials")
+               "workroom.remote.host_keys", "workroom.core.protocol", "workroom.credentials", "workroom.agent_bundle",
+               "zipfile")
 """What a look without the app never imports (docs/cli.md, "A look is never a touch"): it reads files and the
-providers' control planes, so it needs no SSH, engine, agent install or link, wire models or keyring."""
+providers' control planes, so it needs no SSH, engine, agent bundle (finding it hashes the agent's sources), agent
+install or link, wire models or keyring."""
 
 
 @pytest.mark.parametrize("argv", [["status"], ["status", "--json"]])

@@ -76,7 +76,6 @@ async def look(paths: AppPaths, face: Face) -> list[Seen]:
     control plane's own bound). A box its provider says is asleep is marked so in the record, as the app does."""
     import asyncio
 
-    from workroom.agent_bundle import load_agent_bundle
     from workroom.cli.face import say_error
     from workroom.core.last_known import LastKnown
     from workroom.known_records import read_records, verdicts_path, write_record
@@ -90,8 +89,8 @@ async def look(paths: AppPaths, face: Face) -> list[Seen]:
     hosts = loaded.value.hosts
     records_path = verdicts_path(paths.state_dir)
     records = read_records(records_path)
-    # No known hosts, secrets or agent keys: a look opens no connection, so it needs none of them.
-    context = ProviderContext(bundle=load_agent_bundle(paths), known_hosts=None, state_dir=paths.state_dir)
+    # No agent bundle, known hosts, secrets or agent keys: a look opens no connection, so it needs none of them.
+    context = ProviderContext(bundle=None, known_hosts=None, state_dir=paths.state_dir)
     providers: dict[str, Provider] = {}
 
     def provider(kind: str) -> Provider:

@@ -60,7 +60,9 @@ class ProviderUnreadable(UserError):
 class ProviderContext:
     """What providers need from the app: the agent to push, the known hosts, secrets, folders."""
 
-    bundle: AgentBundle
+    bundle: AgentBundle | None
+    """The agent to push; None in a look's context (cli/look.py), which connects to nothing: finding the bundle
+    hashes the agent's sources, a third of a look's time."""
     known_hosts: KnownHosts | None
     state_dir: Path
     secret_lookup: Callable[[SecretRequest], str | None] | None = None
@@ -71,6 +73,12 @@ class ProviderContext:
     """Where each host's agent listened at its last connect (providers.agent_sockets), or None: not kept."""
     agent_keys: AgentKeys | None = None
     """Each host's agent key (providers.agent_keys), or None: no agent can prove who it is, none is trusted."""
+
+    def agent_bundle(self) -> AgentBundle:
+        """The agent to push. Only a context that connects asks (a look's has none to give)."""
+        if self.bundle is None:
+            raise RuntimeError("this provider context connects to nothing: it has no agent bundle")
+        return self.bundle
 
     def forget_agent(self, name: str) -> None:
         """Blocking: forget where the agent of host `name` was and its key (the host was removed or edited,
@@ -114,7 +122,7 @@ class Provider:
         host's layout, serve options and Python."""
         from workroom.remote.agent_install import AgentInstaller
 
-        return AgentInstaller(shell, self.context.bundle, self.layout(host), self.serve_options(host),
+        return AgentInstaller(shell, self.context.agent_bundle(), self.layout(host), self.serve_options(host),
                               self.python_command(host))
 
     def python_command(self, host: Host) -> tuple[str, ...]:

@@ -65,7 +65,7 @@ class SshProvider(Provider):
     async def open_link(self, host: Host, shell: HostShell, socket_path: str, on_event: EventHandler) -> AgentLink:
         from workroom.remote.agent_install import relay_command
 
-        cmd = relay_command(self.python_command(host), self.context.bundle, socket_path)
+        cmd = relay_command(self.python_command(host), self.context.agent_bundle(), socket_path)
         return await self._stream_link(host, shell, cmd, on_event, None)
 
     async def open_probed_link(self, host: Host, shell: HostShell, command: str,

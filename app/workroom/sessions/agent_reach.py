@@ -106,7 +106,7 @@ class AgentReach:
         return await self._local_link(shell, installer, layout.socket_path)
 
     def installer(self, shell: HostShell) -> AgentInstaller:
-        return AgentInstaller(shell, self.provider.context.bundle, self.provider.layout(self.host),
+        return AgentInstaller(shell, self.provider.context.agent_bundle(), self.provider.layout(self.host),
                               self.provider.serve_options(self.host), self.provider.python_command(self.host))
 
     def _mark(self, phase: str) -> None:
@@ -142,7 +142,7 @@ class AgentReach:
         link, place = opened
         self._hold(link)
         challenge, subscribed = self._subscribe(link)
-        bundle = self.provider.context.bundle
+        bundle = self.provider.context.agent_bundle()
         keep = False
         try:
             hello = await link.client.hello(timeout=DIRECT_HELLO_SECONDS)

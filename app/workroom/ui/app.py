@@ -169,7 +169,7 @@ class WorkroomApp:
         from workroom.ui.about_dialog import AboutDialog
 
         bring_to_front()
-        self.about = AboutDialog(self.controller.engine.context.bundle, app_log_folder() / LOG_FILE_NAME,
+        self.about = AboutDialog(self.controller.engine.context.agent_bundle(), app_log_folder() / LOG_FILE_NAME,
                                  self.window)
         self.about.open()
 
