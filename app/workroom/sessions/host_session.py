@@ -77,6 +77,9 @@ LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
 BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
 ASLEEP_RECHECK_SECONDS = 60.0
 """The longest wait between reads of an asleep box's state (the provider answers without waking it)."""
+# A disconnect cancels the run, and again every CANCEL_AGAIN_SECONDS while it goes on (a cancel can be lost),
+# CANCEL_TRIES times at most.
+CANCEL_AGAIN_SECONDS, CANCEL_TRIES = 1.0, 10
 ASLEEP_RECHECK_MIN_SECONDS = 2.0
 
 
@@ -293,10 +296,20 @@ class HostSession:
         if self._platform is not None:
             self._platform.stop()
         self._teardown("disconnected by the user")
-        if self._main is not None:
-            self._main.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._main
+        main = self._main
+        if main is not None:
+            # A cancel can be lost: Python 3.11's wait_for returns a result that came in the same moment as the
+            # cancel and drops the cancel. So it is asked again until the run ends, and a run that will not end
+            # is logged and left, never waited on for ever (an app's quit, a removed host).
+            for _ in range(CANCEL_TRIES):
+                main.cancel()
+                await asyncio.wait({main}, timeout=CANCEL_AGAIN_SECONDS)
+                if main.done():
+                    with contextlib.suppress(asyncio.CancelledError, Exception):
+                        main.result()
+                    break
+            else:
+                log.warning("%s: its connection did not end when asked; left to end on its own", self.host.name)
         self._set_state(ConnectionState.DISCONNECTED)
 
     async def close(self) -> None:
@@ -584,6 +597,11 @@ class HostSession:
             error: UserError
             try:
                 await self._connect_once()
+                if not self._wanted:
+                    # Let go of while it connected, and the cancel lost on the way (see disconnect): the link
+                    # just made is nobody's; waiting for it to close would never end.
+                    self._teardown("disconnected by the user")
+                    return
                 link = self._rt.link
                 assert link is not None
                 why = await link.closed

@@ -552,3 +552,39 @@ def test_a_live_box_put_to_sleep_while_its_agent_says_busy_is_marked_so(tmp_path
         await session.close()
 
     run(scenario())
+
+
+@pytest.mark.parametrize("after", ["connects", "waits"])
+def test_a_disconnect_ends_a_run_that_lost_its_cancel(tmp_path: Path, agent: InProcessAgent,
+                                                      monkeypatch: pytest.MonkeyPatch, after: str) -> None:
+    """Python 3.11's wait_for returns a result that came in the same moment as a cancel and drops the cancel (an
+    app's quit under load hung for ever so). Here the run loses the cancel while it connects, then either connects
+    (its fresh link must be let go, not waited on until it closes) or waits on (it is cancelled again): either
+    way the close ends within seconds and no link of it stays open."""
+    monkeypatch.setattr(host_session, "CANCEL_AGAIN_SECONDS", 0.2)
+    original = HostSession._connect_once
+    lost = asyncio.Event()
+
+    async def losing_its_cancel(self: HostSession) -> None:
+        try:
+            await asyncio.sleep(30)  # connecting
+        except asyncio.CancelledError:
+            lost.set()  # what 3.11's wait_for does when the awaited call finished as the cancel came
+        if after == "waits":
+            await asyncio.sleep(3600)
+        await original(self)
+
+    monkeypatch.setattr(HostSession, "_connect_once", losing_its_cancel)
+
+    async def scenario() -> None:
+        provider = ScriptedProvider(stand_in_context(tmp_path), SSH_TRAITS, agent=agent)
+        session = session_for(provider)
+        session.start()
+        await asyncio.sleep(0.2)
+        await asyncio.wait_for(session.close(), 5)
+        assert lost.is_set()
+        assert session.connection.state is ConnectionState.DISCONNECTED
+        assert session._main is not None and session._main.done()
+        assert session._rt.link is None
+
+    run(scenario())
