@@ -196,7 +196,15 @@ def bundle_from(ref, out_dir):
     pyz = os.path.join(out_dir, "wr-agent.pyz")
     subprocess.run([sys.executable, "-m", "wr_agent", "bundle", "--out", pyz], check=True, timeout=60,
                    env=dict(os.environ, PYTHONPATH=src), stdout=subprocess.DEVNULL)
-    return pyz
+    return pyz, launch_flags(src)
+
+
+def launch_flags(src):
+    """The interpreter flags that build's launcher runs the bundle with (its AGENT_FLAGS; none before it had
+    them): each build is measured as it is deployed."""
+    with open(os.path.join(src, "wr_agent", "launcher.py")) as f:
+        text = f.read()
+    return ["-I", "-S"] if 'AGENT_FLAGS = ("-I", "-S")' in text else []
 
 
 def measure(mode, extra, seconds, hold, full_record=False, connections=0, chatty=False, cycles=3, warm_up=3.0,
@@ -213,10 +221,10 @@ def measure(mode, extra, seconds, hold, full_record=False, connections=0, chatty
                              stdout=subprocess.PIPE)
             if holder.stdout.readline().strip() != b"ready":
                 raise RuntimeError("the connection holder did not start")
-        pyz = bundle_from(ref, tmp)  # measured as deployed: the zipapp
+        pyz, flags = bundle_from(ref, tmp)  # measured as deployed: the zipapp, run as its launcher runs it
         if full_record:
             seed_full_record(sock + ".timeline")
-        argv = [sys.executable, pyz, "serve", "--socket", sock, "--no-heartbeat", "--hold-seconds", str(hold)]
+        argv = [sys.executable, *flags, pyz, "serve", "--socket", sock, "--no-heartbeat", "--hold-seconds", str(hold)]
         if mode == "host" and os.geteuid() != 0:
             argv += ["--candidates", "user"]
         agent = r.popen(argv, stderr=subprocess.DEVNULL)

@@ -12,7 +12,7 @@ It refuses (one line on stderr, exit 5) unless BUNDLE's folder and every folder 
 supervisor's own folder, or empty), pass `unsafe_folder` (OpenSSH's safe_path: up to the home, owned by
 this user or root and writable by nobody else; above the home, root's and not writable by others, a sticky
 folder such as /tmp excepted), BUNDLE is a regular file of this user's that nobody else can write, and its
-sha256 is SHA256. Then it executes `python3 BUNDLE ARGS...`, telling the agent (WR_AGENT_LAUNCH) how it was
+sha256 is SHA256. Then it executes `python3 -I -S BUNDLE ARGS...`, telling the agent (WR_AGENT_LAUNCH) how it was
 launched, so the agent's own restarts and hand-offs go through here again. Standard library only; imports
 nothing of the agent. See docs/security.md.
 """
@@ -26,6 +26,10 @@ import sys
 # loads OpenSSL, ~6 ms; the whole probe-then-relay then took ~38 ms).
 
 EXIT_REFUSED = 5
+# How the bundle is run: the agent needs the standard library only. No site (-S: a distribution's .pth files
+# import what they like, setuptools' among them: ~5 MB resident for nothing), no PYTHON* variables and no user
+# site (-I: nothing of the user's environment decides what the agent imports).
+AGENT_FLAGS = ("-I", "-S")
 RECORD_ENV = "WR_AGENT_LAUNCH"
 MAX_BUNDLE_BYTES = 64 << 20
 
@@ -113,7 +117,7 @@ def launch(argv=None):
 
     env = dict(os.environ)
     env[RECORD_ENV] = json.dumps({"sha256": expected, "bundle": bundle, "folder": folder})
-    os.execve(sys.executable, [sys.executable, bundle, *args], env)
+    os.execve(sys.executable, [sys.executable, *AGENT_FLAGS, bundle, *args], env)
 
 
 # -- the agent's side: how it was launched, and launching again the same way -------------------------------

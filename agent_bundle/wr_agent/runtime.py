@@ -342,7 +342,7 @@ def exec_into(bundle_path, serve_args, lock_fd, listen_sock, sha256=None):
     os.set_inheritable(listen_sock.fileno(), True)
     env[LOCK_FD_ENV] = str(lock_fd)
     env[LISTEN_FD_ENV] = str(listen_sock.fileno())
-    argv = [sys.executable, bundle_path, *serve_args]
+    argv = [sys.executable, *launcher.AGENT_FLAGS, bundle_path, *serve_args]
     record = launcher.take_record()
     if record is not None and sha256:
         argv = launcher.command([sys.executable], sha256, bundle_path, record.get("folder", ""), serve_args)

@@ -146,5 +146,5 @@ def entry_argv():
         return launcher.relaunch_entry(record)
     from wr_agent.bundle import running_archive
     archive = running_archive()
-    return [sys.executable, archive] if archive else [sys.executable, "-m", "wr_agent"]
+    return [sys.executable, *launcher.AGENT_FLAGS, archive] if archive else [sys.executable, "-m", "wr_agent"]
 

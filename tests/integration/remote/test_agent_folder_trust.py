@@ -146,3 +146,32 @@ def test_the_launcher_is_the_same_on_both_sides(bundle: AgentBundle) -> None:
     agent = launcher.command(["python3"], "a" * 64, "/b/wr-agent.pyz", "/f", ["serve", "--x"],
                              source=bundle.launcher_source())
     assert app == agent
+
+
+def serving_argv(sshd, timeout: float = 10.0) -> list[str]:  # type: ignore[no-untyped-def]
+    """The command line of the login user's serving agent, once there is one."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = subprocess.run(["pgrep", "-u", str(sshd.uid), "-x", "wr-agent"], capture_output=True, text=True)
+        for pid in out.stdout.split():
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = [a.decode() for a in f.read().split(b"\0") if a]
+            if "serve" in argv:
+                return argv
+        time.sleep(0.1)
+    raise AssertionError("no serving agent")
+
+
+def test_the_agent_runs_apart_from_the_users_python_setup(sshd, tmp_path: Path, bundle: AgentBundle) -> None:
+    """Started by the installer and restarted by its supervisor, the agent runs `python3 -I -S BUNDLE serve …`:
+    no site-packages and their .pth files (~5 MB resident here), no PYTHON* variables, no user site."""
+    conn, _ = install(sshd, tmp_path, bundle)
+    try:
+        for _ in range(2):  # as installed, then as the supervisor restarts it
+            argv = serving_argv(sshd)
+            at = next(i for i, a in enumerate(argv) if a.endswith("wr-agent.pyz"))
+            assert argv[1:at] == ["-I", "-S"], argv
+            crash_the_agent(sshd)
+            time.sleep(1.0)
+    finally:
+        conn.close()
