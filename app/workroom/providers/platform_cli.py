@@ -32,6 +32,7 @@ from workroom.providers.bounded_cli import CliAnswer, CliProblem
 from workroom.providers.ssh_family import SshProvider
 
 if TYPE_CHECKING:
+    from workroom.providers.platform_key_pins import PlatformKeyPins
     from workroom.remote.host_shell import HostShell
     from workroom.remote.ssh_config import SshTarget
 
@@ -124,7 +125,7 @@ class PlatformProvider(SshProvider, ABC):
         self.rules = rules or self.default_rules
         self.platform_rules = self.rules
         self._readings: dict[str, PlatformClock] = {}
-        self._key_pins: dict[tuple[str, str], str] = {}
+        self._key_pins: PlatformKeyPins | None = None  # made with the first connect (a look needs none)
 
     # -- naming and reaching the box ------------------------------------------------------------------------
 
@@ -156,10 +157,13 @@ class PlatformProvider(SshProvider, ABC):
                          proxy_command=shlex.join([exe, *argv[1:]]))
 
     def open_shell(self, host: Host) -> HostShell:
+        from workroom.providers.platform_key_pins import PlatformKeyPins
         from workroom.providers.ssh_shell import SshShell
         from workroom.remote.host_keys import ChannelVouchedKeys
         from workroom.remote.ssh_connection import SshConnection
 
+        if self._key_pins is None:
+            self._key_pins = PlatformKeyPins(self.context.state_dir)
         reading = self._readings.get(host.name)
         run = reading.build if reading is not None and reading.build else ""
         connection = SshConnection.connect(self.target(host), ChannelVouchedKeys(self._key_pins, run),

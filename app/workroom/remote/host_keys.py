@@ -159,13 +159,18 @@ class HostKeyChanged(UserError):
             message = (f"The host key of {name} has changed: expected {expected}, but the host presented "
                        f"{change.presented_fingerprint}. Someone may be intercepting the connection, or "
                        "the host was rebuilt.")
-        files = ", ".join(str(p) for p in change.sources)
-        super().__init__(
-            "Host key changed",
-            message,
-            f"Do not connect unless you know the host was rebuilt; then remove its old key from {files} "
-            f"(for ~/.ssh/known_hosts: ssh-keygen -R '{name}') and connect again.",
-        )
+        if change.sources == (CHANNEL_SOURCE,):
+            # A platform box's key, pinned for the box's run (ChannelVouchedKeys): no file holds it.
+            message = (f"{name}'s key changed while the platform says it is the same run of the box: expected "
+                       f"{' or '.join(change.expected_fingerprints)}, but it presented {change.presented_fingerprint}. "
+                       "Someone may be intercepting the connection.")
+            hint = ("Do not connect unless you know why it changed. A rebuild or a restart through the platform "
+                    "starts a new run, and its key is taken.")
+        else:
+            files = ", ".join(str(p) for p in change.sources)
+            hint = (f"Do not connect unless you know the host was rebuilt; then remove its old key from {files} "
+                    f"(for ~/.ssh/known_hosts: ssh-keygen -R '{name}') and connect again.")
+        super().__init__("Host key changed", message, hint)
 
 
 class KnownHostsError(UserError):
@@ -529,15 +534,37 @@ def preferred_key_types(known: list[str], offered: tuple[str, ...] | list[str]) 
 CHANNEL_SOURCE = Path("<the platform's own authenticated channel>")
 
 
+class KeyPins:
+    """Where a platform box's key is pinned for one run of the box (`ChannelVouchedKeys`): in memory here (tests;
+    a run of one process); providers.platform_key_pins keeps them in the state folder, so every face refuses the
+    same changed key."""
+
+    def __init__(self) -> None:
+        self._pins: dict[str, tuple[str, str]] = {}
+
+    def pin(self, host: str, run: str, presented: str) -> str:
+        """The key pinned for `host` in `run`: the one already pinned in that run, else `presented`, now pinned
+        (a pin of another run is replaced: a rebuilt box brings a new key)."""
+        kept = self._pins.get(host)
+        if kept is not None and kept[0] == run:
+            return kept[1]
+        self._pins[host] = (run, presented)
+        return presented
+
+    def forget(self, host: str) -> int:
+        """Drop `host`'s pin; how many were dropped."""
+        return 1 if self._pins.pop(host, None) is not None else 0
+
+
 class ChannelVouchedKeys(KnownHosts):
     """Host keys for a box reached only through its platform's own CLI (a Coder workspace, a codespace): the CLI
     authenticated the box over its own channel (the user's platform login, the platform's tunnel to that named
     box), and the box's SSH key changes with every rebuild, so no known_hosts line can hold it and asking the
     user would ask on every rebuild (docs/security.md, "Platform boxes"). Within one run of the box (`run`, the
-    platform's own identity of it) the key is pinned: another key in the same run is refused as changed.
+    platform's own identity of it) the key is pinned (`pins`): another key in the same run is refused as changed.
     Nothing is written to any known_hosts file, and plain SSH hosts never use this."""
 
-    def __init__(self, pins: dict[tuple[str, str], str], run: str) -> None:
+    def __init__(self, pins: KeyPins, run: str) -> None:
         super().__init__(CHANNEL_SOURCE, None)
         self._pins = pins
         self._run = run
@@ -550,7 +577,7 @@ class ChannelVouchedKeys(KnownHosts):
 
     def verify(self, host: str, port: int, key: paramiko.PKey) -> HostKeyVerdict:
         presented = fingerprint_of_blob(key.asbytes())
-        pinned = self._pins.setdefault((host, self._run), presented)
+        pinned = self._pins.pin(host, self._run, presented)
         if pinned != presented:
             return ChangedHostKey(host, port, key.get_name(), presented, (pinned,), (CHANNEL_SOURCE,))
         return KnownHostKey(host, port, key.get_name(), presented, CHANNEL_SOURCE)
@@ -560,7 +587,4 @@ class ChannelVouchedKeys(KnownHosts):
                               "Nothing needs trusting.")
 
     def forget(self, host: str, port: int) -> int:
-        gone = [pin for pin in list(self._pins) if pin[0] == host]
-        for pin in gone:
-            del self._pins[pin]
-        return len(gone)
+        return self._pins.forget(host)

@@ -895,11 +895,12 @@ def test_a_job_step_retrying_a_file_lock_another_holds_waits_on_the_lock(fake, t
     fake.db = str(tmp_path / "app.db")
     open(fake.db, "w").close()
     st = os.stat(fake.db)
-    key = "%02x:%02x:%d" % (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
-    held = "1: POSIX  ADVISORY  WRITE 77 %s 1073741824 1073742335\n" % key
-    mine = "1: POSIX  ADVISORY  READ  90 %s 1073741826 1073742335\n" % key
-    other_file = "1: FLOCK  ADVISORY  WRITE 77 %s 0 EOF\n" % key.replace(":%d" % st.st_ino, ":%d" % (st.st_ino + 1))
-    waiter_line = "1: POSIX  ADVISORY  WRITE 77 %s 1073741824 1073742335\n1: -> POSIX  ADVISORY  READ  90 %s 0 0\n"
+    key = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    held = f"1: POSIX  ADVISORY  WRITE 77 {key} 1073741824 1073742335\n"
+    mine = f"1: POSIX  ADVISORY  READ  90 {key} 1073741826 1073742335\n"
+    other_file = f"1: FLOCK  ADVISORY  WRITE 77 {key.rsplit(':', 1)[0]}:{st.st_ino + 1} 0 EOF\n"
+    waiter_line = (f"1: POSIX  ADVISORY  WRITE 77 {key} 1073741824 1073742335\n"
+                   f"1: -> POSIX  ADVISORY  READ  90 {key} 0 0\n")
     clock = Clock(100.0)
     fake.uptime(1000.0)
     fake.proc(89, "bash", wchan="do_wait")
@@ -917,7 +918,7 @@ def test_a_job_step_retrying_a_file_lock_another_holds_waits_on_the_lock(fake, t
         fresh = sampler(fake, clock)
         _retrying_sqlite3(fake, clock, fresh, 20, locks)
         assert _retrying_sqlite3(fake, clock, fresh, 21, locks).lock_wait == []
-    fake._w("locks", waiter_line % (key, key))
+    fake._w("locks", waiter_line)
     assert file_locks.held_locks(fake.root) == {
         (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino): {77}}
     # Nobody waits for it (a daemon with its database open, polling): a heartbeat, whatever the locks.

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import paramiko
 import pytest
-from workroom.remote.host_keys import ChangedHostKey, ChannelVouchedKeys, KnownHostKey, KnownHostsError
+from workroom.remote.host_keys import ChangedHostKey, ChannelVouchedKeys, KeyPins, KnownHostKey, KnownHostsError
 
 pytestmark = pytest.mark.unit
 
 
 def test_pinned_within_a_run_and_free_with_a_new_one() -> None:
-    pins: dict[tuple[str, str], str] = {}
+    pins = KeyPins()
     first = paramiko.RSAKey.generate(1024)
     other = paramiko.RSAKey.generate(1024)
     run7 = ChannelVouchedKeys(pins, "7")
@@ -23,4 +23,7 @@ def test_pinned_within_a_run_and_free_with_a_new_one() -> None:
     assert run7.known_key_types("coder.ws1", 22) == [] and run7.with_files([]) is run7
     with pytest.raises(KnownHostsError):
         run7.trust("coder.ws1", 22, first)
-    assert run7.forget("coder.ws1", 22) == 2 and pins == {}
+    assert isinstance(ChannelVouchedKeys(pins, "8").verify("coder.ws1", 22, other), KnownHostKey)
+    assert isinstance(ChannelVouchedKeys(pins, "8").verify("coder.ws1", 22, first), ChangedHostKey)
+    assert run7.forget("coder.ws1", 22) == 1 and run7.forget("coder.ws1", 22) == 0
+    assert isinstance(ChannelVouchedKeys(pins, "8").verify("coder.ws1", 22, first), KnownHostKey)  # forgotten
