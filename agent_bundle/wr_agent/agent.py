@@ -9,17 +9,23 @@ import os
 import threading
 import time
 
-from wr_agent import PROTOCOL, VERSION, clocks, own_flows, runtime
+from wr_agent import PROTOCOL, VERSION, clocks, job_wait, own_flows, runtime
 from wr_agent import reasons as reasons_mod
 from wr_agent import settings as settings_mod
 from wr_agent.busy_span import BusySpan
 from wr_agent.ceiling import Ceiling
-from wr_agent.classifier import Classifier
+from wr_agent.classifier import TIMER_MIN_SLEEP, Classifier
 from wr_agent.timeline import Timeline, key_for
 from wr_agent.user_exclusions import UserExclusions
 
 log = logging.getLogger("wr_agent")
 STALL_SECONDS = 30.0
+# A fresh agent is still checking (its status says so: the app shows "Checking…", never "Idle") until it has
+# looked at the box's processes and had the time to judge what it found at its first look: the first listing,
+# then a block it found as long as job_wait's WAIT_MIN (2 s) and a timer sleep as long as TIMER_MIN_SLEEP (3 s),
+# at one tick a second, and a tick's slack for ticks that come a hair early. (What an agent before it knew of
+# waiting jobs counts from its first tick: recall_jobs.)
+CHECKING_TICKS = int(max(job_wait.WAIT_MIN, TIMER_MIN_SLEEP)) + 2
 TRIM_AFTER_TICKS = 3  # ticks after which the start-up's freed memory is given back (runtime.release_freed_memory)
 JOBS_EVERY = 5.0  # seconds between looks at whether what the sampler knows of waiting jobs changed (then kept)
 # Fields whose change alone does not make a status event (they move on every tick).
@@ -286,6 +292,7 @@ class Agent(object):
                     "at": self.classifier.last_gap[0], "seconds": round(self.classifier.last_gap[1], 3),
                     "busy_before": self.classifier.last_gap[2]},
                 "stalled": stalled,
+                "checking": self.ticks < CHECKING_TICKS,
                 "monotonic": now,
                 "awake_seconds": c.awake_seconds(now) if self.classifier_busy else 0.0,
                 # How long this stretch of work has gone on, less time asleep (`keep` restarts the ceiling's

@@ -31,8 +31,10 @@ from workroom.core.connection import ConnectionState
 from workroom.core.heartbeat_proof import ProofState, margin_for
 from workroom.core.hosts import Host, IdentityRef
 from workroom.core.metering import NotKeptAwakeReason
+from workroom.ui import row_text
 from workroom.ui.app import WorkroomApp
 from workroom.ui.notification_tracker import lost_key
+from workroom.ui.tray import host_menu_text
 
 pytestmark = [pytest.mark.gui, pytest.mark.acceptance, pytest.mark.root, pytest.mark.slow]
 
@@ -161,6 +163,15 @@ def test_a_frozen_agent_is_named_within_30_s_and_a_fresh_one_keeps_the_box_awake
                        and watch.last().status is not None
                        and watch.last().connection.agent_silent_since is None, t0 + WINDOW - time.monotonic(),
                        "a fresh agent live before the window ran out")
+        # Every face says the agent was replaced, and when; the fresh agent is never shown "Idle" under the job
+        # (while it has its first look it says "Checking…", and the job it finds is busy).
+        replaced = watch.last().connection.agent_replaced
+        assert replaced is not None and replaced.why == "stopped answering", watch.last().connection
+        assert "agent replaced at" in row_text.badge_text(watch.last(), time.monotonic())
+        assert "agent replaced at" in host_menu_text(watch.last(), time.monotonic())
+        shown_idle = [(round(at - t0, 1), s.badge(at).label) for at, s in watch.seen
+                      if at > t0 and s.badge(at).label == "Idle"]
+        assert not shown_idle, shown_idle
         while (sent := await asyncio.to_thread(heartbeats_sent, sim, user)) < 1:
             assert time.monotonic() < t0 + WINDOW, f"the fresh agent sent no heartbeat in the window (it says {sent})"
             await asyncio.sleep(0.5)

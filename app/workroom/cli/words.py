@@ -116,6 +116,8 @@ def snapshot_line(snap: HostSnapshot) -> str:
         from workroom.core.platform_clock import clock_words
 
         line += f"  [{clock_words(clock, time.time(), ceiling_seconds=status.ceiling_seconds if status else None)}]"
+    if b.note:  # "agent replaced at 14:02", for a while after
+        line += f"  ({b.note})"
     return line
 
 

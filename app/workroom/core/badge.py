@@ -124,6 +124,8 @@ class Badge(BaseModel):
     reason: NotKeptAwakeReason | None = None
     hint: str = ""
     """What to do next, also the tooltip's last sentence (empty when nothing needs doing)."""
+    note: str = ""
+    """A short note every face shows beside the label for a while ("agent replaced at 14:02"; empty: none)."""
     valid_until: float | None = None
     """When this badge stops being true with nothing new heard (this computer's monotonic clock): a prompt's
     deadline, after which the agent lets the box sleep. The faces evaluate the badge again then (one timer,
@@ -225,6 +227,10 @@ def badge(
         result = result.model_copy(update={"valid_until": deadline})
     if connection.suspended_while_busy:
         result = result.model_copy(update={"tooltip": f"{SUSPENDED_WHILE_BUSY} {result.tooltip}"})
+    replaced = connection.agent_replaced
+    if replaced is not None and replaced.shown(now_monotonic):
+        result = result.model_copy(update={"tooltip": f"{replaced.words()} {result.tooltip}",
+                                           "note": replaced.note()})
     return result
 
 
@@ -611,6 +617,11 @@ def _from_status(
             BadgeKind.BUSY_PAST_CEILING,
             [_busy_sentence(status, agent_now), ceiling + "; this host never sleeps, so the work goes on."],
         )
+
+    if status.verdict is Verdict.IDLE and status.checking:
+        return _make(BadgeKind.IDLE, [
+            "Checking: the agent has just started (or was replaced) and is looking at the box's processes for "
+            "the first time; it says Idle or Busy within seconds."], offers_keep=offers_keep, label="Checking…")
 
     if status.verdict is Verdict.IDLE:
         sentences = ["Idle: nothing running on it counts as work."]

@@ -119,6 +119,39 @@ WAITING_STATES = frozenset(s for s, spec in CONNECTION_SPECS.items() if spec.wai
 UNREACHABLE_STATES = frozenset(s for s, spec in CONNECTION_SPECS.items() if spec.unreachable)
 
 
+REPLACED_SHOWN_SECONDS = 600.0
+"""How long the faces say an agent was replaced, after the connect that replaced it."""
+
+
+class AgentReplaced(BaseModel):
+    """The app replaced this host's agent on a connect: at what time of day ("14:02", as this computer's clock
+    said it then), when on this computer's monotonic clock (for how long it is said), and why, in words ("stopped
+    answering")."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    at_clock: str
+    at_monotonic: float
+    why: str
+
+    def shown(self, now_monotonic: float | None) -> bool:
+        """Said for REPLACED_SHOWN_SECONDS after the replacement (without a time now: as of it, so said)."""
+        return now_monotonic is None or 0 <= now_monotonic - self.at_monotonic <= REPLACED_SHOWN_SECONDS
+
+    def words(self) -> str:
+        """The tooltip's sentence: "The agent stopped answering; the app replaced it at 14:02"."""
+        return f"The agent {self.why}; the app replaced it at {self.at_clock}."
+
+    def note(self) -> str:
+        """The short form beside a state's word: "agent replaced at 14:02"."""
+        return f"agent replaced at {self.at_clock}"
+
+
+REPLACED_ACTIONS: Mapping[str, str] = MappingProxyType({
+    "replaced": "stopped answering", "restarted": "stopped checking"})
+"""An install report's action that replaced a running agent (remote.agent_install), and why in words."""
+
+
 class ConnectionInfo(BaseModel):
     """A snapshot of one host's connection. Times are this computer's monotonic clock."""
 
@@ -153,6 +186,8 @@ class ConnectionInfo(BaseModel):
     idle_clock: IdleClockReading | None = None
     """The provider's idle clock, read once after an idle status came in (a box that sleeps, on a provider that
     can be read): when it will sleep (core.box_times). None while busy, or where nothing could be read."""
+    agent_replaced: AgentReplaced | None = None
+    """The last time a connect replaced the host's agent (it had stopped answering or checking)."""
     agent_silent_since: float | None = None
     """When the agent's last heartbeat report arrived, while the next one is overdue (it may be frozen: it is not
     keeping the box awake). None: reports arrive as due, or none are expected."""

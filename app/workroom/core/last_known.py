@@ -104,8 +104,12 @@ class LastKnown:
         return self.doing is not None
 
     def seen(self, status: Status, now: float) -> LastKnown:
-        """A status heard live at `now`: the box is awake and doing what its agent says."""
+        """A status heard live at `now`: the box is awake and doing what its agent says. A fresh agent's idle
+        while it is still checking (its first look) says nothing yet: what was known stands."""
         from workroom.core.busy_reasons import reason_words  # the wire's models: not for a look that only reads
+
+        if status.checking and status.classifier_verdict.value == "IDLE":
+            return self
 
         doing = status.classifier_verdict.value.lower()
         since = self.since if doing == self.doing and self.since is not None else now

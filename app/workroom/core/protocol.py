@@ -267,6 +267,8 @@ class Status(_AgentModel):
     structured_reasons: tuple[BusyReason, ...] = Field(default=(), strict=False)
     """The same reasons as data, in the same order; empty from an agent that sends only the text."""
     stalled: bool
+    checking: bool = False
+    """A fresh agent still on its first look at the box (docs/protocol.md): its IDLE is not yet a judgement."""
     monotonic: float
     awake_seconds: float = Field(ge=0)
     """Counted toward the awake ceiling: from when work began, restarted by `keep` (core.box_times)."""

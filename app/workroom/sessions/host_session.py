@@ -26,7 +26,7 @@ from pydantic import BaseModel
 
 from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
-from workroom.core.connection import ConnectionInfo, ConnectionState
+from workroom.core.connection import REPLACED_ACTIONS, AgentReplaced, ConnectionInfo, ConnectionState
 from workroom.core.errors import Face, UserError
 from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
 from workroom.core.hosts import Host
@@ -829,9 +829,14 @@ class HostSession:
         suspended_while_busy = self.connection.suspended_while_busy or _slept_while_busy(
             self.previous_verdict, status, sleeps=self.traits.sleeps_when_idle)
         self.previous_verdict = None
+        replaced = self.connection.agent_replaced
+        if self.install.action in REPLACED_ACTIONS:  # it stopped answering (or checking): the connect replaced it
+            replaced = AgentReplaced(at_clock=time.strftime("%H:%M"), at_monotonic=self._clock(),
+                                     why=REPLACED_ACTIONS[self.install.action])
+            log.info("%s: the agent %s; replaced it", self.host.name, replaced.why)
         self.connection = self.connection.with_state(ConnectionState.LIVE, self._clock()).model_copy(
             update={"wake_seconds": wake, "pushed_bytes": self.install.pushed_bytes, "error": None,
-                    "suspended_while_busy": suspended_while_busy}
+                    "suspended_while_busy": suspended_while_busy, "agent_replaced": replaced}
         )
         self._attempt = 0
         if self._platform is not None:

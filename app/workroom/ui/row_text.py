@@ -76,12 +76,12 @@ def raw_signal_text(snap: HostSnapshot) -> str:
 def badge_text(snap: HostSnapshot, now_monotonic: float) -> str:
     """The one state column: the badge's word, plus the last known verdict on a row that is not live, or when
     a live idle box that sleeps will sleep ("Idle · asleep in about 45 s")."""
-    label = snap.badge(now_monotonic).label
+    shown = snap.badge(now_monotonic)
     known = last_known_text(snap, now_monotonic)
     if not known:
         estimate = sleep_estimate(snap, now_monotonic)
         known = estimate.words() if estimate is not None else ""
-    return f"{label} · {known}" if known else label
+    return " · ".join(part for part in (shown.label, known, shown.note) if part)
 
 
 def badge_tooltip(snap: HostSnapshot, now_monotonic: float | None = None) -> str:

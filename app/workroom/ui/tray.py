@@ -36,7 +36,7 @@ def host_menu_text(snapshot: HostSnapshot, now: float) -> str:
     platform's box adds its own clock ("ws1 — Busy 42 min · stops in 12 min")."""
     text = _state_text(snapshot, now)
     platform = row_text.platform_text(snapshot, short=True)
-    return f"{text} · {platform}" if platform else text
+    return " · ".join(part for part in (text, platform, snapshot.badge(now).note) if part)
 
 
 def _state_text(snapshot: HostSnapshot, now: float) -> str:

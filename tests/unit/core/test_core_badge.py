@@ -341,3 +341,29 @@ def test_the_tray_tooltip_names_who_needs_the_user() -> None:
     assert "worst" not in tray_summary(fine) + tray_summary(lost)
     one = {"box2": _badge(BadgeKind.OFFLINE)}
     assert tray_summary(one) == "Workroom: box2 (Offline) needs you; 1 host"
+
+
+def test_a_fresh_agent_still_checking_is_never_shown_idle() -> None:
+    """A fresh agent (a start, a replacement) says `checking` until its first look is done: its IDLE is no
+    judgement yet, so every face shows "Checking…"; a BUSY it already sees is shown as busy."""
+    checking = badge(make_status(checking=True), SIMBOX_TRAITS, QUIET)
+    assert checking.kind is BadgeKind.IDLE and checking.label == "Checking…"
+    assert checking.tooltip.startswith("Checking:") and "looking at the box's processes" in checking.tooltip
+    assert badge(make_status(), SIMBOX_TRAITS, QUIET).label == "Idle"
+    busy = badge(make_busy(checking=True), SSH_TRAITS, LIVE)
+    assert busy.kind is BadgeKind.BUSY
+
+
+def test_a_replaced_agent_is_said_for_a_while_on_every_face() -> None:
+    """A connect that replaced the agent (it stopped answering): the badge's sentences lead with it and its note
+    ("agent replaced at 14:02") is what the row, the tray and the CLI add beside the state, for ten minutes."""
+    from workroom.core.connection import REPLACED_ACTIONS, REPLACED_SHOWN_SECONDS, AgentReplaced
+
+    replaced = AgentReplaced(at_clock="14:02", at_monotonic=500.0, why=REPLACED_ACTIONS["replaced"])
+    connection = QUIET.model_copy(update={"agent_replaced": replaced})
+    shown = badge(make_status(), SIMBOX_TRAITS, connection, now_monotonic=560.0)
+    assert shown.note == "agent replaced at 14:02"
+    assert shown.tooltip.startswith("The agent stopped answering; the app replaced it at 14:02. Idle")
+    later = badge(make_status(), SIMBOX_TRAITS, connection, now_monotonic=500.0 + REPLACED_SHOWN_SECONDS + 1)
+    assert later.note == "" and "replaced" not in later.tooltip
+    assert badge(make_status(), SIMBOX_TRAITS, QUIET, now_monotonic=560.0).note == ""

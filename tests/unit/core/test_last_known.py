@@ -54,3 +54,12 @@ def test_any_stored_shape_reads_without_an_error(record: dict[str, Any]) -> None
     known = LastKnown.from_record(record)
     assert known.doing in (None, "busy", "idle")
     assert LastKnown.from_record(known.to_record()) == known
+
+
+def test_a_fresh_agent_still_checking_is_not_a_verdict() -> None:
+    """A replaced agent's first seconds (`checking`): its idle is no judgement, so the record keeps what the last
+    agent said (a job that was busy stays last known busy); a busy it already sees is recorded."""
+    busy = LastKnown().seen(make_busy(), now=10.0)
+    assert busy.seen(make_status(checking=True), now=20.0) == busy
+    assert busy.seen(make_status(), now=30.0).doing == "idle"
+    assert LastKnown().seen(make_busy(checking=True), now=5.0).doing == "busy"
