@@ -43,6 +43,17 @@ MAX_REPLY_BYTES = 64 * 1024
 MAX_UNSENT_BYTES = 16 * 1024 * 1024
 """What the app holds for a command that does not read its answer (a `status --watch` piped into a stopped
 program): past it the command is ended."""
+SLOW_READER_SECONDS = 10.0
+"""How long the app waits on a command that reads nothing of what is waiting for it (past 64 KiB unread, or its
+last frames): then it is ended. The app never waits on a reader longer."""
+SLOW_READER_BYTES = 64 * 1024
+MAX_CLIENTS = 32
+"""Connections the app serves at once (commands running, requests being read). One more is answered BUSY at once,
+never queued: a look then runs in the command itself (it reaches no box either way), anything else is refused."""
+ASK_SECONDS = 600.0
+"""How long a question relayed to a command (a passphrase) waits for its answer: then it is taken as no answer."""
+EXIT_BUSY = 75
+"""The app serves as many commands as it takes (EX_TEMPFAIL: try again)."""
 HELLO_SECONDS = 5.0
 STARTING_SECONDS = 5.0
 """How long a command waits for an app that holds this home's lock but does not listen yet (it is starting)."""
@@ -60,6 +71,7 @@ ERR = b"E"  # app -> command: what it prints on stderr
 ASK = b"A"  # app -> command: a question for the person (the prompt); SECRET: one not echoed
 SECRET = b"S"
 EXIT = b"X"  # app -> command, last: the exit code in decimal
+BUSY = b"B"  # app -> command, after HELLO: it serves MAX_CLIENTS already (why, in words; then EXIT)
 ANSWER = b"a"  # command -> app: the person's answer (UTF-8); NO_ANSWER: end of input
 NO_ANSWER = b"n"
 
@@ -221,9 +233,19 @@ def _isatty(stream: object) -> bool:
         return False
 
 
+def is_look(argv: list[str]) -> bool:
+    """A command that only reads what is known and the providers' clocks (docs/cli.md, "A look is never a touch"),
+    in its plain spellings: it runs the same in the command itself, so an app too busy to take it costs nothing."""
+    return argv in (["status"], ["status", "--json"], ["hosts", "list"], ["hosts", "list", "--json"])
+
+
+class _RunHere(Exception):
+    """The app is too busy to take a look: the command runs it itself."""
+
+
 def run_through_app(argv: list[str]) -> int | None:
     """Run `argv` in the running app and print its answer here; its exit code, or None when no app runs for this
-    home (then the command runs here, as it always could)."""
+    home, or it is too busy for a look (then the command runs here, as it always could)."""
     try:
         sock = connect()
         if sock is None:
@@ -232,6 +254,8 @@ def run_through_app(argv: list[str]) -> int | None:
             return _converse(sock, argv)
         finally:
             sock.close()
+    except _RunHere:
+        return None
     except LinkError as error:
         sys.stderr.write(f"workroom: {error}\n")
         return EXIT_ERROR
@@ -300,6 +324,10 @@ def converse_frames(sock: _socket.socket, frames: _Frames, argv: list[str]) -> i
             _write(sys.stdout, payload)
         elif tag in (ERR, REFUSED):
             _write(sys.stderr, b"workroom: " + payload + b"\n" if tag == REFUSED else payload)
+        elif tag == BUSY:
+            if is_look(argv):
+                raise _RunHere()
+            _write(sys.stderr, b"workroom: " + payload + b"\n")
         elif tag in (ASK, SECRET):
             reply = ask_here(payload.decode("utf-8", "replace"), tag == SECRET)
             sock.sendall(frame(NO_ANSWER) if reply is None else
@@ -348,6 +376,28 @@ def is_request(line: bytes) -> bool:
     return line.startswith(HEADER + b" ")
 
 
+_logged: set[str] = set()
+
+
+def log_once(kind: str, message: str, *args: object) -> None:
+    """A client's misbehaviour (a malformed frame, a slow reader, too many at once), logged the first time of each
+    kind in a run: a flood of them must not flood the log."""
+    if kind in _logged:
+        return
+    _logged.add(kind)
+    import logging
+
+    logging.getLogger(__name__).warning(message + " (said once a run)", *args)
+
+
+def busy_answer() -> bytes:
+    """The whole answer to a connection past MAX_CLIENTS: the hello, why, and EXIT_BUSY."""
+    return (frame(HELLO, b"link=%d version=%s pid=%d" % (LINK_VERSION, __version__.encode(), os.getpid()))
+            + frame(BUSY, (f"Workroom is answering {MAX_CLIENTS} commands at once and takes no more just now; "
+                           "try again in a moment.").encode())
+            + frame(EXIT, b"%d" % EXIT_BUSY))
+
+
 class LinkTerminal:
     """A command's terminal when the app runs it: what it prints and asks goes to the `workroom` process that sent
     it, in order (`workroom.cli.Terminal`)."""
@@ -357,6 +407,7 @@ class LinkTerminal:
         self.cwd = cwd
         self.stdin_is_tty = stdin_is_tty
         self._asked: asyncio.Future[str | None] | None = None
+        self._unread_since: float | None = None
         self.gone = False
 
     def out(self, text: str) -> None:
@@ -370,12 +421,17 @@ class LinkTerminal:
         self._send(tag, text)
 
     async def ask(self, prompt: str, *, secret: bool = False) -> str | None:
+        """The person's answer; None at the end of their input, or when none comes within ASK_SECONDS."""
         import asyncio
 
         self._asked = asyncio.get_running_loop().create_future()
         self._send(SECRET if secret else ASK, prompt)
         try:
-            return await self._asked
+            return await asyncio.wait_for(self._asked, ASK_SECONDS)
+        except TimeoutError:
+            log_once("unanswered", "a question relayed to a command had no answer in %.0f s: taken as none",
+                     ASK_SECONDS)
+            return None
         finally:
             self._asked = None
 
@@ -384,19 +440,39 @@ class LinkTerminal:
             self._asked.set_result(reply)
 
     def _send(self, tag: bytes, text: str) -> None:
+        import time
+
         if self.gone or self._writer.is_closing():
             return
         transport = self._writer.transport
-        if transport.get_write_buffer_size() > MAX_UNSENT_BYTES:
-            self.gone = True
-            transport.abort()  # it does not read: its command ends (`serve_link` sees the connection go)
+        unsent = transport.get_write_buffer_size()
+        now = time.monotonic()
+        if unsent <= SLOW_READER_BYTES:
+            self._unread_since = None
+        elif self._unread_since is None:
+            self._unread_since = now
+        if unsent > MAX_UNSENT_BYTES or (self._unread_since is not None
+                                         and now - self._unread_since > SLOW_READER_SECONDS):
+            self.drop("it read nothing of its answer")
             return
         self._writer.write(frame(tag, text.encode("utf-8", "surrogateescape")[:MAX_FRAME_BYTES]))
 
+    def drop(self, why: str) -> None:
+        """End a command that does not read (`serve_link` sees its connection go), logged once a run."""
+        self.gone = True
+        log_once("slow reader", "ended a command whose process %s", why)
+        self._writer.transport.abort()
+
     async def finish(self, code: int) -> None:
+        """The exit code, and the answer's last bytes given SLOW_READER_SECONDS to be read (then dropped)."""
+        import asyncio
+
         self._send(EXIT, str(code))
         if not self._writer.is_closing():
-            await self._writer.drain()
+            try:
+                await asyncio.wait_for(self._writer.drain(), SLOW_READER_SECONDS)
+            except TimeoutError:
+                self.drop("did not read the end of its answer")
 
 
 def refusal(header: bytes) -> str | None:
@@ -442,8 +518,9 @@ async def serve_link(header: bytes, reader: asyncio.StreamReader, writer: asynci
         body = read_body(await asyncio.wait_for(reader.readexactly(int(header.split()[3])), HELLO_SECONDS))
         why = None if body is not None else "The command's arguments could not be read."
     if body is None:
+        log_once("refused", "refused a command's request: %s", why)
         writer.write(frame(REFUSED, (why or "").encode()) + frame(EXIT, b"%d" % EXIT_ERROR))
-        await writer.drain()
+        await asyncio.wait_for(writer.drain(), SLOW_READER_SECONDS)
         return
     cwd, tty, argv = body
     await serve_command(LinkTerminal(writer, cwd, tty), argv, reader, run)
@@ -485,9 +562,12 @@ async def _listen(reader: asyncio.StreamReader, term: LinkTerminal) -> None:
             head = await reader.readexactly(5)
             size = int.from_bytes(head[1:], "big")
             if size > MAX_REPLY_BYTES:
+                log_once("oversized", "a command sent a frame of %d bytes (at most %d): ended", size, MAX_REPLY_BYTES)
                 return
             payload = await reader.readexactly(size)
         except (asyncio.IncompleteReadError, OSError):
             return
         if head[:1] in (ANSWER, NO_ANSWER):
             term.answered(payload.decode("utf-8", "surrogateescape") if head[:1] == ANSWER else None)
+        else:
+            log_once("malformed", "a command sent a frame the app does not take (tag %r): ignored", head[:1])

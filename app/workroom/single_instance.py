@@ -56,6 +56,8 @@ class InstanceLock:
     folder: Path
     fd: int
     server: asyncio.AbstractServer | None = field(default=None)
+    clients: int = 0
+    """Connections being served now (at most app_link.MAX_CLIENTS; one more is answered BUSY)."""
 
     @property
     def socket_path(self) -> Path:
@@ -68,10 +70,27 @@ class InstanceLock:
 
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()  # a crashed app's socket: ours, since we hold the lock
-        self.server = await asyncio.start_unix_server(lambda r, w: _answer(r, w, on_show, on_command),
+        self.server = await asyncio.start_unix_server(lambda r, w: self._serve_one(r, w, on_show, on_command),
                                                       path=str(self.socket_path),
                                                       limit=4096)
         os.chmod(self.socket_path, 0o600)
+
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                         on_show: Callable[[], None], on_command: CommandServer | None) -> None:
+        """One connection, counted: past MAX_CLIENTS it is answered BUSY at once (nothing read, nothing queued),
+        so a flood of clients never holds the app, and a command's look then runs in the command itself."""
+        if self.clients >= app_link.MAX_CLIENTS:
+            app_link.log_once("too many", "more than %d clients at once on the app's socket: answered busy",
+                              app_link.MAX_CLIENTS)
+            with contextlib.suppress(OSError):
+                writer.write(app_link.busy_answer())
+            writer.close()
+            return
+        self.clients += 1
+        try:
+            await _answer(reader, writer, on_show, on_command)
+        finally:
+            self.clients -= 1
 
     def release(self) -> None:
         if self.server is not None:
@@ -102,6 +121,9 @@ async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, on
             await writer.drain()
         elif on_command is not None and app_link.is_request(line):
             await on_command(line, reader, writer)
+        elif line:
+            app_link.log_once("unknown", "a request on the app's socket that is neither a launch nor a command: "
+                                         "closed")
     except (TimeoutError, OSError, ValueError, EOFError):
         pass
     except Exception:  # one request's bug must not stop the app answering the next
