@@ -53,3 +53,31 @@ def test_keep_on_an_asleep_box_never_suggests_waking_it_and_other_commands_say_h
     assert "--wake" not in keep.hint and "Nothing was sent" in keep.hint
     why = asleep_answer(Engine(), "box2", "why")  # type: ignore[arg-type]
     assert why.hint == "`workroom why box2 --wake` to wake it and read its record."
+
+
+def nested_brackets(text: str) -> list[int]:
+    """Where a bracket opens inside another one (docs/ui.md: never a bracket in a bracket)."""
+    depth, at = 0, []
+    for i, c in enumerate(text):
+        if c in "([":
+            if depth:
+                at.append(i)
+            depth += 1
+        elif c in ")]":
+            depth = max(0, depth - 1)
+    return at
+
+
+def test_an_asleep_boxs_status_line_holds_no_bracket_in_a_bracket() -> None:
+    from workroom.cli.words import status_line
+    from workroom.core.last_known import LastKnown
+
+    class Engine:
+        def last_known(self, name: str) -> LastKnown:
+            return LastKnown(doing="busy", reported="busy", since=100.0, seen_at=1.0, asleep_since=50.0)
+
+    snap = HostSnapshot(Host(name="box1", provider="simbox", address="127.0.0.1"), SSH_TRAITS,
+                        ConnectionInfo(state=ConnectionState.ASLEEP), None, None)
+    line = status_line(Engine(), snap)  # type: ignore[arg-type]
+    assert "box1 is asleep (since " in line and "last known busy (" in line and line.endswith("; not woken")
+    assert nested_brackets(line) == [], line

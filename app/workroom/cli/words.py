@@ -125,8 +125,8 @@ def status_line(engine: Engine, snap: HostSnapshot) -> str:
     from workroom.core.connection import ConnectionState
 
     line = snapshot_line(snap)
-    if snap.connection.state is ConnectionState.ASLEEP:
-        line += f"  ({asleep_words(engine, snap.host.name)}; not woken)"
+    if snap.connection.state is ConnectionState.ASLEEP:  # no bracket around words that hold their own
+        line += f"  · {asleep_words(engine, snap.host.name)}; not woken"
     return line
 
 
