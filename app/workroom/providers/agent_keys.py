@@ -8,9 +8,11 @@ asked of an agent reached as another (a host removed and added again as another 
 a config that now names another user, a rebuilt machine): that agent has no key the app knows, and the connect
 goes the install probe's way, which asks the login's own agent for its key.
 
-Read once per run and kept in memory. With no usable keyring (none installed, locked, failing) a key is kept in
-memory for this run only, and that is logged once: it is never written anywhere else, so each run's first
-connect to a host then goes the install probe's way. Blocking (the keyring may wait on D-Bus): off the loop.
+Read once per run and kept in memory. With no usable keyring (none installed, locked, failing, or its unlock
+dialog cancelled) a key is kept in memory for this run only, and that is logged once: the keyring is not asked
+again in this run (one Cancel holds: its dialog does not come back at the next host's connect), and the key is
+never written anywhere else, so each run's first connect to a host then goes the install probe's way. Blocking
+(the keyring may wait on D-Bus): off the loop.
 
 `this_run_only`: the keyring is neither read nor written for a key (a key learnt is kept in memory for the run),
 only a key forgotten is deleted there. A `workroom` command run without the app is one connect: the probe's
@@ -55,7 +57,7 @@ class AgentKeys:
         self.this_run_only = this_run_only
         self._known: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
-        self._said_no_keyring = False
+        self._keyring_failed = False
 
     def get(self, name: str, binding: str) -> str | None:
         with self._lock:
@@ -89,7 +91,7 @@ class AgentKeys:
             self._keyring("delete", name, binding)
 
     def _keyring(self, action: str, name: str, binding: str, *secret: str) -> str | None:
-        if self._store is None:
+        if self._store is None or self._keyring_failed:
             return None
         key = CredentialKey.agent_key(name, binding)
         try:
@@ -99,10 +101,10 @@ class AgentKeys:
                 self._store.set(key, *secret)
             else:
                 self._store.delete(key)
-        except Exception as error:  # a keyring backend fails in ways of its own: the key is this run's alone then
-            if not self._said_no_keyring:
-                self._said_no_keyring = True
-                why = f"{error.title}: {error.message}" if isinstance(error, CredentialError) else repr(error)
-                log.info("the agents' keys are kept in memory for this run only (%s); each run's first connect to "
-                         "a host asks its agent for its key again", why)
+        except Exception as error:  # a keyring backend fails in ways of its own: the keys are this run's alone then
+            self._keyring_failed = True
+            why = f"{error.title}: {error.message}" if isinstance(error, CredentialError) else repr(error)
+            log.info("the agents' keys are kept in memory for this run only (%s), and the keyring is not asked for "
+                     "them again in this run; each run's first connect to a host asks its agent for its key again",
+                     why)
         return None

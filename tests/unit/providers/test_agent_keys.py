@@ -37,3 +37,30 @@ def test_a_run_of_its_own_leaves_the_keyring_alone_but_for_a_key_it_forgets(memo
     assert stored(memory_keyring, "b1") == KEY  # not written over
     keys.forget("box1", "b1")
     assert stored(memory_keyring, "b1") is None and keys.get("box1", "b1") is None
+
+
+def test_one_cancel_holds_for_the_run_and_is_said_once(caplog: pytest.LogCaptureFixture) -> None:
+    """The keyring's unlock dialog cancelled (its backend raises): the key is this run's alone, the keyring is not
+    asked again in this run for any host (its dialog came back at the next host's connect), and that is said once."""
+    import logging
+
+    from workroom.credentials import CredentialError
+
+    class Cancelled:
+        asked = 0
+
+        def get(self, key):  # type: ignore[no-untyped-def]
+            Cancelled.asked += 1
+            raise CredentialError("Keyring locked", "The prompt was dismissed.", "Unlock it.")
+
+        set = delete = get
+
+    keys = AgentKeys(Cancelled())  # type: ignore[arg-type]
+    with caplog.at_level(logging.INFO):
+        assert keys.get("box1", "b1") is None
+        keys.keep("box2", "b2", KEY)
+        assert keys.get("box2", "b2") == KEY  # from memory
+        assert keys.get("box3", "b3") is None
+        keys.forget("box2", "b2")
+    assert Cancelled.asked == 1
+    assert sum("kept in memory for this run only" in r.getMessage() for r in caplog.records) == 1
