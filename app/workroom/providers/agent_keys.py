@@ -26,9 +26,11 @@ import hashlib
 import json
 import logging
 import threading
+from concurrent.futures import Future
 
 from workroom.core.hosts import Host
 from workroom.credentials import CredentialError, CredentialKey, CredentialStore
+from workroom.daemon_threads import DaemonThreads
 from workroom.remote.agent_proof import is_key
 
 log = logging.getLogger(__name__)
@@ -58,6 +60,7 @@ class AgentKeys:
         self._known: dict[tuple[str, str], str | None] = {}
         self._lock = threading.Lock()
         self._keyring_failed = False
+        self._writer: DaemonThreads | None = None  # the keyring's writes, in order, off the connect's way
 
     def get(self, name: str, binding: str) -> str | None:
         with self._lock:
@@ -66,16 +69,24 @@ class AgentKeys:
                 self._known[(name, binding)] = stored if is_key(stored) else None
             return self._known[(name, binding)]
 
-    def keep(self, name: str, binding: str, key: str) -> None:
-        """Remember `key` (from the install probe's answer) for the agent of `name` bound to `binding`."""
+    def keep(self, name: str, binding: str, key: str) -> Future[None] | None:
+        """Remember `key` (from the install probe's answer) for the agent of `name` bound to `binding`: in memory at
+        once, in the keyring on a thread of its own, so a connect never waits on the keyring (its unlock dialog
+        may stay open for as long as the person leaves it). The write's future, or None when there is none."""
         if not is_key(key):
             raise ValueError("an agent's key is 64 hex digits")
         with self._lock:
             if self._known.get((name, binding)) == key:
-                return
+                return None
             self._known[(name, binding)] = key
-            if not self.this_run_only:
-                self._keyring("set", name, binding, key)
+            if self.this_run_only or self._store is None or self._keyring_failed:
+                return None
+            if self._writer is None:
+                self._writer = DaemonThreads("wr-keyring")
+            return self._writer.submit(self._write, name, binding, key)
+
+    def _write(self, name: str, binding: str, key: str) -> None:
+        self._keyring("set", name, binding, key)
 
     def may_hold(self, name: str, binding: str) -> bool:
         """Whether `get` may give a key (non-blocking): one is in memory, or the keyring, not read yet, may
@@ -86,9 +97,15 @@ class AgentKeys:
             return self._store is not None and not self.this_run_only
 
     def forget(self, name: str, binding: str) -> None:
+        """Forget the key here and in the keyring (blocking: after any write of it still on its way there)."""
         with self._lock:
             self._known.pop((name, binding), None)
-            self._keyring("delete", name, binding)
+            writer = self._writer
+        if writer is None:
+            with self._lock:
+                self._keyring("delete", name, binding)
+            return
+        writer.submit(self._keyring, "delete", name, binding).result()
 
     def _keyring(self, action: str, name: str, binding: str, *secret: str) -> str | None:
         if self._store is None or self._keyring_failed:

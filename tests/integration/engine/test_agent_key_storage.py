@@ -50,7 +50,9 @@ def test_the_key_is_kept_in_the_keyring_and_forgotten_with_the_host(
             snap = await engine.session("box1").connect(timeout=60)
             assert snap.connection.state in LIVE
             binding = json.loads((app_home.state_dir / FILE_NAME).read_text())["hosts"]["box1"]["binding"]
-            assert agent_keys_in(memory_keyring) == {f"agent-key:box1#{binding}": host_key(sshd)}
+            # Written on a thread of its own (a connect never waits on the keyring): there within moments.
+            await wait_until(lambda: agent_keys_in(memory_keyring) == {f"agent-key:box1#{binding}": host_key(sshd)},
+                             10, "the key in the keyring")
             # A price alone is not where or as whom: the session and what it knows of its agent go on.
             await engine.replace_host("box1", ssh_host(sshd, hourly_price=1.5))
             await asyncio.sleep(0.5)
@@ -60,7 +62,9 @@ def test_the_key_is_kept_in_the_keyring_and_forgotten_with_the_host(
             await wait_until(lambda: agent_keys_in(memory_keyring) == {} and "box1" not in json.loads(
                 (app_home.state_dir / FILE_NAME).read_text())["hosts"], 10, "the place and key forgotten")
             snap = await engine.session("box1").connect(timeout=60)  # the probe hands the key over again
-            assert snap.connection.state in LIVE and list(agent_keys_in(memory_keyring).values()) == [host_key(sshd)]
+            assert snap.connection.state in LIVE
+            await wait_until(lambda: list(agent_keys_in(memory_keyring).values()) == [host_key(sshd)], 10,
+                             "the key in the keyring again")
             await engine.remove_host("box1")
             await wait_until(lambda: agent_keys_in(memory_keyring) == {}, 10, "the key forgotten")
         finally:

@@ -23,7 +23,9 @@ def test_the_apps_keys_come_from_the_keyring_and_go_back_to_it(memory_keyring) -
     assert keys.may_hold("box1", "b1") and keys.may_hold("box1", "b2")  # the keyring is not read yet
     assert keys.get("box1", "b1") == KEY
     assert keys.get("box1", "b2") is None and not keys.may_hold("box1", "b2")  # read: none there
-    keys.keep("box1", "b2", OTHER)
+    written = keys.keep("box1", "b2", OTHER)
+    assert written is not None
+    written.result(timeout=10)
     assert stored(memory_keyring, "b2") == OTHER and keys.may_hold("box1", "b2")
 
 
@@ -64,3 +66,27 @@ def test_one_cancel_holds_for_the_run_and_is_said_once(caplog: pytest.LogCapture
         keys.forget("box2", "b2")
     assert Cancelled.asked == 1
     assert sum("kept in memory for this run only" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_key_kept_never_waits_on_the_keyring() -> None:
+    """The keyring's unlock dialog left open (its backend blocks): keeping a key returns at once and the key is
+    there in memory for the connect; the keyring's write goes on on its own thread and lands when it answers."""
+    import threading
+    import time
+
+    answered = threading.Event()
+    written_to: dict[str, str] = {}
+
+    class Waiting:
+        def set(self, key, secret):  # type: ignore[no-untyped-def]
+            answered.wait(10)
+            written_to[key.username] = secret
+
+    keys = AgentKeys(Waiting())  # type: ignore[arg-type]
+    t0 = time.monotonic()
+    written = keys.keep("box1", "b1", KEY)
+    assert time.monotonic() - t0 < 1.0 and keys.get("box1", "b1") == KEY and written_to == {}
+    answered.set()
+    assert written is not None
+    written.result(timeout=10)
+    assert list(written_to.values()) == [KEY]
