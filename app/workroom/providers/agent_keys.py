@@ -63,9 +63,14 @@ class AgentKeys:
         self._writer: DaemonThreads | None = None  # the keyring's writes, in order, off the connect's way
 
     def get(self, name: str, binding: str) -> str | None:
+        """The key held for the agent (blocking: the keyring is asked the first time, without holding the others
+        up: a key kept meanwhile, from the probe's answer, wins over what the keyring says later)."""
+        with self._lock:
+            if (name, binding) in self._known or self.this_run_only:
+                return self._known.get((name, binding))
+        stored = self._keyring("get", name, binding)
         with self._lock:
             if (name, binding) not in self._known:
-                stored = None if self.this_run_only else self._keyring("get", name, binding)
                 self._known[(name, binding)] = stored if is_key(stored) else None
             return self._known[(name, binding)]
 

@@ -43,6 +43,9 @@ PROBE_TIMEOUT_SECONDS = 30.0
 RELAY_HELLO_SECONDS = 5.0
 """How long the agent behind a relay may take to say hello (it answers at once): past this it holds its lock and
 says nothing, frozen, and is replaced."""
+KEYRING_WAIT_SECONDS = 2.0
+"""How long a connect waits for the keyring to give the agent's key: past it (its unlock dialog may be open for as
+long as the person leaves it) the connect goes the install probe's way, which asks the agent for its key."""
 DIRECT_HELLO_SECONDS = 5.0
 """How long the agent at a remembered socket may take to say hello (it answers at once; past this the probe
 decides)."""
@@ -94,7 +97,7 @@ class AgentReach:
         self.skip_direct = False
         if direct is not None:
             return direct
-        installer.key_id = key_id(await self._key)
+        installer.key_id = key_id(await self._held_key())
         if self.provider.relay_argv(self.host, layout.socket_path) is not None:  # a relay over a command
             probed = await self._probe_then_relay(shell, installer)
             if isinstance(probed, tuple):
@@ -150,7 +153,7 @@ class AgentReach:
                 log.info("the agent at %s on %s is another build: probing", place.socket, self.host.name)
                 return None
             self._mark("hello")
-            key = await self._key
+            key = await self._held_key()
             if key is None:  # none kept (no usable keyring, say): the probe's way asks the agent for it
                 log.info("no key for the agent of %s: probing", self.host.name)
                 return None
@@ -186,7 +189,7 @@ class AgentReach:
         changes it (or says why it cannot) as a first connect would."""
         installer = self.installer(shell)
         assert self._key is not None and self.install is not None
-        installer.key_id = key_id(await self._key)
+        installer.key_id = key_id(await self._held_key())
         try:
             probe = await self._runner.run(installer.probe)
             why = ("the agent installed on the host needs changing" if not installer.relay_follows(probe) else
@@ -208,6 +211,19 @@ class AgentReach:
         key when the probe gave a new one (a keyring write)."""
         assert self._key is not None
         await self._runner.run(self.provider.remember_agent, self.host, self.binding, self.install, await self._key)
+
+    async def _held_key(self) -> str | None:
+        """The key the app holds for the agent, as far as the keyring answers within KEYRING_WAIT_SECONDS; None
+        past it (and the keyring's answer is not waited for again in this connect: the probe gives the key)."""
+        assert self._key is not None
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._key), KEYRING_WAIT_SECONDS)
+        except TimeoutError:
+            log.info("%s: the keyring has not answered in %.0f s (its unlock dialog may be open): asking the agent "
+                     "for its key instead", self.host.name, KEYRING_WAIT_SECONDS)
+            self._key = asyncio.get_running_loop().create_future()
+            self._key.set_result(None)
+            return None
 
     async def _key_from(self, probe: Probe | None) -> str | None:
         """The app's key for the agent, after `probe`'s answer: the agent's own when the probe said the app's

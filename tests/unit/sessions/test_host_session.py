@@ -588,3 +588,42 @@ def test_a_disconnect_ends_a_run_that_lost_its_cancel(tmp_path: Path, agent: InP
         assert session._rt.link is None
 
     run(scenario())
+
+
+def test_a_connect_never_waits_on_a_keyring_whose_dialog_is_open(tmp_path: Path, agent: InProcessAgent) -> None:
+    """The keyring holds the agent's key behind an unlock dialog nobody answers (its backend blocks): the connect
+    asks the agent for its key instead (the probe's way) after KEYRING_WAIT_SECONDS, and is live; the key it learnt
+    is kept in memory at once, and its keyring write waits on its own thread."""
+    import threading
+
+    from workroom.providers.agent_keys import AgentKeys
+    from workroom.sessions import agent_reach
+
+    dialog_answered = threading.Event()
+
+    class DialogOpen:
+        def get(self, key):  # type: ignore[no-untyped-def]
+            dialog_answered.wait(30)
+            return None
+
+        set = get
+
+        def delete(self, key):  # type: ignore[no-untyped-def]
+            return None
+
+    async def scenario() -> None:
+        context = stand_in_context(tmp_path)
+        context.agent_keys = AgentKeys(DialogOpen())  # type: ignore[arg-type]
+        provider = ScriptedProvider(context, SSH_TRAITS, agent=agent)
+        session = session_for(provider)
+        t0 = time.monotonic()
+        snap = await session.connect(timeout=agent_reach.KEYRING_WAIT_SECONDS + 8)
+        assert snap.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET)
+        assert time.monotonic() - t0 < agent_reach.KEYRING_WAIT_SECONDS + 5
+        dialog_answered.set()  # the loop's end waits for the keyring's thread
+        await session.close()
+
+    try:
+        run(scenario())
+    finally:
+        dialog_answered.set()
