@@ -20,12 +20,13 @@ from wr_agent.user_exclusions import UserExclusions
 
 log = logging.getLogger("wr_agent")
 STALL_SECONDS = 30.0
-# A fresh agent is still checking (its status says so: the app shows "Checking…", never "Idle") until it has
-# looked at the box's processes and had the time to judge what it found at its first look: the first listing,
-# then a block it found as long as job_wait's WAIT_MIN (2 s) and a timer sleep as long as TIMER_MIN_SLEEP (3 s),
-# at one tick a second, and a tick's slack for ticks that come a hair early. (What an agent before it knew of
-# waiting jobs counts from its first tick: recall_jobs.)
-CHECKING_TICKS = int(max(job_wait.WAIT_MIN, TIMER_MIN_SLEEP)) + 2
+# A fresh agent is still checking until it has looked at the box's processes and had the time to judge what it
+# found at its first look: the first listing, then a block it found as long as job_wait's WAIT_MIN (2 s) and a
+# timer sleep as long as TIMER_MIN_SLEEP (3 s), and a tick's slack. Its status says until when
+# (`checking_until`, on its own clock, the same in every status: so the end of checking pushes nothing, which on a
+# network-metered box would be our own bytes moving its idle clock); the app shows "Checking…", never "Idle",
+# until then. (What an agent before it knew of waiting jobs counts from its first tick: recall_jobs.)
+CHECKING_SECONDS = max(job_wait.WAIT_MIN, TIMER_MIN_SLEEP) + 2.0
 TRIM_AFTER_TICKS = 3  # ticks after which the start-up's freed memory is given back (runtime.release_freed_memory)
 JOBS_EVERY = 5.0  # seconds between looks at whether what the sampler knows of waiting jobs changed (then kept)
 # Fields whose change alone does not make a status event (they move on every tick).
@@ -292,7 +293,7 @@ class Agent(object):
                     "at": self.classifier.last_gap[0], "seconds": round(self.classifier.last_gap[1], 3),
                     "busy_before": self.classifier.last_gap[2]},
                 "stalled": stalled,
-                "checking": self.ticks < CHECKING_TICKS,
+                "checking_until": round(self.started + CHECKING_SECONDS, 3),
                 "monotonic": now,
                 "awake_seconds": c.awake_seconds(now) if self.classifier_busy else 0.0,
                 # How long this stretch of work has gone on, less time asleep (`keep` restarts the ceiling's

@@ -241,6 +241,13 @@ def agent_clock(status: Status, connection: ConnectionInfo, now_monotonic: float
     return status.monotonic + max(0.0, now_monotonic - connection.status_received_monotonic)
 
 
+def checking_ends_here(status: Status, connection: ConnectionInfo) -> float | None:
+    """When a fresh agent's first look ends, on this computer's monotonic clock (None: not known here)."""
+    if status.checking_until is None or connection.status_received_monotonic is None:
+        return None
+    return connection.status_received_monotonic + (status.checking_until - status.monotonic)
+
+
 def prompt_deadline_here(status: Status, connection: ConnectionInfo) -> float | None:
     """A pending prompt's deadline on this computer's monotonic clock (None: no prompt, or no way to tell)."""
     if not status.prompt_pending or status.prompt_deadline is None or connection.status_received_monotonic is None:
@@ -618,10 +625,12 @@ def _from_status(
             [_busy_sentence(status, agent_now), ceiling + "; this host never sleeps, so the work goes on."],
         )
 
-    if status.verdict is Verdict.IDLE and status.checking:
-        return _make(BadgeKind.IDLE, [
+    if status.verdict is Verdict.IDLE and status.checking(agent_now):
+        checking = _make(BadgeKind.IDLE, [
             "Checking: the agent has just started (or was replaced) and is looking at the box's processes for "
             "the first time; it says Idle or Busy within seconds."], offers_keep=offers_keep, label="Checking…")
+        ends = checking_ends_here(status, connection)
+        return checking if ends is None else checking.model_copy(update={"valid_until": ends})
 
     if status.verdict is Verdict.IDLE:
         sentences = ["Idle: nothing running on it counts as work."]

@@ -105,10 +105,12 @@ class LastKnown:
 
     def seen(self, status: Status, now: float) -> LastKnown:
         """A status heard live at `now`: the box is awake and doing what its agent says. A fresh agent's idle
-        while it is still checking (its first look) says nothing yet: what was known stands."""
+        while it is still checking (its first look) does not overwrite what an agent before it said (a replaced
+        agent's first seconds are no verdict on a job the last one saw); where nothing was known, it is the
+        first word."""
         from workroom.core.busy_reasons import reason_words  # the wire's models: not for a look that only reads
 
-        if status.checking and status.classifier_verdict.value == "IDLE":
+        if self.known and status.checking() and status.classifier_verdict.value == "IDLE":
             return self
 
         doing = status.classifier_verdict.value.lower()

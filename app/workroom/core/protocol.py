@@ -267,8 +267,9 @@ class Status(_AgentModel):
     structured_reasons: tuple[BusyReason, ...] = Field(default=(), strict=False)
     """The same reasons as data, in the same order; empty from an agent that sends only the text."""
     stalled: bool
-    checking: bool = False
-    """A fresh agent still on its first look at the box (docs/protocol.md): its IDLE is not yet a judgement."""
+    checking_until: float | None = None
+    """A fresh agent's first look at the box ends then (its monotonic clock; docs/protocol.md): an IDLE before it is
+    not yet a judgement. The same in every status of one agent process (its end pushes nothing)."""
     monotonic: float
     awake_seconds: float = Field(ge=0)
     """Counted toward the awake ceiling: from when work began, restarted by `keep` (core.box_times)."""
@@ -302,6 +303,11 @@ class Status(_AgentModel):
     """Only in the answer to a `subscribe` that carried a challenge: the agent's proof of who it is (docs/protocol.md,
     "Who answers"). The app checks it and drops it before the status goes anywhere."""
     _settings_values: dict[str, object] = PrivateAttr(default_factory=dict)
+
+    def checking(self, agent_now: float | None = None) -> bool:
+        """Whether the agent is still on its first look at `agent_now` (its clock; default: when it sent this)."""
+        now = self.monotonic if agent_now is None else agent_now
+        return self.checking_until is not None and now < self.checking_until
 
     @model_validator(mode="wrap")
     @classmethod

@@ -346,11 +346,16 @@ def test_the_tray_tooltip_names_who_needs_the_user() -> None:
 def test_a_fresh_agent_still_checking_is_never_shown_idle() -> None:
     """A fresh agent (a start, a replacement) says `checking` until its first look is done: its IDLE is no
     judgement yet, so every face shows "Checking…"; a BUSY it already sees is shown as busy."""
-    checking = badge(make_status(checking=True), SIMBOX_TRAITS, QUIET)
+    heard = QUIET.model_copy(update={"status_received_monotonic": 50.0})
+    fresh = make_status(monotonic=1000.0, checking_until=1005.0)  # sent 5 s before its first look ends
+    checking = badge(fresh, SIMBOX_TRAITS, heard, now_monotonic=52.0)
     assert checking.kind is BadgeKind.IDLE and checking.label == "Checking…"
     assert checking.tooltip.startswith("Checking:") and "looking at the box's processes" in checking.tooltip
-    assert badge(make_status(), SIMBOX_TRAITS, QUIET).label == "Idle"
-    busy = badge(make_busy(checking=True), SSH_TRAITS, LIVE)
+    assert checking.valid_until == 55.0  # the faces look again when it ends: no event comes for it
+    assert badge(fresh, SIMBOX_TRAITS, heard, now_monotonic=55.5).label == "Idle"
+    assert badge(make_status(checking_until=900.0), SIMBOX_TRAITS, QUIET).label == "Idle"  # an older agent
+    assert badge(make_status(), SIMBOX_TRAITS, QUIET).label == "Idle"  # an agent from before the field
+    busy = badge(make_busy(checking_until=1005.0), SSH_TRAITS, LIVE)
     assert busy.kind is BadgeKind.BUSY
 
 

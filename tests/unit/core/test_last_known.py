@@ -57,9 +57,12 @@ def test_any_stored_shape_reads_without_an_error(record: dict[str, Any]) -> None
 
 
 def test_a_fresh_agent_still_checking_is_not_a_verdict() -> None:
-    """A replaced agent's first seconds (`checking`): its idle is no judgement, so the record keeps what the last
-    agent said (a job that was busy stays last known busy); a busy it already sees is recorded."""
+    """A replaced agent's first seconds (`checking_until`): its idle is no judgement, so the record keeps what the
+    last agent said (a job that was busy stays last known busy); a busy it already sees is recorded, and where
+    nothing was known its first word is."""
     busy = LastKnown().seen(make_busy(), now=10.0)
-    assert busy.seen(make_status(checking=True), now=20.0) == busy
-    assert busy.seen(make_status(), now=30.0).doing == "idle"
-    assert LastKnown().seen(make_busy(checking=True), now=5.0).doing == "busy"
+    checking = make_status(monotonic=1000.0, checking_until=1005.0)
+    assert busy.seen(checking, now=20.0) == busy
+    assert busy.seen(make_status(monotonic=1006.0, checking_until=1005.0), now=30.0).doing == "idle"
+    assert LastKnown().seen(make_busy(checking_until=1005.0), now=5.0).doing == "busy"
+    assert LastKnown().seen(checking, now=5.0).doing == "idle"  # nothing known before: the first word
