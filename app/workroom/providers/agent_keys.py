@@ -26,7 +26,7 @@ import hashlib
 import json
 import logging
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 
 from workroom.core.hosts import Host
 from workroom.credentials import CredentialError, CredentialKey, CredentialStore
@@ -36,6 +36,7 @@ from workroom.remote.agent_proof import is_key
 log = logging.getLogger(__name__)
 
 BINDING_HEX = 32
+FORGET_WAIT_SECONDS = 5.0
 
 
 UNBOUND_FIELDS = frozenset({"hourly_price"})
@@ -102,7 +103,9 @@ class AgentKeys:
             return self._store is not None and not self.this_run_only
 
     def forget(self, name: str, binding: str) -> None:
-        """Forget the key here and in the keyring (blocking: after any write of it still on its way there)."""
+        """Forget the key here and in the keyring (blocking): the keyring's delete goes after any write of it still
+        on its way there, and is waited for FORGET_WAIT_SECONDS at most (a dialog left open: it lands later, in
+        order, and nothing here waits on it)."""
         with self._lock:
             self._known.pop((name, binding), None)
             writer = self._writer
@@ -110,7 +113,7 @@ class AgentKeys:
             with self._lock:
                 self._keyring("delete", name, binding)
             return
-        writer.submit(self._keyring, "delete", name, binding).result()
+        wait([writer.submit(self._keyring, "delete", name, binding)], timeout=FORGET_WAIT_SECONDS)
 
     def _keyring(self, action: str, name: str, binding: str, *secret: str) -> str | None:
         if self._store is None or self._keyring_failed:
