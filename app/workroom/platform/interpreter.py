@@ -15,6 +15,7 @@ import runpy
 import sys
 
 AS_PYTHON_ENV = "WORKROOM_AS_PYTHON"
+IGNORED_FLAGS = frozenset(("-I", "-S", "-E", "-s", "-P"))
 
 
 def is_frozen() -> bool:
@@ -35,7 +36,11 @@ def wants_python(environ: dict[str, str] | os._Environ[str] | None = None) -> bo
 
 def run_as_python(argv: list[str]) -> int:
     """Behave like `python3 -` (script on stdin), `python3 -c CODE args...` (the agent's launcher) or
-    `python3 FILE|ZIPAPP args...`: all the agent needs."""
+    `python3 FILE|ZIPAPP args...`: all the agent needs. Interpreter flags before them (`-I -S`: the agent's
+    launcher runs it apart from the user's Python set-up, launcher.AGENT_FLAGS) are what the frozen app already
+    is: no site, no user site, no PYTHON* variables read for its imports; they are taken and dropped."""
+    while argv and argv[0] in IGNORED_FLAGS:
+        argv = argv[1:]
     if not argv:
         sys.stderr.write("workroom-app: as Python, give - or a script path\n")
         return 2
