@@ -241,18 +241,21 @@ def agent_clock(status: Status, connection: ConnectionInfo, now_monotonic: float
     return status.monotonic + max(0.0, now_monotonic - connection.status_received_monotonic)
 
 
+def _here(agent_time: float | None, status: Status, connection: ConnectionInfo) -> float | None:
+    """A time on the agent's clock, on this computer's monotonic clock (None: none, or no way to tell)."""
+    if agent_time is None or connection.status_received_monotonic is None:
+        return None
+    return connection.status_received_monotonic + (agent_time - status.monotonic)
+
+
 def checking_ends_here(status: Status, connection: ConnectionInfo) -> float | None:
     """When a fresh agent's first look ends, on this computer's monotonic clock (None: not known here)."""
-    if status.checking_until is None or connection.status_received_monotonic is None:
-        return None
-    return connection.status_received_monotonic + (status.checking_until - status.monotonic)
+    return _here(status.checking_until, status, connection)
 
 
 def prompt_deadline_here(status: Status, connection: ConnectionInfo) -> float | None:
     """A pending prompt's deadline on this computer's monotonic clock (None: no prompt, or no way to tell)."""
-    if not status.prompt_pending or status.prompt_deadline is None or connection.status_received_monotonic is None:
-        return None
-    return connection.status_received_monotonic + (status.prompt_deadline - status.monotonic)
+    return _here(status.prompt_deadline, status, connection) if status.prompt_pending else None
 
 
 SUSPENDED_WHILE_BUSY = (
