@@ -90,6 +90,8 @@ class Classifier(object):
         for t in sig.timer_sleep:
             if (len(t) < 3 or t[2] >= TIMER_MIN_SLEEP) and (len(t) < 4 or t[3] == 0):
                 reasons.append(R.make(R.SLEEP, t[0], t[1]))
+        for comm, pid in sig.paced:
+            reasons.append(R.make(R.SLEEP, comm, pid))
         for comm, pid in sig.fifo_wait:
             reasons.append(R.make(R.FIFO, comm, pid))
         for comm, pid in sig.lock_wait:

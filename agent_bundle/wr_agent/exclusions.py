@@ -36,6 +36,11 @@ FIFO_WCHANS = frozenset(("wait_for_partner", "fifo_open"))
 LOCK_WCHANS = frozenset(("locks_lock_inode_wait", "flock_lock_inode_wait", "fcntl_setlk", "do_lock_file_wait",
                          "posix_lock_inode_wait", "__x64_sys_flock", "__arm64_sys_flock"))
 
+# A wait for any of several descriptors with a timeout (poll, select, epoll): a client that wakes every second to
+# run its timers (curl's progress and timeouts) and goes back to the same wait, having done next to nothing, is
+# still waiting. Matched as prefixes: the kernel's clones carry suffixes ("poll_schedule_timeout.constprop.0").
+POLL_WCHANS = ("poll_schedule_timeout", "do_sys_poll", "do_select", "core_sys_select", "ep_poll", "do_epoll_wait")
+
 
 def is_daemon(comm):
     return comm in DAEMONS or comm.startswith(PREFIXES)

@@ -216,6 +216,13 @@ def waited_for(root, pid, ppid, read_wchan):
     return parent_waits(root, ppid, out if out.startswith("pipe:[") else "", lambda _pid: wchan)
 
 
+def writes_output(root, pid):
+    """Whether the process's standard output is a pipe (the next step of its job) or a file: what it writes
+    there is the job's output, not a display (a terminal) or a discard (/dev/null), nor a socket's chatter."""
+    out = _link("%s/%s/fd/1" % (root, pid))
+    return out.startswith("pipe:[") or (out.startswith("/") and not out.startswith("/dev/"))
+
+
 def parent_waits(root, ppid, out_pipe, read_wchan):
     """Whether the parent waits for its child: blocked in wait(), or blocked holding the read end of the pipe the
     child writes its output to. `read_wchan(pid)`: the parent's wchan or None."""

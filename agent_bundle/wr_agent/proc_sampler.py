@@ -44,6 +44,9 @@ SLOW_WALK = 3.0
 KEPT_MAX = 4096  # processes whose knowledge a replacement agent is given
 OWNERS_KEPT = 256  # server ends whose holders are remembered
 TURN_RECHECK = 5.0  # seconds between asking again who holds the turn on a Unix wait counted as the server's
+# A wake from a wait with a timeout that used less than this and went back to the same wait: the wait goes on
+# (curl's poll wakes every second for its timers, about 0.1 ms each, while the answer it asked for is not come).
+IDLE_WAKE_CPU = 0.002
 # Seconds between listings of /proc while no pid was handed out: drops what is gone among the processes never
 # read (excluded ones), and tries again one that could not be read when it was listed.
 FULL_SCAN_SECONDS = 30.0
@@ -65,6 +68,7 @@ def _raise_nofile():
 class _Proc(object):
     __slots__ = (
         "armed",
+        "block_from",
         "born",
         "children",
         "comm",
@@ -72,6 +76,8 @@ class _Proc(object):
         "excluded",
         "fds",
         "last",
+        "looked_from",
+        "paced",
         "pid",
         "ppid",
         "quick",
@@ -91,7 +97,9 @@ class _Proc(object):
         "unsure",
         "wakes",
         "wchar",
+        "where",
         "window",
+        "wrote",
     )
 
     def __init__(self, pid, comm, ppid):
@@ -115,6 +123,13 @@ class _Proc(object):
         self.endless = False  # `sleep infinity`: a timer sleep that no job step follows
         self.wakes = 0  # timer sleeps seen to end: a process that sleeps again and again is ticking
         self.unsure = False  # a timer sleeper seen to run and not yet blocked again: a wake or a restart, next look
+        # A wait with a timeout that wakes and goes back to it (IDLE_WAKE_CPU): when the wait began (None: at
+        # ran_at), the block a job step's look was last made for, and the wchan it was blocked in at the last look.
+        self.block_from = self.looked_from = self.where = None
+        # A step its parent waits for that paces itself with timer sleeps (`_waking_steps`): its wchar at its last
+        # wake (None: not such a step), and whether that wake wrote output.
+        self.paced = None
+        self.wrote = False
         self.window = None  # [(monotonic, cpu seconds)] with CPU in the last CPU_WINDOW seconds
         # A non-candidate whose reaped children are candidates (PID 1; a process of another user under
         # `--candidates user` once a child of it is a candidate): [reaped CPU in clock ticks at the last look (None:
@@ -273,7 +288,7 @@ class ProcSampler(object):
         self._routes = None  # interfaces with a default route, read when an interface is first met
         self.reapers = {}  # pid -> _Proc whose reaped-children time is read on listing ticks (_reaped)
         self._parent_wchan = {}  # pid -> (its schedstat bytes, wchan) for parents of blocked processes
-        self._retries = {}  # pid -> (start, when last asked, waits on a lock another holds) for waking sleepers
+        self._retries = {}  # pid -> (start, when last asked, waits on a lock another holds) for waking steps
         self._unix = None if root != "/proc" else False  # unix_diag reader, opened at first need (False: not yet)
 
     # -- file helpers -------------------------------------------------------------------------------------
@@ -571,7 +586,7 @@ class ProcSampler(object):
         if not (busy_hint or sig.cpu or sig.dstate):
             sig.tcp = self._tcp(now)
             self._job_waits(now, sig)
-            self._lock_retries(now, sig)
+            self._waking_steps(now, sig)
         return sig
 
     def _list(self, now, since, sig, tty_out):
@@ -838,6 +853,7 @@ class ProcSampler(object):
     def _look(self, p, now, sig, tty_out, raw=None):
         dt = now - p.last
         p.last = now
+        before = p.ran_at
         slices = p.slices
         runtime = self._runtime(p, raw)
         ran = runtime is None or runtime != p.runtime
@@ -867,6 +883,10 @@ class ProcSampler(object):
             p.ran_at = now
             if p.timer == "timer":
                 p.wakes += 1
+                if p.paced is not None:
+                    w = self._read_wchar(p)
+                    p.wrote = w is not None and w > p.paced
+                    p.paced = w
         if ran or p.threads > 1:
             comm, f = _parse_stat(self._read(p, "stat"))
             p.comm = comm  # an exec renames it (`exec tmux attach` becomes "tmux: client")
@@ -890,10 +910,18 @@ class ProcSampler(object):
                 # it was blocked in stands, and so does its state (runnable for a moment, on its way back to it).
                 p.state = "S"
             elif ran:
+                where = None
                 if p.state != "S":
                     p.timer = None
                 else:
-                    p.timer = _kind(wchan) if looked else self._wchan(p)
+                    where = wchan if looked else self._wchan_name(p)
+                    p.timer = _kind(where)
+                # A wake that went back to the same wait with a timeout, having done next to nothing: the wait
+                # goes on (a job step's look is made for it once it has lasted WAIT_MIN).
+                idle = (p.timer is None and where is not None and where == p.where
+                        and where.startswith(exclusions.POLL_WCHANS) and cpu <= IDLE_WAKE_CPU)
+                p.block_from = (p.block_from if p.block_from is not None else before) if idle else None
+                p.where = where
                 if p.pid in self.job_waits and not self.thawed:  # a thaw's wake ends no wait (above)
                     self._end_job_wait(p.pid, now, woke=True)
                 if p.state == "S" and p.timer is None:
@@ -937,13 +965,19 @@ class ProcSampler(object):
             raise
 
     def _wchar(self, p):
+        w = self._read_wchar(p)
+        if w is None:
+            p.tty = None
+        return w
+
+    def _read_wchar(self, p):
+        """Bytes the process has written (/proc/PID/io), or None where it may not be read."""
         try:
             for line in self._read(p, "io", 512).split(b"\n"):
                 if line.startswith(b"wchar:"):
                     return int(line.split()[1])
         except OSError as exc:
             if exc.errno in (errno.EACCES, errno.EPERM):
-                p.tty = None
                 return None
             raise
         return None
@@ -1129,11 +1163,14 @@ class ProcSampler(object):
         self._unix_owners[inode] = owners
         return peer_turn.turn_of(self.root, owners, inode) if owners else None
 
-    def _lock_retries(self, now, sig):
+    def _waking_steps(self, now, sig):
         """Timer sleepers that keep waking (a heartbeat, by their sleeps alone) and are a step their parent waits
-        for, retrying a file lock another process holds (file_locks: SQLite's busy handler): voted `lock` while
-        it is held. Asked again every file_locks.RECHECK seconds per process; /proc/locks read once a tick at most,
-        only when one is due."""
+        for. One retrying a file lock another process holds (file_locks: SQLite's busy handler) votes `lock` while
+        it is held. One whose output goes into a pipe or a file and whose last wake wrote to it paces its work
+        (a producer that sleeps between pages, feeding the next step) and votes `sleep`; one that wrote nothing
+        at its last wake (a poller that found nothing new) or writes to a terminal (`watch`, a display) does not.
+        Whether it is such a step is asked again every file_locks.RECHECK seconds per process; /proc/locks read
+        once a tick at most, only when one is due."""
         kept, held = {}, None
         for comm, pid, _since, wakes in sig.timer_sleep:
             p = self.procs.get(pid)
@@ -1141,15 +1178,25 @@ class ProcSampler(object):
                 continue
             last = self._retries.get(pid)
             if last is None or last[0] != p.start or now - last[1] >= file_locks.RECHECK:
-                waits = False
+                locks = step = False
                 if job_wait.waited_for(self.root, pid, p.ppid, self._wchan_of):
                     if held is None:
                         held = file_locks.held_locks(self.root)
-                    waits = file_locks.locked_by_another(self.root, pid, held)
-                last = (p.start, now, waits)
+                    locks = file_locks.locked_by_another(self.root, pid, held)
+                    step = job_wait.writes_output(self.root, pid)
+                if not step:
+                    p.paced, p.wrote = None, False
+                elif p.paced is None:
+                    try:
+                        p.paced = self._read_wchar(p)  # what it writes from its next wake on
+                    except OSError:
+                        p.paced = None  # gone: the next listing drops it
+                last = (p.start, now, locks)
             kept[pid] = last
             if last[2]:
                 sig.lock_wait.append((comm, pid))
+            elif p.paced is not None and p.wrote:
+                sig.paced.append((comm, pid))
         self._retries = kept
 
     def _tcp_cadence(self, owner, peer, now):
@@ -1169,17 +1216,28 @@ class ProcSampler(object):
                 del self.job_due[pid]
                 self._end_job_wait(pid, now)
                 continue
-            if now - p.ran_at < job_wait.WAIT_MIN:
+            woken = now - p.ran_at < job_wait.WAIT_MIN
+            if woken and (p.block_from is None or now - p.block_from < job_wait.WAIT_MIN):
                 continue
             del self.job_due[pid]
+            if woken:
+                # In the same wait since block_from, through wakes that did next to nothing (a timeout's): looked at
+                # once for that wait, and only its TCP connections are taken (a wait over TCP lasts through wakes;
+                # on a Unix socket a wake is all that is seen of an exchange, so there it is a new block).
+                if p.looked_from == p.block_from:
+                    continue
+                p.looked_from = p.block_from
             peers = job_wait.find_peers(self.root, pid, p.ppid, self.tcp_judge.tracks, self.tcp_judge.listen_inodes,
                                         self._unix_reader(), self._wchan_of, self._server_turn, p.comm)
+            if woken:
+                peers = [peer for peer in peers if peer.kind == "tcp"]
             found = set(peer.inode for peer in peers)
             # waits over TCP that lasted through its wakes, on connections it still waits on
             kept = [w for w in self.job_waits.pop(pid, (None, []))[1] if w.peer.inode in found]
             known = set(w.peer.inode for w in kept)
             owner = (pid, p.start)
-            waits = kept + [self.job_memory.begin(owner, peer, p.ran_at, self._tcp_cadence(owner, peer, now))
+            began = p.block_from if woken else p.ran_at
+            waits = kept + [self.job_memory.begin(owner, peer, began, self._tcp_cadence(owner, peer, now))
                             for peer in peers if peer.inode not in known]
             if waits:
                 parent = self.procs.get(p.ppid)
@@ -1191,6 +1249,7 @@ class ProcSampler(object):
                 # The parent ran: it may have stopped waiting. Looked at again next tick.
                 self._end_job_wait(pid, now)
                 self.job_due[pid] = p
+                p.looked_from = None
                 continue
             for w in waits:
                 if w.peer.turn == peer_turn.SERVER and now - w.checked >= TURN_RECHECK:

@@ -13,6 +13,7 @@ class Signals(object):
         "keystroke_age",
         "lock_wait",
         "net_bytes",
+        "paced",
         "tcp",
         "timer_sleep",
         "tty_bytes",
@@ -20,13 +21,16 @@ class Signals(object):
     )
 
     def __init__(self, cpu=(), dstate=(), timer_sleep=(), tcp=(), tty_bytes=0, keystroke_age=None,
-                 net_bytes=0, coarse=False, candidates=0, fifo_wait=(), unix=(), lock_wait=()):
+                 net_bytes=0, coarse=False, candidates=0, fifo_wait=(), unix=(), lock_wait=(),
+                 paced=()):
         self.cpu = list(cpu)  # (comm, pid, share of a core) at or over the threshold
         self.dstate = list(dstate)
         # (comm, pid, seconds since it last ran, timer sleeps it was seen to wake from) in a timer sleep
         self.timer_sleep = list(timer_sleep)
         self.fifo_wait = list(fifo_wait)  # (comm, pid) blocked opening a FIFO for its partner
         self.lock_wait = list(lock_wait)  # (comm, pid) blocked for WAIT_MIN or more asking for a file lock
+        # (comm, pid): a job step pacing itself with timer sleeps whose last wake wrote its output (proc_sampler)
+        self.paced = list(paced)
         # (comm, pid) owning a connection that is work, or (comm, pid, facts): facts of that connection that stay
         # put while it waits ({"peer", "port", "since"}: reasons.py keeps only those, see the tcp row there)
         self.tcp = list(tcp)

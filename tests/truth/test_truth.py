@@ -15,8 +15,6 @@ pytestmark = [pytest.mark.truth, pytest.mark.root, pytest.mark.slow]
 WORKLOADS = harness.all_workloads()
 
 WRONG_TODAY: dict[str, str] = {
-    "curl_stalled_body": "false idle 10 s in: a request asked, its body not yet come (headers came at once)",
-    "python_paced_pipeline": "false idle 15 s in: a pipeline whose producer sleeps between chunks",
     "redis_blpop_reply": "false idle from 3 s in: a BLPOP for an off-box worker's result reads as a listener "
                          "(Redis waits to read it), the cost of calling a worker's BLPOP idle (docs/agent.md)",
 }

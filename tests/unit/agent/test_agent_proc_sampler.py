@@ -926,3 +926,47 @@ def test_a_job_step_retrying_a_file_lock_another_holds_waits_on_the_lock(fake, t
     fresh = sampler(fake, clock)
     _retrying_sqlite3(fake, clock, fresh, 30, held)
     assert _retrying_sqlite3(fake, clock, fresh, 31, held).lock_wait == []
+
+
+def _paced_producer(fake, clock, s, n, wchar, out="pipe:[7]", parent_wchan="do_wait"):
+    """One tick of a producer (pid 90, its shell 89) that woke from its timer sleep since the last tick (its
+    runtime moved) having written `wchar` bytes in all, its output into `out`."""
+    clock.t = 100.0 + 4 * n
+    fake.uptime(1000.0 + 4 * n)
+    fake.proc(89, "sh", wchan=parent_wchan)
+    fake.proc(90, "python3", ppid=89, wchan="hrtimer_nanosleep", runtime_ns=n + 1, slices=n + 1,
+              fds=["/dev/null", out, "pipe:[8]"], wchar=wchar)
+    return s.sample()
+
+
+def test_a_job_step_pacing_its_output_with_sleeps_is_work_while_its_wakes_write(fake):
+    """`producer | gzip` where the producer sleeps 4 s between pages: a timer sleeper that keeps waking, a
+    heartbeat by its sleeps alone. Its parent waits for it and each wake writes the page into its pipe: paced work,
+    voted `sleep` while its last wake wrote; a wake that wrote nothing (a poller that found nothing new) ends it."""
+    clock = Clock(100.0)
+    s = sampler(fake, clock)
+    assert _paced_producer(fake, clock, s, 0, 0).paced == []  # first look: its first sleep, not yet seen to wake
+    assert _paced_producer(fake, clock, s, 1, 100).paced == []  # a wake: now known a step, what it writes from here
+    sig = _paced_producer(fake, clock, s, 2, 200)
+    assert sig.paced == [("python3", "90")]
+    assert ("python3", "90", 0.0, 2) in sig.timer_sleep  # still a heartbeat by its sleeps
+    from wr_agent.classifier import Classifier
+    busy, reasons = Classifier(hold_seconds=0).step(clock.t, sig)
+    assert busy and reasons[0]["class"] == "sleep" and reasons[0]["subject"] == "python3"
+    assert _paced_producer(fake, clock, s, 3, 200).paced == []  # this wake wrote nothing
+    assert _paced_producer(fake, clock, s, 4, 300).paced == [("python3", "90")]
+
+
+def test_a_paced_sleeper_writing_to_a_terminal_or_nobody_waits_for_is_a_heartbeat(fake):
+    """`watch` writes to its terminal at every wake (a display, judged by the terminal's rules); a daemon that
+    logs at every tick has no parent waiting on it. Neither is paced work."""
+    for out, parent in (("/dev/pts/3", "do_wait"), ("/dev/null", "do_wait"), ("socket:[9]", "do_wait"),
+                        ("pipe:[7]", "do_select"), ("/var/log/app.log", "do_select")):
+        clock = Clock(100.0)
+        s = sampler(fake, clock)
+        votes = [_paced_producer(fake, clock, s, n, 100 * n, out, parent).paced for n in range(5)]
+        assert votes == [[]] * 5, (out, parent)
+    clock = Clock(100.0)
+    s = sampler(fake, clock)
+    votes = [_paced_producer(fake, clock, s, n, 100 * n, "/home/dev/export.jsonl").paced for n in range(3)]
+    assert votes[2] == [("python3", "90")]  # into a file: the job's output too

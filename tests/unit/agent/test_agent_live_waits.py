@@ -1,0 +1,130 @@
+"""Two waits on the real kernel, read by the real sampler from this machine's /proc: a client whose wait wakes on
+a timer (curl's poll, every second) while the answer it asked for has not come, and a job step that paces its
+output with sleeps. Each a step its shell waits for, as in a script."""
+
+import shutil
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+from wr_agent.proc_sampler import ProcSampler
+
+pytestmark = [pytest.mark.unit,
+              pytest.mark.linux(reason="reads this machine's /proc and sock_diag")]
+
+TICKS = 6  # one a second: the sampler's cadence
+
+
+def _votes(s, pids, field, ticks=TICKS, until=None):
+    """The ticks (0-based) on which one of `pids` voted in `field` of the signals, over `ticks` one-second ticks."""
+    seen = []
+    for n in range(ticks):
+        sig = s.sample()
+        if any(str(v[1]) in pids for v in getattr(sig, field)):
+            seen.append(n)
+        if until is not None and until():
+            break
+        time.sleep(1.0)
+    return seen
+
+
+def _comm(pid):
+    with open(f"/proc/{pid}/comm") as f:
+        return f.read().strip()
+
+
+def _children(pid):
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return set(out.split())
+
+
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+@pytest.mark.parametrize("box", ["quiet", "busy"])
+def test_curl_waiting_for_a_body_after_the_headers_came_is_a_wait_through_its_poll_wakes(tmp_path, box):
+    """A server that sends the status line and headers at once and the body only when the report is ready: curl
+    has what it asked for only in part, and waits in poll() with a 1 s timeout (its timers), waking every second
+    for about 0.1 ms. The wait goes on through those wakes: a TCP wait of the step its shell waits for, voted
+    `tcp: curl` until the body comes. On a quiet box the sampler may skip reading curl for a tick or two (nothing
+    on the box ran enough to vote); on a busy one ("busy": every process read every tick, as where other work
+    runs) each of its wakes is seen, and before this rule none of its blocks lasted the 2 s a wait needs."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    port = srv.getsockname()[1]
+    release = threading.Event()
+
+    def serve():
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Type: text/plain\r\n\r\n")
+            release.wait(30)
+            conn.sendall(b"report done\n")
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    sh = subprocess.Popen(["sh", "-c", 'curl -sS -o "$1" "http://127.0.0.1:$2/report"; echo fetched',
+                           "sh", str(tmp_path / "report.txt"), str(port)], stdout=subprocess.PIPE)
+    s = ProcSampler()
+    if box == "busy":
+        s._system_quiet = lambda now: False
+    try:
+        deadline = time.monotonic() + 10
+        while not _children(sh.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        curl = _children(sh.pid)
+        assert curl, "curl did not start"
+        seen = _votes(s, curl, "tcp")
+        assert seen and seen[0] <= 4 and seen == list(range(seen[0], TICKS)), seen  # from ~WAIT_MIN on, every tick
+        release.set()
+        assert sh.communicate(timeout=10)[0] == b"fetched\n"
+        assert (tmp_path / "report.txt").read_bytes() == b"report done\n"
+        assert _votes(s, curl, "tcp", ticks=2) == []
+    finally:
+        release.set()
+        s.close()
+        if sh.poll() is None:
+            sh.kill()
+            sh.wait()
+        srv.close()
+
+
+PRODUCER = """import sys, time
+for page in range(int(sys.argv[1])):
+    if sys.argv[2] == 'write':
+        sys.stdout.write('{"page": %d}\\n' % page * 50)
+        sys.stdout.flush()
+    time.sleep(1)
+"""
+
+
+@pytest.mark.parametrize("writes", [True, False], ids=["writes-each-wake", "writes-nothing"])
+def test_a_producer_pacing_its_pages_into_a_pipe_is_work_and_one_that_writes_nothing_is_a_heartbeat(
+        tmp_path, writes):
+    """`producer | gzip > export.gz` under a shell that waits: the producer sleeps 1 s between pages (an API's
+    rate limit), each wake writing its page into the pipe. By its sleeps alone it is a heartbeat; by what its wakes
+    write it paces a job's output: voted `sleep` from its second wake on. The same loop writing nothing (a poller
+    that finds nothing new) never is."""
+    script = tmp_path / "producer.py"
+    script.write_text(PRODUCER)
+    sh = subprocess.Popen(["sh", "-c", 'python3 -I "$1" 20 "$2" | gzip -c > "$3"', "sh", str(script),
+                           "write" if writes else "quiet", str(tmp_path / "export.gz")])
+    s = ProcSampler()
+    try:
+        deadline = time.monotonic() + 10
+        producer = set()
+        while time.monotonic() < deadline and not producer:
+            producer = set(p for p in _children(sh.pid) if _comm(p).startswith("python"))
+            time.sleep(0.05)
+        assert producer, "the producer did not start"
+        seen = _votes(s, producer, "paced")
+        if writes:
+            assert seen and seen[0] <= 4 and len(seen) >= TICKS - seen[0] - 1, seen
+        else:
+            assert seen == []
+    finally:
+        s.close()
+        subprocess.run(["pkill", "-P", str(sh.pid)], check=False)
+        sh.kill()
+        sh.wait()
+
