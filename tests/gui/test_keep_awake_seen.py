@@ -14,9 +14,9 @@ from unit.core.status_factory import make_busy
 from workroom.core.badge import BadgeKind
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.heartbeat_proof import CANNOT_READ, HeartbeatProof, IdleClockReading, judge
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.core.traits import BOXD_TRAITS
-from workroom.sessions.host_session import HostSnapshot
 from workroom.ui.app import WorkroomApp
 
 pytestmark = pytest.mark.gui

@@ -9,9 +9,9 @@ from workroom.cli.words import snapshot_json as _snapshot_json
 from workroom.cli.words import snapshot_line as _snapshot_line
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import ErrorInfo, ErrorKind
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.core.traits import SSH_TRAITS
-from workroom.sessions.host_session import HostSnapshot
 
 pytestmark = pytest.mark.unit
 

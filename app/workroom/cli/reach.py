@@ -26,10 +26,11 @@ if TYPE_CHECKING:
     from typing import Any
 
     from workroom.core.errors import UserError
+    from workroom.core.host_snapshot import HostSnapshot
     from workroom.core.protocol import Status
     from workroom.core.questions import HostKeyQuestion
     from workroom.sessions.engine import Engine
-    from workroom.sessions.host_session import HostSession, HostSnapshot
+    from workroom.sessions.host_session import HostSession
 
 
 async def reach(engine: Engine, session: HostSession, command: str, *, wake: bool, timeout: float) -> HostSnapshot:

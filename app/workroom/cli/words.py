@@ -11,9 +11,9 @@ if TYPE_CHECKING:
     from typing import Any
 
     from workroom.core.errors import BoxAsleep
+    from workroom.core.host_snapshot import HostSnapshot
     from workroom.core.last_known import LastKnown
     from workroom.sessions.engine import Engine
-    from workroom.sessions.host_session import HostSnapshot
 
 
 WAKE_DOING = {"connect": "connect", "keep": "keep it awake", "why": "read its record",  # keep: never suggested

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     # agent's install, link or shell modules (docs/cli.md, start-up).
     from workroom.agent_bundle import AgentBundle
     from workroom.core.heartbeat_proof import IdleClockReading
+    from workroom.core.install_report import InstallReport
     from workroom.core.keepawake import PollOutcome
     from workroom.core.platform_clock import PlatformClock, PlatformRules
     from workroom.core.provider_specs import ProviderSpec
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
     from workroom.providers.agent_keys import AgentKeys
     from workroom.providers.agent_sockets import AgentPlace, AgentSockets
     from workroom.remote.agent_client import EventHandler
-    from workroom.remote.agent_install import AgentInstaller, AgentLayout, InstallReport, ServeOptions
+    from workroom.remote.agent_install import AgentInstaller, AgentLayout, ServeOptions
     from workroom.remote.agent_link import AgentLink
     from workroom.remote.host_keys import KnownHosts
     from workroom.remote.host_shell import HostShell

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 
 from workroom.agent_bundle import AgentBundle, version_tuple
 from workroom.core.host_text import plain
+from workroom.core.install_report import InstallReport
 from workroom.remote.agent_proof import NO_KEY_ID
 from workroom.remote.answer_limit import PROBE_ANSWER
 from workroom.remote.host_answers import (
@@ -118,20 +119,6 @@ class Probe:
     """The app's key for this agent is not the agent's (remote/agent_proof.py); then `key` is the agent's."""
     key: str | None = field(default=None, repr=False)
     """The agent's key, when `key_differs` (None: it has none, and none could be made)."""
-
-
-@dataclass
-class InstallReport:
-    """What a push did. `pushed_bytes` is 0 when the installed agent was already this one."""
-
-    pushed_bytes: int = 0
-    action: str = "none"  # none | installed | handed_off | kept_newer
-    installed_version: str | None = None
-    socket_path: str = ""
-    bundle_path: str = ""
-    supervisor: str | None = None
-    """Which supervisor keeps the agent alive (SUPERVISOR_*), or None when it cannot be told."""
-    seconds: dict[str, float] = field(default_factory=dict)
 
 
 def _is_pid(value: object) -> bool:

@@ -28,9 +28,10 @@ from typing import TypeAlias
 
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
+from workroom.core.install_report import InstallReport
 from workroom.core.protocol import PromptEvent, ProtocolError, Status, StatusEvent
 from workroom.providers.base import Provider
-from workroom.remote.agent_install import AgentInstaller, AgentInstallError, InstallReport, Probe
+from workroom.remote.agent_install import AgentInstaller, AgentInstallError, Probe
 from workroom.remote.agent_link import AgentLink, PreambleError, plain_reason
 from workroom.remote.agent_proof import AgentNotProven, key_id, new_challenge, proves
 from workroom.remote.host_shell import ExecResult, HostShell

@@ -25,6 +25,7 @@ from workroom.agent_bundle import AgentBundle
 from workroom.core.app_settings import AppSettings, NoticeSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host, HostsFile
 from workroom.core.last_known import LastKnown
 from workroom.core.questions import SecretRequest
@@ -40,7 +41,7 @@ from workroom.providers.base import BoxState, Provider, ProviderContext
 from workroom.remote.agent_install import UninstallReport
 from workroom.remote.host_keys import KnownHosts
 from workroom.sessions.blocking_runner import BlockingRunner
-from workroom.sessions.host_session import HostSession, HostSnapshot
+from workroom.sessions.host_session import HostSession
 from workroom.storage import (
     load_hosts,
     load_settings,

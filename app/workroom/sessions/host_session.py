@@ -20,16 +20,17 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, assert_never, cast
+from typing import Any, cast
 
 from pydantic import BaseModel
 
-from workroom.core.badge import Badge, badge
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import REPLACED_ACTIONS, AgentReplaced, ConnectionInfo, ConnectionState
-from workroom.core.errors import Face, UserError
+from workroom.core.errors import UserError
 from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
+from workroom.core.install_report import InstallReport
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.last_known import LastKnown
 from workroom.core.metering import Keeper
@@ -49,7 +50,6 @@ from workroom.core.questions import HostKeyQuestion
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider, ProviderUnreadable
 from workroom.remote.agent_client import REQUEST_TIMEOUT_SECONDS
-from workroom.remote.agent_install import InstallReport
 from workroom.remote.agent_link import AgentLink, plain_reason
 from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
 from workroom.remote.host_shell import HostShell
@@ -57,7 +57,6 @@ from workroom.remote.ssh_errors import AuthFailed
 from workroom.sessions.agent_reach import AgentReach
 from workroom.sessions.blocking_runner import BlockingRunner
 from workroom.sessions.heartbeat_watch import HeartbeatWatch, keep_awake_interval
-from workroom.sessions.idle_release import wants_session
 from workroom.sessions.keepawake_task import OutsideKeepAwake
 from workroom.sessions.platform_keeper import PlatformSide, PlatformView
 
@@ -105,42 +104,6 @@ def asleep_recheck_seconds(idle_window_seconds: float | None) -> float:
     if idle_window_seconds is None:
         return ASLEEP_RECHECK_SECONDS
     return max(ASLEEP_RECHECK_MIN_SECONDS, min(ASLEEP_RECHECK_SECONDS, idle_window_seconds / 4))
-
-
-@dataclass(frozen=True)
-class HostSnapshot:
-    """Everything a face (window, tray, CLI) needs to show one host."""
-
-    host: Host
-    traits: ProviderTraits
-    connection: ConnectionInfo
-    status: Status | None
-    prompt: PromptEvent | None
-    status_received_at: float | None = None
-    install: InstallReport | None = None
-    last_answer: SentAnswer | None = None
-    """The last answer to a ceiling prompt this engine sent, and from which face (core.prompt_answers)."""
-    last_known: LastKnown | None = None
-    """The one record of what is known of the host (core.last_known), attached by the engine: what a row
-    that is not live shows, and since when an asleep box has slept, across runs and faces."""
-
-    def badge(self, now_monotonic: float | None = None, face: Face = Face.APP) -> Badge:
-        return badge(self.status, self.traits, self.connection, now_monotonic=now_monotonic, face=face)
-
-    @property
-    def kept_by_this_computer(self) -> bool:
-        """This computer holds the box up now, so this computer's own sleep would let it stop (the faces offer to
-        hold off this computer's idle sleep, and say so when it slept)."""
-        keeper = self.traits.metering.keeper
-        match keeper:
-            case Keeper.THIS_COMPUTER:
-                return self.connection.keepawake_running
-            case Keeper.PLATFORM:
-                return self.connection.spec.live and self.status is not None and wants_session(self.status)
-            case Keeper.AGENT_HEARTBEAT | Keeper.NOTHING_NEEDED:
-                return False
-            case _:
-                assert_never(keeper)
 
 
 Listener = Callable[[HostSnapshot], None]

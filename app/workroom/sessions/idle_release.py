@@ -14,8 +14,9 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from workroom.core.host_snapshot import wants_session
 from workroom.core.platform_clock import PlatformClock, PlatformRules, PlatformState
-from workroom.core.protocol import Status, Verdict
+from workroom.core.protocol import Status
 
 log = logging.getLogger(__name__)
 
@@ -23,15 +24,6 @@ FIRST_LOOK_SECONDS = 6.0
 """A link is held at least this long: an agent that has just started (or woken) says IDLE before its classifier
 has seen the work already running (a timer sleep counts once it has lasted 3 s; a resume mask of 3 s follows a
 tick gap), and letting go on that first word would miss the job until someone used the box again."""
-
-
-def wants_session(status: Status) -> bool:
-    """Whether the agent means to keep the box up now: the only time a session is held where it is activity. A
-    stalled agent's last word stands: the session replaces a stalled agent on a busy box (HostSession._on_status), which
-    letting go would prevent."""
-    if status.verdict is not Verdict.BUSY or status.suppressed:
-        return False
-    return not status.awake_ceiling_exceeded or status.prompt_pending
 
 
 class IdleRelease:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
+from workroom.core.host_snapshot import wants_session
 from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.platform_clock import (
     CannotExtend,
@@ -30,7 +31,7 @@ from workroom.core.platform_clock import (
     plan_extension,
 )
 from workroom.core.protocol import Status
-from workroom.sessions.idle_release import IdleRelease, ReleasedWatch, wants_session
+from workroom.sessions.idle_release import IdleRelease, ReleasedWatch
 
 log = logging.getLogger(__name__)
 

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.prompt_answers import AnswerFace, already_answered
 from workroom.core.protocol import Verdict
 from workroom.paths import app_log_folder
@@ -30,7 +31,6 @@ from workroom.platform.login_item import LoginItem
 from workroom.platform.logs import LOG_FILE_NAME
 from workroom.platform.macos import AppNapGuard, IdleSleepGuard, bring_to_front, hide_dock_icon, power
 from workroom.sessions.engine import Engine
-from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.app_controller import AppController
 from workroom.ui.computer_sleep import ComputerSleepWatch

@@ -18,6 +18,7 @@ from workroom.core.app_settings import NoticeSettings
 from workroom.core.connection import ConnectAction, ConnectionInfo, ConnectionState
 from workroom.core.errors import Face, UserError
 from workroom.core.exception_names import without_exception_names
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.core.prompt_answers import AnswerFace
 from workroom.core.protocol import Status, TimelineReply, UserExclusions
@@ -25,7 +26,7 @@ from workroom.core.provider_specs import PROVIDER_SPECS
 from workroom.core.questions import HostKeyQuestion, SecretRequest
 from workroom.core.setting_rows import Store, rows_in
 from workroom.sessions.engine import Engine, HostsChange, SettingsChange
-from workroom.sessions.host_session import HostSession, HostSnapshot
+from workroom.sessions.host_session import HostSession
 from workroom.ui.tasks import TaskKeeper
 
 log = logging.getLogger(__name__)

@@ -27,8 +27,8 @@ from workroom.core.app_settings import NoticeSettings
 from workroom.core.connection import CONNECT_WORDS, ConnectAction
 from workroom.core.errors import Face
 from workroom.core.exception_names import without_exception_names
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import LOCAL_PROVIDER
-from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
 from workroom.ui.badge_icons import icon_for
 from workroom.ui.breakable_words import breakable

@@ -16,7 +16,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelInd
 
 from workroom.core.badge import Badge
 from workroom.core.errors import Face
-from workroom.sessions.host_session import HostSnapshot
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.badge_icons import icon_for
 from workroom.ui.plain_widgets import tooltip

@@ -31,11 +31,11 @@ from workroom.core.badge import LABELS
 from workroom.core.connection import CONNECT_WORDS, ConnectAction, ConnectionState
 from workroom.core.errors import Face, UserError
 from workroom.core.exception_names import without_exception_names
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.core.prompt_answers import AnswerFace
 from workroom.core.setting_rows import Store
 from workroom.platform.login_item import LoginItem, LoginItemState
-from workroom.sessions.host_session import HostSnapshot
 from workroom.this_computer import ThisComputer
 from workroom.ui import row_text, styles
 from workroom.ui.app_controller import AppController

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 
 from workroom.core.app_settings import NoticeSettings
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import LOCAL_PROVIDER
 from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.notification_rules import (
@@ -20,7 +21,6 @@ from workroom.core.notification_rules import (
     stop_warning,
 )
 from workroom.core.protocol import Status
-from workroom.sessions.host_session import HostSnapshot
 from workroom.ui.notification_delivery import Notice, NoticeButton, Notifications
 
 

@@ -20,8 +20,8 @@ from PySide6.QtWidgets import QFrame, QHBoxLayout, QPushButton, QScrollArea, QVB
 from workroom.core import box_times
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.prompt_answers import AnswerFace
-from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import row_text, styles
 from workroom.ui.plain_widgets import plain_label
 from workroom.ui.tasks import TaskKeeper

@@ -16,9 +16,9 @@ from workroom.core.busy_reasons import reason_words
 from workroom.core.connection import ConnectionState
 from workroom.core.durations import format_duration
 from workroom.core.errors import Face
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.platform_clock import clock_words, stop_words, stops_words
 from workroom.core.protocol import Verdict
-from workroom.sessions.host_session import HostSnapshot
 
 NO_VALUE = "—"
 

@@ -33,9 +33,9 @@ from workroom.core import timeline as tl
 from workroom.core.connection import CONNECT_WORDS, CONNECTION_SPECS, ConnectAction, ConnectionState
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.last_known import LastKnown
 from workroom.core.protocol import TimelineReply, UserExclusions
-from workroom.sessions.host_session import HostSnapshot
 from workroom.ui import styles
 from workroom.ui.plain_widgets import escape, plain_label, rich_label, set_tooltip, show_tooltip
 from workroom.ui.tasks import TaskKeeper

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 from workroom.core.badge import LABELS, Badge, BadgeKind, MenuTime, tray_summary, worst_badge_kind
 from workroom.core.connection import CONNECT_WORDS, ConnectAction
 from workroom.core.durations import format_duration
-from workroom.sessions.host_session import HostSnapshot
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.ui import row_text
 from workroom.ui.badge_icons import icon_for, tray_icon_for
 from workroom.ui.plain_widgets import action_text, set_tooltip, set_tray_tooltip

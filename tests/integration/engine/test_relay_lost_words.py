@@ -15,8 +15,8 @@ from engine_helpers import ssh_host, trust_sshd
 from workroom.cli.words import snapshot_line as _snapshot_line
 from workroom.core.connection import ConnectionState
 from workroom.core.exception_names import shows_exception_name
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.sessions.engine import Engine
-from workroom.sessions.host_session import HostSnapshot
 
 pytestmark = pytest.mark.integration
 

@@ -26,6 +26,7 @@ import pytest
 from fixtures.procs import processes_naming
 from workroom.agent_bundle import AgentBundle, locate_agent_bundle
 from workroom.core.connection import ConnectionInfo
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.paths import agent_socket_dir
 from workroom.remote.agent_install import (
@@ -37,7 +38,6 @@ from workroom.remote.agent_install import (
     launchd_label,
 )
 from workroom.remote.host_shell import ExecResult, LocalShell
-from workroom.sessions.host_session import HostSnapshot
 from workroom.ui.row_text import detail_lines
 
 pytestmark = pytest.mark.integration

@@ -27,12 +27,12 @@ from workroom.agent_bundle import AgentBundle, locate_agent_bundle
 from workroom.core.app_settings import AppSettings
 from workroom.core.badge import BadgeKind
 from workroom.core.heartbeat_proof import ProofState, margin_for, notification
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host, IdentityRef
 from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.protocol import Verdict
 from workroom.paths import app_paths
 from workroom.sessions.engine import Engine
-from workroom.sessions.host_session import HostSnapshot
 from workroom.storage import save_settings
 
 pytestmark = [pytest.mark.integration, pytest.mark.root, pytest.mark.slow, pytest.mark.timeout(240)]

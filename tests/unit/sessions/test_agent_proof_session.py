@@ -15,10 +15,11 @@ from unit.sessions.stand_in import InProcessAgent, ScriptedProvider, UpToDateShe
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.core.traits import SSH_TRAITS
 from workroom.remote.host_shell import ExecResult, HostShell
-from workroom.sessions.host_session import HostSession, HostSnapshot
+from workroom.sessions.host_session import HostSession
 
 pytestmark = pytest.mark.unit
 

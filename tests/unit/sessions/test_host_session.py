@@ -21,6 +21,7 @@ from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.exception_names import shows_exception_name
 from workroom.core.heartbeat_proof import IdleClockReading, ProofState
+from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.core.keepawake import KeepAwakeEnd, PollOutcome
 from workroom.core.protocol import Verdict
@@ -33,7 +34,7 @@ from workroom.remote.host_keys import ChangedHostKey, HostKeyChanged
 from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_connection import AuthFailed, HostUnreachable
 from workroom.sessions import host_session
-from workroom.sessions.host_session import HostSession, HostSnapshot
+from workroom.sessions.host_session import HostSession
 from wr_agent.heartbeat import Heartbeat
 from wr_agent.signals import Signals
 

@@ -7,10 +7,11 @@ import asyncio
 
 import pytest
 from unit.core.status_factory import busy_dict, status_dict
+from workroom.core.host_snapshot import wants_session
 from workroom.core.platform_clock import PlatformClock, PlatformRules, PlatformState
 from workroom.core.protocol import Status
 from workroom.sessions import idle_release
-from workroom.sessions.idle_release import IdleRelease, ReleasedWatch, wants_session
+from workroom.sessions.idle_release import IdleRelease, ReleasedWatch
 
 pytestmark = pytest.mark.unit
 
