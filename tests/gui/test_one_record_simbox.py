@@ -31,7 +31,7 @@ from workroom.core.hosts import Host, IdentityRef
 from workroom.core.provider_specs import spec_for
 from workroom.providers.simbox import SimboxProvider
 from workroom.remote.agent_install import ServeOptions
-from workroom.sessions.host_session import asleep_recheck_seconds
+from workroom.sessions.reconnect_rules import asleep_recheck_seconds
 from workroom.ui.app import WorkroomApp
 from workroom.ui.host_table_model import Column
 from workroom.ui.tray import host_menu_text

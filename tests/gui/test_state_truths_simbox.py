@@ -23,7 +23,7 @@ from gui_helpers import open_dialog, wait_for
 from workroom.core.badge import BadgeKind
 from workroom.core.connection import ConnectionState
 from workroom.core.hosts import Host, IdentityRef
-from workroom.sessions.host_session import asleep_recheck_seconds
+from workroom.sessions.reconnect_rules import asleep_recheck_seconds
 from workroom.ui import row_text
 from workroom.ui.app import WorkroomApp
 from workroom.ui.host_dialog import AddHostDialog

@@ -110,8 +110,9 @@ def test_the_view_asks_unprompted_only_where_it_cannot_keep_a_box_up(provider: s
 
 
 class RecordSource:
-    """The controller's two record calls, answered from a fixed reply and counted (the view's logic under test:
-    how it moves "now" on without asking again; the real agent's record is the test above's)."""
+    """The controller's agent calls the view makes (its record, its "never work" names), answered from a fixed
+    reply and counted (the view's logic under test: how it moves "now" on without asking again; the real agent's
+    record is the test above's)."""
 
     def __init__(self, reply: Any) -> None:
         from workroom.core.protocol import UserExclusions
@@ -121,12 +122,17 @@ class RecordSource:
         self.tasks = TaskKeeper(lambda name, error: None)
         self._never = UserExclusions(names=())
 
-    async def timeline(self, name: str, since: float | None) -> Any:
-        self.asked += 1
-        return self.reply
+    def agent(self, name: str) -> Any:
+        from workroom.core.protocol import Method
 
-    async def exclusions(self, name: str, *, add: list[str] | None = None, remove: list[str] | None = None) -> Any:
-        return self._never
+        async def call(method: Method, /, **params: Any) -> Any:
+            if method is Method.TIMELINE:
+                self.asked += 1
+                return self.reply
+            assert method is Method.EXCLUSIONS
+            return self._never
+
+        return call
 
     def set_hourly_price(self, name: str, price: float | None) -> None:
         pass

@@ -23,11 +23,13 @@ from typing import Any
 
 from workroom.agent_bundle import AgentBundle
 from workroom.core.app_settings import AppSettings, NoticeSettings
+from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host, HostsFile
 from workroom.core.last_known import LastKnown
+from workroom.core.protocol import Method
 from workroom.core.questions import SecretRequest
 from workroom.core.setting_rows import Store, row_named, rows_in
 from workroom.credentials import CredentialKey, CredentialStore
@@ -458,7 +460,7 @@ class Engine:
     async def _hand_out_ceiling(self) -> dict[str, UserError | None]:
         ceiling = self.settings.ceiling
         names = list(self.sessions)
-        results = await asyncio.gather(*(self.sessions[n].apply_settings(ceiling) for n in names),
+        results = await asyncio.gather(*(self._hand_ceiling(self.sessions[n], ceiling) for n in names),
                                        return_exceptions=True)
         outcome: dict[str, UserError | None] = {}
         for name, result in zip(names, results, strict=True):
@@ -469,6 +471,15 @@ class Engine:
             else:
                 outcome[name] = None
         return outcome
+
+    @staticmethod
+    async def _hand_ceiling(session: HostSession, ceiling: CeilingSettings) -> None:
+        """The session keeps the settings for its next connect, and a connected agent is handed them now (ask
+        mode only where the provider sleeps; only the fields its own differ in)."""
+        session.settings = ceiling
+        if session.linked:
+            reported = session.status.settings_values if session.status is not None else None
+            await session.call(Method.SETTINGS, **ceiling.for_provider(session.traits).as_request_params(reported))
 
     def use_notice_settings(self, notices: NoticeSettings) -> None:
         """Which notifications this computer shows, from now on, with each host's own choice (nothing goes to the

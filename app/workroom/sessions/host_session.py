@@ -27,84 +27,52 @@ from pydantic import BaseModel
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import REPLACED_ACTIONS, AgentReplaced, ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
-from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
+from workroom.core.heartbeat_proof import HeartbeatProof
 from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.core.install_report import InstallReport
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.last_known import LastKnown
-from workroom.core.metering import Keeper
 from workroom.core.prompt_answers import Answer, AnswerFace, SentAnswer
 from workroom.core.protocol import (
     AgentCall,
     Method,
     PromptEvent,
-    ProtocolError,
     Status,
     StatusEvent,
-    TimelineReply,
-    UserExclusions,
     Verdict,
 )
 from workroom.core.questions import HostKeyQuestion
-from workroom.core.traits import ProviderTraits
 from workroom.providers.base import BoxState, Provider, ProviderUnreadable
 from workroom.remote.agent_client import REQUEST_TIMEOUT_SECONDS
-from workroom.remote.agent_link import AgentLink, plain_reason
+from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
 from workroom.remote.host_shell import HostShell
 from workroom.remote.ssh_errors import AuthFailed
 from workroom.sessions.agent_reach import AgentReach
 from workroom.sessions.blocking_runner import BlockingRunner
-from workroom.sessions.heartbeat_watch import HeartbeatWatch, keep_awake_interval
 from workroom.sessions.keepawake_task import OutsideKeepAwake
 from workroom.sessions.platform_keeper import PlatformSide, PlatformView
+from workroom.sessions.proof_keeper import ProofKeeper
+from workroom.sessions.reconnect_rules import (
+    ConnectTimedOut,
+    EndOfRun,
+    asleep_recheck_seconds,
+    lost_error,
+    reconnect_delay,
+    slept_while_busy,
+)
 
 log = logging.getLogger(__name__)
 
 PING_INTERVAL_SECONDS = 3.0
 """Each ping costs ~400 B on the wire with SSH and TCP: ~130 B/s, well under the agent's 500 B/s net signal."""
 PING_TIMEOUT_SECONDS = 5.0
-CONFIRM_ASK_SECONDS = 3.0
-"""How long the agent may take to answer the ask that confirms a heartbeat (or the ping after a missed one):
-it answers at once; past this it is frozen. A frozen agent is so named within one interval, the margin and this."""
-HEARTBEAT_MATCH_SECONDS = 2.5
-"""How close the provider's last activity must be to the agent's last heartbeat to be that heartbeat: the
-provider samples its meter about once a second, and the two clocks are matched over one round trip."""
 LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
 """Worst case from a peer freezing to the session calling it lost (the issue asks for <= 10 s)."""
-BACKOFF_SECONDS = (1.0, 2.0, 4.0, 8.0, 16.0, 30.0)
-ASLEEP_RECHECK_SECONDS = 60.0
-"""The longest wait between reads of an asleep box's state (the provider answers without waking it)."""
 # A disconnect cancels the run, and again every CANCEL_AGAIN_SECONDS while it goes on (a cancel can be lost),
 # CANCEL_TRIES times at most.
 CANCEL_AGAIN_SECONDS, CANCEL_TRIES = 1.0, 10
-ASLEEP_RECHECK_MIN_SECONDS = 2.0
-
-
-SLEEPABLE_RETRY_MARGIN_SECONDS = 10.0
-"""How much longer than its idle window a sleepable box is left between our failed reconnects."""
-
-
-def reconnect_delay(attempt: int, traits: ProviderTraits) -> float:
-    """The wait before reconnect number `attempt` (0: the first after a loss). The back-off steps; on a box that
-    sleeps, after the first quick try (which replaces a frozen agent before the box's window runs out), every
-    further try waits longer than the box's idle window: each try is traffic that resets a network-metered
-    box's idle clock, and a box we cannot serve must be able to sleep between them."""
-    delay = BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)]
-    if traits.sleeps_when_idle and attempt >= 1:
-        window = traits.idle_window_seconds if traits.idle_window_seconds is not None else ASLEEP_RECHECK_SECONDS
-        delay = max(delay, window + SLEEPABLE_RETRY_MARGIN_SECONDS)
-    return delay
-
-
-def asleep_recheck_seconds(idle_window_seconds: float | None) -> float:
-    """A quarter of the idle window (2-60 s): a box woken outside the app (the user's own ssh) shows
-    awake, and its job's badge, well before that window could send it back to sleep."""
-    if idle_window_seconds is None:
-        return ASLEEP_RECHECK_SECONDS
-    return max(ASLEEP_RECHECK_MIN_SECONDS, min(ASLEEP_RECHECK_SECONDS, idle_window_seconds / 4))
-
 
 Listener = Callable[[HostSnapshot], None]
 HostKeyAnswerer = Callable[["HostSession", HostKeyQuestion], Awaitable[bool]]
@@ -158,7 +126,9 @@ class HostSession:
         self.host = host
         self.provider = provider
         self.traits = provider.traits(host)
-        self._settings = settings
+        self.settings = settings
+        """This computer's ceiling settings for the host: the agent is handed them at each connect if its own
+        differ (the engine changes them and hands them to a connected agent through `call`)."""
         self._clock = clock
         self.auto_reconnect = auto_reconnect
         self.connection = ConnectionInfo()
@@ -187,14 +157,11 @@ class HostSession:
         self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
                                            lambda: self._wanted, self._keep_awake_changed)
         self._asleep_watch: asyncio.Task[None] | None = None
-        self._heartbeat_watch: HeartbeatWatch | None = None
-        self._proof_check: asyncio.Task[None] | None = None
         self._idle_read: asyncio.Task[None] | None = None
         self.last_answer: SentAnswer | None = None
-        self._answering = AnswerFace.COMMAND_LINE
-        """The face an answer being sent comes from (`keep`, `let_sleep`); a bare `call` is the command line's."""
-        self._own_traffic_at: float | None = None
-        """When the app last put bytes on the box's wire (link set-up, a status, a ping)."""
+        self._proof = ProofKeeper(host, provider, self.traits, clock=clock, link=lambda: self._rt.link,
+                                  current=lambda: self.connection.heartbeat_proof, show=self._show_proof,
+                                  on_status=self._on_status, frozen=self._agent_frozen)
         self._platform = self._platform_side()
 
     @property
@@ -280,67 +247,35 @@ class HostSession:
         self._runner.shutdown()
 
     @property
+    def linked(self) -> bool:
+        """Whether the agent can be asked now (its link is up)."""
+        link = self._rt.link
+        return link is not None and not link.client.closed
+
+    @property
     def call(self) -> AgentCall:
         """Ask this host's agent: `call(method, **params)` answers with the model `METHODS[method].result`, and a
         status it answers with is shown as any status is. Raises a UserError when the host cannot be reached."""
         return cast(AgentCall, self._call)
 
     async def _call(self, method: Method, /, *, timeout: float = REQUEST_TIMEOUT_SECONDS,
-                    **params: Any) -> BaseModel:
+                    face: AnswerFace = AnswerFace.COMMAND_LINE, **params: Any) -> BaseModel:
+        """`face`: who answers, for a method that answers a ceiling prompt (recorded as `last_answer`)."""
         if method is Method.KEEP and self.connection.state is ConnectionState.RELEASED:
             await self.connect(wake=False)  # a box the app let go of runs: its agent must hear the answer
         link = self._rt.link
-        if link is None or link.client.closed:
+        if not self.linked:
             cannot = NOT_CONNECTED_WORDS.get(method, "its agent cannot be asked")
             raise UserError("Not connected", f"{self.host.name} is not connected, so {cannot}.",
                             "Connect to the host and try again.")
+        assert link is not None
         result = await link.client.call(method, timeout=timeout, **params)
         answer = ANSWERS.get(method)
         if answer is not None:
-            self.last_answer = SentAnswer(answer, self._answering, time.time())
+            self.last_answer = SentAnswer(answer, face, time.time())
         if isinstance(result, Status):
             self._on_status(result)  # a prompt answered (keep, let_sleep) is cleared with it
         return result
-
-    async def keep(self, face: AnswerFace = AnswerFace.COMMAND_LINE) -> Status:
-        """Answer a ceiling prompt with "keep awake" (from `face`). Raises a UserError when the host cannot be
-        reached."""
-        return await self._answer(Method.KEEP, face)
-
-    async def let_sleep(self, face: AnswerFace = AnswerFace.COMMAND_LINE) -> Status:
-        """Answer a ceiling prompt with "let it sleep": the agent publishes IDLE now (the heartbeat and any
-        outside keep-awake stop), so the box sleeps within its idle window, not at the prompt's deadline.
-        Raises a UserError when the host cannot be reached."""
-        return await self._answer(Method.LET_SLEEP, face)
-
-    async def _answer(self, method: Method, face: AnswerFace) -> Status:
-        self._answering = face
-        try:
-            status = await self.call(method)
-        finally:
-            self._answering = AnswerFace.COMMAND_LINE
-        assert isinstance(status, Status)
-        return status
-
-    async def timeline(self, since: float | None) -> TimelineReply:
-        """The agent's why-awake record from `since` (Unix seconds). Raises a UserError when not connected."""
-        return await self.call(Method.TIMELINE, since=since)
-
-    async def exclusions(self, *, add: list[str] | None = None, remove: list[str] | None = None) -> UserExclusions:
-        """Read the host's "never work" process names (nothing given), or add and remove some: its agent changes
-        the list it holds then, so a change made meanwhile elsewhere (another window, the command line) stays."""
-        return await self.call(Method.EXCLUSIONS, add=add, remove=remove)
-
-    async def apply_settings(self, settings: CeilingSettings) -> Status | None:
-        """Hand new ceiling settings to the agent (ask mode only where the provider sleeps)."""
-        self._settings = settings
-        link = self._rt.link
-        if link is None or link.client.closed:
-            return None
-        reported = self.status.settings_values if self.status is not None else None
-        status: Status = await self.call(Method.SETTINGS,
-                                         **settings.for_provider(self.traits).as_request_params(reported))
-        return status
 
     @property
     def keepawake_report(self) -> KeepAwakeReport | None:
@@ -368,7 +303,7 @@ class HostSession:
         """The outside keep-awake (request-metered hosts) started, was refused, or ended."""
         self.connection = self.connection.model_copy(update={"keepawake_running": running, "keepawake_error": error})
         if ended:
-            self._watch_heartbeat(self.status)  # no polls, nothing to prove
+            self._watch_proof(self.status)  # no polls, nothing to prove
             self._publish()
 
     def _on_status(self, status: Status) -> None:
@@ -376,7 +311,8 @@ class HostSession:
         if self._platform is not None:
             self._platform.on_status(status)
         self.status = status
-        self.status_received_at = self._own_traffic_at = self._clock()
+        self.status_received_at = self._clock()
+        self._proof.note_own_traffic()
         if self.connection.agent_silent_since is not None:  # it spoke: it is not frozen
             self.connection = self.connection.model_copy(update={"agent_silent_since": None})
         link = self._rt.link
@@ -385,7 +321,7 @@ class HostSession:
             # It says it has stopped checking: nothing keeps the box awake. The reconnect replaces it (the
             # direct link refuses a stalled agent; the probe restarts it).
             asyncio.get_running_loop().call_soon(link.close, "the agent has stalled (no check for 30 s)")
-        self._watch_heartbeat(status)
+        self._watch_proof(status)
         self._read_idle_clock(status)
         if not status.prompt_pending:
             self.prompt = None
@@ -426,89 +362,15 @@ class HostSession:
 
         self._idle_read = loop.create_task(read(), name=f"idle-clock-{self.host.name}")
 
-    # -- is the keep-awake seen? (docs/providers.md) ----------------------------------------------------
+    # -- is the keep-awake seen? (sessions/proof_keeper.py) ---------------------------------------------------
 
-    def _watch_heartbeat(self, status: Status | None) -> None:
-        interval = None if status is None else keep_awake_interval(
-            self.traits, status, outside_running=self.connection.keepawake_running)
-        watch = self._heartbeat_watch
-        if watch is not None and (interval is None or watch.interval_seconds != interval):
-            watch.stop()
-            self._heartbeat_watch = watch = None
-            self.connection = self.connection.model_copy(update={"heartbeat_proof": None})
-        if watch is None and interval is not None:
-            self._heartbeat_watch = HeartbeatWatch(
-                lambda: self.provider.read_idle_clock(self.host), interval_seconds=interval,
-                window_seconds=self.traits.idle_window_seconds, own_traffic_at=self._own_traffic_counted,
-                on_proof=self._on_proof, clock=self._clock, name=f"heartbeat-watch-{self.host.name}",
-                confirm=self._confirm_heartbeat if self.traits.metering.keeper is Keeper.AGENT_HEARTBEAT else None)
+    def _watch_proof(self, status: Status | None) -> None:
+        self._proof.watch(status, outside_running=self.connection.keepawake_running)
 
-    def _own_traffic_counted(self) -> float | None:
-        """Our own traffic as the provider's meter sees it: bytes on the box's wire where they move its idle
-        clock (the metering row says); else nothing (a request meter counts only requests, and our polls are
-        the keep-awake itself)."""
-        return self._own_traffic_at if self.traits.metering.own_traffic_resets_clock else None
-
-    def _on_proof(self, proof: HeartbeatProof) -> None:
-        if proof == self.connection.heartbeat_proof:
-            return
-        was = self.connection.heartbeat_proof
-        link = self._rt.link
-        if proof.state is ProofState.NOT_SEEN and (was is None or was.state is not ProofState.NOT_SEEN):
-            if link is None or link.closed.done():
-                return  # the link is down (its loss is being said, and the watch stops with it): no proof of a miss
-            # No pings run while the proof is read, so a link that died silently (this computer slept) would
-            # still show the job's BUSY: ask once before saying "not kept awake". A dead link is a loss, not a
-            # missed heartbeat; the ping is our own traffic, which the judge discounts from here on.
-            self._proof_check = asyncio.get_running_loop().create_task(
-                self._confirm_link_then_show(link, proof), name=f"proof-link-{self.host.name}")
-            return
-        self._show_proof(proof)
-
-    async def _confirm_link_then_show(self, link: AgentLink, proof: HeartbeatProof) -> None:
-        self._own_traffic_at = self._clock()
-        try:
-            await link.client.ping(timeout=CONFIRM_ASK_SECONDS)
-        except TimeoutError:
-            self._agent_frozen(link, f"sent no heartbeat and did not answer within {CONFIRM_ASK_SECONDS:.0f} s")
-            return
-        except Exception as error:  # an unwatched connection is worse than a reconnect
-            link.close(f"the liveness check failed: {error}")
-            return
-        if self._rt.link is link and not link.closed.done():
-            self._show_proof(proof)
-
-    def _show_proof(self, proof: HeartbeatProof) -> None:
+    def _show_proof(self, proof: HeartbeatProof | None, publish: bool) -> None:
         self.connection = self.connection.model_copy(update={"heartbeat_proof": proof})
-        self._publish()
-
-    # -- is the agent ticking? ----------------------------------------------------------------------------
-
-    async def _confirm_heartbeat(self, proof: HeartbeatProof) -> bool | None:
-        """Was the reset the provider saw this agent's heartbeat? Ask the agent once (its status: when it sent its
-        last heartbeat), right after the reading that showed the reset, far from the next heartbeat, so the
-        ask's own bytes (counted as ours) never stand in for a heartbeat. True: the agent is ticking and sent a
-        heartbeat when the provider saw activity; False: it answered, but what the provider saw was something
-        else (a job's traffic, a person's ssh); None: no answer — it is frozen, the link is closed, and the
-        reconnect replaces it (docs/providers.md, "Is the heartbeat seen?")."""
-        link = self._rt.link
-        if link is None or link.closed.done() or proof.last_seen_at is None:
-            return None
-        self._own_traffic_at = self._clock()
-        try:
-            status = await link.client.call(Method.STATUS, timeout=CONFIRM_ASK_SECONDS)
-        except TimeoutError:
-            self._agent_frozen(link, f"did not answer within {CONFIRM_ASK_SECONDS:.0f} s")
-            return None
-        except (UserError, ProtocolError, OSError, EOFError):
-            return None  # the link's own trouble: its loss is noticed and said where it always is
-        received = self._clock()
-        self._on_status(status)
-        keep = status.keep_awake
-        if keep is None or keep.last_sent is None:
-            return False
-        sent_here = received - (status.monotonic - keep.last_sent)
-        return abs(sent_here - proof.last_seen_at) <= HEARTBEAT_MATCH_SECONDS
+        if publish:
+            self._publish()
 
     def _agent_frozen(self, link: AgentLink, how: str) -> None:
         """The agent does not answer: say it has stalled (busy but not kept awake), close the link, and let the
@@ -519,15 +381,6 @@ class HostSession:
         self._reach.skip_direct = True
         self._publish()
         link.close(f"the agent {how} (frozen)")
-
-    def _ping_due(self) -> bool:
-        """No liveness pings while the keep-awake is being proven where our own bytes reset the provider's
-        clock too (they would hide a missing heartbeat). The provider's readings stand in for them."""
-        watch = self._heartbeat_watch
-        if watch is None or watch.task.done() or not self.traits.metering.own_traffic_resets_clock:
-            return True
-        proof = self.connection.heartbeat_proof
-        return proof is not None and proof.read_at is None  # the provider could not be read: ping as usual
 
     def _on_event(self, event: StatusEvent | PromptEvent) -> None:
         if isinstance(event, PromptEvent):
@@ -541,12 +394,10 @@ class HostSession:
             task.cancel()
         if self._platform is not None:
             self._platform.stop_keeping()
-        if self._proof_check is not None:
-            self._proof_check.cancel()
         if self._idle_read is not None:
             self._idle_read.cancel()
             self._idle_read = None
-        self._watch_heartbeat(None)
+        self._proof.stop()
         if self._rt.link is not None:
             self._rt.link.close(why)
         shell = self._rt.shell
@@ -569,21 +420,21 @@ class HostSession:
                 assert link is not None
                 why = await link.closed
                 if self._platform is not None and self._platform.releasing:
-                    raise _EndOfRun(ConnectionState.RELEASED, why=why)  # let go on purpose: no reconnect
+                    raise EndOfRun(ConnectionState.RELEASED, why=why)  # let go on purpose: no reconnect
                 # The stream's own account (title, words, hint) when it gave one; else the link's words.
-                error = link.end_error or _lost_error(self.host, why)
+                error = link.end_error or lost_error(self.host, why)
             except asyncio.CancelledError:
                 raise
-            except _EndOfRun as end:
+            except EndOfRun as end:
                 self._end_run(end)
                 return
             except UserError as user_error:
                 if not user_error.retryable:  # the same again cannot work: say so and stop knocking
-                    self._end_run(_EndOfRun.fatal(user_error))
+                    self._end_run(EndOfRun.fatal(user_error))
                     return
                 error = user_error
             except (OSError, TimeoutError, EOFError) as other:
-                error = _lost_error(self.host, other)
+                error = lost_error(self.host, other)
             except Exception:  # a bug must not leave the row at "Pushing" with a leaked shell
                 log.exception("session %s failed unexpectedly", self.host.name)
                 error = UserError("Something went wrong",  # what it was goes to the log, not to the user
@@ -596,13 +447,13 @@ class HostSession:
             box = await self._box_state()
             if isinstance(box, ProviderUnreadable) and self.traits.sleeps_when_idle:
                 # It may have gone to sleep: never shown asleep or offline on a guess, and never reconnected to.
-                self._end_run(_EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable"))
+                self._end_run(EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable"))
                 return
             if box is BoxState.ASLEEP:
                 if was_live:  # put to sleep under our eyes: while its agent said busy, work was cut short
                     self.connection = self.connection.model_copy(update={"suspended_while_busy": (
                         self.traits.sleeps_when_idle and self.status is not None and self.status.busy)})
-                self._end_run(_EndOfRun.asleep())  # connecting again would wake it: that is the user's call
+                self._end_run(EndOfRun.asleep())  # connecting again would wake it: that is the user's call
                 return
             self.failure = error
             self._set_state(ConnectionState.LOST, error)
@@ -616,7 +467,7 @@ class HostSession:
             self._set_state(ConnectionState.BACKING_OFF, error, retry_at_monotonic=self._clock() + delay)
             await asyncio.sleep(delay)
 
-    def _end_run(self, end: _EndOfRun) -> None:
+    def _end_run(self, end: EndOfRun) -> None:
         """This run is over and no reconnect follows: settle in the end's state, and wake `connect()`."""
         self._teardown(end.why)
         self._wanted = False
@@ -679,7 +530,7 @@ class HostSession:
             return BoxState.AWAKE
         if box is not BoxState.AWAKE:
             words = self.provider.state_words(self.host) or "its platform cannot say whether it runs"
-            raise _EndOfRun(ConnectionState.DISCONNECTED, UserError(
+            raise EndOfRun(ConnectionState.DISCONNECTED, UserError(
                 "Not connected", f"{self.host.name}: {words}.",
                 "Connecting now could start it; the app connects once its platform says it runs."), why=words)
         if self._platform is not None and not self._may_connect_unknown and self.previous_verdict is not None:
@@ -688,7 +539,7 @@ class HostSession:
             clock = await self.provider.platform_clock(self.host)
             if self._platform.still_let_go(self.previous_verdict, clock):
                 self._platform_view(PlatformView(clock))
-                raise _EndOfRun(ConnectionState.RELEASED, why="still idle, as the app let go of it")
+                raise EndOfRun(ConnectionState.RELEASED, why="still idle, as the app let go of it")
         return box
 
     # -- where an open session is activity (core.metering `sessions`) --------------------------------
@@ -701,7 +552,7 @@ class HostSession:
             self.host.name, rules, lambda: self.provider.platform_clock(self.host),
             lambda until: self.provider.extend_deadline(self.host, until),
             publish=self._platform_view, release=self._release_idle, reconnect=lambda: self.start(wake=False),
-            stopped=lambda: self._end_run(_EndOfRun.asleep()))
+            stopped=lambda: self._end_run(EndOfRun.asleep()))
 
     def _note_platform_clock(self) -> None:
         """The clock the last state read found goes with the next snapshot (an asleep box's stop reason)."""
@@ -756,15 +607,15 @@ class HostSession:
             if self.traits.sleeps_when_idle and (not self._may_wake or self.provider.connects_only_when_awake):
                 # It may be asleep, and the provider cannot say: only an explicit wake may reach it (and not even
                 # that where connecting itself would start it: a platform's tunnel).
-                raise _EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable")
+                raise EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable")
             box = BoxState.UNKNOWN  # the user's Wake and connect: reach it all the same
         was_asleep = box is BoxState.ASLEEP
         if was_asleep and not self._may_wake:
-            raise _EndOfRun.asleep()
+            raise EndOfRun.asleep()
         if self.provider.connects_only_when_awake:
             box = await self._awake_or_end(box)
         if self.traits.sleeps_when_idle and box is BoxState.UNKNOWN and not self._may_connect_unknown:
-            raise _EndOfRun(ConnectionState.DISCONNECTED, UserError(
+            raise EndOfRun(ConnectionState.DISCONNECTED, UserError(
                 "Not connected", f"{self.host.name} may be asleep, and connecting would wake it.",
                 "Click Connect when you need it."), why="would wake")
         if self.connection.error is not None and self._attempt > 0:
@@ -779,7 +630,7 @@ class HostSession:
         computer's ceiling settings if its own differ."""
         status = subscribed
         self.phase_seconds["subscribe"] = self._clock() - start
-        wanted = self._settings.for_provider(self.traits)
+        wanted = self.settings.for_provider(self.traits)
         if wanted.differs_from(status.settings_values) or status.settings_error is not None:
             status = await link.client.settings(wanted, reported=status.settings_values)
         return status
@@ -789,7 +640,7 @@ class HostSession:
         assert self.install is not None
         self.first_status_seconds = seconds
         wake = seconds if was_asleep else self.connection.wake_seconds
-        suspended_while_busy = self.connection.suspended_while_busy or _slept_while_busy(
+        suspended_while_busy = self.connection.suspended_while_busy or slept_while_busy(
             self.previous_verdict, status, sleeps=self.traits.sleeps_when_idle)
         self.previous_verdict = None
         replaced = self.connection.agent_replaced
@@ -817,9 +668,9 @@ class HostSession:
                 if refused.rejected_secret is not None:
                     # A stored passphrase the key refused is wrong: forget it so it is not tried again.
                     await self._runner.run(self.provider.forget_secret, refused.rejected_secret)
-                raise _EndOfRun.fatal(refused) from None
+                raise EndOfRun.fatal(refused) from None
             except HostKeyChanged as refused:
-                raise _EndOfRun.fatal(refused) from None
+                raise EndOfRun.fatal(refused) from None
             except HostKeyUnknown as question:
                 q = question.question
                 self._set_state(ConnectionState.HOST_KEY_QUESTION, host_key_fingerprint=q.fingerprint)
@@ -827,7 +678,7 @@ class HostSession:
                 if self.host_key_answerer is not None:
                     trusted = await self.host_key_answerer(self, q)
                 if not trusted:
-                    raise _EndOfRun.fatal(question) from None
+                    raise EndOfRun.fatal(question) from None
                 known = self.provider.context.known_hosts
                 assert known is not None
                 await self._runner.run(known.trust_answer, q)
@@ -839,7 +690,7 @@ class HostSession:
             await asyncio.sleep(PING_INTERVAL_SECONDS)
             if self.traits.sleeps_when_idle and (self.status is None or self.status.verdict is Verdict.IDLE):
                 continue
-            if not self._ping_due():
+            if not self._proof.ping_due():
                 continue
             if not await self._ping_or_close(link):
                 return
@@ -848,7 +699,7 @@ class HostSession:
         """One ping (our own traffic on the box's wire); no answer closes the link (with `why`, when the caller
         knows more). True when it answered."""
         try:
-            self._own_traffic_at = self._clock()
+            self._proof.note_own_traffic()
             await link.client.ping(timeout=PING_TIMEOUT_SECONDS)
         except TimeoutError:
             link.close(why or f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")
@@ -857,61 +708,3 @@ class HostSession:
             link.close(f"the liveness check failed: {error}")
             return False
         return not link.closed.done()
-
-
-class ConnectTimedOut(UserError, TimeoutError):
-    """`connect()` waited its time and the host has not said how it is (the session keeps trying)."""
-
-    def __init__(self, name: str, seconds: float) -> None:
-        super().__init__("No answer yet", f"{name} gave no status within {seconds:.0f} s.",
-                         "The host may be slow or waking up; try again, or see its row for what it is doing.")
-
-
-class _EndOfRun(Exception):
-    """A run ends here and no reconnect follows: the session settles in `state` (with `error`, if any).
-
-    The box is asleep and this start may not wake it; a background connect to a sleepable box whose state
-    cannot be read (it would wake it); or a failure reconnecting will not fix (an untrusted or changed host
-    key, a refused login, any error that is not `retryable`: no Python on the host, an agent of another
-    protocol)."""
-
-    def __init__(self, state: ConnectionState, error: UserError | None = None, *, why: str) -> None:
-        super().__init__(why)
-        self.state = state
-        self.error = error
-        self.why = why
-
-    @classmethod
-    def asleep(cls) -> _EndOfRun:
-        return cls(ConnectionState.ASLEEP, why="asleep")
-
-    @classmethod
-    def fatal(cls, error: UserError) -> _EndOfRun:
-        return cls(ConnectionState.ERROR, error, why=str(error))
-
-
-def _slept_while_busy(previous: dict[str, Any] | None, status: Status, *, sleeps: bool) -> bool:
-    """The box slept (a tick gap the agent saw) while busy, after the app last saw it: the next start says
-    so, because on a request-metered box nothing keeps it awake once the app quits (docs/providers.md)."""
-    if not sleeps or not previous or previous.get("verdict") != "BUSY":
-        return False
-    seen_at = previous.get("agent_monotonic")
-    if not isinstance(seen_at, int | float):
-        return False
-    if status.monotonic < seen_at:
-        return True  # the box restarted (its clock began again) since the app saw it busy
-    gap = status.last_gap
-    return gap is not None and gap.busy_before and gap.at > seen_at
-
-
-def _lost_error(host: Host, error: BaseException | str) -> UserError:
-    """Why a live connection ended (an exception, or the link's own words), as the user sees it: the words
-    only (an exception's type goes to the log), and no dangling ": ." when there are none."""
-    if isinstance(error, BaseException):
-        log.info("the connection to %s ended: %s: %s", host.name, type(error).__name__, error)
-    words = plain_reason(str(error))
-    return UserError(
-        "Lost the host",
-        f"The connection to {host.name} ended: {words}." if words else f"The connection to {host.name} ended.",
-        "The app reconnects on its own when the host is reachable again.",
-    )

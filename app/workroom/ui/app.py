@@ -24,7 +24,7 @@ from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.prompt_answers import AnswerFace, already_answered
-from workroom.core.protocol import Verdict
+from workroom.core.protocol import Method, Verdict
 from workroom.paths import app_log_folder
 from workroom.platform.desktop_open import DesktopOpenError, open_terminal
 from workroom.platform.login_item import LoginItem
@@ -152,6 +152,12 @@ class WorkroomApp:
     def _keep(self, name: str, face: AnswerFace) -> None:
         if not self.window.cards.keep_host(name, face):
             self.window.keep_host(name, face)
+
+    def _let_sleep(self, task: str, name: str, face: AnswerFace) -> None:
+        async def let_sleep() -> None:
+            await self.controller.agent(name)(Method.LET_SLEEP, face=face)
+
+        self.controller.tasks.run(task, let_sleep())
 
     def open_terminal(self, name: str) -> None:
         """Open in terminal: the user's terminal app running the host's ssh command."""
@@ -288,8 +294,7 @@ class WorkroomApp:
             elif button == SLEEP_BUTTON:
                 snapshot = self.window.model.snapshot(name)
                 if isinstance(snapshot, HostSnapshot) and snapshot.connection.spec.live:  # else: already let go
-                    self.controller.tasks.run(f"let-sleep-{name}",
-                                              self.controller.let_sleep(name, AnswerFace.NOTIFICATION))
+                    self._let_sleep(f"let-sleep-{name}", name, AnswerFace.NOTIFICATION)
             return
         if kind != "prompt" or button not in (KEEP_BUTTON, SLEEP_BUTTON):
             return
@@ -310,7 +315,7 @@ class WorkroomApp:
             return
         if button == SLEEP_BUTTON and busy and status is not None and not status.suppressed:
             log.info("%s: Let it sleep from a notification whose prompt was already answered: sent", name)
-            self.controller.tasks.run(f"let-sleep:{name}", self.controller.let_sleep(name, face))
+            self._let_sleep(f"let-sleep:{name}", name, face)
             return
         words = already_answered(name, snapshot.last_answer, status, self._asked_at.get(name), time.time(),
                                  live=live, asleep=snapshot.connection.state is ConnectionState.ASLEEP)

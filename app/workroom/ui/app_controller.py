@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, NamedTuple, assert_never
+from typing import Any, NamedTuple, assert_never, cast
 
+from pydantic import BaseModel
 from PySide6.QtCore import QObject, Signal
 
 from workroom.core.app_settings import NoticeSettings
@@ -21,7 +22,7 @@ from workroom.core.exception_names import without_exception_names
 from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.core.prompt_answers import AnswerFace
-from workroom.core.protocol import Status, TimelineReply, UserExclusions
+from workroom.core.protocol import AgentCall, Method
 from workroom.core.provider_specs import PROVIDER_SPECS
 from workroom.core.questions import HostKeyQuestion, SecretRequest
 from workroom.core.setting_rows import Store, rows_in
@@ -30,6 +31,14 @@ from workroom.sessions.host_session import HostSession
 from workroom.ui.tasks import TaskKeeper
 
 log = logging.getLogger(__name__)
+UNREACHED: Mapping[Method, tuple[str, str]] = {
+    Method.KEEP: ("Keep awake did not reach the host", "Check the connection; the card stays until the host answers."),
+    Method.LET_SLEEP: ("Let it sleep did not reach the host",
+                       "Check the connection; unanswered, the prompt still lets it sleep at its deadline."),
+}
+"""What a method that did not reach its host says (title, what to do); others say UNREACHED_OTHER."""
+UNREACHED_OTHER = ("The host did not answer", "Check the connection and try again.")
+
 WAKE_AND_TEST_WORDS = "Wake and test"
 """The dialog's test button once the box may be asleep (ui.host_dialog.WAKE_AND_TEST is the same words)."""
 
@@ -216,29 +225,21 @@ class AppController(QObject):
     def disconnect_host(self, name: str) -> None:
         self.tasks.run(f"disconnect:{name}", self._session(name).disconnect())
 
-    async def keep(self, name: str, face: AnswerFace = AnswerFace.WINDOW) -> Status:
-        """Answer a prompt with Keep awake (from `face`); raises UserError when the host cannot be reached."""
+    def agent(self, name: str) -> AgentCall:
+        """Ask `name`'s agent (`HostSession.call`): an answer to a prompt is the window's unless `face=` says whose.
+        A host that cannot be reached raises a UserError in the method's words (`UNREACHED`)."""
         session = self._session(name)
-        try:
-            return await session.keep(face)
-        except UserError:
-            raise
-        except (OSError, TimeoutError, EOFError) as error:
-            raise UserError("Keep awake did not reach the host", f"{name}: {error}.",
-                            "Check the connection; the card stays until the host answers.") from None
 
-    async def let_sleep(self, name: str, face: AnswerFace = AnswerFace.WINDOW) -> Status:
-        """Answer a prompt with Let it sleep (from `face`): the agent stops keeping the box awake now (raises
-        UserError when the host cannot be reached)."""
-        session = self._session(name)
-        try:
-            return await session.let_sleep(face)
-        except UserError:
-            raise
-        except (OSError, TimeoutError, EOFError) as error:
-            raise UserError("Let it sleep did not reach the host", f"{name}: {error}.",
-                            "Check the connection; unanswered, the prompt still lets it sleep at its "
-                            "deadline.") from None
+        async def call(method: Method, /, *, face: AnswerFace = AnswerFace.WINDOW, **params: Any) -> BaseModel:
+            try:
+                return await session.call(method, face=face, **params)
+            except UserError:
+                raise
+            except (OSError, TimeoutError, EOFError) as error:
+                title, hint = UNREACHED.get(method, UNREACHED_OTHER)
+                raise UserError(title, f"{name}: {error}.", hint) from None
+
+        return cast(AgentCall, call)
 
     def add_host(self, host: Host, *, connect: bool = True) -> None:
         """Save a new host (raises DuplicateHostError) and start connecting to it.
@@ -456,15 +457,6 @@ class AppController(QObject):
         else:
             notices = notices.with_finished_for(name, wanted)
         self.apply_notice_settings(notices)
-
-    async def timeline(self, name: str, since: float | None) -> TimelineReply:
-        """The host's why-awake record (raises UserError when it is not connected)."""
-        return await self._session(name).timeline(since)
-
-    async def exclusions(self, name: str, *, add: list[str] | None = None,
-                         remove: list[str] | None = None) -> UserExclusions:
-        """Read the host's "never work" process names, or add and remove some (never the list replaced)."""
-        return await self._session(name).exclusions(add=add, remove=remove)
 
     def set_hourly_price(self, name: str, price: float | None) -> None:
         """Save the provider's hourly price for this host (the timeline's estimated cost)."""

@@ -34,6 +34,7 @@ from workroom.core.exception_names import without_exception_names
 from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.core.prompt_answers import AnswerFace
+from workroom.core.protocol import Method
 from workroom.core.setting_rows import Store
 from workroom.platform.login_item import LoginItem, LoginItemState
 from workroom.this_computer import ThisComputer
@@ -109,7 +110,9 @@ class MainWindow(QMainWindow):
         self.detail = HostDetailView()
         self.timeline = TimelineView(controller)
         self.detail.add_section(self.timeline)
-        self.cards = PromptCardsView(controller.keep, controller.tasks, sleeper=controller.let_sleep)
+        self.cards = PromptCardsView(lambda name, face: controller.agent(name)(Method.KEEP, face=face),
+                                     controller.tasks,
+                                     sleeper=lambda name, face: controller.agent(name)(Method.LET_SLEEP, face=face))
         self.settings = SettingsView(ThisComputer(login_item, can_hold_idle_sleep=can_hold_idle_sleep))
         self.settings.load(controller.setting_values())
         self.detail.set_notice_settings(controller.notice_settings)
@@ -393,7 +396,7 @@ class MainWindow(QMainWindow):
         self.action_error.hide()
 
         async def keep() -> None:
-            await self.controller.keep(name, face)
+            await self.controller.agent(name)(Method.KEEP, face=face)
 
         self.controller.tasks.run(f"keep:{name}", keep())
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Protocol
 
 from PySide6.QtCore import QEvent, QPoint, QRectF, QSize, Qt, QTimer
@@ -35,7 +35,7 @@ from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
 from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.last_known import LastKnown
-from workroom.core.protocol import TimelineReply, UserExclusions
+from workroom.core.protocol import AgentCall, Method, TimelineReply
 from workroom.ui import styles
 from workroom.ui.plain_widgets import escape, plain_label, rich_label, set_tooltip, show_tooltip
 from workroom.ui.tasks import TaskKeeper
@@ -94,10 +94,9 @@ class TimelineSource(Protocol):
 
     tasks: TaskKeeper
 
-    def timeline(self, name: str, since: float | None) -> Awaitable[TimelineReply]: ...
-
-    def exclusions(self, name: str, *, add: list[str] | None = None,
-                   remove: list[str] | None = None) -> Awaitable[UserExclusions]: ...
+    def agent(self, name: str) -> AgentCall:
+        """Ask the host's agent (its why-awake record, its "never work" names)."""
+        ...
 
     def set_hourly_price(self, name: str, price: float | None) -> None: ...
 
@@ -392,8 +391,8 @@ class TimelineView(QWidget):
 
         async def load() -> None:
             try:
-                reply = await self._source.timeline(name, self._wall() - self.window_seconds - 3600)
-                never = await self._source.exclusions(name)
+                reply = await self._source.agent(name)(Method.TIMELINE, since=self._wall() - self.window_seconds - 3600)
+                never = await self._source.agent(name)(Method.EXCLUSIONS)
             except UserError as error:
                 if name == self.host_name:
                     self.headline.setText(error.message)
@@ -422,7 +421,7 @@ class TimelineView(QWidget):
 
         async def change() -> None:
             try:
-                result = await self._source.exclusions(name, add=add, remove=remove)
+                result = await self._source.agent(name)(Method.EXCLUSIONS, add=add, remove=remove)
             except UserError as error:
                 self.never_status.setText(f"{error.title}: {error.message}")
                 return

@@ -18,7 +18,7 @@ from workroom.core.hosts import Host, IdentityRef
 from workroom.credentials import CredentialKey, CredentialStore
 from workroom.remote.ssh_errors import LoginInterrupted
 from workroom.sessions.engine import Engine
-from workroom.sessions.host_session import BACKOFF_SECONDS
+from workroom.sessions.reconnect_rules import BACKOFF_SECONDS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -22,7 +22,7 @@ from workroom.remote.host_keys import HostKeyChanged, KnownHosts
 from workroom.remote.ssh_config import resolve_target
 from workroom.remote.ssh_connection import AuthFailed, HostUnreachable, SecretRequest, SshConnection
 from workroom.remote.ssh_errors import LoginInterrupted
-from workroom.sessions.host_session import BACKOFF_SECONDS
+from workroom.sessions.reconnect_rules import BACKOFF_SECONDS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -33,7 +33,7 @@ from workroom.remote.agent_client import AgentClient
 from workroom.remote.host_keys import ChangedHostKey, HostKeyChanged
 from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_connection import AuthFailed, HostUnreachable
-from workroom.sessions import host_session
+from workroom.sessions import host_session, reconnect_rules
 from workroom.sessions.host_session import HostSession
 from wr_agent.heartbeat import Heartbeat
 from wr_agent.signals import Signals
@@ -140,7 +140,7 @@ def test_a_sleepable_box_of_unknown_state_is_not_woken(tmp_path: Path) -> None:
 
 
 def test_a_changed_host_key_is_fatal_and_never_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.01,))
+    monkeypatch.setattr(reconnect_rules, "BACKOFF_SECONDS", (0.01,))
     change = ChangedHostKey("box.example", 22, "ssh-ed25519", "SHA256:new", ("SHA256:old",), (tmp_path / "kh",))
 
     async def scenario() -> None:
@@ -176,7 +176,7 @@ def test_a_refused_secret_is_forgotten_and_the_login_is_fatal(tmp_path: Path) ->
 
 def test_an_unreachable_host_is_retried_with_growing_back_off(tmp_path: Path, agent: InProcessAgent,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.05, 0.2))
+    monkeypatch.setattr(reconnect_rules, "BACKOFF_SECONDS", (0.05, 0.2))
 
     async def scenario() -> None:
         provider = ScriptedProvider(stand_in_context(tmp_path), SSH_TRAITS, agent=agent,
@@ -198,7 +198,7 @@ def test_an_unreachable_host_is_retried_with_growing_back_off(tmp_path: Path, ag
 
 def test_a_sleepable_box_is_not_retried_when_its_state_cannot_be_read(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.01,))
+    monkeypatch.setattr(reconnect_rules, "BACKOFF_SECONDS", (0.01,))
 
     async def scenario() -> None:
         provider = ScriptedProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.UNKNOWN,
@@ -236,7 +236,7 @@ class NoPythonProvider(ScriptedProvider):
 def test_a_host_without_python_is_not_retried_even_while_its_box_reads_awake(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every try is a login on the box's network: knocking again and again would keep a sleepable box up."""
-    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.01,))
+    monkeypatch.setattr(reconnect_rules, "BACKOFF_SECONDS", (0.01,))
 
     async def scenario() -> None:
         provider = NoPythonProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.AWAKE)
@@ -255,7 +255,7 @@ def test_a_host_without_python_is_not_retried_even_while_its_box_reads_awake(
 def test_after_the_users_connect_a_reconnect_never_wakes_the_box(tmp_path: Path, agent: InProcessAgent,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """The user's Connect may wake the box; a reconnect after a loss is the app's doing and may not."""
-    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.01,))
+    monkeypatch.setattr(reconnect_rules, "BACKOFF_SECONDS", (0.01,))
 
     async def scenario() -> None:
         provider = ScriptedProvider(stand_in_context(tmp_path), BOXD_TRAITS, box=BoxState.AWAKE, agent=agent)
@@ -278,7 +278,7 @@ def test_after_the_users_connect_a_reconnect_never_wakes_the_box(tmp_path: Path,
 def test_a_bug_while_connecting_reaches_the_user_in_plain_words(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """What the bug was goes to the log; the row and the CLI say what happened and what to do."""
-    monkeypatch.setattr(host_session, "BACKOFF_SECONDS", (0.01,))
+    monkeypatch.setattr(reconnect_rules, "BACKOFF_SECONDS", (0.01,))
 
     async def scenario() -> None:
         provider = ScriptedProvider(stand_in_context(tmp_path), SSH_TRAITS,

@@ -14,6 +14,7 @@ from unit.sessions.test_host_session import until
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
+from workroom.core.prompt_answers import Answer, AnswerFace
 from workroom.core.protocol import Method, TimelineReply, UserExclusions
 from workroom.core.traits import BOXD_TRAITS
 from workroom.providers.base import BoxState
@@ -41,11 +42,18 @@ def test_an_answer_through_call_is_shown_and_clears_the_prompt(tmp_path: Path, a
         for _ in range(32):  # busy past the 30 s ceiling: the agent asks
             agent.tick(Signals(cpu=[("job", "5", 1.0)]))
         await until(lambda: session.prompt is not None)
-        kept = await session.call(Method.KEEP)
+        kept = await session.call(Method.KEEP, face=AnswerFace.NOTIFICATION)
         assert session.prompt is None and session.status == kept and not kept.prompt_pending
+        assert session.last_answer is not None and session.last_answer.answer is Answer.KEEP
+        assert session.last_answer.face is AnswerFace.NOTIFICATION  # whose answer it was, as the call says
+        await session.call(Method.LET_SLEEP)
+        assert session.last_answer.answer is Answer.LET_SLEEP
+        assert session.last_answer.face is AnswerFace.COMMAND_LINE  # a bare call is the command line's
+        await session.call(Method.STATUS)
+        assert session.last_answer.answer is Answer.LET_SLEEP  # no answer to a prompt: nothing recorded
         never = await session.call(Method.EXCLUSIONS, names=["watch"])
         assert isinstance(never, UserExclusions) and never.names == ("watch",)
-        assert (await session.exclusions()).names == ("watch",)
+        assert (await session.call(Method.EXCLUSIONS)).names == ("watch",)
         record = await session.call(Method.TIMELINE, since=None)
         assert isinstance(record, TimelineReply) and record.more_since is None
         await session.close()

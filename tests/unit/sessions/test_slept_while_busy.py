@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from unit.core.status_factory import make_status
 from workroom.core.protocol import GapInfo
-from workroom.sessions.host_session import _slept_while_busy
+from workroom.sessions.reconnect_rules import slept_while_busy
 
 pytestmark = pytest.mark.unit
 
@@ -29,4 +29,4 @@ def status(monotonic: float, gap: GapInfo | None):  # type: ignore[no-untyped-de
     (None, 500.0, GapInfo(at=400, seconds=200, busy_before=True), True, False),
 ])
 def test_rule(previous, now, gap, sleeps, expected) -> None:  # type: ignore[no-untyped-def]
-    assert _slept_while_busy(previous, status(now, gap), sleeps=sleeps) is expected
+    assert slept_while_busy(previous, status(now, gap), sleeps=sleeps) is expected

@@ -1,0 +1,149 @@
+"""Is the keep-awake seen? One host's proof, for as long as its session is live (docs/providers.md, "Is the
+heartbeat seen?").
+
+While a box that sleeps is kept awake (the agent's heartbeat on a network-metered box, or this computer's polls
+on a request-metered one), `HeartbeatWatch` reads the provider's idle clock and judges whether the keep-awake
+moves it. This is what the session does with those judgements: a miss is said only after the link is known to
+be alive (one ask; a dead link is a loss, not a missed heartbeat), a reset the provider saw is matched to the
+agent's own last heartbeat (one ask of its status, right after the reading), and an agent that does not answer
+is frozen (the session replaces it). It also keeps when our own bytes last crossed the box's wire, which the
+judge discounts where they move the idle clock, and says when the session's pings would hide a missing heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from workroom.core.errors import UserError
+from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
+from workroom.core.hosts import Host
+from workroom.core.metering import Keeper
+from workroom.core.protocol import Method, ProtocolError, Status
+from workroom.core.traits import ProviderTraits
+from workroom.providers.base import Provider
+from workroom.remote.agent_link import AgentLink
+from workroom.sessions.heartbeat_watch import HeartbeatWatch, keep_awake_interval
+
+log = logging.getLogger(__name__)
+
+CONFIRM_ASK_SECONDS = 3.0
+"""How long the agent may take to answer the ask that confirms a heartbeat (or the ping after a missed one):
+it answers at once; past this it is frozen. A frozen agent is so named within one interval, the margin and this."""
+HEARTBEAT_MATCH_SECONDS = 2.5
+"""How close the provider's last activity must be to the agent's last heartbeat to be that heartbeat: the
+provider samples its meter about once a second, and the two clocks are matched over one round trip."""
+
+
+class ProofKeeper:
+    """The proof of one host's keep-awake. The session gives it each status (`watch`), notes its own traffic
+    (`note_own_traffic`), asks it whether a ping is due (`ping_due`) and stops it with the link (`stop`); it gives
+    the session a proof to show (`show(proof)`), a status an ask brought back (`on_status`) and a frozen agent
+    (`frozen(link, how)`). `link()` is the session's live link; `current()` the proof the session shows now."""
+
+    def __init__(self, host: Host, provider: Provider, traits: ProviderTraits, *, clock: Callable[[], float],
+                 link: Callable[[], AgentLink | None], current: Callable[[], HeartbeatProof | None],
+                 show: Callable[[HeartbeatProof | None, bool], None], on_status: Callable[[Status], None],
+                 frozen: Callable[[AgentLink, str], None]) -> None:
+        self._host, self._provider, self._traits, self._clock = host, provider, traits, clock
+        self._link, self._current, self._show, self._on_status, self._frozen = link, current, show, on_status, frozen
+        self._watch: HeartbeatWatch | None = None
+        self._check: asyncio.Task[None] | None = None
+        self.own_traffic_at: float | None = None
+        """When the app last put bytes on the box's wire (link set-up, a status, a ping, an ask)."""
+
+    def note_own_traffic(self) -> None:
+        self.own_traffic_at = self._clock()
+
+    def watch(self, status: Status | None, *, outside_running: bool) -> None:
+        """Watch (or stop watching) for this status: the keep-awake's period to judge against, if any."""
+        interval = None if status is None else keep_awake_interval(
+            self._traits, status, outside_running=outside_running)
+        watch = self._watch
+        if watch is not None and (interval is None or watch.interval_seconds != interval):
+            watch.stop()
+            self._watch = watch = None
+            self._show(None, False)
+        if watch is None and interval is not None:
+            self._watch = HeartbeatWatch(
+                lambda: self._provider.read_idle_clock(self._host), interval_seconds=interval,
+                window_seconds=self._traits.idle_window_seconds, own_traffic_at=self._own_traffic_counted,
+                on_proof=self._on_proof, clock=self._clock, name=f"heartbeat-watch-{self._host.name}",
+                confirm=self._confirm_heartbeat if self._traits.metering.keeper is Keeper.AGENT_HEARTBEAT else None)
+
+    def stop(self) -> None:
+        """The link is down: no check in flight, nothing watched."""
+        if self._check is not None:
+            self._check.cancel()
+        self.watch(None, outside_running=False)
+
+    def ping_due(self) -> bool:
+        """No liveness pings while the keep-awake is being proven where our own bytes reset the provider's
+        clock too (they would hide a missing heartbeat). The provider's readings stand in for them."""
+        watch = self._watch
+        if watch is None or watch.task.done() or not self._traits.metering.own_traffic_resets_clock:
+            return True
+        proof = self._current()
+        return proof is not None and proof.read_at is None  # the provider could not be read: ping as usual
+
+    def _own_traffic_counted(self) -> float | None:
+        """Our own traffic as the provider's meter sees it: bytes on the box's wire where they move its idle
+        clock (the metering row says); else nothing (a request meter counts only requests, and our polls are
+        the keep-awake itself)."""
+        return self.own_traffic_at if self._traits.metering.own_traffic_resets_clock else None
+
+    def _on_proof(self, proof: HeartbeatProof) -> None:
+        was = self._current()
+        if proof == was:
+            return
+        link = self._link()
+        if proof.state is ProofState.NOT_SEEN and (was is None or was.state is not ProofState.NOT_SEEN):
+            if link is None or link.closed.done():
+                return  # the link is down (its loss is being said, and the watch stops with it): no proof of a miss
+            # No pings run while the proof is read, so a link that died silently (this computer slept) would
+            # still show the job's BUSY: ask once before saying "not kept awake". A dead link is a loss, not a
+            # missed heartbeat; the ping is our own traffic, which the judge discounts from here on.
+            self._check = asyncio.get_running_loop().create_task(
+                self._confirm_link_then_show(link, proof), name=f"proof-link-{self._host.name}")
+            return
+        self._show(proof, True)
+
+    async def _confirm_link_then_show(self, link: AgentLink, proof: HeartbeatProof) -> None:
+        self.note_own_traffic()
+        try:
+            await link.client.ping(timeout=CONFIRM_ASK_SECONDS)
+        except TimeoutError:
+            self._frozen(link, f"sent no heartbeat and did not answer within {CONFIRM_ASK_SECONDS:.0f} s")
+            return
+        except Exception as error:  # an unwatched connection is worse than a reconnect
+            link.close(f"the liveness check failed: {error}")
+            return
+        if self._link() is link and not link.closed.done():
+            self._show(proof, True)
+
+    async def _confirm_heartbeat(self, proof: HeartbeatProof) -> bool | None:
+        """Was the reset the provider saw this agent's heartbeat? Ask the agent once (its status: when it sent its
+        last heartbeat), right after the reading that showed the reset, far from the next heartbeat, so the
+        ask's own bytes (counted as ours) never stand in for a heartbeat. True: the agent is ticking and sent a
+        heartbeat when the provider saw activity; False: it answered, but what the provider saw was something
+        else (a job's traffic, a person's ssh); None: no answer — it is frozen, the link is closed, and the
+        reconnect replaces it (docs/providers.md, "Is the heartbeat seen?")."""
+        link = self._link()
+        if link is None or link.closed.done() or proof.last_seen_at is None:
+            return None
+        self.note_own_traffic()
+        try:
+            status = await link.client.call(Method.STATUS, timeout=CONFIRM_ASK_SECONDS)
+        except TimeoutError:
+            self._frozen(link, f"did not answer within {CONFIRM_ASK_SECONDS:.0f} s")
+            return None
+        except (UserError, ProtocolError, OSError, EOFError):
+            return None  # the link's own trouble: its loss is noticed and said where it always is
+        received = self._clock()
+        self._on_status(status)
+        keep = status.keep_awake
+        if keep is None or keep.last_sent is None:
+            return False
+        sent_here = received - (status.monotonic - keep.last_sent)
+        return abs(sent_here - proof.last_seen_at) <= HEARTBEAT_MATCH_SECONDS
