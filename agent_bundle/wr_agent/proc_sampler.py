@@ -19,8 +19,11 @@ import os
 import resource
 import time
 
-from wr_agent import clocks, exclusions, file_locks, job_wait, own_flows, peer_turn, tcp_diag, tcp_rule, unix_diag
+from wr_agent import clocks, exclusions, job_wait, own_flows, proc_entry, tcp_diag, tcp_rule
 from wr_agent.classifier import GAP_SECONDS
+from wr_agent.host_signals import HostSignals
+from wr_agent.job_steps import JobSteps
+from wr_agent.proc_entry import Proc
 from wr_agent.signals import Signals
 
 log = logging.getLogger("wr_agent")
@@ -34,16 +37,11 @@ STAT_THREADS, STAT_STARTTIME = 17, 19
 CPU_SHARE = 0.05  # a candidate using this share of a core (over CPU_WINDOW, or a tick) is work
 CPU_WINDOW = 10.0  # seconds over which a candidate's CPU (with its reaped children) is judged
 WATCH_WINDOW = 600.0  # pty output counts only on a pty with a keystroke (or an attached client) this recent
-MULTIPLEXER_CLIENTS = frozenset(("tmux: client", "screen"))  # tmux's client retitles itself; screen's is lowercase
 REAPER_ARMED = 2 * CPU_WINDOW  # seconds another user's reaper counts after its last candidate child was seen
-UNOWNED_RECHECK = 30.0  # seconds before a socket with no candidate owner is looked up again
 # Seconds between reads of every quiet process while the box as a whole does nothing (`_system_quiet`): what a quiet
 # process may do unseen (wake and block again, without CPU to speak of) is seen at most this late. A new silent wait
 # is then a job's within SLOW_WALK + WAIT_MIN (5 s); CPU work is seen on its first tick, as before.
 SLOW_WALK = 3.0
-KEPT_MAX = 4096  # processes whose knowledge a replacement agent is given
-OWNERS_KEPT = 256  # server ends whose holders are remembered
-TURN_RECHECK = 5.0  # seconds between asking again who holds the turn on a Unix wait counted as the server's
 # A wake from a wait with a timeout that used less than this and went back to the same wait: the wait goes on
 # (curl's poll wakes every second for its timers, about 0.1 ms each, while the answer it asked for is not come).
 IDLE_WAKE_CPU = 0.002
@@ -65,157 +63,7 @@ def _raise_nofile():
         return 1024
 
 
-class _Proc(object):
-    __slots__ = (
-        "armed",
-        "block_from",
-        "born",
-        "children",
-        "comm",
-        "endless",
-        "excluded",
-        "fds",
-        "last",
-        "looked_from",
-        "paced",
-        "pid",
-        "ppid",
-        "quick",
-        "ran_at",
-        "reaper",
-        "runtime",
-        "sched",
-        "shared",
-        "slices",
-        "start",
-        "state",
-        "threads",
-        "ticks",
-        "timer",
-        "tree",
-        "tty",
-        "unsure",
-        "wakes",
-        "wchar",
-        "where",
-        "window",
-        "wrote",
-    )
-
-    def __init__(self, pid, comm, ppid):
-        self.pid, self.comm, self.ppid = pid, comm, ppid
-        self.excluded = self.tree = False
-        self.fds = {}
-        self.runtime = self.ticks = None
-        self.slices = None  # times it was put on a CPU (schedstat's third field): a wake moves it
-        self.sched = None  # the schedstat bytes `runtime` was read from: the same bytes, the process did not run
-        self.quick = None  # the held schedstat fd while comparing those bytes is all a tick needs (`_quick`)
-        self.children = 0  # cutime + cstime: CPU of reaped children, in clock ticks
-        self.threads = 1
-        self.state = "?"
-        self.timer = None  # wchan kind while sleeping: "timer", "fifo", "lock" or None
-        self.tty = None  # the pty (or tty) path its stdout/stderr writes to
-        self.wchar = None
-        self.last = 0.0
-        self.start = None
-        self.born = None  # monotonic time the process started
-        self.ran_at = None  # monotonic time it was last seen to run (a timer sleep's start, at the latest)
-        self.endless = False  # `sleep infinity`: a timer sleep that no job step follows
-        self.wakes = 0  # timer sleeps seen to end: a process that sleeps again and again is ticking
-        self.unsure = False  # a timer sleeper seen to run and not yet blocked again: a wake or a restart, next look
-        # A wait with a timeout that wakes and goes back to it (IDLE_WAKE_CPU): when the wait began (None: at
-        # ran_at), the block a job step's look was last made for, and the wchan it was blocked in at the last look.
-        self.block_from = self.looked_from = self.where = None
-        # A step its parent waits for that paces itself with timer sleeps (`_waking_steps`): its wchar at its last
-        # wake (None: not such a step), and whether that wake wrote output.
-        self.paced = None
-        self.wrote = False
-        self.window = None  # [(monotonic, cpu seconds)] with CPU in the last CPU_WINDOW seconds
-        # A non-candidate whose reaped children are candidates (PID 1; a process of another user under
-        # `--candidates user` once a child of it is a candidate): [reaped CPU in clock ticks at the last look (None:
-        # not read yet), ticks of known children gone since]; [] another user's, no candidate child seen yet
-        self.reaper = None
-        # Another user's reaper (`reaper` was []): its reaped time is the user's only while a candidate child of it
-        # was seen lately (monotonic time of the last listing that saw one); others' orphans are not the user's work
-        self.shared = False
-        self.armed = None
-
-
-def _parse_stat(raw):
-    """(comm, fields after the comm) from a /proc/PID/stat line (comm may hold spaces and parens)."""
-    text = raw.decode("utf-8", "replace")
-    lo, hi = text.find("("), text.rfind(")")
-    return text[lo + 1:hi], text[hi + 2:].split()
-
-
-def interface_counts(name, sys_net="/sys/class/net", default_routes=()):
-    """Whether the network signal counts bytes on interface `name`: one that crosses the box's edge. Not lo,
-    bridges, bridge ports, tun/tap, nor a link paired with or stacked on another (its `iflink` is not its own
-    `ifindex`): a veth's end whatever its name (docker's `veth…`, Calico's `cali…`, a test box's host end), whose
-    traffic is another network namespace's and is that namespace's own to judge, never a box-wide vote; a VLAN
-    or macvlan, whose bytes its lower link counts already. An interface that holds a default route
-    (`default_routes`) is the box's edge whatever it is: a container's or a test box's own `eth0` is a veth end.
-    The health endpoint credits its own bytes only on these."""
-    if name == "lo":
-        return False
-    if name in default_routes:
-        return True
-    base = sys_net + "/" + name
-    if (name.startswith("veth") or os.path.exists(base + "/bridge") or os.path.exists(base + "/brport")
-            or os.path.exists(base + "/tun_flags")):
-        return False
-    try:
-        with open(base + "/iflink") as f:
-            iflink = f.read().strip()
-        with open(base + "/ifindex") as f:
-            ifindex = f.read().strip()
-    except OSError:
-        return True
-    return iflink == ifindex
-
-
-def default_route_interfaces(net_dir="/proc/net"):
-    """The interfaces that hold a default route in this network namespace (IPv4 and IPv6)."""
-    found = set()
-    try:
-        with open(net_dir + "/route") as f:
-            for line in f.read(1 << 16).split("\n")[1:]:
-                f_ = line.split()
-                if len(f_) > 7 and f_[1] == "00000000" and f_[7] == "00000000":
-                    found.add(f_[0])
-    except OSError:
-        pass
-    try:
-        with open(net_dir + "/ipv6_route") as f:
-            for line in f.read(1 << 16).split("\n"):
-                f_ = line.split()
-                if len(f_) == 10 and f_[0] == "0" * 32 and f_[1] == "00" and f_[9] != "lo":
-                    found.add(f_[9])
-    except OSError:
-        pass
-    return found
-
-
-def _kind(wchan):
-    """A wchan's kind of sleep: "timer", "fifo", "lock" or None."""
-    if wchan in exclusions.TIMER_WCHANS:
-        return "timer"
-    if wchan in exclusions.FIFO_WCHANS:
-        return "fifo"
-    if wchan in exclusions.LOCK_WCHANS:
-        return "lock"
-    return None
-
-
-def _held(wchan):
-    """Where a timer sleeper that ran is now, by its wchan: "held" (the freezer's trap, or its sleep restarted),
-    "runnable" (on or waiting for a CPU: wchan 0), or None (blocked anywhere else, or unreadable: a wake)."""
-    if wchan in exclusions.FROZEN_WCHANS or wchan in exclusions.RESTART_WCHANS:
-        return "held"
-    return "runnable" if wchan in ("", "0") else None
-
-
-class ProcSampler(object):
+class ProcSampler(HostSignals, JobSteps):
     """Sampler over a /proc tree. `root`, `sys_net` and `pts` are parameters for recorded snapshots."""
 
     name = "proc"
@@ -275,18 +123,18 @@ class ProcSampler(object):
         self._stat_last = None  # (when, busy CPU ticks, iowait ticks) at the last tick
         self._walked_at = None  # when every listed process was last read
         self._last_pid = None
-        self._listed = None  # the candidates (_Proc) of the last listing, in its order; None: list next tick
+        self._listed = None  # the candidates (Proc) of the last listing, in its order; None: list next tick
         self._listed_at = None
         self._host_fds = {}  # loadavg's sibling files read every tick (net/dev, net/snmp), held open: pread(0)
         # A job step waiting on a peer (job_wait): processes that ran and blocked, looked at once they have been
         # blocked WAIT_MIN; those found waiting, until they run again.
         self.job_due = {}
-        self.job_waits = {}  # pid -> (_Proc, [job_wait.Wait], the parent's ran_at when looked at)
+        self.job_waits = {}  # pid -> (Proc, [job_wait.Wait], the parent's ran_at when looked at)
         self.job_memory = job_wait.Memory()
         self._unix_owners = {}  # server-end inode -> the processes holding it, as last found
         self._kept = {}  # (pid, start) -> what an agent before this one knew of the process (recall)
         self._routes = None  # interfaces with a default route, read when an interface is first met
-        self.reapers = {}  # pid -> _Proc whose reaped-children time is read on listing ticks (_reaped)
+        self.reapers = {}  # pid -> Proc whose reaped-children time is read on listing ticks (_reaped)
         self._parent_wchan = {}  # pid -> (its schedstat bytes, wchan) for parents of blocked processes
         self._retries = {}  # pid -> (start, when last asked, waits on a lock another holds) for waking steps
         self._unix = None if root != "/proc" else False  # unix_diag reader, opened at first need (False: not yet)
@@ -465,7 +313,7 @@ class ProcSampler(object):
     def _start_time(self, pid):
         """The process's start time in clock ticks since boot (with the pid, its identity), or None if gone."""
         try:
-            return _parse_stat(self._read_once(self._path(pid, "stat")))[1][STAT_STARTTIME]
+            return proc_entry.parse_stat(self._read_once(self._path(pid, "stat")))[1][STAT_STARTTIME]
         except (OSError, ValueError, IndexError):
             return None
 
@@ -484,11 +332,11 @@ class ProcSampler(object):
 
     def _new(self, pid, now, depth=0):
         try:
-            comm, f = _parse_stat(self._read_once(self._path(pid, "stat")))
+            comm, f = proc_entry.parse_stat(self._read_once(self._path(pid, "stat")))
             ppid, flags = f[STAT_PPID], int(f[STAT_FLAGS])
         except (OSError, ValueError, IndexError):
             return None
-        p = _Proc(pid, comm, ppid)
+        p = Proc(pid, comm, ppid)
         p.state, p.ticks, p.threads = f[STAT_STATE], int(f[STAT_UTIME]) + int(f[STAT_STIME]), int(f[STAT_THREADS])
         p.children = int(f[STAT_CUTIME]) + int(f[STAT_CSTIME])
         p.start = float(f[STAT_STARTTIME]) / self.clk_tck
@@ -648,7 +496,7 @@ class ProcSampler(object):
                 if p.pid in parents:
                     p.armed = now
             try:
-                f = _parse_stat(self._read_once(self._path(p.pid, "stat")))[1]
+                f = proc_entry.parse_stat(self._read_once(self._path(p.pid, "stat")))[1]
                 children = int(f[STAT_CUTIME]) + int(f[STAT_CSTIME])
             except (OSError, ValueError, IndexError):
                 continue
@@ -744,7 +592,7 @@ class ProcSampler(object):
         # the two (a fork that exec'd `cat` and blocked opening a FIFO) never runs again to refresh it, so a stale
         # "R" (or the shell's name) would stand for ever: read the stat again, after the runtime.
         try:
-            comm, f = _parse_stat(self._read_once(self._path(p.pid, "stat")))
+            comm, f = proc_entry.parse_stat(self._read_once(self._path(p.pid, "stat")))
             p.comm, p.state = comm, f[STAT_STATE]
         except (ValueError, IndexError):
             comm = p.comm  # unreadable now: keep what the first read said
@@ -771,7 +619,7 @@ class ProcSampler(object):
                 sig.cpu.append((p.comm, p.pid, share))
         if p.state == "S":
             wchan = self._wchan_name(p)
-            p.timer = _kind(wchan)
+            p.timer = proc_entry.kind(wchan)
             kept = self._kept.pop((p.pid, p.start), None) if self._kept else None
             if kept is not None:
                 self._recall_one(p, kept, wchan)
@@ -779,55 +627,6 @@ class ProcSampler(object):
                 self.job_due[p.pid] = p
         if p.tty:
             p.wchar = self._wchar(p)
-
-    # -- what a replacement agent goes on from (docs/agent.md, "A fresh agent knows the jobs") -------------------
-    def knowledge(self):
-        """What this sampler knows of waiting processes that a fresh agent could not see at its first look, keyed
-        "pid:start" (a reused pid is another process): [kind, woke, since]. kind: "timer" (a timer sleep), "lock",
-        "fifo" or "wait" (blocked elsewhere, perhaps a job step waiting on a peer); woke: it was seen to wake from
-        a timer sleep (a heartbeat); since: when its block began (monotonic), None once it woke. Only facts that
-        change when the process does, so the file is rewritten only then."""
-        out = {}
-        for pid, p in self.procs.items():
-            if p.excluded or p.state != "S" or p.start is None or p.ran_at is None:
-                continue
-            kind = p.timer or ("wait" if pid in self.job_waits else None)
-            if kind is None:
-                continue
-            woke = p.wakes > 0
-            out["%s:%s" % (pid, p.start)] = [kind, woke, None if woke else round(p.ran_at, 3)]
-            if len(out) >= KEPT_MAX:
-                break
-        return out
-
-    def recall(self, kept):
-        """Go on from what an agent before this one knew (`knowledge`, read back): applied to each process at its
-        first look, if it is still the same process (pid and start time) and still blocked."""
-        self._kept = {}
-        for key, entry in (kept or {}).items():
-            try:
-                pid, start = key.split(":", 1)
-                kind, woke, since = entry
-                self._kept[(pid, float(start))] = (
-                    str(kind), bool(woke), None if since is None else float(since))
-            except (AttributeError, TypeError, ValueError):
-                continue
-            if len(self._kept) >= KEPT_MAX:
-                break
-
-    def _recall_one(self, p, kept, wchan):
-        """A process the last agent knew, at its first look here. A timer sleeper frozen with the box, or whose
-        sleep restarted after the thaw, shows no timer in its wchan (`get_signal`, `do_syscall_64`): the last
-        agent's word that it was in a timer sleep stands, and so does whether it was seen to wake (a heartbeat)
-        and when its block began (a `sleep 400 && build` is not a new sleep because the agent is new)."""
-        kind, woke, since = kept
-        if kind == "timer" and (p.timer == "timer" or _held(wchan) == "held"):
-            p.timer = "timer"
-            p.wakes = 1 if woke else 0
-        elif kind != (p.timer or "wait"):
-            return  # blocked in something else now: what was known is not about this block
-        if since is not None and not woke and since <= p.ran_at:
-            p.ran_at = since
 
     def _runtime(self, p, raw=None):
         """The leader's runtime (ns) from its schedstat (`raw`: already read this tick); keeps the bytes."""
@@ -866,13 +665,13 @@ class ProcSampler(object):
             # wakes the whole box at once; under load the sleeper waits for a CPU before it restarts), it is
             # neither yet: the next look says which.
             looked, wchan = True, self._wchan_name(p)
-            held = _held(wchan)
+            held = proc_entry.held(wchan)
             p.unsure = held == "runnable"
             frozen = held in ("held", "runnable")
             if not frozen:
                 moved = True  # blocked elsewhere, or in a new sleep: it woke (perhaps a tick ago, while unsure)
                 if not ran:  # settled since an unsure look without running again: where it sleeps now
-                    p.timer = _kind(wchan)
+                    p.timer = proc_entry.kind(wchan)
         if moved and not self.thawed and not frozen:
             # Put on a CPU again since the last look. A runtime that moved with the same count is the tail of a
             # run the last look caught under way (its runtime read before it ended): the process went to sleep
@@ -888,7 +687,7 @@ class ProcSampler(object):
                     p.wrote = w is not None and w > p.paced
                     p.paced = w
         if ran or p.threads > 1:
-            comm, f = _parse_stat(self._read(p, "stat"))
+            comm, f = proc_entry.parse_stat(self._read(p, "stat"))
             p.comm = comm  # an exec renames it (`exec tmux attach` becomes "tmux: client")
             if exclusions.is_daemon(comm):
                 # Named itself one of ours (a relay, the installer's probe) after it was first seen as python3.
@@ -915,7 +714,7 @@ class ProcSampler(object):
                     p.timer = None
                 else:
                     where = wchan if looked else self._wchan_name(p)
-                    p.timer = _kind(where)
+                    p.timer = proc_entry.kind(where)
                 # A wake that went back to the same wait with a timeout, having done next to nothing: the wait
                 # goes on (a job step's look is made for it once it has lasted WAIT_MIN).
                 idle = (p.timer is None and where is not None and where == p.where
@@ -953,7 +752,7 @@ class ProcSampler(object):
             sig.cpu.append((p.comm, p.pid, cpu / dt))
 
     def _wchan(self, p):
-        return _kind(self._wchan_name(p))
+        return proc_entry.kind(self._wchan_name(p))
 
     def _wchan_name(self, p):
         """What the process is blocked in (its wchan), or None where it may not be read."""
@@ -981,358 +780,3 @@ class ProcSampler(object):
                 return None
             raise
         return None
-
-    # -- host-wide signals ---------------------------------------------------------------------------------
-    def _keystrokes(self):
-        """(seconds since the newest keystroke on any pty or None, set of watched pty paths).
-
-        Pty atime moves on reads of user input (kernel granularity 8 s, inside the 10 s window). A new pty's
-        atime is its creation time (equal to its ctime): that is not a keystroke. A pty is watched when it
-        had a keystroke within the watch window, or when a terminal multiplexer client is attached and its
-        own terminal had one (output into panes nobody looks at is not work)."""
-        self._pts_seen = set()
-        try:
-            names = os.listdir(self.pts)
-        except OSError:
-            return None, set()
-        wall = self.wall()
-        newest, watched = None, set()
-        for n in names:
-            if n.isdigit():
-                path = self.pts + "/" + n
-                dev_path = "/dev/pts/" + n
-                self._pts_seen.add(dev_path)
-                try:
-                    st = os.stat(path)
-                except OSError:
-                    continue
-                if st.st_atime_ns <= st.st_ctime_ns:
-                    continue  # never read since it was made (or had its mode changed)
-                t = st.st_atime
-                newest = t if newest is None else max(newest, t)
-                if wall - t <= self.watch_window:
-                    watched.add(dev_path)
-        if watched and any(p.comm in MULTIPLEXER_CLIENTS and p.tty in watched for p in self._clients()):
-            watched = self._pts_seen
-        return (None if newest is None else max(0.0, wall - newest)), watched
-
-    def _clients(self):
-        return [p for p in self.procs.values() if p.comm in MULTIPLEXER_CLIENTS]
-
-    def _iface_counts(self, name):
-        kind = self.if_kind.get(name)
-        if kind is None:
-            if self._routes is None:  # read once per net/dev read that meets a new interface
-                self._routes = default_route_interfaces(self.root + "/net")
-            kind = interface_counts(name, self.sys_net, self._routes)
-        return kind
-
-    def _net_bytes(self):
-        try:
-            raw = self._read_host("net/dev")
-        except OSError:
-            return 0
-        total = 0
-        self._routes = None
-        kinds = {}  # the cache keeps only the interfaces of this read: each container start adds a veth
-        for line in raw.decode("ascii", "replace").split("\n")[2:]:
-            name, _, rest = line.partition(":")
-            name = name.strip()
-            if not name:
-                continue
-            counts = kinds[name] = self._iface_counts(name)
-            if not counts:
-                continue
-            f = rest.split()
-            try:
-                total += int(f[0]) + int(f[8])
-            except (IndexError, ValueError):
-                continue
-        self.if_kind = kinds
-        prev, self.net_prev = self.net_prev, total
-        return 0 if prev is None or total < prev else total - prev
-
-    def _snmp_segments(self):
-        """(InSegs, OutSegs, CurrEstab) of this network namespace (IPv4 and IPv6 share them), or None."""
-        try:
-            raw = self._read_host("net/snmp")
-        except OSError:
-            return None
-        rows = [line.split() for line in raw.split(b"\n") if line.startswith(b"Tcp:")]
-        if len(rows) < 2:
-            return None
-        d = dict(zip(rows[0][1:], rows[1][1:]))
-        try:
-            return int(d[b"InSegs"]), int(d[b"OutSegs"]), int(d[b"CurrEstab"])
-        except (KeyError, ValueError):
-            return None
-
-    def _tcp(self, now):
-        """This tick's TCP vote: [(comm, pid, reason text, facts)] for the connections that are work
-        (tcp_rule). The gate: while no segment came in or went out (/proc/net/snmp), the last read's facts
-        still hold (only their ages grow, which the judge computes), so a quiet box reads no socket."""
-        if self.tcp_reader is None:
-            return []
-        counters = self._snmp_segments()
-        if counters is not None and counters[2] == 0 and not self.tcp_judge.tracks:
-            self.tcp_counters = counters
-            return []
-        if counters is None or counters != self.tcp_counters:
-            read_at = self.clock()  # the ages in the facts count from the read, which starts now
-            try:
-                conns = self.tcp_reader.read()
-            except (OSError, ValueError) as exc:
-                conns = None
-                if self.tcp_error != str(exc):
-                    self.tcp_error = str(exc)
-                    log.warning("reading TCP sockets failed: %s; trying again next tick", exc)
-            if conns is not None:
-                self.tcp_error = None
-                self.tcp_judge.ingest(read_at, conns)
-                self.tcp_counters = counters
-                live = set(self.tcp_judge.tracks)
-                for ino in [i for i in self.inode_owner if i not in live]:
-                    del self.inode_owner[ino]
-        self._mapped = False
-        hits, seen = [], {}
-        for owner, track in self.tcp_judge.busy(now, self._owner_of, self.wall()):
-            pid = owner[0]
-            p = self.procs.get(pid)
-            if p is None or self._to_own_child(pid, track):
-                continue
-            if pid in seen and seen[pid].busy_from <= track.busy_from:
-                continue  # one reason per process: its connection busy the longest (stable across ticks)
-            seen[pid] = track
-        for pid, track in seen.items():
-            comm = self.procs[pid].comm
-            # since: when this busy streak began, on the sampler's clock (the agent's status clock)
-            hits.append((comm, pid, tcp_rule.facts(track, round(track.busy_from, 1))))
-        hits.sort(key=lambda h: int(h[1]))
-        return hits
-
-    # -- a job step waiting on a peer (job_wait) -------------------------------------------------------------
-    def _unix_reader(self):
-        if self._unix is False:
-            self._unix = unix_diag.open_reader()
-        return self._unix
-
-    def _wchan_of(self, pid):
-        """A parent's wchan, kept while it has not run (its schedstat bytes unchanged): a supervisor or a shell
-        with many children blocked is read once, not once per child's block."""
-        p = self.procs.get(pid)
-        mark = None if p is None or p.excluded else p.sched
-        kept = self._parent_wchan.get(pid)
-        if kept is not None and mark is not None and kept[0] == mark:
-            return kept[1]
-        try:
-            wchan = self._read_once(self._path(pid, "wchan"), 128).decode("ascii", "replace").strip()
-        except OSError:
-            return None
-        if mark is not None:
-            self._parent_wchan[pid] = (mark, wchan)
-        return wchan
-
-    def _end_job_wait(self, pid, now, woke=False):
-        """The step's wait is over: its parent ran, or (`woke`) it ran itself. A wake ends a wait on a Unix socket
-        (its wakes are all that is seen of its exchanges); a wait over TCP lasts through wakes (a keep-alive
-        answered), as long as the connection rule sees no listener's repeat on it."""
-        entry = self.job_waits.pop(pid, None)
-        if entry is None:
-            return
-        kept = []
-        for w in entry[1]:
-            if woke and (w.peer.kind == "tcp" or w.peer.exit):
-                kept.append(w)
-            else:
-                self.job_memory.end(w, now)
-        if kept:
-            self.job_waits[pid] = (entry[0], kept, entry[2])
-
-    def _server_turn(self, inode):
-        """Who holds the turn at the server end `inode` of a Unix connection in this box (peer_turn). Its holders
-        are found among the processes of the last listing once (a scan of their fd links), then kept while they
-        still hold it: a wait counted as the server's is asked again every TURN_RECHECK seconds for as long as it
-        lasts, and those asks read the holders' own files only."""
-        owners = self._unix_owners.get(inode)
-        if owners:
-            owners = peer_turn.socket_owners(self.root, owners, inode)  # still theirs?
-        if not owners:
-            owners = peer_turn.socket_owners(self.root, list(self.procs), inode)
-        if len(self._unix_owners) >= OWNERS_KEPT:
-            self._unix_owners = {}
-        self._unix_owners[inode] = owners
-        return peer_turn.turn_of(self.root, owners, inode) if owners else None
-
-    def _waking_steps(self, now, sig):
-        """Timer sleepers that keep waking (a heartbeat, by their sleeps alone) and are a step their parent waits
-        for. One retrying a file lock another process holds (file_locks: SQLite's busy handler) votes `lock` while
-        it is held. One whose output goes into a pipe or a file and whose last wake wrote to it paces its work
-        (a producer that sleeps between pages, feeding the next step) and votes `sleep`; one that wrote nothing
-        at its last wake (a poller that found nothing new) or writes to a terminal (`watch`, a display) does not.
-        Whether it is such a step is asked again every file_locks.RECHECK seconds per process; /proc/locks read
-        once a tick at most, only when one is due."""
-        kept, held = {}, None
-        for comm, pid, _since, wakes in sig.timer_sleep:
-            p = self.procs.get(pid)
-            if not wakes or p is None:
-                continue
-            last = self._retries.get(pid)
-            if last is None or last[0] != p.start or now - last[1] >= file_locks.RECHECK:
-                locks = step = False
-                if job_wait.waited_for(self.root, pid, p.ppid, self._wchan_of):
-                    if held is None:
-                        held = file_locks.held_locks(self.root)
-                    locks = file_locks.locked_by_another(self.root, pid, held)
-                    step = job_wait.writes_output(self.root, pid)
-                if not step:
-                    p.paced, p.wrote = None, False
-                elif p.paced is None:
-                    try:
-                        p.paced = self._read_wchar(p)  # what it writes from its next wake on
-                    except OSError:
-                        p.paced = None  # gone: the next listing drops it
-                last = (p.start, now, locks)
-            kept[pid] = last
-            if last[2]:
-                sig.lock_wait.append((comm, pid))
-            elif p.paced is not None and p.wrote:
-                sig.paced.append((comm, pid))
-        self._retries = kept
-
-    def _tcp_cadence(self, owner, peer, now):
-        """Whether the connection rule judged a long wait on this key a listener's repeat (a job worker's pop
-        answered nothing and asked again), with no work by it since."""
-        if peer.kind != "tcp":
-            return False
-        p = self.tcp_judge.peers.get((owner, peer.peer, peer.port, False))
-        return (p is not None and p.beat_at is not None and now - p.beat_at <= job_wait.RETURN_GAP
-                and (p.work_at is None or p.work_at < p.beat_at))
-
-    def _job_waits(self, now, sig):
-        """Blocked processes that are a step their job waits on, holding a connection to a peer (job_wait): looked
-        at once per block, WAIT_MIN after it began; voted while the block lasts and the parent still waits."""
-        for pid, p in list(self.job_due.items()):
-            if p.excluded or self.procs.get(pid) is not p or p.state != "S" or p.timer is not None:
-                del self.job_due[pid]
-                self._end_job_wait(pid, now)
-                continue
-            woken = now - p.ran_at < job_wait.WAIT_MIN
-            if woken and (p.block_from is None or now - p.block_from < job_wait.WAIT_MIN):
-                continue
-            del self.job_due[pid]
-            if woken:
-                # In the same wait since block_from, through wakes that did next to nothing (a timeout's): looked at
-                # once for that wait, and only its TCP connections are taken (a wait over TCP lasts through wakes;
-                # on a Unix socket a wake is all that is seen of an exchange, so there it is a new block).
-                if p.looked_from == p.block_from:
-                    continue
-                p.looked_from = p.block_from
-            peers = job_wait.find_peers(self.root, pid, p.ppid, self.tcp_judge.tracks, self.tcp_judge.listen_inodes,
-                                        self._unix_reader(), self._wchan_of, self._server_turn, p.comm)
-            if woken:
-                peers = [peer for peer in peers if peer.kind == "tcp"]
-            found = set(peer.inode for peer in peers)
-            # waits over TCP that lasted through its wakes, on connections it still waits on
-            kept = [w for w in self.job_waits.pop(pid, (None, []))[1] if w.peer.inode in found]
-            known = set(w.peer.inode for w in kept)
-            owner = (pid, p.start)
-            began = p.block_from if woken else p.ran_at
-            waits = kept + [self.job_memory.begin(owner, peer, began, self._tcp_cadence(owner, peer, now))
-                            for peer in peers if peer.inode not in known]
-            if waits:
-                parent = self.procs.get(p.ppid)
-                self.job_waits[pid] = (p, waits, None if parent is None else parent.ran_at)
-        voted = set(h[1] for h in sig.tcp)
-        for pid, (p, waits, parent_ran) in list(self.job_waits.items()):
-            parent = self.procs.get(p.ppid)
-            if parent is not None and parent.ran_at != parent_ran and not all(w.peer.exit for w in waits):
-                # The parent ran: it may have stopped waiting. Looked at again next tick.
-                self._end_job_wait(pid, now)
-                self.job_due[pid] = p
-                p.looked_from = None
-                continue
-            for w in waits:
-                if w.peer.turn == peer_turn.SERVER and now - w.checked >= TURN_RECHECK:
-                    w.checked = now
-                    # The server may have finished with it and be waiting for the client again (a subscriber whose
-                    # server was busy elsewhere when first looked at): asked again every TURN_RECHECK seconds.
-                    w.counted = self._server_turn(w.peer.server) != peer_turn.CLIENT
-                if w.counted and not w.peer.sure() and self._tcp_cadence(w.owner, w.peer, now):
-                    w.counted = False  # the connection rule saw it ask again with no work between: a listener
-                if not w.counted or pid in voted:
-                    continue
-                if w.peer.kind == "tcp":
-                    t = self.tcp_judge.tracks.get(w.peer.inode)
-                    if t is None or t.state != tcp_rule.ESTABLISHED:
-                        continue
-                    sig.tcp.append((p.comm, pid, w.peer.facts(round(w.start, 1))))
-                else:
-                    sig.unix.append((p.comm, pid, w.peer.facts(round(w.start, 1))))
-                voted.add(pid)
-
-    def _to_own_child(self, pid, track):
-        """Whether `track` is a connection from `pid` to a process of its own making in this box (a notebook
-        server's ZMQ sockets to the kernel it started): that child's own signals say whether it works, and a
-        subscription it never answers (the server's SUB to the kernel's PUB) is no request of a job."""
-        if track.inbound:
-            return False
-        for other in self.tcp_judge.tracks.values():
-            if other.lport == track.pport and other.pport == track.lport and other.peer == track.peer:
-                child = self._owner_of(other.inode)
-                q = self.procs.get(child[0]) if child is not None else None
-                for _ in range(64):
-                    if q is None:
-                        return False
-                    if q.ppid == pid:
-                        return True
-                    q = self.procs.get(q.ppid)
-                return False
-        return False
-
-    def _owner_of(self, inode):
-        """(pid, start) of the candidate owning this socket, or None. Looked up by scanning candidates' fd
-        links at most once a tick, only for sockets the judge asks about; a socket of a non-candidate (sshd)
-        is looked up again after UNOWNED_RECHECK seconds."""
-        o = self.inode_owner.get(inode)
-        now = self.clock()
-        if isinstance(o, str):
-            p = self.procs.get(o)
-            if p is not None and not p.excluded and p.state != "Z":
-                return (o, p.start)
-        elif isinstance(o, tuple) and now - o[1] < UNOWNED_RECHECK:
-            return None
-        if self._mapped:
-            self.inode_owner[inode] = (None, now)
-            return None
-        self._mapped = True
-        self._map_sockets(set(self.tcp_judge.tracks), now)
-        o = self.inode_owner.get(inode)
-        if isinstance(o, str):
-            p = self.procs[o]
-            return (o, p.start)
-        return None
-
-    def _map_sockets(self, wanted, now):
-        found = {}
-        for pid, p in self.procs.items():
-            if p.excluded or p.state == "Z":
-                continue
-            fddir = self._path(pid, "fd")
-            try:
-                fds = os.listdir(fddir)
-            except OSError:
-                continue
-            for fd in fds:
-                try:
-                    target = os.readlink(fddir + "/" + fd)
-                except OSError:
-                    continue
-                if target.startswith("socket:["):
-                    try:
-                        ino = int(target[8:-1])
-                    except ValueError:
-                        continue
-                    if ino in wanted:
-                        found[ino] = pid
-        for ino in wanted:
-            self.inode_owner[ino] = found.get(ino, (None, now))

@@ -6,7 +6,7 @@ import sys
 import time
 
 import pytest
-from wr_agent import file_locks, proc_sampler
+from wr_agent import file_locks, proc_entry
 
 pytestmark = [pytest.mark.unit,
               pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and /proc/locks are Linux's")]
@@ -42,7 +42,7 @@ def test_sqlite_busy_handler_is_a_sleeper_on_a_file_another_holds_a_lock_on(tmp_
         deadline, kinds = time.monotonic() + 10, set()
         while time.monotonic() < deadline and "timer" not in kinds:
             with open(f"/proc/{waiter.pid}/wchan") as f:
-                kinds.add(proc_sampler._kind(f.read().strip()))
+                kinds.add(proc_entry.kind(f.read().strip()))
             time.sleep(0.02)
         assert "timer" in kinds  # between tries it sleeps on a timer
         held = file_locks.held_locks("/proc")

@@ -375,5 +375,5 @@ def test_the_link_judge_knows_loopback_and_this_machines_own_addresses():
             client.close()
     finally:
         listen.close()
-    from wr_agent.proc_sampler import interface_counts
+    from wr_agent.host_signals import interface_counts
     assert interface_counts("lo") is False and interface_counts("veth12ab") is False

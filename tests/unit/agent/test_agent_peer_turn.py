@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from wr_agent import exclusions, job_wait, peer_turn, proc_sampler
+from wr_agent import exclusions, job_wait, peer_turn, proc_entry
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
 
@@ -174,7 +174,7 @@ def test_a_process_queued_for_a_file_lock_is_in_a_lock_wait(tmp_path):
             while time.monotonic() < deadline and kind != "lock":
                 with open(f"/proc/{waiter.pid}/wchan") as f:
                     wchan = f.read().strip()
-                kind = proc_sampler._kind(wchan)
+                kind = proc_entry.kind(wchan)
                 time.sleep(0.05)
             assert kind == "lock", wchan
             assert wchan in exclusions.LOCK_WCHANS

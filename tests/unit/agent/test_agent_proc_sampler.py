@@ -846,7 +846,7 @@ def test_a_wait_counted_as_the_servers_is_asked_again_and_stops_when_the_server_
     the sampler asks again, and once the backend waits to read the connection (a subscriber whose server was busy
     elsewhere, say) the wait stops counting; it counts again if the server takes it up again."""
     from wr_agent import job_wait, peer_turn
-    from wr_agent.proc_sampler import TURN_RECHECK
+    from wr_agent.job_steps import TURN_RECHECK
     from wr_agent.signals import Signals
 
     clock = Clock(100.0)

@@ -1,0 +1,192 @@
+"""What the sampler reads of the box as a whole each tick (ProcSampler's part, docs/agent.md): the newest keystroke
+on any pty and which ptys someone may be watching, the bytes on the interfaces that cross the box's edge, and the
+TCP connections (tcp_diag, judged by tcp_rule). A mixin of ProcSampler: it reads the sampler's processes and
+state."""
+
+import logging
+import os
+
+from wr_agent import tcp_rule
+
+log = logging.getLogger("wr_agent")
+
+MULTIPLEXER_CLIENTS = frozenset(("tmux: client", "screen"))  # tmux's client retitles itself; screen's is lowercase
+
+
+def interface_counts(name, sys_net="/sys/class/net", default_routes=()):
+    """Whether the network signal counts bytes on interface `name`: one that crosses the box's edge. Not lo,
+    bridges, bridge ports, tun/tap, nor a link paired with or stacked on another (its `iflink` is not its own
+    `ifindex`): a veth's end whatever its name (docker's `veth…`, Calico's `cali…`, a test box's host end), whose
+    traffic is another network namespace's and is that namespace's own to judge, never a box-wide vote; a VLAN
+    or macvlan, whose bytes its lower link counts already. An interface that holds a default route
+    (`default_routes`) is the box's edge whatever it is: a container's or a test box's own `eth0` is a veth end.
+    The health endpoint credits its own bytes only on these."""
+    if name == "lo":
+        return False
+    if name in default_routes:
+        return True
+    base = sys_net + "/" + name
+    if (name.startswith("veth") or os.path.exists(base + "/bridge") or os.path.exists(base + "/brport")
+            or os.path.exists(base + "/tun_flags")):
+        return False
+    try:
+        with open(base + "/iflink") as f:
+            iflink = f.read().strip()
+        with open(base + "/ifindex") as f:
+            ifindex = f.read().strip()
+    except OSError:
+        return True
+    return iflink == ifindex
+
+
+def default_route_interfaces(net_dir="/proc/net"):
+    """The interfaces that hold a default route in this network namespace (IPv4 and IPv6)."""
+    found = set()
+    try:
+        with open(net_dir + "/route") as f:
+            for line in f.read(1 << 16).split("\n")[1:]:
+                f_ = line.split()
+                if len(f_) > 7 and f_[1] == "00000000" and f_[7] == "00000000":
+                    found.add(f_[0])
+    except OSError:
+        pass
+    try:
+        with open(net_dir + "/ipv6_route") as f:
+            for line in f.read(1 << 16).split("\n"):
+                f_ = line.split()
+                if len(f_) == 10 and f_[0] == "0" * 32 and f_[1] == "00" and f_[9] != "lo":
+                    found.add(f_[9])
+    except OSError:
+        pass
+    return found
+
+
+class HostSignals(object):
+    """The box-wide signals of ProcSampler."""
+
+    def _keystrokes(self):
+        """(seconds since the newest keystroke on any pty or None, set of watched pty paths).
+
+        Pty atime moves on reads of user input (kernel granularity 8 s, inside the 10 s window). A new pty's
+        atime is its creation time (equal to its ctime): that is not a keystroke. A pty is watched when it
+        had a keystroke within the watch window, or when a terminal multiplexer client is attached and its
+        own terminal had one (output into panes nobody looks at is not work)."""
+        self._pts_seen = set()
+        try:
+            names = os.listdir(self.pts)
+        except OSError:
+            return None, set()
+        wall = self.wall()
+        newest, watched = None, set()
+        for n in names:
+            if n.isdigit():
+                path = self.pts + "/" + n
+                dev_path = "/dev/pts/" + n
+                self._pts_seen.add(dev_path)
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    continue
+                if st.st_atime_ns <= st.st_ctime_ns:
+                    continue  # never read since it was made (or had its mode changed)
+                t = st.st_atime
+                newest = t if newest is None else max(newest, t)
+                if wall - t <= self.watch_window:
+                    watched.add(dev_path)
+        if watched and any(p.comm in MULTIPLEXER_CLIENTS and p.tty in watched for p in self._clients()):
+            watched = self._pts_seen
+        return (None if newest is None else max(0.0, wall - newest)), watched
+
+    def _clients(self):
+        return [p for p in self.procs.values() if p.comm in MULTIPLEXER_CLIENTS]
+
+    def _iface_counts(self, name):
+        kind = self.if_kind.get(name)
+        if kind is None:
+            if self._routes is None:  # read once per net/dev read that meets a new interface
+                self._routes = default_route_interfaces(self.root + "/net")
+            kind = interface_counts(name, self.sys_net, self._routes)
+        return kind
+
+    def _net_bytes(self):
+        try:
+            raw = self._read_host("net/dev")
+        except OSError:
+            return 0
+        total = 0
+        self._routes = None
+        kinds = {}  # the cache keeps only the interfaces of this read: each container start adds a veth
+        for line in raw.decode("ascii", "replace").split("\n")[2:]:
+            name, _, rest = line.partition(":")
+            name = name.strip()
+            if not name:
+                continue
+            counts = kinds[name] = self._iface_counts(name)
+            if not counts:
+                continue
+            f = rest.split()
+            try:
+                total += int(f[0]) + int(f[8])
+            except (IndexError, ValueError):
+                continue
+        self.if_kind = kinds
+        prev, self.net_prev = self.net_prev, total
+        return 0 if prev is None or total < prev else total - prev
+
+    def _snmp_segments(self):
+        """(InSegs, OutSegs, CurrEstab) of this network namespace (IPv4 and IPv6 share them), or None."""
+        try:
+            raw = self._read_host("net/snmp")
+        except OSError:
+            return None
+        rows = [line.split() for line in raw.split(b"\n") if line.startswith(b"Tcp:")]
+        if len(rows) < 2:
+            return None
+        d = dict(zip(rows[0][1:], rows[1][1:]))
+        try:
+            return int(d[b"InSegs"]), int(d[b"OutSegs"]), int(d[b"CurrEstab"])
+        except (KeyError, ValueError):
+            return None
+
+    def _tcp(self, now):
+        """This tick's TCP vote: [(comm, pid, reason text, facts)] for the connections that are work
+        (tcp_rule). The gate: while no segment came in or went out (/proc/net/snmp), the last read's facts
+        still hold (only their ages grow, which the judge computes), so a quiet box reads no socket."""
+        if self.tcp_reader is None:
+            return []
+        counters = self._snmp_segments()
+        if counters is not None and counters[2] == 0 and not self.tcp_judge.tracks:
+            self.tcp_counters = counters
+            return []
+        if counters is None or counters != self.tcp_counters:
+            read_at = self.clock()  # the ages in the facts count from the read, which starts now
+            try:
+                conns = self.tcp_reader.read()
+            except (OSError, ValueError) as exc:
+                conns = None
+                if self.tcp_error != str(exc):
+                    self.tcp_error = str(exc)
+                    log.warning("reading TCP sockets failed: %s; trying again next tick", exc)
+            if conns is not None:
+                self.tcp_error = None
+                self.tcp_judge.ingest(read_at, conns)
+                self.tcp_counters = counters
+                live = set(self.tcp_judge.tracks)
+                for ino in [i for i in self.inode_owner if i not in live]:
+                    del self.inode_owner[ino]
+        self._mapped = False
+        hits, seen = [], {}
+        for owner, track in self.tcp_judge.busy(now, self._owner_of, self.wall()):
+            pid = owner[0]
+            p = self.procs.get(pid)
+            if p is None or self._to_own_child(pid, track):
+                continue
+            if pid in seen and seen[pid].busy_from <= track.busy_from:
+                continue  # one reason per process: its connection busy the longest (stable across ticks)
+            seen[pid] = track
+        for pid, track in seen.items():
+            comm = self.procs[pid].comm
+            # since: when this busy streak began, on the sampler's clock (the agent's status clock)
+            hits.append((comm, pid, tcp_rule.facts(track, round(track.busy_from, 1))))
+        hits.sort(key=lambda h: int(h[1]))
+        return hits
