@@ -126,6 +126,19 @@ def test_tray_icon_is_the_worst_state_and_menu_lists_hosts(qapp: object) -> None
     assert tray.worst_kind is BadgeKind.OFFLINE
 
 
+def test_the_tray_icon_shows_a_host_that_never_sleeps_past_its_ceiling_as_busy(qapp: object) -> None:
+    """Only "this computer" busy past its ceiling (it never sleeps: nothing to keep awake): the icon is Busy, not
+    the past-ceiling clock; its menu line still says past ceiling."""
+    tray = TrayController()
+    past = busy(awake_seconds=9 * 3600.0, awake_ceiling_exceeded=True)
+    here = make_snapshot("this-computer", "local", **past)
+    tray.update(here)
+    assert tray.worst_kind is BadgeKind.BUSY
+    assert any("Busy past ceiling" in a.text() for a in tray.menu.actions())
+    tray.update(make_snapshot("nightly", "boxd", **past))  # a box that sleeps, advisory mode: the clock
+    assert tray.worst_kind is BadgeKind.BUSY_PAST_CEILING
+
+
 def test_window_renders_snapshots_fed_through_the_engine(window: object, engine: object, qtbot: object) -> None:
     states = every_state()
     for snap in states.values():

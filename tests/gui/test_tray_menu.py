@@ -28,6 +28,26 @@ def texts(menu: Any) -> list[str]:
     return [a.text() for a in menu.actions() if a.isVisible() and not a.isSeparator()]
 
 
+# The summary's word for each connection state, written out here (the app's is the state table's `counted`): a box
+# asleep or let go on purpose is never counted as a host that failed to be live.
+SUMMARY_WORDS = {ConnectionState.DISCONNECTED: "not connected", ConnectionState.CONNECTING: "connecting",
+                 ConnectionState.HOST_KEY_QUESTION: "connecting", ConnectionState.PUSHING: "connecting",
+                 ConnectionState.LOST: "lost", ConnectionState.BACKING_OFF: "lost", ConnectionState.ASLEEP: "asleep",
+                 ConnectionState.UNREADABLE: "unreadable", ConnectionState.RELEASED: "let go while idle",
+                 ConnectionState.ERROR: "cannot connect"}
+
+
+def _summary(app: Any) -> str:
+    """The summary's counts from the rows' states: live first, then the other groups in the table's order."""
+    counts: dict[str, int] = {}
+    for snap in app.window.model.snapshots():
+        live = snap.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET)
+        words = ("live" if snap.status is not None else "connecting") if live else SUMMARY_WORDS[snap.connection.state]
+        counts[words] = counts.get(words, 0) + 1
+    order = ["live", *dict.fromkeys(SUMMARY_WORDS[s] for s in ConnectionState if s in SUMMARY_WORDS)]
+    return " · ".join(f"{counts[w]} {w}" for w in order if w in counts)
+
+
 def test_summary_pinned_prompt_and_host_lines(app: Any, engine: Any) -> None:
     states = every_state()
     states.pop("asking")
@@ -37,10 +57,8 @@ def test_summary_pinned_prompt_and_host_lines(app: Any, engine: Any) -> None:
     tray = app.tray
     tray.refresh_texts()
     lines = texts(tray.menu)
-    live = sum(1 for s in app.window.model.snapshots()
-               if s.connection.state in (ConnectionState.LIVE, ConnectionState.QUIET) and s.status is not None)
-    total = app.window.model.rowCount()
-    assert lines[0] == f"{live} of {total} live · render-farm needs an answer"
+    assert lines[0] == _summary(app) + " · render-farm needs an answer"
+    assert lines[0].startswith("6 live · ") and " · 1 asleep · " in lines[0]  # asleep is counted as such
     assert lines[1].startswith("render-farm: keep it awake? · answer within")
     assert lines[2:4] == ["    Keep awake", "    Let it sleep"]
     assert "gpu-box — Busy 42 min" in lines
@@ -109,8 +127,8 @@ def test_a_prompt_is_shown_only_while_the_link_can_carry_the_answer(app: Any, en
     lines = texts(tray.menu)
     assert "render-farm" not in tray.prompt_actions
     assert not any("keep it awake?" in x or x.strip() in ("Keep awake", "Let it sleep") for x in lines)
-    total = app.window.model.rowCount()
-    assert tray.summary.text() == f"0 of {total} live"  # nobody needs an answer
+    assert tray.summary.text() == _summary(app)  # nobody needs an answer
+    assert "live" not in tray.summary.text()
     assert "render-farm" not in app.app_nap.pending
     assert not app.notifications.showing("prompt:render-farm") and app.notifications.last_notification is None
 

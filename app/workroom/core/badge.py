@@ -110,6 +110,11 @@ def worst_badge_kind(kinds: Iterable[BadgeKind], default: BadgeKind = BadgeKind.
     return max(kinds, key=lambda kind: BADGE_SPECS[kind].rank, default=default)
 
 
+def tray_icon_kind(badges: Iterable[Badge], default: BadgeKind = BadgeKind.UNKNOWN) -> BadgeKind:
+    """The kind the tray's icon shows: the one that most needs the user, each host counted as its `icon_kind`."""
+    return worst_badge_kind((b.icon_kind or b.kind for b in badges), default)
+
+
 class Badge(BaseModel):
     """What the UI shows for one host. `tooltip` is complete plain sentences, ending with what to do."""
 
@@ -126,6 +131,9 @@ class Badge(BaseModel):
     """What to do next, also the tooltip's last sentence (empty when nothing needs doing)."""
     note: str = ""
     """A short note every face shows beside the label for a while ("agent replaced at 14:02"; empty: none)."""
+    icon_kind: BadgeKind | None = None
+    """The kind the tray's icon counts this host as, where it is not `kind` (None): a host that never sleeps, busy
+    past its ceiling, is plain busy there, since it has nothing to keep awake and nothing to ask."""
     valid_until: float | None = None
     """When this badge stops being true with nothing new heard (this computer's monotonic clock): a prompt's
     deadline, after which the agent lets the box sleep. The faces evaluate the badge again then (one timer,
@@ -626,7 +634,7 @@ def _from_status(
         return _make(
             BadgeKind.BUSY_PAST_CEILING,
             [_busy_sentence(status, agent_now), ceiling + "; this host never sleeps, so the work goes on."],
-        )
+        ).model_copy(update={"icon_kind": BadgeKind.BUSY})
 
     if status.verdict is Verdict.IDLE and status.checking(agent_now):
         checking = _make(BadgeKind.IDLE, [
@@ -668,7 +676,7 @@ def _from_status(
         # A question waits only on a box that sleeps (ask mode is sent to no other); elsewhere, a note.
         kind = BadgeKind.ASKING if sleeps and status.prompt_pending else BadgeKind.BUSY_PAST_CEILING
         never = "" if sleeps else "This host never sleeps, so there is nothing to keep awake."
-        return _make(
+        past = _make(
             kind,
             [_busy_sentence(status, agent_now), _ceiling_sentence(status, connection, now_monotonic, asks=sleeps),
              keeper, never],
@@ -676,4 +684,5 @@ def _from_status(
             offers_keep=offers_keep,
             label=LABELS[kind] + suffix,
         )
+        return past if sleeps else past.model_copy(update={"icon_kind": BadgeKind.BUSY})
     return _make(BadgeKind.BUSY, [_busy_sentence(status, agent_now), keeper], label=LABELS[BadgeKind.BUSY] + suffix)

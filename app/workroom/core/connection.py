@@ -85,28 +85,34 @@ class ConnectionSpec:
     connect: ConnectAction = ConnectAction.NONE
     disconnect: bool = False
     """Disconnect applies: the session is connected or trying (not while the host-key dialog is the way out)."""
+    counted: str = "not connected"
+    """How the tray's summary counts a host in this state ("1 live · 2 asleep"): a box asleep or let go on purpose
+    is counted as such, never as a host that failed to be live."""
 
 
 CONNECTION_SPECS: Mapping[ConnectionState, ConnectionSpec] = MappingProxyType({spec.state: spec for spec in (
     ConnectionSpec(ConnectionState.DISCONNECTED, "Not connected", connect=ConnectAction.CONNECT),
-    ConnectionSpec(ConnectionState.CONNECTING, "Connecting…", waiting=True, disconnect=True),
+    ConnectionSpec(ConnectionState.CONNECTING, "Connecting…", waiting=True, disconnect=True, counted="connecting"),
     # The host-key dialog is the way to say no (Cancel): no second way out beside it.
-    ConnectionSpec(ConnectionState.HOST_KEY_QUESTION, "Waiting for you to trust its key", waiting=True),
-    ConnectionSpec(ConnectionState.PUSHING, "Installing the agent…", waiting=True, disconnect=True),
-    ConnectionSpec(ConnectionState.LIVE, "Live", live=True, settled=True, disconnect=True),
-    ConnectionSpec(ConnectionState.QUIET, "Live (quiet while idle)", live=True, settled=True, disconnect=True),
+    ConnectionSpec(ConnectionState.HOST_KEY_QUESTION, "Waiting for you to trust its key", waiting=True,
+                   counted="connecting"),
+    ConnectionSpec(ConnectionState.PUSHING, "Installing the agent…", waiting=True, disconnect=True,
+                   counted="connecting"),
+    ConnectionSpec(ConnectionState.LIVE, "Live", live=True, settled=True, disconnect=True, counted="live"),
+    ConnectionSpec(ConnectionState.QUIET, "Live (quiet while idle)", live=True, settled=True, disconnect=True,
+                   counted="live"),
     ConnectionSpec(ConnectionState.LOST, "Lost", unreachable=True, settled=True, connect=ConnectAction.RETRY,
-                   disconnect=True),
+                   disconnect=True, counted="lost"),
     ConnectionSpec(ConnectionState.BACKING_OFF, "Lost, retrying", unreachable=True, settled=True,
-                   connect=ConnectAction.RETRY, disconnect=True),
-    ConnectionSpec(ConnectionState.ASLEEP, "Asleep", connect=ConnectAction.WAKE),
+                   connect=ConnectAction.RETRY, disconnect=True, counted="lost"),
+    ConnectionSpec(ConnectionState.ASLEEP, "Asleep", connect=ConnectAction.WAKE, counted="asleep"),
     # It may be asleep: connecting may wake it, and the control says so.
     ConnectionSpec(ConnectionState.UNREADABLE, "Could not read the provider", settled=True,
-                   connect=ConnectAction.WAKE),
+                   connect=ConnectAction.WAKE, counted="unreadable"),
     ConnectionSpec(ConnectionState.RELEASED, "Let go while idle (its platform's list is watched)",
-                   settled=True, connect=ConnectAction.CONNECT, disconnect=True),
+                   settled=True, connect=ConnectAction.CONNECT, disconnect=True, counted="let go while idle"),
     ConnectionSpec(ConnectionState.ERROR, "Cannot connect", unreachable=True, settled=True,
-                   connect=ConnectAction.CONNECT),
+                   connect=ConnectAction.CONNECT, counted="cannot connect"),
 )})
 """Every connection state's row (a test checks each state has one)."""
 

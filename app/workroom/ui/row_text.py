@@ -13,7 +13,7 @@ import time
 
 from workroom.core import box_times
 from workroom.core.busy_reasons import reason_words
-from workroom.core.connection import ConnectionState
+from workroom.core.connection import CONNECTION_SPECS, ConnectionState
 from workroom.core.durations import format_duration
 from workroom.core.errors import Face
 from workroom.core.host_snapshot import HostSnapshot
@@ -278,14 +278,25 @@ def needs_answer(snap: HostSnapshot) -> bool:
     return prompt_deadline(snap) is not None
 
 
+def summary_counts(snaps: list[HostSnapshot]) -> list[tuple[str, int]]:
+    """How many hosts are in each of the summary's groups (the connection state's `counted` word; a live link
+    whose first status has not come yet is still connecting), live first, then in the state table's order."""
+    order = ["live", *dict.fromkeys(spec.counted for spec in CONNECTION_SPECS.values())]
+    counts: dict[str, int] = {}
+    for snap in snaps:
+        words = "live" if is_live(snap) else "connecting" if snap.connection.spec.live else snap.connection.spec.counted
+        counts[words] = counts.get(words, 0) + 1
+    return [(words, counts[words]) for words in dict.fromkeys(order) if words in counts]
+
+
 def summary_text(snaps: list[HostSnapshot], answered: dict[str, float] | None = None) -> str:
-    """The tray's first line: how many hosts are live, and who needs an answer ("3 of 4 live · box2 needs an
-    answer"). `answered` holds {host: prompt deadline} the user already answered here."""
+    """The tray's first line: how many hosts are in which state, and who needs an answer ("1 live · 2 asleep ·
+    box2 needs an answer"): boxes asleep or let go on purpose are counted as such, not as hosts that failed to be
+    live. `answered` holds {host: prompt deadline} the user already answered here."""
     if not snaps:
         return "No hosts yet"
     done = answered or {}
-    live = sum(1 for s in snaps if is_live(s))
-    text = f"{live} of {len(snaps)} live"
+    text = " · ".join(f"{n} {words}" for words, n in summary_counts(snaps))
     asking = [s.host.name for s in snaps if needs_answer(s) and done.get(s.host.name) != prompt_deadline(s)]
     if len(asking) == 1:
         text += f" · {asking[0]} needs an answer"

@@ -1,7 +1,8 @@
 """The menu-bar item, the app's main surface: the worst host's badge as its icon, and a menu that answers
 "is everything all right?" without opening the window.
 
-Menu, top to bottom: a summary line ("3 of 4 live · box2 needs an answer"); each pending prompt pinned
+Menu, top to bottom: a summary line ("2 live · 1 asleep · box2 needs an answer": a box asleep or let go on
+purpose is counted as such, never as a host that failed to be live); each pending prompt pinned
 with "Keep awake" and "Let it sleep"; one line per host (its state word and how long) opening a submenu
 (Connect or Wake and connect, or Disconnect; Keep awake; Copy ssh command, Open in terminal; Details…); then
 Open Workroom, Settings…, Connect all, About Workroom, Help, Quit… (which says what keeps running). Where the
@@ -19,7 +20,7 @@ from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance
 from PySide6.QtGui import QAction, QGuiApplication, Qt
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
-from workroom.core.badge import LABELS, Badge, BadgeKind, MenuTime, tray_summary, worst_badge_kind
+from workroom.core.badge import LABELS, Badge, BadgeKind, MenuTime, tray_icon_kind, tray_summary
 from workroom.core.connection import CONNECT_WORDS, ConnectAction
 from workroom.core.durations import format_duration
 from workroom.core.host_snapshot import HostSnapshot
@@ -268,7 +269,7 @@ class TrayController(QObject):
         """The icon shows the kind that most needs the user (drawn again only when that kind changes); the
         tooltip names who needs the user, else counts the hosts per state, so it is set whenever its words
         change, even under the same icon. Then the next badge expiry is scheduled."""
-        worst = worst_badge_kind(b.kind for b in self._badges.values())
+        worst = tray_icon_kind(self._badges.values())
         if worst is not self.worst_kind:
             self.worst_kind = worst
             self.icon.setIcon(tray_icon_for(worst))

@@ -13,6 +13,7 @@ from workroom.core.badge import (
     Badge,
     BadgeKind,
     badge,
+    tray_icon_kind,
     tray_summary,
     worst_badge_kind,
 )
@@ -319,6 +320,21 @@ def test_what_needs_the_user_outranks_every_note() -> None:
     assert min(needs) > max(notes)
     assert {k for k, spec in BADGE_SPECS.items() if spec.needs_user} == {
         BadgeKind.OFFLINE, BadgeKind.ASKING, BadgeKind.BUSY_NOT_KEPT_AWAKE}
+
+
+def test_a_host_that_never_sleeps_past_its_ceiling_is_plain_busy_on_the_tray_icon() -> None:
+    """This computer (and any host that never sleeps) busy past its ceiling all day: its row says so, but it has
+    nothing to keep awake and nothing to ask, so the tray's icon shows it as busy, not the past-ceiling clock. A
+    box that sleeps past an advisory ceiling keeps the clock."""
+    past = make_busy(awake_seconds=9 * 3600.0, awake_ceiling_exceeded=True)
+    for traits in (LOCAL_TRAITS, SSH_TRAITS):
+        here = badge(past, traits, LIVE)
+        assert here.kind is BadgeKind.BUSY_PAST_CEILING and here.icon_kind is BadgeKind.BUSY
+        assert tray_icon_kind([here, badge(make_status(), SSH_TRAITS, LIVE)]) is BadgeKind.BUSY
+    sleeps = badge(past, BOXD_TRAITS, LIVE)
+    assert sleeps.kind is BadgeKind.BUSY_PAST_CEILING and sleeps.icon_kind is None
+    assert tray_icon_kind([badge(past, LOCAL_TRAITS, LIVE), sleeps]) is BadgeKind.BUSY_PAST_CEILING
+    assert tray_icon_kind([]) is BadgeKind.UNKNOWN
 
 
 def test_one_spec_row_per_kind() -> None:
