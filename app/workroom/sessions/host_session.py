@@ -7,7 +7,7 @@ Every transition is published to listeners as a `HostSnapshot`.
 The app's own traffic must never keep a sleepable box awake (docs/providers.md): status is pushed by the
 agent, we never poll it, and on sleepable providers we are silent on the wire while the verdict is IDLE
 (no pings, no SSH keepalives). While BUSY (or always, on hosts that never sleep) a ping that expects a
-reply notices a dead or frozen peer within `LIVENESS_DEADLINE_SECONDS` — except while the keep-awake is
+reply notices a dead or frozen peer within `liveness.LIVENESS_DEADLINE_SECONDS` — except while the keep-awake is
 being checked against a network-metered provider's idle clock, when the provider's readings stand in for
 the pings (docs/providers.md, "Is the heartbeat seen?").
 """
@@ -27,7 +27,7 @@ from pydantic import BaseModel
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import REPLACED_ACTIONS, AgentReplaced, ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
-from workroom.core.heartbeat_proof import HeartbeatProof
+from workroom.core.heartbeat_proof import HeartbeatProof, IdleClockReading
 from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.core.install_report import InstallReport
@@ -52,6 +52,7 @@ from workroom.remote.ssh_errors import AuthFailed
 from workroom.sessions.agent_reach import AgentReach
 from workroom.sessions.blocking_runner import BlockingRunner
 from workroom.sessions.keepawake_task import OutsideKeepAwake
+from workroom.sessions.liveness import watch_liveness
 from workroom.sessions.platform_keeper import PlatformSide, PlatformView
 from workroom.sessions.proof_keeper import ProofKeeper
 from workroom.sessions.reconnect_rules import (
@@ -65,11 +66,6 @@ from workroom.sessions.reconnect_rules import (
 
 log = logging.getLogger(__name__)
 
-PING_INTERVAL_SECONDS = 3.0
-"""Each ping costs ~400 B on the wire with SSH and TCP: ~130 B/s, well under the agent's 500 B/s net signal."""
-PING_TIMEOUT_SECONDS = 5.0
-LIVENESS_DEADLINE_SECONDS = PING_INTERVAL_SECONDS + PING_TIMEOUT_SECONDS
-"""Worst case from a peer freezing to the session calling it lost (the issue asks for <= 10 s)."""
 # A disconnect cancels the run, and again every CANCEL_AGAIN_SECONDS while it goes on (a cancel can be lost),
 # CANCEL_TRIES times at most.
 CANCEL_AGAIN_SECONDS, CANCEL_TRIES = 1.0, 10
@@ -157,11 +153,11 @@ class HostSession:
         self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
                                            lambda: self._wanted, self._keep_awake_changed)
         self._asleep_watch: asyncio.Task[None] | None = None
-        self._idle_read: asyncio.Task[None] | None = None
         self.last_answer: SentAnswer | None = None
         self._proof = ProofKeeper(host, provider, self.traits, clock=clock, link=lambda: self._rt.link,
                                   current=lambda: self.connection.heartbeat_proof, show=self._show_proof,
-                                  on_status=self._on_status, frozen=self._agent_frozen)
+                                  on_status=self._on_status, frozen=self._agent_frozen,
+                                  reading=self._show_idle_clock)
         self._platform = self._platform_side()
 
     @property
@@ -322,7 +318,9 @@ class HostSession:
             # direct link refuses a stalled agent; the probe restarts it).
             asyncio.get_running_loop().call_soon(link.close, "the agent has stalled (no check for 30 s)")
         self._watch_proof(status)
-        self._read_idle_clock(status)
+        if self.connection.idle_clock is not None:
+            self.connection = self.connection.model_copy(update={"idle_clock": None})
+        self._proof.read_idle_clock(status, self.traits.sleeps_when_idle)
         if not status.prompt_pending:
             self.prompt = None
         if self.connection.spec.live:
@@ -333,39 +331,23 @@ class HostSession:
             )
         self._publish()
 
-    # -- when will it sleep? (core.box_times) -----------------------------------------------------------
-
-    def _read_idle_clock(self, status: Status) -> None:
-        """An idle status on a box that sleeps: read the provider's idle clock once (from the provider, never
-        over the box's wire), so the faces can say when it will sleep. A busy one forgets the last reading."""
-        if self._idle_read is not None:
-            self._idle_read.cancel()
-            self._idle_read = None
-        if self.connection.idle_clock is not None:
-            self.connection = self.connection.model_copy(update={"idle_clock": None})
-        if not self.traits.sleeps_when_idle or status.verdict is not Verdict.IDLE:
-            return
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # a status fed by hand, outside the session's loop
-            return
-
-        async def read() -> None:
-            try:
-                reading = await self.provider.read_idle_clock(self.host)
-            except Exception:  # a provider's bug costs the estimate, never the session
-                log.exception("reading the idle clock of %s failed", self.host.name)
-                return
-            if reading is not None and self.status is status and self.connection.spec.live:
-                self.connection = self.connection.model_copy(update={"idle_clock": reading})
-                self._publish()
-
-        self._idle_read = loop.create_task(read(), name=f"idle-clock-{self.host.name}")
-
     # -- is the keep-awake seen? (sessions/proof_keeper.py) ---------------------------------------------------
 
     def _watch_proof(self, status: Status | None) -> None:
         self._proof.watch(status, outside_running=self.connection.keepawake_running)
+
+    def _pings_due(self) -> bool:
+        """Ping while a peer must be watched; silence while a sleepable box is idle, and while the provider's
+        readings stand in for the pings (ProofKeeper.ping_due)."""
+        if self.traits.sleeps_when_idle and (self.status is None or self.status.verdict is Verdict.IDLE):
+            return False
+        return self._proof.ping_due()
+
+    def _show_idle_clock(self, status: Status, reading: IdleClockReading) -> None:
+        """The provider's idle clock, read once for an idle status: the faces say when it will sleep."""
+        if self.status is status and self.connection.spec.live:
+            self.connection = self.connection.model_copy(update={"idle_clock": reading})
+            self._publish()
 
     def _show_proof(self, proof: HeartbeatProof | None, publish: bool) -> None:
         self.connection = self.connection.model_copy(update={"heartbeat_proof": proof})
@@ -394,9 +376,6 @@ class HostSession:
             task.cancel()
         if self._platform is not None:
             self._platform.stop_keeping()
-        if self._idle_read is not None:
-            self._idle_read.cancel()
-            self._idle_read = None
         self._proof.stop()
         if self._rt.link is not None:
             self._rt.link.close(why)
@@ -657,7 +636,8 @@ class HostSession:
             self._platform.link_up()
         self._on_status(status)
         self._first_status.set()
-        self._rt.tasks.append(asyncio.get_running_loop().create_task(self._liveness(link)))
+        self._rt.tasks.append(asyncio.get_running_loop().create_task(watch_liveness(
+            link, lambda: self._pings_due(), self._proof.note_own_traffic)))
 
     async def _open_shell(self) -> HostShell:
         """A shell on the host; an unknown host key is asked about (and trusted only on a yes)."""
@@ -683,28 +663,3 @@ class HostSession:
                 assert known is not None
                 await self._runner.run(known.trust_answer, q)
                 self._set_state(ConnectionState.CONNECTING)
-
-    async def _liveness(self, link: AgentLink) -> None:
-        """Ping while a peer must be watched; silence while a sleepable box is idle."""
-        while not link.closed.done():
-            await asyncio.sleep(PING_INTERVAL_SECONDS)
-            if self.traits.sleeps_when_idle and (self.status is None or self.status.verdict is Verdict.IDLE):
-                continue
-            if not self._proof.ping_due():
-                continue
-            if not await self._ping_or_close(link):
-                return
-
-    async def _ping_or_close(self, link: AgentLink, *, why: str | None = None) -> bool:
-        """One ping (our own traffic on the box's wire); no answer closes the link (with `why`, when the caller
-        knows more). True when it answered."""
-        try:
-            self._proof.note_own_traffic()
-            await link.client.ping(timeout=PING_TIMEOUT_SECONDS)
-        except TimeoutError:
-            link.close(why or f"no answer from the host for {PING_TIMEOUT_SECONDS:.0f} s (frozen or gone)")
-            return False
-        except Exception as error:  # an unwatched connection is worse than a reconnect
-            link.close(f"the liveness check failed: {error}")
-            return False
-        return not link.closed.done()

@@ -1,5 +1,5 @@
-"""Is the keep-awake seen? One host's proof, for as long as its session is live (docs/providers.md, "Is the
-heartbeat seen?").
+"""What the provider's idle clock says of one host, for as long as its session is live: is the keep-awake seen
+(docs/providers.md, "Is the heartbeat seen?"), and, for an idle box, when it will sleep (core.box_times).
 
 While a box that sleeps is kept awake (the agent's heartbeat on a network-metered box, or this computer's polls
 on a request-metered one), `HeartbeatWatch` reads the provider's idle clock and judges whether the keep-awake
@@ -17,10 +17,10 @@ import logging
 from collections.abc import Callable
 
 from workroom.core.errors import UserError
-from workroom.core.heartbeat_proof import HeartbeatProof, ProofState
+from workroom.core.heartbeat_proof import HeartbeatProof, IdleClockReading, ProofState
 from workroom.core.hosts import Host
 from workroom.core.metering import Keeper
-from workroom.core.protocol import Method, ProtocolError, Status
+from workroom.core.protocol import Method, ProtocolError, Status, Verdict
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import Provider
 from workroom.remote.agent_link import AgentLink
@@ -45,11 +45,14 @@ class ProofKeeper:
     def __init__(self, host: Host, provider: Provider, traits: ProviderTraits, *, clock: Callable[[], float],
                  link: Callable[[], AgentLink | None], current: Callable[[], HeartbeatProof | None],
                  show: Callable[[HeartbeatProof | None, bool], None], on_status: Callable[[Status], None],
-                 frozen: Callable[[AgentLink, str], None]) -> None:
+                 frozen: Callable[[AgentLink, str], None],
+                 reading: Callable[[Status, IdleClockReading], None]) -> None:
         self._host, self._provider, self._traits, self._clock = host, provider, traits, clock
         self._link, self._current, self._show, self._on_status, self._frozen = link, current, show, on_status, frozen
+        self._reading = reading
         self._watch: HeartbeatWatch | None = None
         self._check: asyncio.Task[None] | None = None
+        self._idle_read: asyncio.Task[None] | None = None
         self.own_traffic_at: float | None = None
         """When the app last put bytes on the box's wire (link set-up, a status, a ping, an ask)."""
 
@@ -73,10 +76,39 @@ class ProofKeeper:
                 confirm=self._confirm_heartbeat if self._traits.metering.keeper is Keeper.AGENT_HEARTBEAT else None)
 
     def stop(self) -> None:
-        """The link is down: no check in flight, nothing watched."""
+        """The link is down: no check or read in flight, nothing watched."""
         if self._check is not None:
             self._check.cancel()
+        self._cancel_idle_read()
         self.watch(None, outside_running=False)
+
+    def read_idle_clock(self, status: Status, sleeps: bool) -> None:
+        """An idle status on a box that sleeps: read the provider's idle clock once (from the provider, never
+        over the box's wire), so the faces can say when it will sleep (`reading(status, reading)`, core.box_times).
+        Any other status cancels a read still in flight."""
+        self._cancel_idle_read()
+        if not sleeps or status.verdict is not Verdict.IDLE:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # a status fed by hand, outside the session's loop
+            return
+
+        async def read() -> None:
+            try:
+                reading = await self._provider.read_idle_clock(self._host)
+            except Exception:  # a provider's bug costs the estimate, never the session
+                log.exception("reading the idle clock of %s failed", self._host.name)
+                return
+            if reading is not None:
+                self._reading(status, reading)
+
+        self._idle_read = loop.create_task(read(), name=f"idle-clock-{self._host.name}")
+
+    def _cancel_idle_read(self) -> None:
+        if self._idle_read is not None:
+            self._idle_read.cancel()
+            self._idle_read = None
 
     def ping_due(self) -> bool:
         """No liveness pings while the keep-awake is being proven where our own bytes reset the provider's

@@ -33,7 +33,7 @@ from workroom.remote.agent_client import AgentClient
 from workroom.remote.host_keys import ChangedHostKey, HostKeyChanged
 from workroom.remote.host_shell import ExecResult, HostShell
 from workroom.remote.ssh_connection import AuthFailed, HostUnreachable
-from workroom.sessions import host_session, reconnect_rules
+from workroom.sessions import host_session, liveness, reconnect_rules
 from workroom.sessions.host_session import HostSession
 from wr_agent.heartbeat import Heartbeat
 from wr_agent.signals import Signals
@@ -321,7 +321,7 @@ def test_before_saying_not_kept_awake_the_link_is_checked(tmp_path: Path, agent:
     """No pings run while the proof is read; a link that died silently would leave the job's BUSY showing and
     the end of the job would read as a missed heartbeat. One ping decides: a live link shows "not seen", a
     dead one is a loss (and no false "busy but not kept awake")."""
-    monkeypatch.setattr(host_session, "PING_TIMEOUT_SECONDS", 0.5)
+    monkeypatch.setattr(liveness, "PING_TIMEOUT_SECONDS", 0.5)
     agent.agent.heartbeat = Heartbeat(interval=4.0, target=("127.0.0.1", 9))  # loopback discard port
 
     async def scenario() -> None:
@@ -350,7 +350,7 @@ def test_before_saying_not_kept_awake_the_link_is_checked(tmp_path: Path, agent:
 @pytest.fixture
 def pings(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """The loop times of the session's pings to its agent (real pings, counted; sent every 0.02 s)."""
-    monkeypatch.setattr(host_session, "PING_INTERVAL_SECONDS", 0.02)
+    monkeypatch.setattr(liveness, "PING_INTERVAL_SECONDS", 0.02)
     sent: list[float] = []
     real_ping = AgentClient.ping
 
