@@ -58,6 +58,20 @@ def test_about_names_the_version_the_agent_build_and_the_log(app: Any, engine: A
     about.accept()
 
 
+def test_about_shows_a_failed_open_whole(app: Any, engine: Any) -> None:
+    """The system's opener failed: the words and where the log is show whole (the dialog grows to hold every
+    wrapped line; it kept its height and cut the first and last lines)."""
+    app.tray.about_requested.emit()
+    about = app.about
+    assert isinstance(about, AboutDialog)
+    about._show_failure("Could not open the log: no program on this computer opens text files (xdg-open said "
+                        "'no method available for opening'). Open it with any text editor.")
+    assert about.error.isVisible()
+    need = about.error.heightForWidth(about.error.width())
+    assert about.error.height() >= need, (about.error.height(), need)
+    about.accept()
+
+
 def test_quit_says_what_keeps_running_and_quits_on_the_answer(app: Any) -> None:
     app.tray.quit_requested.emit()
     dialog = app.quit_dialog

@@ -313,6 +313,9 @@ def test_test_connection_on_a_box_whose_provider_cannot_say_asks_before_it_may_w
         words = dialog.test_result.text()
         assert "not tested" in words and "Wake and test" in words, words
         assert dialog.test_button.text() == "Wake and test"
+        from workroom.ui.styles import ERROR, ROLE_PROPERTY
+
+        assert dialog.test_result.property(ROLE_PROPERTY) != ERROR  # asleep, not tested: a state, not a failure
         await asyncio.sleep(1.0)
         assert len(wakes(sim)) == before, wakes(sim)
         dialog.reject()

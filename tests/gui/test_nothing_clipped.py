@@ -97,6 +97,13 @@ def test_add_host_dialog_shows_placeholders_help_and_errors_whole(provider: str,
     qtbot.wait(20)
     assert any(label.isVisible() for label in dialog.errors.values())
     assert not clipped(dialog), clipped(dialog)
+    for label in dialog.ref_help.values():  # a command is shown as code, never between literal backticks
+        if label.isVisible():
+            from PySide6.QtGui import QTextDocument
+
+            shown = QTextDocument()
+            shown.setHtml(label.text())
+            assert "`" not in shown.toPlainText(), shown.toPlainText()
 
 
 def test_host_table_shows_every_column_whole_at_the_default_size(window: Any, engine: Any, qtbot: Any) -> None:
@@ -136,3 +143,28 @@ def test_host_table_shows_every_column_whole_at_the_default_size(window: Any, en
     assert header.sectionSize(Column.BUSY) >= needed, (header.sectionSize(Column.BUSY), needed)
     bar = window.table.horizontalScrollBar()
     assert bar.maximum() == 0 or not bar.isVisible()
+
+
+def test_a_long_state_never_squeezes_the_busy_because_caption(window: Any, engine: Any, qtbot: Any) -> None:
+    """A state cell with a long note ("Idle · … · agent replaced at 14:02"): State grows, but never into the room
+    "Busy because" needs for its caption (it was cut to "usy becaus"); past that its cells elide, and no column
+    runs past the table's edge."""
+    import time
+
+    from demo_states import make_snapshot
+    from workroom.core.connection import AgentReplaced
+    from workroom.ui.host_table_model import HEADERS, Column
+
+    for snap in every_state().values():
+        feed(engine, snap)
+    long = make_snapshot("replaced-box", "boxd", idle_window_seconds=60.0)
+    replaced = AgentReplaced(at_clock="14:02", at_monotonic=time.monotonic(), why="stopped answering")
+    feed(engine, type(long)(long.host, long.traits, long.connection.model_copy(update={"agent_replaced": replaced}),
+                            long.status, None, long.status_received_at))
+    qtbot.wait(20)
+    header = window.table.horizontalHeader()
+    assert header.sectionSize(Column.BUSY) >= header.sectionSizeHint(Column.BUSY), HEADERS[Column.BUSY]
+    assert header.length() <= header.viewport().width()
+    window.resize(window.width() + 400, window.height())  # wider: State may take the room it wants
+    qtbot.wait(20)
+    assert header.sectionSize(Column.BUSY) >= header.sectionSizeHint(Column.BUSY)

@@ -13,6 +13,7 @@ from workroom.core.hosts import Host
 from workroom.core.questions import HostKeyQuestion
 from workroom.ui.host_dialog import AddHostDialog
 from workroom.ui.host_key_dialog import HostKeyDialog, ask_host_key
+from workroom.ui.plain_widgets import code_text
 
 pytestmark = pytest.mark.gui
 
@@ -259,7 +260,8 @@ def test_provider_reference_fields_are_each_providers_own_and_required_where_nee
         shown = {key for key, widget in dialog.inputs.items() if key.startswith("ref_") and widget.isVisible()}
         assert shown == {ref_key(field) for field in spec.reference}, provider
         for field in spec.reference:
-            assert dialog.ref_help[field.name].isVisible() and dialog.ref_help[field.name].text() == field.help
+            help_label = dialog.ref_help[field.name]
+            assert help_label.isVisible() and help_label.text() == code_text(field.help)
             assert field.label in dialog.inputs[ref_key(field)].placeholderText()  # type: ignore[union-attr]
             asked_somewhere.add(field.name)
     assert asked_somewhere == {"machine", "health_url", "proxy_url", "idle_clock_url", "workspace", "codespace"}

@@ -76,3 +76,11 @@ box.setInformativeText(text)
     assert len(problems(bad, "bad")) == 8
     good = 'a = QLabel("Provider price:")\nw.setToolTip("A fixed sentence.")\nw.setToolTip(STARTING_TOOLTIP)\n'
     assert problems(good, "good") == []
+
+
+def test_code_text_shows_backticked_commands_as_code_and_escapes_the_rest() -> None:
+    from workroom.ui.plain_widgets import code_text
+
+    assert code_text("as `boxd machine list` shows it") == "as <code>boxd machine list</code> shows it"
+    assert code_text("`<img src=/dev/zero>` & `a`") == "<code>&lt;img src=/dev/zero&gt;</code> &amp; <code>a</code>"
+    assert code_text("one ` alone <b>") == "one ` alone &lt;b&gt;"  # an odd backtick stays, escaped text

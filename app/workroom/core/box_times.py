@@ -100,9 +100,10 @@ def past_ceiling_words(status: Status, agent_now: float) -> str:
     ceiling: "busy for 5 min, 1 min 1 s of it since its 1 min awake ceiling last restarted"."""
     ceiling = format_duration(status.ceiling_seconds)
     used = ceiling_used_seconds(status, agent_now)
-    busy = busy_seconds(status, agent_now)
-    if busy is None:
-        busy = used
+    # The ceiling counts only while busy, so busy time is never the shorter (an agent that restarted began a new
+    # busy span while the ceiling it kept went on): one number for one stretch, never "busy for 4 s, longer than
+    # its 45 s awake ceiling" beside "30 min 6 s of 45 s used".
+    busy = max(busy_seconds(status, agent_now) or 0.0, used)
     if ceiling_restarted(status, agent_now):
         return (f"busy for {format_duration(busy)}, {format_duration(used)} of it since its {ceiling} awake "
                 "ceiling last restarted")

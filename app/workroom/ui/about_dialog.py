@@ -21,7 +21,7 @@ from workroom.agent_bundle import AgentBundle
 from workroom.platform.desktop_open import DesktopOpenError, open_path
 from workroom.ui import styles
 from workroom.ui.open_failed import OpenFailed
-from workroom.ui.plain_widgets import markup, message_box, plain_label, rich_label
+from workroom.ui.plain_widgets import fit_height, markup, message_box, plain_label, rich_label
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +104,7 @@ class AboutDialog(QDialog):
         is, so the person can open it another way."""
         self.error.setText(f"{words} The log is {self.log_file}.")
         self.error.show()
+        fit_height(self)
 
 
 def help_text() -> str:

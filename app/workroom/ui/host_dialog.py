@@ -41,7 +41,7 @@ from workroom.core.hosts import (
 from workroom.core.provider_specs import PROVIDER_SPECS, ProviderSpec, ReferenceField
 from workroom.ui import styles
 from workroom.ui.app_controller import WAKE_AND_TEST_WORDS
-from workroom.ui.plain_widgets import plain_label, set_tooltip
+from workroom.ui.plain_widgets import code_label, code_text, fit_height, plain_label, set_tooltip
 from workroom.ui.ssh_aliases import PickerEntry, platform_entries, scan_config
 
 
@@ -251,7 +251,7 @@ class AddHostDialog(QDialog):
         entries = scan.entries if scan is not None else [PickerEntry(label=a, name=a, alias=a) for a in aliases or ()]
         self.add_picker_entries(entries)
         self.alias_picker.activated.connect(self._alias_chosen)
-        self.picker_note = plain_label()  # names what a platform's CLI listed
+        self.picker_note = code_label()  # names what a platform's CLI listed
         self.picker_note.setObjectName("picker_note")
         self.picker_note.setWordWrap(True)
         styles.set_role(self.picker_note, styles.MUTED)
@@ -284,7 +284,7 @@ class AddHostDialog(QDialog):
         self.ref_rows: dict[str, QVBoxLayout] = {}
         self._form = form
         for field in REFERENCE_FIELDS.values():
-            help_label = plain_label(field.help)
+            help_label = code_label(field.help)
             help_label.setObjectName(f"{ref_key(field)}_help")
             help_label.setWordWrap(True)
             styles.set_role(help_label, styles.MUTED)
@@ -382,7 +382,7 @@ class AddHostDialog(QDialog):
             return
         name, address, provider = self.inputs["name"], self.inputs["address"], self.inputs["provider"]
         assert isinstance(name, QLineEdit) and isinstance(address, QLineEdit) and isinstance(provider, QComboBox)
-        self.picker_note.setText(entry.why)
+        self.picker_note.setText(code_text(entry.why))
         self.picker_note.setVisible(bool(entry.why))
         if entry.provider is not None:  # a platform's box: its provider, its name there, no address
             self.select_provider(entry.provider)
@@ -450,7 +450,8 @@ class AddHostDialog(QDialog):
             ok, words = outcome.ok, outcome.words
             self.test_button.setText(WAKE_AND_TEST if outcome.asleep else TEST)
             self.test_result.setText(words)
-            styles.set_role(self.test_result, "" if ok else styles.ERROR)
+            # Asleep, not tested (a test would wake it): a state, not a failure.
+            styles.set_role(self.test_result, "" if ok or outcome.asleep else styles.ERROR)
             self.fit_height()
 
         self._test_task = asyncio.ensure_future(run())
@@ -534,10 +535,4 @@ class AddHostDialog(QDialog):
 
     def fit_height(self) -> None:
         """Grow to show every wrapped line (dialogs do not follow height-for-width on their own)."""
-        layout = self.layout()
-        if layout is None:
-            return
-        layout.activate()
-        need = layout.totalHeightForWidth(self.width()) if layout.hasHeightForWidth() else layout.sizeHint().height()
-        if need > self.height():
-            self.resize(self.width(), need)
+        fit_height(self)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QByteArray, QItemSelectionModel, QModelIndex, QPoint, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QHideEvent, QKeySequence, QShowEvent
+from PySide6.QtGui import QAction, QCloseEvent, QHideEvent, QKeySequence, QResizeEvent, QShowEvent
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QHBoxLayout,
@@ -93,6 +93,7 @@ class MainWindow(QMainWindow):
         # and "Busy because" takes what is left (its cells elide; the tooltip has the whole text). The user
         # may still widen any column.
         header.setSectionResizeMode(Column.BUSY, QHeaderView.ResizeMode.Stretch)
+        header.setTextElideMode(Qt.TextElideMode.ElideRight)  # a caption squeezed by the user reads "Busy b…"
         # State gets room for every state's word (and its icon) and grows to what its cells say now ("Asleep ·
         # last known idle (12 min ago)"), in steps so ticking ages do not make it twitch; it keeps no spare
         # room that "Busy because" could use.
@@ -523,12 +524,22 @@ class MainWindow(QMainWindow):
         super().showEvent(event)
         self.ages.start()
 
+    def resizeEvent(self, event: QResizeEvent) -> None:
+        super().resizeEvent(event)
+        self._fit_state()  # the room "Busy because" keeps depends on the window's width
+
     def _fit_provider(self) -> None:
         self.table.resizeColumnToContents(Column.PROVIDER)
 
     def _fit_state(self, *_args: object) -> None:
+        """State grows to what its cells say, but never into the room "Busy because" needs for its caption: past
+        that its cells elide (their tooltips have the whole text)."""
         need = max(self._state_floor, self.table.sizeHintForColumn(Column.BADGE))
         width = -(-need // STATE_WIDTH_STEP) * STATE_WIDTH_STEP
+        header = self.table.horizontalHeader()
+        others = sum(self.table.columnWidth(c) for c in Column if c not in (Column.BADGE, Column.BUSY))
+        room = self.table.viewport().width() - others - header.sectionSizeHint(Column.BUSY)
+        width = max(self._state_floor, min(width, room))
         if self.table.columnWidth(Column.BADGE) != width:
             self.table.setColumnWidth(Column.BADGE, width)
 

@@ -58,6 +58,20 @@ def rich_label(text: str = "", parent: QWidget | None = None) -> QLabel:
     return _label(text, parent, Qt.TextFormat.RichText)
 
 
+def code_text(text: str) -> str:
+    """Plain `text` in which `like this` names a command (the provider table's help, a picker's note), as rich
+    text: escaped, each backtick pair shown as code instead of as literal backticks; an odd one stays."""
+    parts = escape(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no pairs to make
+        return escape(text)
+    return "".join(f"<code>{part}</code>" if i % 2 else part for i, part in enumerate(parts))
+
+
+def code_label(text: str = "", parent: QWidget | None = None) -> QLabel:
+    """A label for plain text naming commands in backticks (`code_text`)."""
+    return rich_label(code_text(text), parent)
+
+
 def tooltip(text: str) -> str:
     """`text` as a tooltip Qt shows as written. Qt guesses plain or rich for tooltips, and guesses rich only
     for a `<` (or `&lt;`): text with neither is left as it is, else it becomes escaped rich text."""
@@ -109,3 +123,15 @@ def set_informative(box: QMessageBox, text: str) -> None:
     label = box.findChild(QLabel, INFORMATIVE_LABEL)
     if label is not None:
         label.setTextFormat(Qt.TextFormat.PlainText)
+
+
+def fit_height(dialog: QWidget) -> None:
+    """Grow `dialog` to show every wrapped line of its labels (dialogs do not follow height-for-width on their
+    own): after a label's text grew (an error said under a button)."""
+    layout = dialog.layout()
+    if layout is None:
+        return
+    layout.activate()
+    need = layout.totalHeightForWidth(dialog.width()) if layout.hasHeightForWidth() else layout.sizeHint().height()
+    if need > dialog.height():
+        dialog.resize(dialog.width(), need)

@@ -44,6 +44,11 @@ def test_past_ceiling_words_name_each_number() -> None:
     kept = busy(monotonic=1000.0, awake_seconds=61.0, busy_seconds=240.0, ceiling_seconds=60)
     assert box_times.past_ceiling_words(kept, 1000.0) == (
         "busy for 4 min, 1 min 1 s of it since its 1 min awake ceiling last restarted")
+    # A restarted agent's busy span is younger than the ceiling it kept: one stretch, one number (never "busy for
+    # 4 s, longer than its 45 s awake ceiling" beside "30 min 6 s of 45 s used").
+    young = busy(monotonic=1000.0, awake_seconds=1806.0, busy_seconds=4.0, ceiling_seconds=45)
+    assert box_times.past_ceiling_words(young, 1000.0) == (
+        "busy for 30 min 6 s, longer than its 45 s awake ceiling")
 
 
 def test_a_held_box_sleeps_after_the_hold_and_the_window() -> None:
