@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
@@ -43,6 +44,11 @@ def test_a_prompts_notification_offers_the_cards_two_answers(app: Any, engine: A
     notice = app.notifications.shown["prompt:render-farm"]
     assert [(b.id, b.title) for b in notice.buttons] == [("keep", "Keep awake"), ("sleep", "Let it sleep")]
     assert notice.sticky and notice.title == "render-farm: keep it awake?"
+    # Short, read at a glance (it ran 5+ lines: the whole badge tooltip); the card and the row say the rest.
+    assert re.match(r"Busy for 4 h( \d+ min)? \(compiling: cc1plus\), longer than its 4 h awake ceiling\. ",
+                    notice.message), notice.message
+    assert "Unanswered, it is let sleep in" in notice.message and "heartbeat" not in notice.message
+    assert len(notice.message) <= 140, len(notice.message)
 
 
 def test_let_it_sleep_on_the_notification_answers_as_the_card_does(app: Any, engine: Any, run: Any) -> None:

@@ -14,8 +14,9 @@
 
 from __future__ import annotations
 
-from workroom.core import heartbeat_proof
+from workroom.core import box_times, heartbeat_proof
 from workroom.core.badge import Badge, BadgeKind
+from workroom.core.busy_reasons import reason_words
 from workroom.core.durations import format_duration
 from workroom.core.heartbeat_proof import HeartbeatProof
 from workroom.core.metering import NotKeptAwakeReason
@@ -89,3 +90,18 @@ def stop_warning(name: str, badge: Badge, status: Status | None, clock: Platform
         return None
     when = stops_words(clock, now)
     return f"{name} {when}", f"{name}'s platform {when} while it is busy. {badge.tooltip}"
+
+
+def prompt_note(status: Status, agent_now: float, deadline: float | None) -> str:
+    """The ceiling prompt's notification, short (a notification is read at a glance; the card and the row's
+    tooltip say the rest): what it is busy with, how long against its ceiling, and what happens unanswered.
+    "Busy for 4 h 5 min (compiling: cc1plus), longer than its 4 h awake ceiling. Unanswered, it is let sleep in
+    7 min." `deadline`: the prompt's, on the agent's clock (None: not known)."""
+    words = box_times.past_ceiling_words(status, agent_now)
+    reasons = reason_words(status, agent_now=agent_now)
+    what = f" ({reasons[0]})" if reasons else ""
+    busy, _, rest = words.partition(",")
+    note = f"{busy[:1].upper()}{busy[1:]}{what},{rest}."
+    if deadline is not None:
+        note += f" Unanswered, it is let sleep in {format_duration(max(0.0, deadline - agent_now))}."
+    return note

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.host_snapshot import HostSnapshot
+from workroom.core.notification_rules import prompt_note
 from workroom.core.prompt_answers import AnswerFace, already_answered
 from workroom.core.protocol import Method, Verdict
 from workroom.paths import app_log_folder
@@ -260,7 +261,11 @@ class WorkroomApp:
                 return  # this prompt was announced before its link dropped; its card and menu entry are back
             self._announced[name] = deadline
             self._asked_at[name] = time.time()
-        detail = snapshot.badge().tooltip if isinstance(snapshot, HostSnapshot) else ""
+        detail = ""
+        if isinstance(snapshot, HostSnapshot) and snapshot.status is not None:
+            now = row_text.agent_now(snapshot, time.monotonic())
+            if now is not None:
+                detail = prompt_note(snapshot.status, now, deadline)
         self.notifications.post(Notice(
             prompt_key(name), f"{name}: keep it awake?", detail or f"{name} has been busy past its ceiling.",
             buttons=PROMPT_BUTTONS, sticky=True))
