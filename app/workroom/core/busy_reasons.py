@@ -331,6 +331,18 @@ def reason_words(status: Status, *, agent_now: float | None = None) -> list[str]
     return _unique((row_words(d, agent_now) if d is not None else None) or t for d, t in reason_pairs(status))
 
 
+def work_words(status: Status, *, agent_now: float | None = None) -> list[str]:
+    """The reasons as a record read later says them: a hold as the work it holds ("compiling: cc1plus", never
+    "compiling: cc1plus (just now)", which is only true as the status arrives)."""
+    def words(d: BusyReason | None, text: str) -> str | None:
+        if d is not None and d.reason_class == "hold":
+            held = _held(d)
+            return row_words(held, agent_now) if held is not None else None
+        return (row_words(d, agent_now) if d is not None else None) or text
+
+    return _unique(words(d, t) for d, t in reason_pairs(status))
+
+
 def _unique(words: Iterable[str | None]) -> list[str]:
     out: list[str] = []
     for w in words:

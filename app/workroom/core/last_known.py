@@ -108,14 +108,14 @@ class LastKnown:
         while it is still checking (its first look) does not overwrite what an agent before it said (a replaced
         agent's first seconds are no verdict on a job the last one saw); where nothing was known, it is the
         first word."""
-        from workroom.core.busy_reasons import reason_words  # the wire's models: not for a look that only reads
+        from workroom.core.busy_reasons import work_words  # the wire's models: not for a look that only reads
 
         if self.known and status.checking() and status.classifier_verdict.value == "IDLE":
             return self
 
         doing = status.classifier_verdict.value.lower()
         since = self.since if doing == self.doing and self.since is not None else now
-        reasons = tuple(w[:MAX_REASON_CHARS] for w in reason_words(status, agent_now=status.monotonic)[:MAX_REASONS])
+        reasons = tuple(w[:MAX_REASON_CHARS] for w in work_words(status, agent_now=status.monotonic)[:MAX_REASONS])
         return LastKnown(doing=doing, reported=status.verdict.value.lower(), since=since, seen_at=now,
                          asleep_since=None, agent_monotonic=status.monotonic, stopped_at=self.stopped_at,
                          stop_reason=self.stop_reason, reasons=reasons if doing == "busy" else ())

@@ -66,3 +66,14 @@ def test_a_fresh_agent_still_checking_is_not_a_verdict() -> None:
     assert busy.seen(make_status(monotonic=1006.0, checking_until=1005.0), now=30.0).doing == "idle"
     assert LastKnown().seen(make_busy(checking_until=1005.0), now=5.0).doing == "busy"
     assert LastKnown().seen(checking, now=5.0).doing == "idle"  # nothing known before: the first word
+
+
+def test_a_held_reason_is_kept_as_the_work_it_holds_never_as_just_now() -> None:
+    """The hold's row words ("compiling: cc1plus (just now)") are true only as the status arrives; the record is
+    read minutes later (a look without the app: "Busy (seen 5 min ago): compiling: cc1plus")."""
+    held = make_busy(busy_reasons=["hold: after cpu: cc1plus (pid 41)"], structured_reasons=[
+        {"class": "hold", "subject": "", "pid": None,
+         "detail": {"after": {"class": "cpu", "subject": "cc1plus", "pid": 41, "detail": {}}}}])
+    known = LastKnown().seen(held, now=1000.0)
+    assert known.reasons == ("compiling: cc1plus",)
+    assert not any("just now" in r for r in known.reasons)
