@@ -202,7 +202,7 @@ def test_a_lost_host_outranks_this_computer_busy_past_an_advisory_ceiling(qapp: 
     tray = TrayController()
     states = every_state()
     tray.update(states["busy_past_ceiling"])  # workstation, never sleeps: advisory
-    assert tray.worst_kind is BadgeKind.BUSY_PAST_CEILING
+    assert tray.worst_kind is BadgeKind.BUSY  # nothing to keep awake: plain busy on the icon, not the clock
     assert "need" not in tray.icon.toolTip()
     tray.update(states["offline"])
     assert tray.worst_kind is BadgeKind.OFFLINE
@@ -237,3 +237,22 @@ def test_no_keep_awake_on_a_host_that_never_sleeps(qapp: Any) -> None:
     tray.update(states["asking"])
     assert not tray.host_menus["workstation"].keep_action.isVisible()
     assert tray.host_menus["render-farm"].keep_action.isVisible()
+
+
+def test_an_asleep_box_has_one_clock_on_the_tray_and_in_its_row(qapp: object) -> None:
+    """The app started after the box fell asleep: it first saw it asleep 4 min 58 s ago, while its agent was
+    last heard 6 min ago. The tray says what the row says (when its agent was last heard), not a second clock
+    counted from the app's start."""
+    import dataclasses
+
+    from workroom.core.last_known import LastKnown
+    from workroom.ui import row_text
+    from workroom.ui.tray import host_menu_text
+
+    wall = time.time()
+    record = LastKnown(doing="idle", reported="idle", since=wall - 900, seen_at=wall - 360, asleep_since=wall - 298)
+    snap = dataclasses.replace(make_snapshot("nightly", "boxd", ConnectionState.ASLEEP), last_known=record)
+    now = time.monotonic()
+    line = host_menu_text(snap, now)
+    assert line.startswith("nightly — Asleep · last known idle (6 min"), line
+    assert "4 min 58 s" not in line and "last known idle (6 min" in row_text.badge_text(snap, now)

@@ -51,6 +51,13 @@ def _state_text(snapshot: HostSnapshot, now: float) -> str:
         left = row_text.prompt_seconds_left(snapshot, now)
         if left is not None:
             return f"{name} — {LABELS[badge.kind]}, answer within {format_duration(left)}"
+    if badge.kind is BadgeKind.ASLEEP:
+        # One clock per box: the row's (when its agent was last heard), not when this app first saw it asleep (an
+        # app started later would count from its own start: "Asleep 4 min 58 s" beside "last known idle (6 min
+        # ago)").
+        known = row_text.last_known_text(snapshot, now)
+        if known:
+            return f"{name} — {LABELS[badge.kind]} · {known}"
     in_state = row_text.in_state_seconds(snapshot, now) if when is MenuTime.IN_STATE else None
     if in_state is not None:
         return f"{name} — {LABELS[badge.kind]} {format_duration(in_state)}"
