@@ -227,12 +227,12 @@ class AppController(QObject):
 
     def agent(self, name: str) -> AgentCall:
         """Ask `name`'s agent (`HostSession.call`): an answer to a prompt is the window's unless `face=` says whose.
-        A host that cannot be reached raises a UserError in the method's words (`UNREACHED`)."""
-        session = self._session(name)
+        A host that cannot be reached raises a UserError in the method's words (`UNREACHED`), when awaited (the host
+        is looked up then: one removed meanwhile fails in the task that asks, never in the button's slot)."""
 
         async def call(method: Method, /, *, face: AnswerFace = AnswerFace.WINDOW, **params: Any) -> BaseModel:
             try:
-                return await session.call(method, face=face, **params)
+                return await self._session(name).call(method, face=face, **params)
             except UserError:
                 raise
             except (OSError, TimeoutError, EOFError) as error:
