@@ -9,6 +9,7 @@ usable keyring exists we say so and refuse: there is no plaintext fallback, ever
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -16,6 +17,9 @@ from workroom.core.errors import ExitCode, UserError
 from workroom.core.questions import SecretKind, SecretRequest
 
 SERVICE_NAME = "workroom-companion"
+WAIT_SAID_SECONDS = 1.0
+"""A keyring call that has not answered in this long is said (`CredentialStore.on_wait`): a system dialog (unlock,
+"choose a password for the new keyring", the Keychain's sheet) may be waiting for the person."""
 
 _REFUSED_BACKENDS = {
     ("keyring.backends.fail", "Keyring"),
@@ -113,6 +117,20 @@ class CredentialStore:
         self._service = service
         self._backend = backend
         self._lock = threading.Lock()
+        self.on_wait: Callable[[bool], None] | None = None
+        """Told True (from the calling thread's timer) when a call has waited WAIT_SAID_SECONDS on the keyring, and
+        False when no call waits any more; set by the engine, which says it on every face."""
+        self._waits = 0
+        self._waits_lock = threading.Lock()
+
+    def _waited(self, more: int) -> None:
+        on_wait = self.on_wait
+        with self._waits_lock:
+            before = self._waits
+            self._waits += more
+            now = self._waits
+        if on_wait is not None and (before == 0) != (now == 0):
+            on_wait(now > 0)
 
     def _keyring(self) -> object:
         """The backend, found once. Caller holds the lock."""
@@ -136,6 +154,25 @@ class CredentialStore:
         return self._backend
 
     def _call(self, action: str, key: CredentialKey, *args: str) -> str | None:
+        """One keyring call (behind any other in flight); one that takes WAIT_SAID_SECONDS is said (`on_wait`)."""
+        said = threading.Event()
+
+        def say() -> None:
+            said.set()
+            self._waited(1)
+
+        timer = threading.Timer(WAIT_SAID_SECONDS, say)
+        timer.daemon = True
+        timer.start()
+        try:
+            return self._call_now(action, key, *args)
+        finally:
+            timer.cancel()
+            timer.join()  # a `say` under way has finished: its count is in before it is taken back
+            if said.is_set():
+                self._waited(-1)
+
+    def _call_now(self, action: str, key: CredentialKey, *args: str) -> str | None:
         import keyring.errors
 
         with self._lock:

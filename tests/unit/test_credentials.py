@@ -105,3 +105,43 @@ def test_backend_is_found_once_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
     for thread in threads:
         thread.join(timeout=10)
     assert calls == [1]
+
+
+class _Dialog(MemoryKeyring):
+    """A keyring whose get waits, as a system dialog holds it ("choose a password for the new keyring")."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed = threading.Event()
+
+    def get_password(self, service: str, username: str) -> str | None:
+        self.closed.wait(10)
+        return super().get_password(service, username)
+
+
+def test_a_keyring_call_that_waits_is_said_and_so_is_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A call not answered within WAIT_SAID_SECONDS is told (True), once however many wait behind it, and its end
+    (False) once none waits; a quick call is never told."""
+    import time
+
+    from workroom import credentials
+
+    monkeypatch.setattr(credentials, "WAIT_SAID_SECONDS", 0.2)
+    said: list[bool] = []
+    quick = CredentialStore(backend=MemoryKeyring())
+    quick.on_wait = said.append
+    assert quick.get(CredentialKey.password("u", "h")) is None and said == []
+    backend = _Dialog()
+    store = CredentialStore(backend=backend)
+    store.on_wait = said.append
+    calls = [threading.Thread(target=store.get, args=(CredentialKey.password("u", f"h{n}"),)) for n in range(2)]
+    for t in calls:
+        t.start()
+    deadline = time.monotonic() + 5
+    while not said and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert said == [True]  # both wait (one in the dialog, one behind it): said once
+    backend.closed.set()
+    for t in calls:
+        t.join(5)
+    assert said == [True, False]

@@ -33,10 +33,30 @@ if TYPE_CHECKING:
     from workroom.sessions.host_session import HostSession
 
 
-async def reach(engine: Engine, session: HostSession, command: str, *, wake: bool, timeout: float) -> HostSnapshot:
+async def reach(engine: Engine, session: HostSession, command: str, *, wake: bool, timeout: float,
+                said: Callable[[str], None] | None = None) -> HostSnapshot:
     """The host's session, connected for a command: at once when it is live (the app's usually is); a box its
     provider says is asleep (or cannot be read) is left so unless `wake`, and answered for from what is known
-    (`BoxAsleep`, exit 9) without a word to the box or its provider; otherwise a connect (waking only with `wake`)."""
+    (`BoxAsleep`, exit 9) without a word to the box or its provider; otherwise a connect (waking only with `wake`).
+    `said`: where what the connect waits on is told meanwhile, once each ("waiting for the keyring …")."""
+    from workroom.core.connection import waiting_words
+
+    told: set[str] = set()
+
+    def tell(snap: HostSnapshot) -> None:
+        what = snap.connection.waiting_for
+        if said is not None and what is not None and what not in told:
+            told.add(what)
+            said(f"workroom: {snap.host.name}: {waiting_words(what)}…")
+
+    session.listeners.append(tell)
+    try:
+        return await _reach(engine, session, command, wake=wake, timeout=timeout)
+    finally:
+        session.listeners.remove(tell)
+
+
+async def _reach(engine: Engine, session: HostSession, command: str, *, wake: bool, timeout: float) -> HostSnapshot:
     from workroom.core.connection import ConnectionState
 
     state = session.connection.state
@@ -94,7 +114,7 @@ def connected(face: Face, name: str, command: str, wake: bool = False, *,
             session = engine.session(name)
             if only_if_it_sleeps and not session.traits.sleeps_when_idle:
                 raise NeverSleeps(name)
-            await reach(engine, session, command, wake=wake, timeout=30)
+            await reach(engine, session, command, wake=wake, timeout=30, said=face.err)
             yield session
 
     return connected()
@@ -116,7 +136,7 @@ async def cmd_connect(args: argparse.Namespace, face: Face) -> int:
 
         asked_before, session.host_key_answerer = session.host_key_answerer, answer
         try:
-            snap = await reach(engine, session, "connect", wake=args.wake, timeout=args.timeout)
+            snap = await reach(engine, session, "connect", wake=args.wake, timeout=args.timeout, said=face.err)
         finally:
             session.host_key_answerer = asked_before
         left = _left_running(engine, session) if not face.in_app else None
@@ -260,7 +280,7 @@ async def cmd_let_sleep(args: argparse.Namespace, face: Face) -> int:
         if not session.traits.sleeps_when_idle:
             raise Refused(f"{args.name} never sleeps, so there is nothing to let sleep.")
         try:
-            await reach(engine, session, "connect", wake=False, timeout=30)
+            await reach(engine, session, "connect", wake=False, timeout=30, said=face.err)
         except BoxAsleep:
             face.out(json.dumps({"name": args.name, "asleep": True, "suppressed": True,
                                  "last_known": last_known_json(engine.last_known(args.name))}) if args.json

@@ -125,6 +125,12 @@ WAITING_STATES = frozenset(s for s, spec in CONNECTION_SPECS.items() if spec.wai
 UNREACHABLE_STATES = frozenset(s for s, spec in CONNECTION_SPECS.items() if spec.unreachable)
 
 
+def waiting_words(what: str) -> str:
+    """What a connect waits on outside the app, in a person's words (`ConnectionInfo.waiting_for`): "waiting for the
+    keyring (a system dialog may be open)"."""
+    return f"waiting for {what} (a system dialog may be open)"
+
+
 REPLACED_SHOWN_SECONDS = 600.0
 """How long the faces say an agent was replaced, after the connect that replaced it."""
 
@@ -199,6 +205,9 @@ class ConnectionInfo(BaseModel):
     keeping the box awake). None: reports arrive as due, or none are expected."""
     platform: PlatformClock | None = None
     """The platform's own clock for the box, as last read from its list (metering `sessions`)."""
+    waiting_for: str | None = None
+    """What a connect on its way waits on outside the app, said by every face ("the keyring": a system dialog
+    may be open); None once it is not waiting (a state that is not `waiting` carries none)."""
     platform_not_kept: NotKeptAwakeReason | None = None
     """Why the app cannot keep this busy box up through its platform now (None: it can, or need not)."""
     platform_words: str | None = None
@@ -212,7 +221,10 @@ class ConnectionInfo(BaseModel):
     ) -> ConnectionInfo:
         """The next snapshot: a new state since `now_monotonic`, with the error (if any) replaced."""
         info = error.info() if isinstance(error, UserError) else error
-        return self.model_copy(update={"state": state, "since_monotonic": now_monotonic, "error": info})
+        update: dict[str, object] = {"state": state, "since_monotonic": now_monotonic, "error": info}
+        if not CONNECTION_SPECS[state].waiting:
+            update["waiting_for"] = None
+        return self.model_copy(update=update)
 
     def retrying(self, now_monotonic: float) -> ConnectionInfo:
         """CONNECTING again after a failure: the last error stays until the attempt succeeds."""

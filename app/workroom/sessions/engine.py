@@ -14,6 +14,7 @@ way the faces hear of it through `hosts_listeners` and `settings_listeners`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Coroutine, Mapping
@@ -170,6 +171,9 @@ class Engine:
                                        secret_lookup=keyring_secret_lookup(self.credentials, self),
                                        forget_secret=lambda request: self.credentials.delete(CredentialKey.of(request)))
         self.sessions: dict[str, HostSession] = {}
+        self.keyring_waiting = False
+        """A keyring call has waited a while (a system dialog may be open): every connect on its way says so."""
+        self.credentials.on_wait = self._keyring_wait
         self.listeners: list[Callable[[HostSnapshot], None]] = []
         self._providers: dict[str, Provider] = {}
         self.last_verdicts: dict[str, dict[str, object]] = self._load_verdicts()
@@ -207,7 +211,25 @@ class Engine:
             self.sessions[host.name] = session
         return session
 
+    def _keyring_wait(self, waiting: bool) -> None:
+        """From a keyring call's thread: said on the loop, to every session on its way to connecting (any of them
+        may be behind the keyring: the store answers one call at a time)."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(self._show_keyring_wait, waiting)
+
+    def _show_keyring_wait(self, waiting: bool) -> None:
+        self.keyring_waiting = waiting
+        for session in list(self.sessions.values()):
+            session.waiting_for("the keyring" if waiting else None)
+
     def _relay(self, snapshot: HostSnapshot) -> None:
+        info = snapshot.connection
+        if self.keyring_waiting and info.spec.waiting and info.waiting_for is None and self.loop is not None:
+            # a connect that began while the keyring waits may be behind it too: said next (after this snapshot)
+            self.loop.call_soon(self.sessions[snapshot.host.name].waiting_for, "the keyring")
         self._remember_verdict(snapshot)
         snapshot = replace(snapshot, last_known=self.last_known(snapshot.host.name))
         for listener in list(self.listeners):

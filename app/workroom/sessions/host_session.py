@@ -288,6 +288,14 @@ class HostSession:
             except Exception:  # a face's bug must not kill the session
                 log.exception("listener failed for %s", self.host.name)
 
+    def waiting_for(self, what: str | None) -> None:
+        """A connect on its way waits on `what` outside the app ("the keyring"), or no longer (None): said while the
+        state is a waiting one (connecting, installing); a state past waiting carries none."""
+        wanted = what if self.connection.spec.waiting else None
+        if self.connection.waiting_for != wanted:
+            self.connection = self.connection.model_copy(update={"waiting_for": wanted})
+            self._publish()
+
     def _set_state(self, state: ConnectionState, error: UserError | None = None, **extra: Any) -> None:
         info = self.connection.with_state(state, self._clock(), error=error)
         if extra:

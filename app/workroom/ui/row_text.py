@@ -13,7 +13,7 @@ import time
 
 from workroom.core import box_times
 from workroom.core.busy_reasons import reason_words
-from workroom.core.connection import CONNECTION_SPECS, ConnectionState
+from workroom.core.connection import CONNECTION_SPECS, ConnectionState, waiting_words
 from workroom.core.durations import format_duration
 from workroom.core.errors import Face
 from workroom.core.host_snapshot import HostSnapshot
@@ -155,6 +155,8 @@ def connection_text(snap: HostSnapshot, now_monotonic: float) -> str:
     if info.state is ConnectionState.BACKING_OFF and info.retry_at_monotonic is not None:
         left = max(0.0, info.retry_at_monotonic - now_monotonic)
         words += f" in {format_duration(left)}"
+    if info.waiting_for is not None:
+        words += f" · {waiting_words(info.waiting_for)}"
     platform = platform_text(snap, short=True)
     return f"{words} · {platform}" if platform else words
 
