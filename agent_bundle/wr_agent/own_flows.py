@@ -16,8 +16,17 @@ after its login, and a person's ssh begun in the same seconds is the limit of th
 The byte counts come from each socket's `tcp_info` (payload bytes acked and received), scaled for headers as the
 server's estimate of its relay traffic is. Read only on ticks when bytes moved on the box's link (or a flow
 waits), so an idle box reads nothing. Claims arrive on the server thread; the tick thread does the rest.
+
+A person's SSH flow that forwards ports (`ssh -L` to an editor's server, a notebook, a dev server; `-R`) carries
+bytes whose work is judged where they end up: on the forwarded connection, a TCP connection in the box that the
+session's sshd process holds to a server here (the connection rule judges it: a page downloading is work, an open
+tab's chatter is a listener's). So the flow's bytes that match what its forwarded connections moved are held:
+they never vote `net` a second time, as a box-wide count that outweighs the connection they came from. The sshd
+process is found once per flow (the one of this user's `sshd` processes holding its socket), its descriptors read
+again on ticks when the flow moved bytes.
 """
 
+import os
 import threading
 import time
 
@@ -65,26 +74,54 @@ def _loopback(address):
     return address.startswith("127.") or address in ("::1", "localhost")
 
 
+def _socket_inodes(proc, pid):
+    """The socket inodes process `pid` holds (an empty set: none, or its descriptors may not be read), or None
+    when it is gone."""
+    fd_dir = "%s/%s/fd" % (proc, pid)
+    try:
+        fds = os.listdir(fd_dir)
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return set()
+    found = set()
+    for fd in fds[:256]:
+        try:
+            target = os.readlink(fd_dir + "/" + fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            try:
+                found.add(int(target[8:-1]))
+            except ValueError:
+                pass
+    return found
+
+
 def wire_bytes(payload):
     """A flow's payload bytes as they cross the link, headers and ACKs included (an estimate)."""
     return int(payload * WIRE_FACTOR) + (payload // PAYLOAD_PER_PACKET + 1) * PACKET_BYTES if payload else 0
 
 
 class _Flow(object):
-    __slots__ = ("claimed", "first_seen", "payload", "released", "waiting")
+    __slots__ = ("claimed", "first_seen", "forwards", "looked", "owner", "payload", "released", "waiting")
 
     def __init__(self, now, payload):
         self.first_seen, self.payload = now, payload
         self.claimed, self.released = False, False
         self.waiting = 0  # wire bytes moved while it waited for a claim
+        self.owner = None  # the sshd process holding its socket (pid), once found
+        self.looked = False  # that process was looked for (once per flow)
+        self.forwards = {}  # inode -> payload bytes at the last read, of the forwarded connections it holds
 
 
 class OwnFlows(object):
     """One agent's account of SSH flows: `claim`/`claim_recent` from the server, `account` on each tick."""
 
-    def __init__(self, reader, clock=time.monotonic):
+    def __init__(self, reader, clock=time.monotonic, proc="/proc"):
         self.reader = reader
         self.clock = clock
+        self.proc = proc
         self.ssh_ports = {SSH_PORT}
         self.flows = {}  # (client, client port, server, server port) -> _Flow
         self._lock = threading.Lock()
@@ -122,24 +159,31 @@ class OwnFlows(object):
             return 0, 0
         now = self.clock()
         seen = {}
+        local = {}  # inode -> payload bytes, of the connections within the box (where a forward ends)
         for c in conns:
-            if c.state == 10 or c.lport not in self.ssh_ports or c.bytes_in is None or c.bytes_out is None:
-                continue  # a listener, another service, or no counters (no tcp_info)
-            if _loopback(c.local):
+            if c.state == 10 or c.bytes_in is None or c.bytes_out is None:
+                continue  # a listener, or no counters (no tcp_info)
+            if _loopback(_plain_v4(c.local)):
+                local[c.inode] = c.bytes_in + c.bytes_out
                 continue  # never on the box's link: the link's counters never saw it
-            seen[(_plain_v4(c.peer), c.pport, _plain_v4(c.local), c.lport)] = c.bytes_in + c.bytes_out
+            if c.lport in self.ssh_ports:
+                seen[(_plain_v4(c.peer), c.pport, _plain_v4(c.local), c.lport)] = (c.bytes_in + c.bytes_out, c.inode)
         held, released = 0, 0
-        for key, payload in seen.items():
+        for key, (payload, inode) in seen.items():
             flow = self.flows.get(key)
             if flow is None:
                 flow = self.flows[key] = _Flow(now, 0)
             delta = wire_bytes(max(0, payload - flow.payload))
             flow.payload = payload
+            # what its forwards moved is judged on their own connections, never a second time as `net`
+            forwarded = min(delta, self._forwarded(flow, inode, local)) if delta and not flow.claimed else 0
             if flow.claimed:
                 held += delta
             elif not flow.released:
                 held += delta
-                flow.waiting += delta
+                flow.waiting += delta - forwarded
+            else:
+                held += forwarded
         self._match_claims(now)
         for key, flow in list(self.flows.items()):
             gone = key not in seen
@@ -149,6 +193,46 @@ class OwnFlows(object):
             if gone:
                 del self.flows[key]
         return min(held, moved), released
+
+    def _forwarded(self, flow, inode, local):
+        """Wire bytes the flow's forwarded connections (TCP connections within the box held by the sshd process that
+        holds the flow's socket) moved since the last read."""
+        if not flow.looked:
+            flow.looked = True
+            flow.owner = self._holder(inode)
+        if flow.owner is None:
+            return 0
+        moved = 0
+        held = _socket_inodes(self.proc, flow.owner)
+        if held is None:  # the session ended
+            flow.owner = None
+            return 0
+        forwards = {}
+        for ino in held:
+            payload = local.get(ino)
+            if payload is not None and ino != inode:
+                moved += max(0, payload - flow.forwards.get(ino, 0))
+                forwards[ino] = payload
+        flow.forwards = forwards
+        return wire_bytes(moved)
+
+    def _holder(self, inode):
+        """The pid of this user's sshd process holding socket `inode`, or None (another user's, none)."""
+        try:
+            pids = [p for p in os.listdir(self.proc) if p.isdigit()]
+        except OSError:
+            return None
+        for pid in pids:
+            try:
+                with open("%s/%s/comm" % (self.proc, pid), "rb") as f:
+                    if not f.read(64).startswith(b"sshd"):
+                        continue
+            except OSError:
+                continue
+            held = _socket_inodes(self.proc, pid)
+            if held is not None and inode in held:
+                return pid
+        return None
 
     def _match_claims(self, now):
         with self._lock:

@@ -107,7 +107,7 @@ class ProcSampler(HostSignals, JobSteps):
         self.own_flows = None
         if self.tcp_kind == "sock_diag" and tcp_reader == "auto":
             try:
-                self.own_flows = own_flows.OwnFlows(tcp_diag.open_reader(root))
+                self.own_flows = own_flows.OwnFlows(tcp_diag.open_reader(root), proc=root)
             except (OSError, ValueError, AttributeError):
                 self.own_flows = None
         self.tcp_judge = tcp_rule.Judge()

@@ -189,6 +189,66 @@ def browser(a):
     f.read(1)
 
 
+def slow_server(a):
+    """A server sending one large response at a slow link's pace (a build artifact): after its headers, `--rate`
+    bytes a second (a chunk every 0.5 s) for `--seconds`, then the connection closes."""
+    srv = socket.create_server(("127.0.0.1", a.port))
+    while True:
+        c, _ = srv.accept()
+        f = c.makefile("rb")
+        if not read_head_request(f):
+            c.close()
+            continue
+        chunk = b"x" * max(1, int(a.rate / 2))
+        n = max(1, int(a.seconds * 2))
+        c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n" % (len(chunk) * n))
+        for _ in range(n):
+            c.sendall(chunk)
+            time.sleep(0.5)
+        c.close()
+
+
+def chatter_server(a):
+    """An editor's server pushing its own chatter to an open tab (presence, telemetry, file-watch echoes), nothing
+    asked: bursts of `--rate` bytes a second (a message every 0.25 s) for `--burst` s, every `--every` s."""
+    srv = socket.create_server(("127.0.0.1", a.port))
+    message = b'{"type":"presence","state":"ok","pad":"' + b"." * max(1, int(a.rate / 4) - 40) + b'"}\n'
+
+    def serve(c):
+        try:
+            while True:
+                end = time.monotonic() + a.burst
+                while time.monotonic() < end:
+                    c.sendall(message)
+                    time.sleep(0.25)
+                time.sleep(a.every)
+        except OSError:
+            c.close()
+
+    while True:
+        c, _ = srv.accept()
+        threading.Thread(target=serve, args=(c,), daemon=True).start()
+
+
+def chatter_client(a):
+    """The open tab: connects (until the forward and the server are up), reads whatever comes, never sends."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            s = socket.create_connection(("127.0.0.1", a.port))
+            if s.recv(65536):
+                break
+            s.close()
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit("the chatter server never answered")
+        time.sleep(0.5)
+    touch("work_started")
+    while s.recv(65536):
+        pass
+
+
 WS_GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 
@@ -321,6 +381,10 @@ def main(argv=None):
             ("query", query, (("--seconds", 20.0),)),
             ("download", download, (("--rate", 25.0), ("--every", 2.0), ("--seconds", 20.0))),
             ("dev-server", dev_server, (("--port", 8080),)),
+            ("slow-server", slow_server, (("--port", 8081), ("--rate", 8000.0), ("--seconds", 20.0))),
+            ("chatter-server", chatter_server, (("--port", 8082), ("--rate", 3000.0), ("--burst", 6.0),
+                                                ("--every", 20.0))),
+            ("chatter-client", chatter_client, (("--port", 8082),)),
             ("browser", browser, (("--port", 8080),)),
             ("ws-server", ws_server, (("--port", 5173), ("--ping", 5.0))),
             ("ws-client", ws_client, (("--port", 5173),)),

@@ -101,3 +101,62 @@ def test_the_relays_ssh_connection_is_read_from_its_environment(tmp_path):
     (proc / "environ").write_bytes(b"HOME=/h\0SSH_CONNECTION=10.0.0.9 50006 10.0.0.2 22\0PATH=/bin\0")
     assert ssh_connection_of(4242, proc=str(tmp_path / "proc")) == ("10.0.0.9", 50006, "10.0.0.2", 22)
     assert ssh_connection_of(4243, proc=str(tmp_path / "proc")) is None
+
+
+def _sshd(proc, pid, inodes, comm="sshd"):
+    """A process in a fake /proc holding these sockets (its fd links)."""
+    d = proc / str(pid)
+    (d / "fd").mkdir(parents=True, exist_ok=True)
+    (d / "comm").write_text(comm + "\n")
+    for fd in list((d / "fd").iterdir()):
+        fd.unlink()
+    for n, ino in enumerate(inodes):
+        (d / "fd" / str(n + 3)).symlink_to("socket:[%d]" % ino)
+
+
+def forward(inode, payload, lport=41000):
+    """The sshd end of a forwarded connection, within the box (ssh -L to a server here)."""
+    return Conn(2, ESTABLISHED, "127.0.0.1", lport, "127.0.0.1", 8080, inode, bytes_out=payload // 2,
+                bytes_in=payload - payload // 2)
+
+
+def test_a_persons_tunnel_moves_no_net_bytes_that_its_forwarded_connection_moved(tmp_path):
+    """`ssh -L` to an editor's server here: the person's SSH flow carries the editor's chatter, which the connection
+    rule judges on the forwarded connection (the sshd session process holds both sockets). Those bytes are held;
+    what the flow moved beyond them (the shell, an scp) still counts; another process's sockets are not its."""
+    proc = tmp_path / "proc"
+    reader, clock = Reader(), Clock()
+    flows = OwnFlows(reader, clock, proc=str(proc))
+    flow = ssh(50010, 10000)  # inode 51010
+    _sshd(proc, 700, [51010, 9001])
+    _sshd(proc, 701, [9002], comm="python3")  # the editor's server: the other end, not the session's
+    reader.conns = [flow, forward(9001, 1000), forward(9002, 1000, lport=8080)]
+    flows.account(wire_bytes(10000))
+    clock.t += DEFER_SECONDS  # a person's: released, its later bytes count
+    reader.conns = [ssh(50010, 12000), forward(9001, 3000), forward(9002, 3000, lport=8080)]
+    held, released = flows.account(wire_bytes(2000))
+    assert held == wire_bytes(2000)  # all of this tick's 2000 B were the forward's (3000 - 1000)
+    assert released == wire_bytes(10000) - wire_bytes(1000)  # its first bytes count late, less the forward's
+    clock.t += 1
+    reader.conns = [ssh(50010, 15000), forward(9001, 3500), forward(9002, 3500, lport=8080)]
+    held, _ = flows.account(wire_bytes(3000))
+    assert held == wire_bytes(500)  # 500 B forwarded; the other 2500 B (the shell, a copy) count
+    clock.t += 1
+    _sshd(proc, 700, [51010])  # the forward closed
+    reader.conns = [ssh(50010, 16000)]
+    assert flows.account(wire_bytes(1000)) == (0, 0)
+
+
+def test_a_flow_no_sshd_of_this_user_holds_counts_whole(tmp_path):
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    reader, clock = Reader(), Clock()
+    flows = OwnFlows(reader, clock, proc=str(proc))
+    reader.conns = [ssh(50011, 4000), forward(9003, 4000)]
+    flows.account(wire_bytes(4000))
+    clock.t += DEFER_SECONDS
+    reader.conns = [ssh(50011, 6000), forward(9003, 6000)]
+    assert flows.account(wire_bytes(2000)) == (wire_bytes(2000), wire_bytes(4000) + wire_bytes(2000))
+    clock.t += 1
+    reader.conns = [ssh(50011, 7000), forward(9003, 7000)]
+    assert flows.account(wire_bytes(1000)) == (0, 0)  # not known to be a tunnel: its bytes count
