@@ -323,7 +323,7 @@ def crosses_counted_link(sock):
     name = addresses.get(ours)
     if name is None:
         return True
-    from wr_agent.proc_sampler import default_route_interfaces, interface_counts
+    from wr_agent.host_signals import default_route_interfaces, interface_counts
     return interface_counts(name, default_routes=default_route_interfaces())
 
 
