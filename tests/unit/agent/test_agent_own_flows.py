@@ -111,7 +111,7 @@ def _sshd(proc, pid, inodes, comm="sshd"):
     for fd in list((d / "fd").iterdir()):
         fd.unlink()
     for n, ino in enumerate(inodes):
-        (d / "fd" / str(n + 3)).symlink_to("socket:[%d]" % ino)
+        (d / "fd" / str(n + 3)).symlink_to(f"socket:[{ino}]")
 
 
 def forward(inode, payload, lport=41000):
