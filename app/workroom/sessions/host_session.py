@@ -33,6 +33,7 @@ from workroom.core.hosts import Host
 from workroom.core.install_report import InstallReport
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.last_known import LastKnown
+from workroom.core.platform_clock import PlatformClock
 from workroom.core.prompt_answers import Answer, AnswerFace, SentAnswer
 from workroom.core.protocol import (
     AgentCall,
@@ -55,10 +56,10 @@ from workroom.sessions.keepawake_task import OutsideKeepAwake
 from workroom.sessions.liveness import watch_liveness
 from workroom.sessions.platform_keeper import PlatformSide, PlatformView
 from workroom.sessions.proof_keeper import ProofKeeper
+from workroom.sessions.provider_word import WATCHED, ConnectAsk, ProviderWord
 from workroom.sessions.reconnect_rules import (
     ConnectTimedOut,
     EndOfRun,
-    asleep_recheck_seconds,
     lost_error,
     reconnect_delay,
     slept_while_busy,
@@ -152,7 +153,7 @@ class HostSession:
         """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
         self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
                                            lambda: self._wanted, self._keep_awake_changed)
-        self._asleep_watch: asyncio.Task[None] | None = None
+        self._word = ProviderWord(host, provider, self.traits, self._note_platform_clock)
         self.last_answer: SentAnswer | None = None
         self._proof = ProofKeeper(host, provider, self.traits, clock=clock, link=lambda: self._rt.link,
                                   current=lambda: self.connection.heartbeat_proof, show=self._show_proof,
@@ -216,8 +217,7 @@ class HostSession:
 
     async def disconnect(self) -> None:
         self._wanted = False
-        if self._asleep_watch is not None:
-            self._asleep_watch.cancel()
+        self._word.stop()
         self._keepawake.stop()
         if self._platform is not None:
             self._platform.stop()
@@ -431,7 +431,7 @@ class HostSession:
             if not self._wanted:
                 return
             was_live = self.connection.spec.live
-            box = await self._box_state()
+            box = await self._word.box_state()
             if isinstance(box, ProviderUnreadable) and self.traits.sleeps_when_idle:
                 # It may have gone to sleep: never shown asleep or offline on a guess, and never reconnected to.
                 self._end_run(EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable"))
@@ -462,72 +462,12 @@ class HostSession:
             self.failure = end.error
         self._set_state(end.state, end.error)
         self._first_status.set()
-        if end.state in (ConnectionState.ASLEEP, ConnectionState.UNREADABLE):
-            self._watch_asleep()
+        if end.state in WATCHED:
+            self._word.watch_asleep(lambda: self.connection, lambda: self._wanted,
+                                    lambda: self.start(wake=False), self._set_state)
         if end.state is ConnectionState.RELEASED and self._platform is not None:
             clock = self.connection.platform
             self._platform.watch_released(clock.build if clock is not None else None)
-
-    def _watch_asleep(self) -> None:
-        """While ASLEEP (or the provider unreadable), look again now and then (without waking it): a box woken by
-        someone else is connected to again, so its prompts and badge are live; a provider that answers again
-        says asleep or awake; one that stops answering is said to be unreadable, never left "asleep"."""
-        watching = (ConnectionState.ASLEEP, ConnectionState.UNREADABLE)
-
-        async def watch() -> None:
-            while self.connection.state in watching and not self._wanted:
-                await asyncio.sleep(asleep_recheck_seconds(self.traits.idle_window_seconds))
-                if self.connection.state not in watching or self._wanted:
-                    return
-                box = await self._box_state()
-                if box is BoxState.AWAKE:
-                    self.start(wake=False)
-                    return
-                if isinstance(box, ProviderUnreadable):
-                    if self.connection.state is not ConnectionState.UNREADABLE or self.connection.error != box.info():
-                        self._set_state(ConnectionState.UNREADABLE, box)
-                elif box is BoxState.ASLEEP and self.connection.state is not ConnectionState.ASLEEP:
-                    self._set_state(ConnectionState.ASLEEP)
-
-        if self._asleep_watch is None or self._asleep_watch.done():
-            self._asleep_watch = asyncio.get_running_loop().create_task(watch(), name=f"asleep-{self.host.name}")
-
-    async def _box_state(self) -> BoxState | ProviderUnreadable:
-        """The provider's word on the box, read without waking it (every provider answers: docs/providers.md);
-        why it could not be read, when the provider says (a provider's bug counts as unknown, and is logged)."""
-        try:
-            box = await self.provider.box_state(self.host)
-            self._note_platform_clock()
-            return box
-        except ProviderUnreadable as unreadable:
-            self._note_platform_clock()
-            log.info("%s: %s", self.host.name, unreadable.message)
-            return unreadable
-        except Exception:
-            log.exception("reading the state of %s failed", self.host.name)
-            return BoxState.UNKNOWN
-
-    async def _awake_or_end(self, box: BoxState) -> BoxState:
-        """Where connecting itself would start a box that is not running right now (a platform's tunnel): an
-        asleep box is started only by the user's wake, through the platform's own start command; any other
-        state than awake ends the run, saying what the platform said, and nothing connects."""
-        if box is BoxState.ASLEEP and self._may_wake:
-            self._set_state(ConnectionState.CONNECTING)
-            await self.provider.wake(self.host)
-            return BoxState.AWAKE
-        if box is not BoxState.AWAKE:
-            words = self.provider.state_words(self.host) or "its platform cannot say whether it runs"
-            raise EndOfRun(ConnectionState.DISCONNECTED, UserError(
-                "Not connected", f"{self.host.name}: {words}.",
-                "Connecting now could start it; the app connects once its platform says it runs."), why=words)
-        if self._platform is not None and not self._may_connect_unknown and self.previous_verdict is not None:
-            # A background connect to a box the app let go of while idle: a session would be activity; if nobody
-            # has used it since, go on watching the list instead.
-            clock = await self.provider.platform_clock(self.host)
-            if self._platform.still_let_go(self.previous_verdict, clock):
-                self._platform_view(PlatformView(clock))
-                raise EndOfRun(ConnectionState.RELEASED, why="still idle, as the app let go of it")
-        return box
 
     # -- where an open session is activity (core.metering `sessions`) --------------------------------
 
@@ -541,11 +481,9 @@ class HostSession:
             publish=self._platform_view, release=self._release_idle, reconnect=lambda: self.start(wake=False),
             stopped=lambda: self._end_run(EndOfRun.asleep()))
 
-    def _note_platform_clock(self) -> None:
-        """The clock the last state read found goes with the next snapshot (an asleep box's stop reason)."""
-        clock = self.provider.last_platform_clock(self.host)
-        if clock is not None:
-            self.connection = self.connection.model_copy(update={"platform": clock})
+    def _note_platform_clock(self, clock: PlatformClock) -> None:
+        """The clock a state read found goes with the next snapshot (an asleep box's stop reason)."""
+        self.connection = self.connection.model_copy(update={"platform": clock})
 
     def _platform_view(self, view: PlatformView) -> None:
         self.connection = self.connection.model_copy(update={
@@ -589,22 +527,18 @@ class HostSession:
     async def _may_we_connect(self) -> bool:
         """Decide from the provider's word (read without waking the box) whether this run may connect;
         says CONNECTING (or retrying) when it may. Returns whether the box was asleep (a timed wake)."""
-        box = await self._box_state()
-        if isinstance(box, ProviderUnreadable):
-            if self.traits.sleeps_when_idle and (not self._may_wake or self.provider.connects_only_when_awake):
-                # It may be asleep, and the provider cannot say: only an explicit wake may reach it (and not even
-                # that where connecting itself would start it: a platform's tunnel).
-                raise EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable")
-            box = BoxState.UNKNOWN  # the user's Wake and connect: reach it all the same
-        was_asleep = box is BoxState.ASLEEP
-        if was_asleep and not self._may_wake:
-            raise EndOfRun.asleep()
-        if self.provider.connects_only_when_awake:
-            box = await self._awake_or_end(box)
-        if self.traits.sleeps_when_idle and box is BoxState.UNKNOWN and not self._may_connect_unknown:
-            raise EndOfRun(ConnectionState.DISCONNECTED, UserError(
-                "Not connected", f"{self.host.name} may be asleep, and connecting would wake it.",
-                "Click Connect when you need it."), why="would wake")
+        let_go = None
+        if self._platform is not None and self.previous_verdict is not None:
+            platform, record = self._platform, self.previous_verdict
+
+            def let_go(clock: PlatformClock | None) -> bool:
+                if not platform.still_let_go(record, clock):
+                    return False
+                self._platform_view(PlatformView(clock))
+                return True
+
+        ask = ConnectAsk(wake=self._may_wake, unknown=self._may_connect_unknown, let_go=let_go)
+        was_asleep = await self._word.may_connect(ask, lambda: self._set_state(ConnectionState.CONNECTING))
         if self.connection.error is not None and self._attempt > 0:
             self.connection = self.connection.retrying(self._clock())
             self._publish()
