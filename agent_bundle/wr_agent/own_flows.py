@@ -18,12 +18,19 @@ server's estimate of its relay traffic is. Read only on ticks when bytes moved o
 waits), so an idle box reads nothing. Claims arrive on the server thread; the tick thread does the rest.
 
 A person's SSH flow that forwards ports (`ssh -L` to an editor's server, a notebook, a dev server; `-R`) carries
-bytes whose work is judged where they end up: on the forwarded connection, a TCP connection in the box that the
-session's sshd process holds to a server here (the connection rule judges it: a page downloading is work, an open
-tab's chatter is a listener's). So the flow's bytes that match what its forwarded connections moved are held:
-they never vote `net` a second time, as a box-wide count that outweighs the connection they came from. The sshd
-process is found once per flow (the one of this user's `sshd` processes holding its socket), its descriptors read
-again on ticks when the flow moved bytes.
+bytes whose work is judged where they end up: on the forwarded connection, a TCP connection within the box whose
+one end the session's sshd process holds (the connection rule judges it: a page downloading is work, an open
+tab's chatter is a listener's). So a person's flows' bytes that match what the forwarded connections moved, with
+the SSH framing around them (`FRAMING`), are held: they never vote `net` a second time, as a box-wide count that
+outweighs the connection they came from.
+
+A forwarded connection's end is known by who holds it. OpenSSH's session process runs as the person but is not
+dumpable, so its descriptors are root's to read: the end is a loopback socket of this user that no process of
+this user whose descriptors can be read holds (or an `sshd` process does, where they can be read). The holders
+are found by one walk of /proc when a new loopback end of this user's moves while a person's flow moves bytes
+(at most one walk every `WALK_EVERY` seconds); an end stays what it was found to be for its life. The limit: a
+non-dumpable process of this user's other than sshd talking over loopback TCP in the same seconds as a
+person's flow is taken for a forward (docs/agent.md).
 """
 
 import os
@@ -37,6 +44,9 @@ SSH_PORT = 22
 WIRE_FACTOR = 1.1
 PACKET_BYTES = 66
 PAYLOAD_PER_PACKET = 1400
+# The SSH packet around forwarded bytes (length, padding, channel header, MAC): held with them.
+FRAMING = 1.25
+WALK_EVERY = 5.0  # seconds between walks of /proc for the holders of new loopback ends
 
 
 def parse_ssh_connection(text):
@@ -104,24 +114,24 @@ def wire_bytes(payload):
 
 
 class _Flow(object):
-    __slots__ = ("claimed", "first_seen", "forwards", "looked", "owner", "payload", "released", "waiting")
+    __slots__ = ("claimed", "first_seen", "payload", "released", "waiting")
 
     def __init__(self, now, payload):
         self.first_seen, self.payload = now, payload
         self.claimed, self.released = False, False
         self.waiting = 0  # wire bytes moved while it waited for a claim
-        self.owner = None  # the sshd process holding its socket (pid), once found
-        self.looked = False  # that process was looked for (once per flow)
-        self.forwards = {}  # inode -> payload bytes at the last read, of the forwarded connections it holds
 
 
 class OwnFlows(object):
     """One agent's account of SSH flows: `claim`/`claim_recent` from the server, `account` on each tick."""
 
-    def __init__(self, reader, clock=time.monotonic, proc="/proc"):
+    def __init__(self, reader, clock=time.monotonic, proc="/proc", uid=None):
         self.reader = reader
         self.clock = clock
         self.proc = proc
+        self.uid = os.getuid() if uid is None else uid
+        self.ends = {}  # inode -> [a forward's end: True/False/None (not known yet), payload bytes at the last read]
+        self._walked = None  # when /proc was last walked for the holders of loopback ends
         self.ssh_ports = {SSH_PORT}
         self.flows = {}  # (client, client port, server, server port) -> _Flow
         self._lock = threading.Lock()
@@ -159,31 +169,37 @@ class OwnFlows(object):
             return 0, 0
         now = self.clock()
         seen = {}
-        local = {}  # inode -> payload bytes, of the connections within the box (where a forward ends)
+        local = {}  # inode -> payload bytes, of this user's loopback ends (where a forward ends)
         for c in conns:
             if c.state == 10 or c.bytes_in is None or c.bytes_out is None:
                 continue  # a listener, or no counters (no tcp_info)
             if _loopback(_plain_v4(c.local)):
-                local[c.inode] = c.bytes_in + c.bytes_out
+                if c.uid == self.uid:
+                    local[c.inode] = c.bytes_in + c.bytes_out
                 continue  # never on the box's link: the link's counters never saw it
             if c.lport in self.ssh_ports:
-                seen[(_plain_v4(c.peer), c.pport, _plain_v4(c.local), c.lport)] = (c.bytes_in + c.bytes_out, c.inode)
+                seen[(_plain_v4(c.peer), c.pport, _plain_v4(c.local), c.lport)] = c.bytes_in + c.bytes_out
         held, released = 0, 0
-        for key, (payload, inode) in seen.items():
+        moving = []  # (flow, wire bytes this tick) of a person's flows (not claimed)
+        for key, payload in seen.items():
             flow = self.flows.get(key)
             if flow is None:
                 flow = self.flows[key] = _Flow(now, 0)
             delta = wire_bytes(max(0, payload - flow.payload))
             flow.payload = payload
-            # what its forwards moved is judged on their own connections, never a second time as `net`
-            forwarded = min(delta, self._forwarded(flow, inode, local)) if delta and not flow.claimed else 0
-            if flow.claimed:
+            if flow.claimed or not flow.released:
                 held += delta
-            elif not flow.released:
-                held += delta
-                flow.waiting += delta - forwarded
-            else:
+            if delta and not flow.claimed:
+                moving.append((flow, delta))
+        # what the forwards moved is judged on their own connections, never a second time as `net`
+        pool = int(self._forwarded(local, now, bool(moving)) * FRAMING)
+        for flow, delta in moving:
+            forwarded = min(delta, pool)
+            pool -= forwarded
+            if flow.released:
                 held += forwarded
+            else:
+                flow.waiting += delta - forwarded
         self._match_claims(now)
         for key, flow in list(self.flows.items()):
             gone = key not in seen
@@ -194,45 +210,47 @@ class OwnFlows(object):
                 del self.flows[key]
         return min(held, moved), released
 
-    def _forwarded(self, flow, inode, local):
-        """Wire bytes the flow's forwarded connections (TCP connections within the box held by the sshd process that
-        holds the flow's socket) moved since the last read."""
-        if not flow.looked:
-            flow.looked = True
-            flow.owner = self._holder(inode)
-        if flow.owner is None:
-            return 0
+    def _forwarded(self, local, now, wanted):
+        """Wire bytes the forwarded connections' ends moved since the last read (counted only if `wanted`: a
+        person's flow moved bytes this tick; the ends' counters are kept up to date either way)."""
+        unknown = [ino for ino, payload in local.items()
+                   if wanted and payload and (ino not in self.ends or self.ends[ino][0] is None)]
+        if unknown and (self._walked is None or now - self._walked >= WALK_EVERY):
+            self._walked = now
+            self._find_holders(unknown)
         moved = 0
-        held = _socket_inodes(self.proc, flow.owner)
-        if held is None:  # the session ended
-            flow.owner = None
-            return 0
-        forwards = {}
-        for ino in held:
-            payload = local.get(ino)
-            if payload is not None and ino != inode:
-                moved += max(0, payload - flow.forwards.get(ino, 0))
-                forwards[ino] = payload
-        flow.forwards = forwards
-        return wire_bytes(moved)
+        for ino, payload in local.items():
+            end = self.ends.get(ino)
+            if end is None:
+                end = self.ends[ino] = [None, 0]
+            if end[0]:
+                moved += max(0, payload - end[1])
+            end[1] = payload
+        for ino in [i for i in self.ends if i not in local]:
+            del self.ends[ino]
+        return wire_bytes(moved) if wanted else 0
 
-    def _holder(self, inode):
-        """The pid of this user's sshd process holding socket `inode`, or None (another user's, none)."""
+    def _find_holders(self, inodes):
+        """Mark each end as a forward's or not: held by an sshd process, or by no process whose descriptors this
+        user may read (OpenSSH's session process is not dumpable), is a forward's."""
+        readable, by_sshd = set(), set()
         try:
             pids = [p for p in os.listdir(self.proc) if p.isdigit()]
         except OSError:
-            return None
+            return
         for pid in pids:
+            held = _socket_inodes(self.proc, pid)
+            if not held:
+                continue
+            readable |= held
             try:
                 with open("%s/%s/comm" % (self.proc, pid), "rb") as f:
-                    if not f.read(64).startswith(b"sshd"):
-                        continue
+                    if f.read(64).startswith(b"sshd"):
+                        by_sshd |= held
             except OSError:
                 continue
-            held = _socket_inodes(self.proc, pid)
-            if held is not None and inode in held:
-                return pid
-        return None
+        for ino in inodes:
+            self.ends.setdefault(ino, [None, 0])[0] = ino in by_sshd or ino not in readable
 
     def _match_claims(self, now):
         with self._lock:

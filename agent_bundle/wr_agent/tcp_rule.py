@@ -8,7 +8,10 @@ A connection is work while
 * an answer is arriving: pieces come in at most ANSWER_GAP apart with this end silent between them (a
   token stream, a trickling download);
 * bytes move on it at MOVE_RATE or more as a flow: on MOVE_READS reads over MOVE_SPAN seconds or more (a burst,
-  however big, is an exchange: a poll's listing, a page load);
+  however big, is an exchange: a poll's listing, a page load). On a connection this end accepted, only what was
+  asked flows as work: the client's own bytes (a request, an upload), and this end's while it owes an answer (from
+  the client's data until this end's bytes stop for ANSWER_GAP). A server pushing unasked to an open client (an
+  editor's presence and telemetry to its tab, a dev server's echoes) is a listener's chatter, however fast;
 * its send queue holds unsent bytes on two reads in a row and the peer took some within QUEUE_STALL (an
   upload behind a slow receiver).
 A long wait on a key whose last long wait ended with no work since (no bytes moving, no stream, no queue,
@@ -85,7 +88,11 @@ class Track(object):
         "inode",
         "lport",
         "moved",
+        "moved_at",
+        "out_at",
         "out_at_piece",
+        "owed",
+        "owed_at",
         "peer",
         "piece_at",
         "pport",
@@ -107,7 +114,12 @@ class Track(object):
         self.inode, self.inbound = c.inode, inbound
         self.peer, self.pport, self.lport = c.peer, c.pport, c.lport
         self.bytes_in = self.bytes_out = None
-        self.moved = collections.deque()  # (time, bytes moved since the read before)
+        self.moved = collections.deque()  # (time, bytes moved since the read before) that count as a flow
+        self.moved_at = None  # when bytes last moved either way
+        # Inbound: this end owes the client an answer (its data came in; this end's bytes have not stopped since).
+        # First seen with the client's bytes already in: a request came before this read, owed.
+        self.owed, self.owed_at = False, None
+        self.out_at = None  # inbound: when this end's bytes last moved (on a read that saw them)
         self.piece_at = None  # when the last piece of data came in
         self.out_at_piece = None  # this end's byte counter at the read that saw it
         self.stream_until = None
@@ -130,7 +142,9 @@ class Track(object):
             if self.bytes_in is not None:
                 d_in, d_out = max(0, c.bytes_in - self.bytes_in), max(0, c.bytes_out - self.bytes_out)
                 if d_in or d_out:
-                    self.moved.append((now, d_in + d_out))
+                    flow = self._asked(now, d_in, d_out)
+                    if flow:
+                        self.moved.append((now, flow))
                 if d_out:
                     self.acked_at = now
                 if d_in and self.recv_at is not None:
@@ -138,8 +152,12 @@ class Track(object):
                     self.out_at_piece = c.bytes_out
                     if not asked:
                         self.push_at = self.recv_at
-            elif self.recv_at is not None:
-                self.piece_at, self.out_at_piece = self.recv_at, c.bytes_out
+            else:
+                if self.recv_at is not None:
+                    self.piece_at, self.out_at_piece = self.recv_at, c.bytes_out
+                if self.inbound and c.bytes_in:
+                    self.owed = True
+                    self.owed_at = self.moved_at = now
             self.bytes_in, self.bytes_out = c.bytes_in, c.bytes_out
         unsent = c.notsent if c.notsent is not None else c.wqueue  # the fallback has the queue only
         if unsent > 0:
@@ -151,6 +169,27 @@ class Track(object):
         else:
             self.queued_reads = 0
         self.wqueue = c.wqueue
+
+    def _asked(self, now, d_in, d_out):
+        """The bytes of this read that may count toward a flow. Outbound, all of them (this end asked, or is the
+        one sending). Inbound, the client's bytes, and this end's while it owes an answer: the client's data makes
+        an answer owed, unless it came while this end was already sending unasked (a tab acknowledging pushes:
+        this end's bytes moved on an earlier read, less than ANSWER_GAP ago, with nothing owed); a silence of
+        ANSWER_GAP both ways after this end began to answer ends what was owed (a request still waiting for its
+        first byte stays owed, however long). A request and the start of its answer in one read are a request."""
+        if not self.inbound:
+            self.moved_at = now
+            return d_in + d_out
+        if (self.owed and self.out_at is not None and self.out_at >= self.owed_at
+                and now - self.moved_at > ANSWER_GAP):
+            self.owed = False  # answered, then silent both ways: the exchange is over
+        pushing = not self.owed and self.out_at is not None and now - self.out_at <= ANSWER_GAP
+        if d_in and not pushing and not self.owed:
+            self.owed, self.owed_at = True, now
+        self.moved_at = now
+        if d_out:
+            self.out_at = now
+        return d_in + (d_out if self.owed else 0)
 
     def _piece(self, at, quiet):
         """A piece of data came in at `at`: an answer still arriving if the last one was recent and this

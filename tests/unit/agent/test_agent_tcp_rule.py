@@ -432,3 +432,63 @@ def test_a_heartbeat_whose_waits_show_only_now_and_then_stays_a_heartbeat():
 
     busy = w.busy_seconds(0.0, 600.0, 0.5, each=ping)
     assert busy and max(busy) <= 6.0 + tcp_rule.ANSWER_GAP, busy  # the first only
+
+
+def chatter(s, t, start=0.0, rate=3000, burst=6, every=20):
+    """A server's unasked pushes on connection `s`: `rate` B/s for `burst` s every `every` s, from `start`."""
+    if t >= start and (t - start) % every < burst:
+        s.send(t, rate)
+
+
+def test_a_servers_unasked_pushes_to_a_silent_client_are_a_listeners_chatter_however_fast():
+    """An editor's server pushing presence and telemetry to an open tab (through ssh -L: the tab never sends):
+    3 kB/s bursts for 6 s every 20 s are a flow's rate, yet nothing was asked."""
+    s = Sock(1, lport=8082, peer="127.0.0.1", pport=40010)
+    w = World(s, listening=(8082,))
+    assert w.busy_seconds(1.0, 300.0, each=lambda t: chatter(s, t, start=2.0)) == []
+
+
+def test_a_tab_acknowledging_pushes_does_not_turn_them_into_an_answer():
+    s = Sock(1, lport=8082, peer="127.0.0.1", pport=40011)
+    w = World(s, listening=(8082,))
+
+    def pushed_and_acked(t):
+        chatter(s, t, start=2.0)
+        if (t - 2.0) % 20 in (2.0, 4.0):
+            s.receive(t + 0.05, 40)  # the tab's acknowledgement, after the server's message
+    assert w.busy_seconds(1.0, 300.0, each=pushed_and_acked) == []
+
+
+def test_the_same_bytes_asked_for_are_a_download_and_a_new_request_on_the_open_connection_counts_again():
+    """Control for the two above: the client's request makes the server's bytes an answer (a page downloading
+    through the tunnel), on a connection first seen mid-answer too, and again after chatter."""
+    s = Sock(1, lport=8081, peer="127.0.0.1", pport=40012).receive(0.0, 300)
+    w = World(s, listening=(8081,))
+
+    def download(t):
+        if t <= 30:
+            s.send(t, 4000)
+    busy = w.busy_seconds(1.0, 60.0, each=download)
+    assert busy[0] <= 4.0 and max(busy) >= 30.0 and max(busy) < 40.0, busy
+    assert w.busy_seconds(61.0, 120.0, each=lambda t: chatter(s, t, start=62.0)) == []
+    s.receive(130.0, 200)  # a new request, answered at once and at length
+
+    def answer(t):
+        if 130 < t <= 150:
+            s.send(t, 4000)
+    again = w.busy_seconds(131.0, 170.0, each=answer)
+    assert again and again[0] <= 134.0 and max(again) >= 150.0, again
+
+
+def test_an_answer_that_starts_long_after_its_request_still_flows_as_work():
+    """A server thinking 30 s before it streams: the request stays owed until the answer begins and ends."""
+    s = Sock(1, lport=8083, peer="127.0.0.1", pport=40013)
+    w = World(s, listening=(8083,))
+    w.tick(0.5)
+    s.receive(1.0, 500)
+
+    def late_answer(t):
+        if 31 <= t <= 50:
+            s.send(t, 4000)
+    busy = w.busy_seconds(2.0, 70.0, each=late_answer)
+    assert [t for t in busy if 33 <= t <= 50] == [float(t) for t in range(33, 51)], busy
