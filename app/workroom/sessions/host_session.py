@@ -47,9 +47,7 @@ from workroom.core.questions import HostKeyQuestion
 from workroom.providers.base import BoxState, Provider, ProviderUnreadable
 from workroom.remote.agent_client import REQUEST_TIMEOUT_SECONDS
 from workroom.remote.agent_link import AgentLink
-from workroom.remote.host_keys import HostKeyChanged, HostKeyUnknown
 from workroom.remote.host_shell import HostShell
-from workroom.remote.ssh_errors import AuthFailed
 from workroom.sessions.agent_reach import AgentReach
 from workroom.sessions.blocking_runner import BlockingRunner
 from workroom.sessions.keepawake_task import OutsideKeepAwake
@@ -63,7 +61,9 @@ from workroom.sessions.reconnect_rules import (
     lost_error,
     reconnect_delay,
     slept_while_busy,
+    under_running_job,
 )
+from workroom.sessions.shell_opening import open_shell
 
 log = logging.getLogger(__name__)
 
@@ -437,9 +437,9 @@ class HostSession:
                 self._end_run(EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable"))
                 return
             if box is BoxState.ASLEEP:
-                if was_live:  # put to sleep under our eyes: while its agent said busy, work was cut short
-                    self.connection = self.connection.model_copy(update={"suspended_while_busy": (
-                        self.traits.sleeps_when_idle and self.status is not None and self.status.busy)})
+                if was_live:  # put to sleep under our eyes: under a running job, work was cut short
+                    self.connection = self.connection.model_copy(update={"suspended_while_busy": under_running_job(
+                        self.status, sleeps=self.traits.sleeps_when_idle)})
                 self._end_run(EndOfRun.asleep())  # connecting again would wake it: that is the user's call
                 return
             self.failure = error
@@ -582,26 +582,14 @@ class HostSession:
             link, lambda: self._pings_due(), self._proof.note_own_traffic)))
 
     async def _open_shell(self) -> HostShell:
-        """A shell on the host; an unknown host key is asked about (and trusted only on a yes)."""
-        while True:
-            try:
-                return await self._runner.run_closing_on_cancel(self.provider.open_shell, self.host)
-            except AuthFailed as refused:
-                if refused.rejected_secret is not None:
-                    # A stored passphrase the key refused is wrong: forget it so it is not tried again.
-                    await self._runner.run(self.provider.forget_secret, refused.rejected_secret)
-                raise EndOfRun.fatal(refused) from None
-            except HostKeyChanged as refused:
-                raise EndOfRun.fatal(refused) from None
-            except HostKeyUnknown as question:
-                q = question.question
-                self._set_state(ConnectionState.HOST_KEY_QUESTION, host_key_fingerprint=q.fingerprint)
-                trusted = False
-                if self.host_key_answerer is not None:
-                    trusted = await self.host_key_answerer(self, q)
-                if not trusted:
-                    raise EndOfRun.fatal(question) from None
-                known = self.provider.context.known_hosts
-                assert known is not None
-                await self._runner.run(known.trust_answer, q)
-                self._set_state(ConnectionState.CONNECTING)
+        """A shell on the host (sessions/shell_opening.py); an unknown host key is asked about."""
+        answerer = self.host_key_answerer
+
+        def say(state: ConnectionState, fingerprint: str | None) -> None:
+            if fingerprint is None:
+                self._set_state(state)
+            else:
+                self._set_state(state, host_key_fingerprint=fingerprint)
+
+        ask = None if answerer is None else lambda q: answerer(self, q)
+        return await open_shell(self._runner, self.provider, self.host, ask, say)

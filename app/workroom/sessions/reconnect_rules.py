@@ -10,7 +10,7 @@ from typing import Any
 from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
-from workroom.core.protocol import Status
+from workroom.core.protocol import Status, Verdict
 from workroom.core.traits import ProviderTraits
 from workroom.remote.agent_link import plain_reason
 
@@ -75,6 +75,16 @@ class EndOfRun(Exception):
     @classmethod
     def fatal(cls, error: UserError) -> EndOfRun:
         return cls(ConnectionState.ERROR, error, why=str(error))
+
+
+def under_running_job(status: Status | None, *, sleeps: bool) -> bool:
+    """A box that went to sleep just now slept under a job of its span still running: its agent's last word saw
+    work, kept awake or not (a prompt nobody answered, the ceiling reached, a keep-awake that failed) -- unless
+    the user said Let it sleep, which is their answer, not lost work. The lost-work notice follows it (a box that
+    freezes rather than stops resumes the job when it wakes)."""
+    if not sleeps or status is None or status.let_sleep:
+        return False
+    return status.busy or status.classifier_verdict is Verdict.BUSY
 
 
 def slept_while_busy(previous: dict[str, Any] | None, status: Status, *, sleeps: bool) -> bool:

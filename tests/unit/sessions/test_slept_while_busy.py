@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from unit.core.status_factory import make_status
 from workroom.core.protocol import GapInfo
-from workroom.sessions.reconnect_rules import slept_while_busy
+from workroom.sessions.reconnect_rules import slept_while_busy, under_running_job
 
 pytestmark = pytest.mark.unit
 
@@ -30,3 +30,19 @@ def status(monotonic: float, gap: GapInfo | None):  # type: ignore[no-untyped-de
 ])
 def test_rule(previous, now, gap, sleeps, expected) -> None:  # type: ignore[no-untyped-def]
     assert slept_while_busy(previous, status(now, gap), sleeps=sleeps) is expected
+
+
+@pytest.mark.parametrize(("fields", "sleeps", "expected"), [
+    ({"verdict": "BUSY", "classifier_verdict": "BUSY"}, True, True),  # kept awake, and slept all the same
+    # a prompt nobody answered (or the ceiling reached): not kept awake, the job still running
+    ({"verdict": "IDLE", "classifier_verdict": "BUSY", "suppressed": True}, True, True),
+    # the user's Let it sleep: their answer, not lost work
+    ({"verdict": "IDLE", "classifier_verdict": "BUSY", "suppressed": True, "let_sleep": True}, True, False),
+    ({"verdict": "IDLE", "classifier_verdict": "IDLE"}, True, False),  # nothing running: it simply slept
+    ({"verdict": "BUSY", "classifier_verdict": "BUSY"}, False, False),  # a host that never sleeps
+])
+def test_a_box_that_went_to_sleep_under_a_running_job(fields, sleeps, expected) -> None:  # type: ignore[no-untyped-def]
+    """The lost-work notice's rule for a box seen going to sleep: a job of its span still running, kept awake or
+    not (an unanswered prompt let it sleep), unless the user said Let it sleep."""
+    assert under_running_job(make_status(**fields), sleeps=sleeps) is expected
+    assert under_running_job(None, sleeps=sleeps) is False
