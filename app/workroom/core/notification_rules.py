@@ -8,8 +8,10 @@
   box that was asleep or offline in between is never said to have finished.
 - Lost work: an episode is a run of badges with a `NotKeptAwakeReason` (busy but not kept awake: a failing
   heartbeat, a heartbeat the provider does not see, a stalled agent, ...; or asleep after its agent said
-  busy). The badge's own sentences say what happened and what to do; nothing here re-derives them. An
-  unanswered prompt is not lost work: the user was asked, and the prompt said what would happen.
+  busy). The badge's own sentences say what happened and what to do; nothing here re-derives them. A box
+  awake but not kept awake because its prompt went unanswered is not lost work: the user was asked, and the
+  prompt said what would happen; once it sleeps under the job still running, it is (the session's
+  `under_running_job`).
 """
 
 from __future__ import annotations
