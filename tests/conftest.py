@@ -118,6 +118,19 @@ def netns_box(make_netns_box: Callable[..., netns.NetnsBox]) -> netns.NetnsBox:
     return make_netns_box()
 
 
+@pytest.fixture(autouse=True)
+def fresh_keyring() -> Iterator[None]:
+    """Every test starts on a fresh in-memory keyring set here, never one keyring's discovery chose: discovery picks
+    among every backend class imported so far, so a test module's own keyring (one whose get blocks as an unlock
+    dialog does) became, chained with the rest, the keyring of every test collected after it — an engine test's
+    keys then waited 10 s and its reconnect went the probe's way (CI only, where the tiers collect those modules
+    together). Tests that need another keyring set theirs (`memory_keyring`, a subprocess's PYTHON_KEYRING_BACKEND)."""
+    import keyring
+
+    keyring.set_keyring(MemoryKeyring())
+    yield
+
+
 @pytest.fixture
 def memory_keyring() -> Iterator[MemoryKeyring]:
     import keyring

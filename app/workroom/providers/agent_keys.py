@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 
 BINDING_HEX = 32
 FORGET_WAIT_SECONDS = 5.0
+SETTLE_WAIT_SECONDS = 3.0
+"""How long a closing engine waits for the keyring's writes still on their way (`settle`): a run that ends right
+after its first connect (a command, a quick quit) would otherwise end them with it, and the next run, finding no
+key, goes the probe's way instead of the agent's remembered socket. A dialog left open is not waited out."""
 
 
 UNBOUND_FIELDS = frozenset({"hourly_price"})
@@ -93,6 +97,15 @@ class AgentKeys:
 
     def _write(self, name: str, binding: str, key: str) -> None:
         self._keyring("set", name, binding, key)
+
+    def settle(self, timeout: float = SETTLE_WAIT_SECONDS) -> bool:
+        """Wait (blocking, `timeout` at most) for every keyring write submitted so far; whether they all landed."""
+        with self._lock:
+            writer = self._writer
+        if writer is None:
+            return True
+        done, _ = wait([writer.submit(lambda: None)], timeout=timeout)
+        return bool(done)
 
     def may_hold(self, name: str, binding: str) -> bool:
         """Whether `get` may give a key (non-blocking): one is in memory, or the keyring, not read yet, may

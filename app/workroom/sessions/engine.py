@@ -38,7 +38,7 @@ from workroom.daemon_threads import DaemonThreads
 from workroom.known_records import VERDICTS_FILE_NAME, read_records, verdicts_path, write_record
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
-from workroom.providers.agent_keys import AgentKeys
+from workroom.providers.agent_keys import SETTLE_WAIT_SECONDS, AgentKeys
 from workroom.providers.agent_sockets import AgentSockets
 from workroom.providers.base import BoxState, Provider, ProviderContext
 from workroom.remote.agent_install import UninstallReport
@@ -605,6 +605,10 @@ class Engine:
     async def close(self) -> None:
         await asyncio.gather(*(s.close() for s in self.sessions.values()), *self._closing.values(),
                              return_exceptions=True)
+        keys = self.context.agent_keys
+        if keys is not None and not await asyncio.to_thread(keys.settle):  # the keys' writes land before the run ends
+            log.info("the keyring had not taken the agents' keys within %.0f s; the next run may ask the agents again",
+                     SETTLE_WAIT_SECONDS)
         if not self._files_closed:
             await asyncio.wrap_future(self._files.submit(lambda: None))  # every write submitted before is done
             self._files_closed = True

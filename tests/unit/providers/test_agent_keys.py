@@ -90,3 +90,44 @@ def test_a_key_kept_never_waits_on_the_keyring() -> None:
     assert written is not None
     written.result(timeout=10)
     assert list(written_to.values()) == [KEY]
+
+
+def test_a_closing_run_waits_for_its_keys_to_land_but_not_for_ever() -> None:
+    """A run that ends right after its first connect (a command, a quick quit) ended the keyring's write with it
+    on a loaded machine, and the next run, finding no key, went the probe's way instead of the agent's socket:
+    `settle` (the engine's close) waits for the writes on their way, and gives up on a keyring that hangs."""
+    import threading
+    import time
+
+    class Slow:
+        def __init__(self, delay: float, gate: threading.Event | None = None) -> None:
+            self.values: dict[str, str] = {}
+            self.delay, self.gate = delay, gate
+
+        def get(self, key):  # type: ignore[no-untyped-def]
+            return self.values.get(key.username)
+
+        def set(self, key, value):  # type: ignore[no-untyped-def]
+            if self.gate is not None:
+                self.gate.wait(30)
+            time.sleep(self.delay)
+            self.values[key.username] = value
+
+        def delete(self, key):  # type: ignore[no-untyped-def]
+            self.values.pop(key.username, None)
+
+    store = Slow(0.3)
+    keys = AgentKeys(store)  # type: ignore[arg-type]
+    keys.keep("box1", "b1", KEY)
+    assert AgentKeys(store).get("box1", "b1") is None  # type: ignore[arg-type]  # the next run, too soon: no key
+    assert keys.settle(timeout=10)
+    assert AgentKeys(store).get("box1", "b1") == KEY  # type: ignore[arg-type]
+
+    gate = threading.Event()  # a keyring whose dialog nobody answers
+    hung = AgentKeys(Slow(0.0, gate))  # type: ignore[arg-type]
+    hung.keep("box1", "b1", KEY)
+    started = time.monotonic()
+    assert hung.settle(timeout=0.5) is False
+    assert time.monotonic() - started < 5
+    gate.set()
+    assert AgentKeys(store).settle() is True  # nothing written: nothing to wait for  # type: ignore[arg-type]
