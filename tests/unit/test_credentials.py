@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from fixtures.memory_keyring import MemoryKeyring
+from fixtures.memory_keyring import DialogKeyring, MemoryKeyring
 from keyring.backends import chainer, fail, null
 from keyring.errors import KeyringError, KeyringLocked
 from workroom.credentials import (
@@ -107,18 +107,6 @@ def test_backend_is_found_once_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
     assert calls == [1]
 
 
-class _Dialog(MemoryKeyring):
-    """A keyring whose get waits, as a system dialog holds it ("choose a password for the new keyring")."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.closed = threading.Event()
-
-    def get_password(self, service: str, username: str) -> str | None:
-        self.closed.wait(10)
-        return super().get_password(service, username)
-
-
 def test_a_keyring_call_that_waits_is_said_and_so_is_its_end(monkeypatch: pytest.MonkeyPatch) -> None:
     """A call not answered within WAIT_SAID_SECONDS is told (True), once however many wait behind it, and its end
     (False) once none waits; a quick call is never told."""
@@ -131,7 +119,7 @@ def test_a_keyring_call_that_waits_is_said_and_so_is_its_end(monkeypatch: pytest
     quick = CredentialStore(backend=MemoryKeyring())
     quick.on_wait = said.append
     assert quick.get(CredentialKey.password("u", "h")) is None and said == []
-    backend = _Dialog()
+    backend = DialogKeyring()
     store = CredentialStore(backend=backend)
     store.on_wait = said.append
     calls = [threading.Thread(target=store.get, args=(CredentialKey.password("u", f"h{n}"),)) for n in range(2)]

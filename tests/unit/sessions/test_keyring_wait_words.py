@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fixtures.memory_keyring import MemoryKeyring
+from fixtures.memory_keyring import DialogKeyring
 from workroom import credentials
 from workroom.agent_bundle import load_agent_bundle
 from workroom.core.connection import ConnectionState
@@ -25,21 +25,11 @@ from workroom.ui import row_text
 pytestmark = pytest.mark.unit
 
 
-class _Dialog(MemoryKeyring):
-    def __init__(self) -> None:
-        super().__init__()
-        self.closed = threading.Event()
-
-    def get_password(self, service: str, username: str) -> str | None:
-        self.closed.wait(10)
-        return super().get_password(service, username)
-
-
 def test_every_connect_on_its_way_says_it_waits_for_the_keyring(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(credentials, "WAIT_SAID_SECONDS", 0.2)
     paths = app_paths({HOME_ENV: str(tmp_path / "home")}).ensure()
-    backend = _Dialog()
+    backend = DialogKeyring()
     engine = Engine(paths, load_agent_bundle(paths), hostname="me", auto_reconnect=False,
                     credentials=CredentialStore(backend=backend))
     for name in ("box1", "box2", "box3"):
