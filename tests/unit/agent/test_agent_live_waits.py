@@ -30,6 +30,36 @@ def _votes(s, pids, field, ticks=TICKS, until=None):
     return seen
 
 
+def _parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[1]
+    except (OSError, IndexError):
+        return None
+
+
+def only_the_job(s, root_pid):
+    """This machine is no box of its own here: CI runs its other tiers beside this test, and on a tick where any
+    process votes CPU the sampler does not look at waits at all (the verdict is BUSY by that vote). So the sampler
+    sees only the job's own process tree, as on a box where only this job runs."""
+    original = s._new
+
+    def new(pid, now, depth=0):
+        p = original(pid, now, depth)
+        if p is not None:
+            q = pid
+            for _ in range(64):
+                if q is None or q in ("0", "1") or q == str(root_pid):
+                    break
+                q = _parent(q)
+            if q != str(root_pid):
+                p.excluded = True
+        return p
+
+    s._new = new
+    return s
+
+
 def _comm(pid):
     with open(f"/proc/{pid}/comm") as f:
         return f.read().strip()
@@ -65,7 +95,7 @@ def test_curl_waiting_for_a_body_after_the_headers_came_is_a_wait_through_its_po
     t.start()
     sh = subprocess.Popen(["sh", "-c", 'curl -sS -o "$1" "http://127.0.0.1:$2/report"; echo fetched',
                            "sh", str(tmp_path / "report.txt"), str(port)], stdout=subprocess.PIPE)
-    s = ProcSampler()
+    s = only_the_job(ProcSampler(), sh.pid)
     if box == "busy":
         s._system_quiet = lambda now: False
     try:
@@ -109,7 +139,7 @@ def test_a_producer_pacing_its_pages_into_a_pipe_is_work_and_one_that_writes_not
     script.write_text(PRODUCER)
     sh = subprocess.Popen(["sh", "-c", 'python3 -I "$1" 20 "$2" | gzip -c > "$3"', "sh", str(script),
                            "write" if writes else "quiet", str(tmp_path / "export.gz")])
-    s = ProcSampler()
+    s = only_the_job(ProcSampler(), sh.pid)
     try:
         deadline = time.monotonic() + 10
         producer = set()
