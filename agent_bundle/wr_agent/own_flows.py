@@ -220,9 +220,7 @@ class OwnFlows(object):
             self._find_holders(unknown)
         moved = 0
         for ino, payload in local.items():
-            end = self.ends.get(ino)
-            if end is None:
-                end = self.ends[ino] = [None, 0]
+            end = self.ends.setdefault(ino, [None, 0])
             if end[0]:
                 moved += max(0, payload - end[1])
             end[1] = payload

@@ -25,7 +25,6 @@ import os
 import signal
 import subprocess
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -63,11 +62,6 @@ class PostedNotices:
 
     def withdraw(self, key: str) -> None:
         self.withdrawn.append(key)
-
-
-def _health(url: str) -> dict[str, Any]:
-    with urllib.request.urlopen(url, timeout=3) as reply:
-        return dict(json.loads(reply.read()))
 
 
 def _ssh_job(box: dict[str, Any], known: Path, seconds: int) -> subprocess.Popen[bytes]:
@@ -127,7 +121,7 @@ def test_a_new_job_after_an_unanswered_prompt_and_a_wake_gets_its_own_span(tmp_p
         figures: dict[str, float] = {}
 
         def asleep() -> bool:
-            return bool(_health(box["health_url"])["state"] == "asleep")
+            return bool(simbox.box_status(box["name"], home)["state"] == "asleep")
 
         async def scenario() -> None:
             session = engine.session(box["name"])
