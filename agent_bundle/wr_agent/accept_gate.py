@@ -7,10 +7,9 @@ episode, and watches it again when the pause is over (the owner's loop asks `res
 """
 
 import errno
-import logging
 import selectors
 
-log = logging.getLogger("wr_agent")
+from wr_agent.agent_log import log
 
 PAUSE_SECONDS = 0.2
 BATCH = 16  # connections taken per readiness, so one busy listener cannot starve the clients

@@ -4,7 +4,6 @@ The tick runs on its own thread; the socket server reads status from another thr
 computes `stalled` itself so a stuck tick is visible.
 """
 
-import logging
 import os
 import threading
 import time
@@ -12,13 +11,13 @@ import time
 from wr_agent import PROTOCOL, VERSION, clocks, job_wait, own_flows, runtime
 from wr_agent import reasons as reasons_mod
 from wr_agent import settings as settings_mod
+from wr_agent.agent_log import log
 from wr_agent.busy_span import BusySpan
 from wr_agent.ceiling import Ceiling
 from wr_agent.classifier import TIMER_MIN_SLEEP, Classifier
 from wr_agent.timeline import Timeline, key_for
 from wr_agent.user_exclusions import UserExclusions
 
-log = logging.getLogger("wr_agent")
 STALL_SECONDS = 30.0
 # A fresh agent is still checking until it has looked at the box's processes and had the time to judge what it
 # found at its first look: the first listing, then a block it found as long as job_wait's WAIT_MIN (2 s) and a

@@ -15,7 +15,6 @@ socket's clients.
 """
 
 import json
-import logging
 import os
 import re
 import selectors
@@ -26,9 +25,8 @@ import time
 from wr_agent import runtime
 from wr_agent.accept_gate import AcceptGate
 from wr_agent.agent import STALL_SECONDS
+from wr_agent.agent_log import log
 from wr_agent.waker import WAKE, Waker
-
-log = logging.getLogger("wr_agent")
 
 HEALTH_PATH = "/v1/health"
 MAX_HEAD = 8192  # request line + headers + the blank line

@@ -3,12 +3,10 @@ on any pty and which ptys someone may be watching, the bytes on the interfaces t
 TCP connections (tcp_diag, judged by tcp_rule). A mixin of ProcSampler: it reads the sampler's processes and
 state."""
 
-import logging
 import os
 
 from wr_agent import tcp_rule
-
-log = logging.getLogger("wr_agent")
+from wr_agent.agent_log import log
 
 MULTIPLEXER_CLIENTS = frozenset(("tmux: client", "screen"))  # tmux's client retitles itself; screen's is lowercase
 
@@ -112,7 +110,11 @@ class HostSignals(object):
         try:
             raw = self._read_host("net/dev")
         except OSError:
+            self.net_raw = None
             return 0
+        if raw == self.net_raw:
+            return 0  # not a packet on any interface (loopback's included) since the last read
+        self.net_raw = raw
         total = 0
         self._routes = None
         kinds = {}  # the cache keeps only the interfaces of this read: each container start adds a veth
@@ -154,7 +156,15 @@ class HostSignals(object):
         still hold (only their ages grow, which the judge computes), so a quiet box reads no socket."""
         if self.tcp_reader is None:
             return []
-        counters = self._snmp_segments()
+        # No packet on any interface since the net/dev read before the last snmp read (this tick's net/dev bytes
+        # are those): the segment counters are what they were, and the 16 us read of every protocol's table is
+        # not needed. Compared with the read before the last *snmp* read, not the last tick's: a tick where CPU
+        # voted reads no socket, and what moved then must still be read after it.
+        raw = self.net_raw
+        if raw is not None and raw == self.snmp_dev and self.tcp_counters is not None:
+            counters = self.tcp_counters
+        else:
+            counters, self.snmp_dev = self._snmp_segments(), raw
         if counters is not None and counters[2] == 0 and not self.tcp_judge.tracks:
             self.tcp_counters = counters
             return []

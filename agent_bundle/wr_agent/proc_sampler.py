@@ -14,7 +14,6 @@ and has no known owner.
 """
 
 import errno
-import logging
 import os
 import resource
 import time
@@ -25,8 +24,6 @@ from wr_agent.host_signals import HostSignals
 from wr_agent.job_steps import JobSteps
 from wr_agent.proc_entry import Proc
 from wr_agent.signals import Signals
-
-log = logging.getLogger("wr_agent")
 
 PF_KTHREAD = 0x00200000
 FD_RESERVE = 64
@@ -115,6 +112,8 @@ class ProcSampler(HostSignals, JobSteps):
         self._mapped = False
         self.if_kind = {}  # interface name -> counts (box-crossing), for those in the last read
         self.net_prev = None
+        self.net_raw = None  # /proc/net/dev as last read: the same bytes mean no packet on any interface since
+        self.snmp_dev = None  # net_raw when /proc/net/snmp was last read (HostSignals._tcp)
         self.has_schedstat = None
         self._pts_seen = set()
         # The gate on listing /proc: loadavg's last pid, held open, where /proc is this process's PID namespace.

@@ -4,7 +4,6 @@ socket, and the hand-off (state file + execv keeping the PID)."""
 import errno
 import fcntl
 import json
-import logging
 import os
 import socket
 import stat
@@ -12,10 +11,10 @@ import sys
 import time
 
 from wr_agent import launcher
+from wr_agent.agent_log import log
 from wr_agent.proc_name import set_comm  # noqa: F401 (runtime.set_comm, as before)
 from wr_agent.state_folder import unsafe_state_folder
 
-log = logging.getLogger("wr_agent")
 SUPERVISOR_FD_ENV = "WR_AGENT_SUPERVISOR_FD"  # a hand-off in a supervised child writes the new sha256 here
 LOCK_FD_ENV, LISTEN_FD_ENV = "WR_AGENT_LOCK_FD", "WR_AGENT_LISTEN_FD"
 STATE_MAX_AGE = 120.0
@@ -358,8 +357,7 @@ def exec_into(bundle_path, serve_args, lock_fd, listen_sock, sha256=None):
         except OSError:
             pass
     log.info("handing off to %s", bundle_path)
-    for h in logging.getLogger().handlers:
-        h.flush()
+    log.flush()
     try:
         os.execve(sys.executable, argv, env)
     finally:  # only reached when exec failed

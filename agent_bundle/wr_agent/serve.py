@@ -6,7 +6,6 @@ re-executes the process, so the stack is not unwound then; a failed hand-off lea
 """
 
 import contextlib
-import logging
 import os
 import signal
 import socket
@@ -16,9 +15,8 @@ import threading
 from wr_agent import bundle, exclusions, health, log_file, runtime
 from wr_agent import settings as settings_mod
 from wr_agent.agent import Agent
+from wr_agent.agent_log import log
 from wr_agent.heartbeat import Heartbeat, parse_target
-
-log = logging.getLogger("wr_agent")
 
 
 def run(args, argv):
@@ -111,11 +109,7 @@ def setup_logging(path):
         except BaseException:
             os.close(fd)
             raise
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(logging.Formatter("%(asctime)s wr-agent[%(process)d] %(levelname)s %(message)s"))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
+    log.to_stream(stream)
 
 
 def _min_duration(args):

@@ -5,7 +5,6 @@ that client its connection and nothing else; the tick runs on its own thread and
 """
 
 import json
-import logging
 import os
 import re
 import selectors
@@ -18,10 +17,10 @@ from wr_agent import PROTOCOL, VERSION, bundle
 from wr_agent.accept_gate import AcceptGate
 from wr_agent.agent import visible
 from wr_agent.agent_key import agent_key, is_hex, proof_of
+from wr_agent.agent_log import log
 from wr_agent.settings import SettingsError
 from wr_agent.waker import WAKE, Waker
 
-log = logging.getLogger("wr_agent")
 MAX_LINE = 65536
 MAX_CLIENTS = 64
 MAX_OUT = 1 << 20

@@ -258,6 +258,10 @@ class Judge(object):
         self.listening = frozenset()
         self.listen_inodes = frozenset()  # sockets that listen: their owner is a server
         self.owner_work = collections.OrderedDict()  # owner -> when it last did CPU work (note_work)
+        # The tracks `busy` must look at again before the next ingest: None, every track (facts changed). A track
+        # with no request outstanding and nothing arriving stays so until new facts (its age-driven tests only
+        # ever turn false as time passes), so on a box with many idle connections a tick looks at none of them.
+        self._live = None
 
     def ingest(self, now, conns):
         """A fresh read of every socket (tcp_diag.Conn)."""
@@ -280,6 +284,7 @@ class Judge(object):
             if ino not in tracks and t.wait is not None:
                 self._ended(t.wait.key, now)  # closed while waiting: the wait is over
         self.tracks, self.listening = tracks, frozenset(listening)
+        self._live = None
 
     def _peer(self, key):
         p = self.peers.get(key)
@@ -335,7 +340,8 @@ class Judge(object):
         """[(owner, track)] for the connections that are work now, each track's `since` set (Unix seconds,
         fixed for the busy streak)."""
         out = []
-        for t in self.tracks.values():
+        live = []
+        for t in self.tracks.values() if self._live is None else self._live:
             start = t.wait_start()
             if t.wait is not None and (start is None or abs(start - t.wait.start) >= SAME):
                 self._end_wait(t, now)
@@ -345,7 +351,10 @@ class Judge(object):
             tail = t.tail_until is not None and now <= t.tail_until
             if not (active or tail or long_wait or t.wait is not None):
                 t.busy_from = t.since = None
+                if start is not None:
+                    live.append(t)  # a request outstanding: a long wait when it has lasted WAIT_MIN
                 continue
+            live.append(t)
             owner = owner_of(t.inode)
             if owner is None:
                 t.busy_from = t.since = None
@@ -377,4 +386,5 @@ class Judge(object):
                 out.append((owner, t))
             else:
                 t.busy_from = t.since = None
+        self._live = live
         return out

@@ -9,15 +9,13 @@ See docs/agent.md ("Why-awake timeline").
 """
 
 import json
-import logging
 import os
 import threading
 import time
 
 from wr_agent import clocks, reasons
+from wr_agent.agent_log import log
 from wr_agent.runtime import read_data_file, write_atomically
-
-log = logging.getLogger("wr_agent")
 
 FORMAT = 1
 BUCKET_SECONDS = 60.0  # resolution of the record: a mixed minute becomes a few spans laid end to end

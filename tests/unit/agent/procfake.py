@@ -21,6 +21,8 @@ class FakeProc:
         self.pts = os.path.join(self.root, "_pts")
         for d in (self.root, self.sys_net, self.pts, os.path.join(self.root, "net")):
             os.makedirs(d, exist_ok=True)
+        self._dev = {"lo": (0, 0)}
+        self._segments = (0, 0)  # TCP segments in, out (snmp): a kernel counts them as packets on an interface
         self.uptime(1000.0)
         self.tcp([])
         self.dev({"lo": (0, 0)})
@@ -89,11 +91,19 @@ class FakeProc:
         values = ["1", "200", "120000", "-1", "0", "0", "0", "0", str(established), str(in_segs), str(out_segs),
                   "0", "0", "0", "0"]
         self._w("net/snmp", f"Ip: Forwarding\nIp: 1\nTcp: {names}\nTcp: {' '.join(values)}\n")
+        self._segments = (in_segs, out_segs)
+        self._write_dev()
 
     def dev(self, counters):
+        """/proc/net/dev's byte counts per interface; packets are the TCP segments snmp() gave (on the first)."""
+        self._dev = dict(counters)
+        self._write_dev()
+
+    def _write_dev(self):
         lines = [DEV_HEADER]
-        for name, (rx, tx) in counters.items():
-            lines.append(f"{name:>6}: {rx} 0 0 0 0 0 0 0 {tx} 0 0 0 0 0 0 0\n")
+        for i, (name, (rx, tx)) in enumerate(self._dev.items()):
+            rp, tp = self._segments if i == 0 else (0, 0)
+            lines.append(f"{name:>6}: {rx} {rp} 0 0 0 0 0 0 {tx} {tp} 0 0 0 0 0 0\n")
         self._w("net/dev", "".join(lines))
 
     def iface(self, name, kind=None):

@@ -373,7 +373,7 @@ def test_sockets_are_read_only_when_segments_moved_and_waits_grow_between_reads(
     clock.t += 1
     s.sample()
     assert reader.reads == 2
-    fake.snmp(11, 10, 0)
+    fake.snmp(12, 11, 0)  # closed: the FIN exchange moved segments
     reader.conns = []
     clock.t += 1
     s.sample()
@@ -382,6 +382,52 @@ def test_sockets_are_read_only_when_segments_moved_and_waits_grow_between_reads(
     clock.t += 1
     s.sample()
     assert reader.reads == 3, "nothing established, nothing tracked: nothing to read"
+
+
+def test_no_packet_on_any_interface_means_the_segment_counters_are_not_read_again(fake):
+    """/proc/net/snmp (every protocol's table, ~16 us) is read only when /proc/net/dev moved: a segment is a packet
+    on some interface, loopback's included. The probe: snmp written to say segments moved while net/dev stays the
+    same (no kernel gives that) is not read, so the sockets are not read either; once net/dev moves, both are."""
+    fake.proc(70, "psql", fds=["socket:[7201]"])
+    fake.snmp(10, 10, 1)
+    reader, clock = ListReader(), Clock()
+    s = sampler(fake, clock, tcp_reader=reader)
+    reader.conns = [conn(7201, sent_ago=0, out=30)]
+    s.sample()
+    assert reader.reads == 1
+    with open(os.path.join(fake.root, "net/dev")) as f:
+        dev = f.read()
+    fake.snmp(20, 20, 1)
+    with open(os.path.join(fake.root, "net/dev"), "w") as f:
+        f.write(dev)
+    clock.t += 1
+    s.sample()
+    assert reader.reads == 1, "net/dev did not move: the segment counters were not read"
+    fake.snmp(21, 21, 1)  # a packet: net/dev moves with it
+    clock.t += 1
+    s.sample()
+    assert reader.reads == 2
+
+
+def test_segments_that_moved_on_a_tick_where_cpu_voted_are_read_on_the_next(fake):
+    """A tick where CPU voted reads no socket; packets that came on it must still be read after it, even when the
+    next tick's net/dev is the same as that tick's (the comparison is with net/dev at the last snmp read)."""
+    fake.proc(80, "make", state="R", ticks=0, runtime_ns=0)
+    fake.proc(81, "psql", fds=["socket:[7301]"])
+    fake.snmp(10, 10, 1)
+    reader, clock = ListReader(), Clock()
+    s = sampler(fake, clock, tcp_reader=reader)
+    s.sample()
+    assert reader.reads == 1
+    fake.proc(80, "make", state="R", ticks=100, runtime_ns=1_000_000_000)  # a second of CPU: no socket read
+    fake.snmp(11, 11, 1)  # and on the same tick, a query went out
+    reader.conns = [conn(7301, sent_ago=0, out=30)]
+    clock.t += 1
+    assert s.sample().cpu and reader.reads == 1
+    fake.proc(80, "make", state="S", ticks=100, runtime_ns=1_000_000_000)  # make is done; nothing moves now
+    clock.t += 1
+    s.sample()
+    assert reader.reads == 2, "what moved while CPU voted is read once CPU no longer votes"
 
 
 def test_no_tcp_reading_when_cpu_already_voted_and_one_reason_per_process(fake):

@@ -492,3 +492,31 @@ def test_an_answer_that_starts_long_after_its_request_still_flows_as_work():
             s.send(t, 4000)
     busy = w.busy_seconds(2.0, 70.0, each=late_answer)
     assert [t for t in busy if 33 <= t <= 50] == [float(t) for t in range(33, 51)], busy
+
+
+def test_between_reads_idle_connections_are_not_looked_at_again_and_a_wait_still_grows(monkeypatch):
+    """The proc sampler reads sockets only when segments moved; between reads `busy` runs on the last facts. A
+    connection with no request outstanding cannot become work until new facts, so it is looked at once per read:
+    200 idle ones cost nothing a tick. A query outstanding still becomes a long wait at WAIT_MIN with no read."""
+    looked = []
+    real = tcp_rule.Track.wait_start
+    monkeypatch.setattr(tcp_rule.Track, "wait_start", lambda self: looked.append(self.inode) or real(self))
+    idle = [Sock(i, lport=40000 + i).send(0.0).receive(0.001) for i in range(1, 201)]
+    query = Sock(500, lport=45000).send(0.5)
+    judge = tcp_rule.Judge()
+    judge.ingest(1.0, [s.conn(1.0) for s in [*idle, query]])
+    assert judge.busy(1.0, lambda ino: OWNER, 0.0) == []
+    assert len(looked) == 201
+    del looked[:]
+    busy_at = []
+    for t in range(2, 12):
+        if judge.busy(float(t), lambda ino: OWNER, 0.0):
+            busy_at.append(t)
+    assert set(looked) == {500}, "only the connection with a request outstanding is looked at between reads"
+    assert busy_at and busy_at[0] == 0.5 + tcp_rule.WAIT_MIN + 0.5 and busy_at[-1] == 11
+    query.receive(11.5, 60)  # the answer: a new read (segments moved) brings it, and every track is looked at
+    judge.ingest(12.0, [s.conn(12.0) for s in [*idle, query]])
+    del looked[:]
+    assert judge.busy(12.0, lambda ino: OWNER, 0.0), "the answer still arriving is the query's"
+    assert len(looked) == 201
+    assert judge.busy(11.5 + tcp_rule.ANSWER_GAP + 1, lambda ino: OWNER, 0.0) == []
