@@ -48,8 +48,14 @@ SLOW_READER_SECONDS = 10.0
 last frames): then it is ended. The app never waits on a reader longer."""
 SLOW_READER_BYTES = 64 * 1024
 MAX_CLIENTS = 32
-"""Connections the app serves at once (commands running, requests being read). One more is answered BUSY at once,
+"""Commands the app serves at once (a request read, its command running). One more is answered BUSY at once,
 never queued: a look then runs in the command itself (it reaches no box either way), anything else is refused."""
+MAX_WAITING = 256
+"""Connections whose request line has not come yet (each for at most REQUEST_SECONDS), counted apart from the
+commands: idle connections never take a command's place, so a person's command still goes through a flood of
+them. One more is answered BUSY at once."""
+REQUEST_SECONDS = 2.0
+"""How long a connection may take to send its request line (a launch's `show`, a command's header)."""
 ASK_SECONDS = 600.0
 """How long a question relayed to a command (a passphrase) waits for its answer: then it is taken as no answer."""
 EXIT_BUSY = 75

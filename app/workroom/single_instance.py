@@ -57,7 +57,9 @@ class InstanceLock:
     fd: int
     server: asyncio.AbstractServer | None = field(default=None)
     clients: int = 0
-    """Connections being served now (at most app_link.MAX_CLIENTS; one more is answered BUSY)."""
+    """Commands being served now (at most app_link.MAX_CLIENTS; one more is answered BUSY)."""
+    waiting: int = 0
+    """Connections whose request line has not come yet (at most app_link.MAX_WAITING)."""
 
     @property
     def socket_path(self) -> Path:
@@ -77,20 +79,47 @@ class InstanceLock:
 
     async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                          on_show: Callable[[], None], on_command: CommandServer | None) -> None:
-        """One connection, counted: past MAX_CLIENTS it is answered BUSY at once (nothing read, nothing queued),
-        so a flood of clients never holds the app, and a command's look then runs in the command itself."""
-        if self.clients >= app_link.MAX_CLIENTS:
-            app_link.log_once("too many", "more than %d clients at once on the app's socket: answered busy",
-                              app_link.MAX_CLIENTS)
-            with contextlib.suppress(OSError):
-                writer.write(app_link.busy_answer())
+        """One connection, counted twice over: while its request line has not come (at most MAX_WAITING such, each
+        for REQUEST_SECONDS), then while its command runs (at most MAX_CLIENTS). Past either bound it is answered
+        BUSY at once (nothing queued), so a flood of clients never holds the app, idle ones never take a command's
+        place, and a command's look then runs in the command itself."""
+        import asyncio
+
+        if self.waiting >= app_link.MAX_WAITING:
+            self._busy(writer, "too many waiting",
+                       "more than %d connections at once on the app's socket sent nothing yet: answered busy",
+                       app_link.MAX_WAITING)
+            return
+        self.waiting += 1
+        try:
+            sock = writer.get_extra_info("socket")
+            uid = app_link.peer_uid(sock) if sock is not None else None
+            if uid is not None and uid != os.getuid():
+                log.warning("another launch: refused a request from uid %s", uid)
+                writer.close()
+                return
+            line = await asyncio.wait_for(reader.readline(), timeout=app_link.REQUEST_SECONDS)
+        except (TimeoutError, OSError, ValueError, EOFError):
             writer.close()
+            return
+        finally:
+            self.waiting -= 1
+        if self.clients >= app_link.MAX_CLIENTS:
+            self._busy(writer, "too many", "more than %d commands at once on the app's socket: answered busy",
+                       app_link.MAX_CLIENTS)
             return
         self.clients += 1
         try:
-            await _answer(reader, writer, on_show, on_command)
+            await _answer(line, reader, writer, on_show, on_command)
         finally:
             self.clients -= 1
+
+    @staticmethod
+    def _busy(writer: asyncio.StreamWriter, kind: str, why: str, bound: int) -> None:
+        app_link.log_once(kind, why, bound)
+        with contextlib.suppress(OSError):
+            writer.write(app_link.busy_answer())
+        writer.close()
 
     def release(self) -> None:
         if self.server is not None:
@@ -103,17 +132,9 @@ class InstanceLock:
         self.fd = -1
 
 
-async def _answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, on_show: Callable[[], None],
-                  on_command: CommandServer | None = None) -> None:
-    import asyncio
-
+async def _answer(line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                  on_show: Callable[[], None], on_command: CommandServer | None = None) -> None:
     try:
-        sock = writer.get_extra_info("socket")
-        uid = app_link.peer_uid(sock) if sock is not None else None
-        if uid is not None and uid != os.getuid():
-            log.warning("another launch: refused a request from uid %s", uid)
-            return
-        line = await asyncio.wait_for(reader.readline(), timeout=2.0)
         if line == SHOW:
             log.info("another launch of this app: showing the window instead")
             on_show()

@@ -189,3 +189,33 @@ def test_500_parallel_clients_leave_the_app_answering(tmp_path: Path, capfd: pyt
         while lock.clients and time.monotonic() < deadline:
             time.sleep(0.05)
         assert lock.clients == 0
+
+
+def test_idle_connections_never_take_a_commands_place(tmp_path: Path, capfd: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """More idle connections than MAX_CLIENTS (connected, nothing sent): they are counted apart, while their request
+    line may still come (REQUEST_SECONDS), so a person's command still goes through the app meanwhile; past
+    MAX_WAITING of them, one more is answered BUSY at once."""
+    monkeypatch.setattr(app_link, "MAX_WAITING", app_link.MAX_CLIENTS + 8)
+
+    async def run(argv: list[str], term: app_link.LinkTerminal) -> int:
+        term.out("served")
+        return 0
+
+    with app_serving(tmp_path / "home", run) as lock:
+        idle = [raw_client(lock) for _ in range(app_link.MAX_CLIENTS + 4)]
+        try:
+            deadline = time.monotonic() + 5
+            while lock.waiting < len(idle) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert lock.waiting == len(idle) and lock.clients == 0
+            code, out, _ = through_app(tmp_path / "home", ["connect", "box1"], capfd, monkeypatch)
+            assert code == 0 and out == "served\n", "a command went through beside the idle connections"
+            more = [raw_client(lock) for _ in range(4)]
+            idle += more
+            time.sleep(0.2)
+            code, out, err = through_app(tmp_path / "home", ["connect", "box1"], capfd, monkeypatch)
+            assert code == app_link.EXIT_BUSY and "commands at once" in err, "past MAX_WAITING: busy at once"
+        finally:
+            for sock in idle:
+                sock.close()
