@@ -219,3 +219,7 @@ def test_idle_connections_never_take_a_commands_place(tmp_path: Path, capfd: pyt
         finally:
             for sock in idle:
                 sock.close()
+        deadline = time.monotonic() + 5
+        while lock.waiting and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert lock.waiting == 0, "a closed connection is no longer counted"
