@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from fixtures.link_flood import flood_client
 from gui_helpers import kill_agents_under, poll_until
 from workroom import app_link, single_instance
 from workroom.paths import app_paths
@@ -106,28 +107,12 @@ def test_the_real_apps_link_holds_under_a_flood_and_keeps_answering(tmp_path: Pa
                     failed_looks.append(code)
                 time.sleep(0.02)
 
-        def one(i: int) -> int | None:
-            try:
-                with _connect(path) as sock:
-                    if i % 3 == 0:
-                        time.sleep(0.5)  # idle: sends nothing for a while
-                        return None
-                    sock.sendall(b"garbage\n" if i % 3 == 1 else app_link.request(["hosts", "list", "--json"]))
-                    out = b""
-                    while chunk := sock.recv(65536):
-                        out += chunk
-                    if i % 3 == 1:
-                        return None
-                    return 0 if app_link.frame(app_link.EXIT, b"0") in out else app_link.EXIT_BUSY
-            except OSError:  # the backlog full for a moment: the kernel refused the connect itself
-                return -1
-
         timer = threading.Thread(target=time_looks, daemon=True)
         timer.start()
         with ThreadPoolExecutor(max_workers=500) as pool:
             results = []
             for _ in range(3):  # three waves of 500: the flood lasts long enough for the looks to be timed in it
-                results += list(pool.map(one, range(500)))
+                results += list(pool.map(lambda i: flood_client(path, i), range(500)))
         time.sleep(1.0)
         stop.set()
         timer.join(30)

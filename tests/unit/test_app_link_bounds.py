@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from fixtures.link_flood import flood_client
 from unit.test_app_link import app_serving, through_app
 from workroom import app_link
 
@@ -155,27 +156,8 @@ def test_500_parallel_clients_leave_the_app_answering(tmp_path: Path, capfd: pyt
         return 0
 
     with app_serving(tmp_path / "home", run) as lock:
-        def one(i: int) -> int | None:
-            try:
-                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                    sock.settimeout(15)
-                    sock.connect(str(lock.socket_path))
-                    if i % 3 == 0:
-                        time.sleep(0.5)  # idle: sends nothing for a while
-                        return None
-                    sock.sendall(b"garbage\n" if i % 3 == 1 else app_link.request(["hosts", "list", "--json"]))
-                    out = b""
-                    while chunk := sock.recv(65536):
-                        out += chunk
-                    if i % 3 == 1:
-                        return None
-                    assert app_link.HELLO in out[:1], out[:40]
-                    return 0 if app_link.frame(app_link.EXIT, b"0") in out else app_link.EXIT_BUSY
-            except OSError:  # the backlog full for a moment: the kernel refused the connect itself
-                return -1
-
         with ThreadPoolExecutor(max_workers=500) as pool:
-            results = list(pool.map(one, range(500)))
+            results = list(pool.map(lambda i: flood_client(lock.socket_path, i), range(500)))
         commands = [r for i, r in enumerate(results) if i % 3 == 2]
         assert all(r in (0, app_link.EXIT_BUSY, -1) for r in commands) and commands.count(0) > 0
         times = []
