@@ -4,9 +4,10 @@ every 20 s, through bench/soak_bench.py, whose exit code is the verdict.
 
 It fails when, after the last return, a host is not live; when the resident size at the end is over 1.05 x the size
 after the first quarter (the long run in bench/README.md also holds the second half's slope to 3 MB an hour; five
-minutes are too short for a slope); when the most descriptors or threads held in the last quarter pass the most in
-the second by more than one (a reconnect in flight holds a few, a leak grows by one a drop). `workroom status`
-through the link is timed all along and printed; its p99 is not judged here (CI runs three other tiers beside).
+minutes are too short for a slope); when the fewest descriptors or threads held in the last quarter pass the fewest
+in the second by more than one (a reconnect in flight holds a few more for a moment; a leak raises the floor).
+`workroom status` through the link is timed all along and printed; its p99 is not judged here (CI runs three other
+tiers beside).
 """
 
 from __future__ import annotations
