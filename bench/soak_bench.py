@@ -31,7 +31,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -103,7 +102,7 @@ def soak(minutes: float, every: float, hosts: int, trace: bool, quick: bool) -> 
     sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tools" / "simbox")]
     from app_bench import _kill_under, child_env
     from fixtures import sshd as sshd_mod
-    from fixtures.procs import kill_uid_processes
+    from fixtures.procs import kill_uid_processes, stop_process
     from workroom.agent_bundle import load_agent_bundle
     from workroom.core.hosts import Host, IdentityRef
     from workroom.paths import app_paths
@@ -251,13 +250,8 @@ def soak(minutes: float, every: float, hosts: int, trace: bool, quick: bool) -> 
         }, indent=1))
         return 0 if all(checks.values()) else 1
     finally:
-        if app is not None and app.poll() is None:
-            app.send_signal(signal.SIGTERM)
-            try:
-                app.wait(20)
-            except subprocess.TimeoutExpired:
-                app.kill()
-                app.wait(5)
+        if app is not None:
+            stop_process(app, timeout=20)
         _kill_under(home)
         sshd_mod.stop_variant(dropped)
         sshd_mod.delete_test_user(drop_user.pw_name)

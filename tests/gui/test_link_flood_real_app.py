@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from fixtures.link_flood import flood_client
+from fixtures.link_flood import answer_of, flood_client
+from fixtures.procs import stop_process
 from gui_helpers import kill_agents_under, poll_until
 from workroom import app_link, single_instance
 from workroom.paths import app_paths
@@ -43,16 +44,6 @@ def _connect(path: Path) -> socket.socket:
     sock.settimeout(20)
     sock.connect(str(path))
     return sock
-
-
-def _answer(path: Path, data: bytes) -> bytes:
-    with _connect(path) as sock:
-        sock.sendall(data)
-        sock.shutdown(socket.SHUT_WR)
-        out = b""
-        while chunk := sock.recv(65536):
-            out += chunk
-        return out
 
 
 @pytest.mark.timeout(240)
@@ -86,8 +77,8 @@ def test_the_real_apps_link_holds_under_a_flood_and_keeps_answering(tmp_path: Pa
             asked += chunk
 
         four_gib = b"%s 1 0.1.0 %d\n" % (app_link.HEADER, 4 << 30)
-        assert b"longer than the app takes" in _answer(path, four_gib)
-        assert _answer(path, b"\x00\xff garbage \x01\n") == b""
+        assert b"longer than the app takes" in answer_of(path, four_gib)
+        assert answer_of(path, b"\x00\xff garbage \x01\n") == b""
 
         stop = threading.Event()
         looks_ms: list[float] = []
@@ -143,12 +134,7 @@ def test_the_real_apps_link_holds_under_a_flood_and_keeps_answering(tmp_path: Pa
         done = subprocess.run(look, env=env, capture_output=True, timeout=30)
         assert done.returncode == 0 and b'"connection": "live"' in done.stdout  # still answering through the link
     finally:
-        app.terminate()
-        try:
-            app.wait(20)
-        except subprocess.TimeoutExpired:
-            app.kill()
-            app.wait(5)
+        stop_process(app, timeout=20)
         kill_agents_under(home)
     text = "".join(p.read_text(errors="replace") for p in (home / "logs").glob("*.log*"))
     for kind in ("refused a command's request", "neither a launch nor a command"):

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from fixtures.link_flood import flood_client
+from fixtures.link_flood import answer_of, flood_client
 from unit.test_app_link import app_serving, through_app
 from workroom import app_link
 
@@ -120,26 +120,15 @@ def test_malformed_oversized_and_unknown_requests_are_refused_and_logged_once(
         await term.ask("Continue? ")
         return 0
 
-    def answer_of(data: bytes) -> bytes:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(10)
-            sock.connect(str(lock.socket_path))
-            sock.sendall(data)
-            sock.shutdown(socket.SHUT_WR)
-            out = b""
-            while chunk := sock.recv(65536):
-                out += chunk
-            return out
-
     with caplog.at_level(logging.WARNING), app_serving(tmp_path / "home", run) as lock:
         four_gib = b"%s 1 0.1.0 %d\n" % (app_link.HEADER, 4 << 30)
         for _ in range(3):
-            assert b"longer than the app takes" in answer_of(four_gib)
-            assert answer_of(b"\x00\xff garbage \x01\n") == b""
-            assert answer_of(b"x" * 10000) == b""  # no line within the first 4 KiB
+            assert b"longer than the app takes" in answer_of(lock.socket_path, four_gib)
+            assert answer_of(lock.socket_path, b"\x00\xff garbage \x01\n") == b""
+            assert answer_of(lock.socket_path, b"x" * 10000) == b""  # no line within the first 4 KiB
         # A question answered with a frame the app does not take, then one larger than it takes: ended.
         for tail in (b"Z" + (3).to_bytes(4, "big") + b"abc", app_link.ANSWER + (1 << 30).to_bytes(4, "big")):
-            assert app_link.EXIT not in answer_of(app_link.request(["connect", "box1"]) + tail)[-8:]
+            assert app_link.EXIT not in answer_of(lock.socket_path, app_link.request(["connect", "box1"]) + tail)[-8:]
     assert served == [["connect", "box1"]] * 2
     for kind in ("refused a command's request", "neither a launch nor a command", "does not take",
                  "a frame of"):
