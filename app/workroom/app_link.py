@@ -406,10 +406,17 @@ def busy_answer() -> bytes:
 
 class LinkTerminal:
     """A command's terminal when the app runs it: what it prints and asks goes to the `workroom` process that sent
-    it, in order (`workroom.cli.Terminal`)."""
+    it, in order (`workroom.cli.Terminal`). Made on the link's thread, whose loop owns the connection; the command
+    uses it from the app's loop, so what it says is handed to the link's loop (in order) and an answer to a
+    question back to the loop that asked."""
 
     def __init__(self, writer: asyncio.StreamWriter, cwd: str, stdin_is_tty: bool) -> None:
+        import asyncio
+        import threading
+
         self._writer = writer
+        self._link = asyncio.get_running_loop()
+        self._link_thread = threading.get_ident()
         self.cwd = cwd
         self.stdin_is_tty = stdin_is_tty
         self._asked: asyncio.Future[str | None] | None = None
@@ -442,10 +449,26 @@ class LinkTerminal:
             self._asked = None
 
     def answered(self, reply: str | None) -> None:
-        if self._asked is not None and not self._asked.done():
-            self._asked.set_result(reply)
+        """The person's answer (on the link's thread), handed to the loop that asked."""
+        asked = self._asked
+        if asked is not None:
+            try:
+                asked.get_loop().call_soon_threadsafe(_settle, asked, reply)
+            except RuntimeError:  # that loop has closed: nobody waits
+                pass
 
     def _send(self, tag: bytes, text: str) -> None:
+        import threading
+
+        if threading.get_ident() == self._link_thread:
+            self._send_here(tag, text)
+            return
+        try:
+            self._link.call_soon_threadsafe(self._send_here, tag, text)
+        except RuntimeError:  # the link has closed (the app is leaving): nobody reads
+            pass
+
+    def _send_here(self, tag: bytes, text: str) -> None:
         import time
 
         if self.gone or self._writer.is_closing():
@@ -464,7 +487,8 @@ class LinkTerminal:
         self._writer.write(frame(tag, text.encode("utf-8", "surrogateescape")[:MAX_FRAME_BYTES]))
 
     def drop(self, why: str) -> None:
-        """End a command that does not read (`serve_link` sees its connection go), logged once a run."""
+        """End a command that does not read (`serve_link` sees its connection go), logged once a run; on the link's
+        thread."""
         self.gone = True
         log_once("slow reader", "ended a command whose process %s", why)
         self._writer.transport.abort()
@@ -473,12 +497,17 @@ class LinkTerminal:
         """The exit code, and the answer's last bytes given SLOW_READER_SECONDS to be read (then dropped)."""
         import asyncio
 
-        self._send(EXIT, str(code))
+        self._send_here(EXIT, str(code))
         if not self._writer.is_closing():
             try:
                 await asyncio.wait_for(self._writer.drain(), SLOW_READER_SECONDS)
             except TimeoutError:
                 self.drop("did not read the end of its answer")
+
+
+def _settle(asked: asyncio.Future[str | None], reply: str | None) -> None:
+    if not asked.done():
+        asked.set_result(reply)
 
 
 def refusal(header: bytes) -> str | None:
@@ -511,10 +540,12 @@ def read_body(body: bytes) -> tuple[str, bool, list[str]] | None:
 
 
 async def serve_link(header: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                     run: Callable[[list[str], LinkTerminal], Awaitable[int]]) -> None:
+                     run: Callable[[list[str], LinkTerminal], Awaitable[int]],
+                     app_loop: asyncio.AbstractEventLoop | None = None) -> None:
     """Serve one command request (its header line already read, the peer already checked): the app's hello, what
-    the command prints, its exit code. A command whose `workroom` process goes away (Ctrl-C, a closed pipe) is
-    cancelled; nothing it would have printed is kept."""
+    the command prints, its exit code. The command runs on `app_loop` (the app's, when this is the link's thread;
+    by default this loop). A command whose `workroom` process goes away (Ctrl-C, a closed pipe) is cancelled;
+    nothing it would have printed is kept."""
     import asyncio
 
     writer.write(frame(HELLO, b"link=%d version=%s pid=%d" % (LINK_VERSION, __version__.encode(), os.getpid())))
@@ -529,20 +560,26 @@ async def serve_link(header: bytes, reader: asyncio.StreamReader, writer: asynci
         await asyncio.wait_for(writer.drain(), SLOW_READER_SECONDS)
         return
     cwd, tty, argv = body
-    await serve_command(LinkTerminal(writer, cwd, tty), argv, reader, run)
+    await serve_command(LinkTerminal(writer, cwd, tty), argv, reader, run, app_loop)
 
 
 async def serve_command(term: LinkTerminal, argv: list[str], reader: asyncio.StreamReader,
-                        run: Callable[[list[str], LinkTerminal], Awaitable[int]]) -> None:
-    """Run one command whose request was read, saying it on `term`, then its exit code; cancelled when its
-    `workroom` process goes away (`serve_link`)."""
+                        run: Callable[[list[str], LinkTerminal], Awaitable[int]],
+                        app_loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Run one command whose request was read (on `app_loop`, by default this one), saying it on `term`, then its
+    exit code; cancelled when its `workroom` process goes away (`serve_link`)."""
     import asyncio
     import logging
 
-    command = asyncio.ensure_future(run(argv, term))
+    here = asyncio.get_running_loop()
+    if app_loop is None or app_loop is here:
+        command: asyncio.Future[int] = asyncio.ensure_future(run(argv, term))
+    else:  # its cancel reaches the app's loop (run_coroutine_threadsafe's future cancels the task there)
+        command = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_awaited(run, argv, term), app_loop))
     listening = asyncio.ensure_future(_listen(reader, term))
+    either: set[asyncio.Future[Any]] = {command, listening}
     try:
-        await asyncio.wait({command, listening}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         if not command.done():
             command.cancel()  # its `workroom` process went away
             await asyncio.gather(command, return_exceptions=True)
@@ -557,6 +594,11 @@ async def serve_command(term: LinkTerminal, argv: list[str], reader: asyncio.Str
         listening.cancel()
         if not command.done():
             command.cancel()
+
+
+async def _awaited(run: Callable[[list[str], LinkTerminal], Awaitable[int]], argv: list[str],
+                   term: LinkTerminal) -> int:
+    return await run(argv, term)
 
 
 async def _listen(reader: asyncio.StreamReader, term: LinkTerminal) -> None:

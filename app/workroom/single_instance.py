@@ -7,10 +7,13 @@ and listens on `app.sock` beside it; a later launch that finds the lock taken as
 window and exits. The lock is per app home (`WORKROOM_HOME`), not per user, so separate homes (tests, a
 second profile) still run side by side.
 
-The same socket serves the `workroom` command while the app runs (workroom.app_link): a request that is a JSON
-line is a command, run by the app against its own engine. The folder is private to this user (checked, as for the
-agent's socket); the holder also checks the peer's uid before it acts on a request, and reads at most a line of
-4 KiB and `app_link.MAX_REQUEST_BYTES` after it.
+The same socket serves the `workroom` command while the app runs (workroom.app_link): a request line is a
+command, run by the app against its own engine. The socket is served on a thread of its own with a plain asyncio
+loop (docs/app_link.md, "Bounds"): connecting, the bounds, the request line, a refusal and every frame are that
+thread's; only a command's own work runs on the app's loop. A flood of clients therefore never queues ahead of the
+window's events, and a person's look waits behind no stranger's bytes on the app's loop. The folder is private
+to this user (checked, as for the agent's socket); the holder also checks the peer's uid before it acts on a
+request, and reads at most a line of 4 KiB and `app_link.MAX_REQUEST_BYTES` after it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import fcntl
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -33,8 +37,8 @@ from workroom.paths import AppPaths, agent_socket_dir, check_private_dir
 if TYPE_CHECKING:
     import asyncio
 
-    CommandServer = Callable[[bytes, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
-    """Serves one `workroom` command: its request line (read), the stream to answer on (app_link.serve_link)."""
+    CommandRunner = Callable[[list[str], app_link.LinkTerminal], Awaitable[int]]
+    """Runs one `workroom` command (its arguments; its terminal) on the app's loop: its exit code."""
 
 log = logging.getLogger(__name__)
 
@@ -55,34 +59,64 @@ class InstanceLock:
 
     folder: Path
     fd: int
-    server: asyncio.AbstractServer | None = field(default=None)
     clients: int = 0
     """Commands being served now (at most app_link.MAX_CLIENTS; one more is answered BUSY)."""
     waiting: int = 0
     """Connections whose request line has not come yet (at most app_link.MAX_WAITING)."""
+    _link: asyncio.AbstractEventLoop | None = field(default=None, repr=False)
+    _thread: threading.Thread | None = field(default=None, repr=False)
 
     @property
     def socket_path(self) -> Path:
         return self.folder / SOCKET_NAME
 
-    async def serve(self, on_show: Callable[[], None], on_command: CommandServer | None = None) -> None:
-        """Listen for later launches (each `show` calls `on_show` on the loop) and, with `on_command`, for
-        `workroom` commands."""
+    async def serve(self, on_show: Callable[[], None], run: CommandRunner | None = None) -> None:
+        """Listen for later launches (each `show` calls `on_show` on this loop) and, with `run`, for `workroom`
+        commands (each run on this loop). The socket itself is served on the link's thread; this returns once it
+        listens."""
         import asyncio  # here, not above: `claim` runs before the tray shows, and needs none of it
+        import concurrent.futures
 
+        app_loop = asyncio.get_running_loop()
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()  # a crashed app's socket: ours, since we hold the lock
-        self.server = await asyncio.start_unix_server(lambda r, w: self._serve_one(r, w, on_show, on_command),
-                                                      path=str(self.socket_path),
-                                                      limit=4096)
-        os.chmod(self.socket_path, 0o600)
+        link = asyncio.new_event_loop()
+        listening: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def serve_here() -> None:
+            asyncio.set_event_loop(link)
+            try:
+                server = link.run_until_complete(asyncio.start_unix_server(
+                    lambda r, w: self._serve_one(r, w, app_loop, on_show, run), path=str(self.socket_path),
+                    limit=4096))
+                os.chmod(self.socket_path, 0o600)
+            except BaseException as exc:  # said where `serve` was awaited
+                link.close()
+                listening.set_exception(exc)
+                return
+            listening.set_result(None)
+            try:
+                link.run_forever()
+            finally:
+                server.close()
+                left = asyncio.all_tasks(link)
+                for task in left:
+                    task.cancel()
+                link.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+                link.close()
+
+        self._link = link
+        self._thread = threading.Thread(target=serve_here, name="workroom-link", daemon=True)
+        self._thread.start()
+        await asyncio.wrap_future(listening)
 
     async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                         on_show: Callable[[], None], on_command: CommandServer | None) -> None:
-        """One connection, counted twice over: while its request line has not come (at most MAX_WAITING such, each
-        for REQUEST_SECONDS), then while its command runs (at most MAX_CLIENTS). Past either bound it is answered
-        BUSY at once (nothing queued), so a flood of clients never holds the app, idle ones never take a command's
-        place, and a command's look then runs in the command itself."""
+                         app_loop: asyncio.AbstractEventLoop, on_show: Callable[[], None],
+                         run: CommandRunner | None) -> None:
+        """One connection (on the link's thread), counted twice over: while its request line has not come (at most
+        MAX_WAITING such, each for REQUEST_SECONDS), then while its command runs (at most MAX_CLIENTS). Past either
+        bound it is answered BUSY at once (nothing queued), so a flood of clients never holds the app, idle ones
+        never take a command's place, and a command's look then runs in the command itself."""
         import asyncio
 
         if self.waiting >= app_link.MAX_WAITING:
@@ -110,7 +144,7 @@ class InstanceLock:
             return
         self.clients += 1
         try:
-            await _answer(line, reader, writer, on_show, on_command)
+            await _answer(line, reader, writer, app_loop, on_show, run)
         finally:
             self.clients -= 1
 
@@ -122,9 +156,12 @@ class InstanceLock:
         writer.close()
 
     def release(self) -> None:
-        if self.server is not None:
-            self.server.close()
-            self.server = None
+        """Stop listening (the link's thread ends its connections) and let the home go."""
+        if self._link is not None and self._thread is not None:
+            with contextlib.suppress(RuntimeError):  # its loop already closed
+                self._link.call_soon_threadsafe(self._link.stop)
+            self._thread.join(5)
+            self._link = self._thread = None
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()
         with contextlib.suppress(OSError):
@@ -133,15 +170,16 @@ class InstanceLock:
 
 
 async def _answer(line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                  on_show: Callable[[], None], on_command: CommandServer | None = None) -> None:
+                  app_loop: asyncio.AbstractEventLoop, on_show: Callable[[], None],
+                  run: CommandRunner | None = None) -> None:
     try:
         if line == SHOW:
             log.info("another launch of this app: showing the window instead")
-            on_show()
+            app_loop.call_soon_threadsafe(on_show)
             writer.write(SHOWN)
             await writer.drain()
-        elif on_command is not None and app_link.is_request(line):
-            await on_command(line, reader, writer)
+        elif run is not None and app_link.is_request(line):
+            await app_link.serve_link(line, reader, writer, run, app_loop)
         elif line:
             app_link.log_once("unknown", "a request on the app's socket that is neither a launch nor a command: "
                                          "closed")

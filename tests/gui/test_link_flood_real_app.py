@@ -1,9 +1,9 @@
-"""The app's link under hostile clients, against the real app process (`ui.main.run_app`, offscreen, as
-`workroom-app` runs it; docs/app_link.md, "Bounds"): 500 clients at once (idle ones, garbage, real looks), one
-that never reads, one that sends a 4 GiB length, one that leaves the keyring's question unanswered. Meanwhile
-`workroom status` through the link stays answered (p99 of the looks timed during the flood within 100 ms where
-the machine is not shared, 250 ms under CI's other tiers), the refusals are said (in the answer and once in the
-app's log), the app's memory grows by less than 20 MB and its descriptors come back once the clients are gone.
+"""The app's link under hostile clients, against the real app process (`ui.main.run_app`, offscreen, as `workroom-app`
+runs it; docs/app_link.md, "Bounds"): 500 clients at once (idle ones, garbage, real looks), one that never reads,
+one that sends a 4 GiB length, one that leaves the keyring's question unanswered. Meanwhile `workroom status`
+through the link, timed in a process of its own, stays answered (p99 of the looks during the flood within 100 ms
+where the machine is not shared, 300 ms under CI's other tiers), the refusals are said (in the answer and once in
+the app's log), the app's memory grows by less than 20 MB and its descriptors come back once the clients are gone.
 tests/unit/test_app_link_bounds.py holds each bound on the same socket with stand-in commands; this is the app."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import socket
 import statistics
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -80,45 +79,39 @@ def test_the_real_apps_link_holds_under_a_flood_and_keeps_answering(tmp_path: Pa
         assert b"longer than the app takes" in answer_of(path, four_gib)
         assert answer_of(path, b"\x00\xff garbage \x01\n") == b""
 
-        stop = threading.Event()
-        looks_ms: list[float] = []
-        busy_ms: list[float] = []
-        failed_looks: list[int] = []
-
-        def time_looks() -> None:  # the person's `workroom status` while the flood runs, its link part (the command's
-            while not stop.is_set():  # own Python start is the machine's, not the app's): answered, or BUSY at once
-                t0 = time.perf_counter()  # (past MAX_CLIENTS: the command then looks without the app, reaching no box)
-                code = app_link.run_through_app(["status", "--json"])
-                took = (time.perf_counter() - t0) * 1000
-                if code == 0:
-                    looks_ms.append(took)
-                elif code is None:
-                    busy_ms.append(took)
-                else:
-                    failed_looks.append(code)
-                time.sleep(0.02)
-
-        timer = threading.Thread(target=time_looks, daemon=True)
-        timer.start()
-        with ThreadPoolExecutor(max_workers=500) as pool:
-            results = []
-            for _ in range(3):  # three waves of 500: the flood lasts long enough for the looks to be timed in it
-                results += list(pool.map(lambda i: flood_client(path, i), range(500)))
-        time.sleep(1.0)
-        stop.set()
-        timer.join(30)
+        # The person's `workroom status` while the flood runs, in a process of its own (the flood's 500 threads
+        # here would otherwise share its interpreter lock): answered, or BUSY at once (past MAX_CLIENTS: the
+        # command then looks without the app, reaching no box).
+        times, stop = tmp_path / "looks", tmp_path / "stop-looking"
+        with open(log_dir / "looks.out", "wb") as looks_out:
+            timer = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fixtures" / "look_timer.py"), str(times),
+                                      str(stop)], env=env, stdout=looks_out, stderr=subprocess.STDOUT)
+        try:
+            poll_until("the first look timed", lambda: times.exists() and times.stat().st_size > 0, [app, timer],
+                       timeout=30)
+            with ThreadPoolExecutor(max_workers=500) as pool:
+                results = []
+                for _ in range(3):  # three waves of 500: the flood lasts long enough for the looks to be timed in it
+                    results += list(pool.map(lambda i: flood_client(path, i), range(500)))
+        finally:
+            stop.touch()
+            assert timer.wait(30) == 0
         commands = [r for i, r in enumerate(results) if i % 500 % 3 == 2]
         assert all(r in (0, app_link.EXIT_BUSY, -1) for r in commands) and commands.count(0) > 0
+        timed = [line.split() for line in times.read_text().splitlines()]
+        looks_ms = [float(ms) for code, ms in timed if code == "0"]
+        busy_ms = [float(ms) for code, ms in timed if code == "None"]
+        failed_looks = [code for code, _ in timed if code not in ("0", "None")]
         assert len(looks_ms) >= 10 and not failed_looks, (looks_ms, busy_ms, failed_looks)
         assert max(busy_ms, default=0) < 1000, busy_ms  # told at once, never queued
-        # Measured here (2 cores, this test's 500 threads on them too): median ~40 ms, p99 ~190 ms; the issue's goal,
-        # p99 <= 100 ms, holds for the looks once the flood is over (below) but not in it: up to MAX_CLIENTS flood
-        # commands run on the app's loop ahead of a look. Held: p99 <= 300 ms (600 under CI's other tiers).
-        bound = 600 if os.environ.get("CI") else 300
+        # The socket is the link's thread's (single_instance): the flood's connections, bounds and frames never
+        # queue on the app's loop, where only the commands run. The issue's goal, p99 <= 100 ms, on a machine of
+        # its own; under CI's other tiers on the same 2 cores, 300 ms.
+        bound = 300 if os.environ.get("CI") else 100
         p99 = statistics.quantiles(looks_ms, n=100)[98] if len(looks_ms) > 1 else looks_ms[0]
-        assert p99 <= bound, (sorted(looks_ms)[-5:], len(looks_ms), len(busy_ms))
         print(f"looks through the app during the flood: {len(looks_ms)}, median {statistics.median(looks_ms):.1f} "
               f"ms, p99 {p99:.1f} ms; answered busy: {len(busy_ms)}")
+        assert p99 <= bound, (sorted(looks_ms)[-5:], len(looks_ms), len(busy_ms))
         assert app.poll() is None and _rss_mb(app.pid) - rss0 < 20, (rss0, _rss_mb(app.pid))
 
         never_reads.close()

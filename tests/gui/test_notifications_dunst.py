@@ -335,7 +335,7 @@ def test_an_answer_from_any_face_takes_the_notification_back_and_a_late_press_sa
         await wait_for(lambda: server.displayed() == 0, 10, f"the notification gone from the server after {what}")
 
     async def scenario() -> None:
-        await lock.serve(app.show_for_another_launch, app.serve_command)
+        await lock.serve(app.show_for_another_launch, app.run_command)
         app.controller.add_host(Host(name="sleepy", provider="boxd"))
 
         # 1. From the menu's pinned Keep awake.

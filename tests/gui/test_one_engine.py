@@ -55,7 +55,7 @@ def served(app: Any, engine: Any, run: Any) -> Iterator[Any]:
     lock = single_instance.claim(engine.paths)
     assert isinstance(lock, single_instance.InstanceLock)
     app.start(connect=False)
-    run(lock.serve(app.show_for_another_launch, app.serve_command))
+    run(lock.serve(app.show_for_another_launch, app.run_command))
     yield app
     lock.release()
 

@@ -33,13 +33,9 @@ def app_serving(home: Path, run: Run | None) -> Iterator[single_instance.Instanc
     loop = asyncio.new_event_loop()
     ready = threading.Event()
 
-    async def command(line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        assert run is not None
-        await app_link.serve_link(line, reader, writer, run)
-
     def serve() -> None:
         asyncio.set_event_loop(loop)
-        loop.run_until_complete(lock.serve(lambda: None, command if run is not None else None))
+        loop.run_until_complete(lock.serve(lambda: None, run))
         ready.set()
         loop.run_forever()
 
@@ -49,9 +45,9 @@ def app_serving(home: Path, run: Run | None) -> Iterator[single_instance.Instanc
     try:
         yield lock
     finally:
+        lock.release()
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
-        lock.release()
 
 
 def through_app(home: Path, argv: list[str], capfd: pytest.CaptureFixture[str],

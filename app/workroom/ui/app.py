@@ -43,6 +43,7 @@ from workroom.ui.open_failed import OpenFailed
 from workroom.ui.tray import TrayController, copy_to_clipboard
 
 if TYPE_CHECKING:  # the dialogs load when one opens, not at start-up (docs/architecture.md)
+    from workroom.app_link import LinkTerminal
     from workroom.ui.about_dialog import AboutDialog, Help, QuitDialog
 
 log = logging.getLogger(__name__)
@@ -376,13 +377,12 @@ class WorkroomApp:
         log.info("quit requested by `workroom app quit`")
         self.request_quit()
 
-    async def serve_command(self, line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def run_command(self, argv: list[str], term: LinkTerminal) -> int:
         """A `workroom` command sent to this app (workroom.app_link): run by this app's engine, so what it changes
         shows here at once and it opens no connection of its own; its words go back to the command."""
-        from workroom import app_link, cli
+        from workroom import cli
 
-        engine = self.controller.engine
-        await app_link.serve_link(line, reader, writer, lambda argv, term: cli.serve(argv, term, engine, self))
+        return await cli.serve(argv, term, self.controller.engine, self)
 
     def show_for_another_launch(self) -> None:
         """Another launch of the app for this home (Finder, Spotlight, a login item, the binary again): it

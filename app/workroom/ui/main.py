@@ -202,7 +202,7 @@ async def _run(show_window: bool, lock: InstanceLock | None = None, early: Early
         log.info("quit while starting (from the tray's menu)")
         return 0
     if lock is not None:
-        await lock.serve(app.show_for_another_launch, app.serve_command)
+        await lock.serve(app.show_for_another_launch, app.run_command)
     await app.run_until_quit()
     return 0
 
