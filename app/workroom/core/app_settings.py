@@ -54,6 +54,18 @@ class NoticeSettings(BaseModel):
         muted = tuple(n for n in self.finished_muted_hosts if n != name) + (() if wanted else (name,))
         return self.model_copy(update={"finished_muted_hosts": muted})
 
+    def onto(self, before: NoticeSettings, stored: NoticeSettings) -> NoticeSettings:
+        """What a person changed from `before` to these, applied to `stored` (the file's, maybe another
+        process's): only the fields and the hosts' mutes they changed are written over it."""
+        changed = {key: value for key, value in self.model_dump().items()
+                   if key != "finished_muted_hosts" and before.model_dump().get(key) != value}
+        now = stored.model_copy(update=changed)
+        for name in set(self.finished_muted_hosts) - set(before.finished_muted_hosts):
+            now = now.with_finished_for(name, False)
+        for name in set(before.finished_muted_hosts) - set(self.finished_muted_hosts):
+            now = now.with_finished_for(name, True)
+        return now
+
 
 class AppSettings(BaseModel):
     """Everything in settings.json. New fields get defaults so older files still load; fields a newer app

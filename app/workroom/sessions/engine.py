@@ -16,35 +16,34 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Coroutine, Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from workroom.agent_bundle import AgentBundle
 from workroom.core.app_settings import AppSettings, NoticeSettings
 from workroom.core.ceiling import CeilingSettings
-from workroom.core.connection import ConnectionInfo, ConnectionState
+from workroom.core.connection import ConnectionInfo
 from workroom.core.errors import UserError
 from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host, HostsFile
 from workroom.core.last_known import LastKnown
 from workroom.core.protocol import Method
-from workroom.core.questions import SecretRequest
-from workroom.core.setting_rows import Store, row_named, rows_in
+from workroom.core.setting_rows import Store
 from workroom.credentials import CredentialKey, CredentialStore
 from workroom.daemon_threads import DaemonThreads
-from workroom.known_records import VERDICTS_FILE_NAME, read_records, verdicts_path, write_record
 from workroom.paths import AppPaths
 from workroom.providers import make_provider
 from workroom.providers.agent_keys import SETTLE_WAIT_SECONDS, AgentKeys
 from workroom.providers.agent_sockets import AgentSockets
-from workroom.providers.base import BoxState, Provider, ProviderContext
+from workroom.providers.base import Provider, ProviderContext
 from workroom.remote.agent_install import UninstallReport
 from workroom.remote.host_keys import KnownHosts
-from workroom.sessions.blocking_runner import BlockingRunner
+from workroom.sessions.engine_changes import HostsChange, SettingsChange, changed_rows, host_changes, row_store
 from workroom.sessions.host_session import HostSession
+from workroom.sessions.known_book import KnownBook
+from workroom.sessions.secret_lookup import SecretAsker, keyring_secret_lookup
+from workroom.sessions.uninstall import uninstall_agent
 from workroom.storage import (
     load_hosts,
     load_settings,
@@ -57,86 +56,7 @@ from workroom.storage import (
 log = logging.getLogger(__name__)
 
 
-SecretAsker = Callable[[SecretRequest], Coroutine[Any, Any, str | None]]
-"""Asks the user for a secret the keyring does not have (a coroutine run on the event loop)."""
-ASK_SECRET_TIMEOUT_SECONDS = 300.0
-
 SettingsChangeFn = Callable[[AppSettings], AppSettings]
-
-
-@dataclass(frozen=True)
-class HostsChange:
-    """What changed in the hosts, for the faces: hosts added, removed, changed in what the connection uses (its
-    session ended; connect again with the new settings) or only in what it does not (its price: the session goes
-    on). `outside`: found in hosts.json, written by another process or by hand."""
-
-    added: tuple[Host, ...] = ()
-    removed: tuple[str, ...] = ()
-    changed: tuple[Host, ...] = ()
-    updated: tuple[Host, ...] = ()
-    outside: bool = False
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.removed or self.changed or self.updated)
-
-    def words(self) -> str:
-        parts = [f"{what} {', '.join(names)}" for what, names in (
-            ("added", [h.name for h in self.added]), ("removed", list(self.removed)),
-            ("changed", [h.name for h in (*self.changed, *self.updated)])) if names]
-        return "; ".join(parts) or "nothing"
-
-
-@dataclass(frozen=True)
-class SettingsChange:
-    """Which stored settings (row names, core.setting_rows) now hold another value; `outside` as for hosts."""
-
-    names: frozenset[str]
-    outside: bool = False
-
-
-def _changed_rows(before: AppSettings, after: AppSettings) -> frozenset[str]:
-    return frozenset(row.name for row in rows_in(Store.AGENTS, Store.NOTICES, Store.THIS_COMPUTER)
-                     if before.value_of(row) != after.value_of(row))
-
-
-def _row_store(name: str) -> Store | None:
-    row = row_named(name)
-    return None if row is None else row.store
-
-
-def _only_price_differs(old: Host, new: Host) -> bool:
-    return old.model_copy(update={"hourly_price": new.hourly_price}) == new
-
-
-def host_changes(was: Host, now: Host) -> dict[str, Any]:
-    """The fields a person changed, from the host as they were shown it (`was`) to what they asked for (`now`):
-    applied to the host as it is stored now (`Engine.edit_host`), so a field changed elsewhere meanwhile keeps
-    that change."""
-    before, after = was.model_dump(), now.model_dump()
-    return {key: value for key, value in after.items() if before.get(key) != value}
-
-
-def keyring_secret_lookup(store: CredentialStore,
-                          engine: Engine | None = None) -> Callable[[SecretRequest], str | None]:
-    """SSH passphrases and passwords come only from the keyring (runs on the host's worker thread).
-
-    Nothing stored: the face's `secret_asker` (the desktop app's passphrase dialog) is asked on the event
-    loop, and the answer is kept in the keyring (a wrong one is deleted when the host refuses it); with no
-    asker, None (the login fails saying a passphrase was needed; `workroom secret set` stores one). No usable
-    keyring: its error is raised — never a plaintext fallback, and the answer is not used unsaved."""
-
-    def lookup(request: SecretRequest) -> str | None:
-        key = CredentialKey.of(request)
-        stored = store.get(key)
-        if stored is not None or engine is None or engine.secret_asker is None or engine.loop is None:
-            return stored
-        asked = asyncio.run_coroutine_threadsafe(engine.secret_asker(request), engine.loop)
-        answer = asked.result(timeout=ASK_SECRET_TIMEOUT_SECONDS)
-        if answer:
-            store.set(key, answer)
-        return answer or None
-
-    return lookup
 
 
 class Engine:
@@ -176,8 +96,7 @@ class Engine:
         self.credentials.on_wait = self._keyring_wait
         self.listeners: list[Callable[[HostSnapshot], None]] = []
         self._providers: dict[str, Provider] = {}
-        self.last_verdicts: dict[str, dict[str, object]] = self._load_verdicts()
-        self._heard_live: set[str] = set()
+        self.known = KnownBook(paths.state_dir, self._write)
         if loaded_hosts.problem is None and not paths.hosts_file.exists():
             self.hosts = update_hosts(paths, lambda hosts: hosts, hostname=hostname, fallback=self.hosts)
 
@@ -230,60 +149,21 @@ class Engine:
         if self.keyring_waiting and info.spec.waiting and info.waiting_for is None and self.loop is not None:
             # a connect that began while the keyring waits may be behind it too: said next (after this snapshot)
             self.loop.call_soon(self.sessions[snapshot.host.name].waiting_for, "the keyring")
-        self._remember_verdict(snapshot)
+        self.known.remember(snapshot)
         snapshot = replace(snapshot, last_known=self.last_known(snapshot.host.name))
         for listener in list(self.listeners):
             listener(snapshot)
 
-    # -- the last verdict seen per host (so the next start can say a box was suspended while busy) ------
+    # -- what is known of each host between runs and faces (sessions/known_book.py) -------------------------
 
     @property
-    def _verdicts_file(self) -> Path:
-        return verdicts_path(self.paths.state_dir)
-
-    def _load_verdicts(self) -> dict[str, dict[str, object]]:
-        return read_records(self._verdicts_file)
+    def last_verdicts(self) -> dict[str, dict[str, object]]:
+        return self.known.records
 
     def last_known(self, name: str) -> LastKnown:
         """What the app last knew of a host (any face, any run: core.last_known). Read from last_verdicts.json,
         so a fresh CLI process has it too."""
-        return LastKnown.from_record(self.last_verdicts.get(name))
-
-    def _remember_verdict(self, snapshot: HostSnapshot) -> None:
-        """Keep the one record of what is known (core.last_known): written when what a face would say changes,
-        and when the host stops being heard live (so the next run's "N min ago" is right)."""
-        name = snapshot.host.name
-        before = self.last_known(name)
-        now = time.time()
-        spec = snapshot.connection.spec
-        after = before
-        if snapshot.connection.state is ConnectionState.ASLEEP:
-            after = before.asleep(now)
-            clock = snapshot.connection.platform
-            if clock is not None and clock.stopped_at is not None and clock.stop_reason is not None:
-                after = after.platform_stopped(clock.stopped_at, clock.stop_reason)
-        elif spec.live and snapshot.status is not None:
-            after = before.seen(snapshot.status, now)
-        elif snapshot.connection.state is ConnectionState.RELEASED:  # the next start need not connect
-            clock = snapshot.connection.platform
-            after = before.let_go(now, clock.build if clock is not None else None)
-        heard_before = name in self._heard_live
-        if spec.live:
-            self._heard_live.add(name)
-        else:
-            self._heard_live.discard(name)
-        if after == before:
-            return
-        self.last_verdicts[name] = after.to_record()
-        if not before.differs_in_meaning(after) and not (heard_before and not spec.live):
-            return  # only a newer "seen at" while live: in memory now, on disk when it stops being heard
-        self._save_verdicts(name)
-
-    def _save_verdicts(self, name: str) -> None:
-        """Write `name`'s record as it is now (or its absence) into last_verdicts.json as the file is then: the
-        other hosts' records, another process's included, stay as they are."""
-        record, path = self.last_verdicts.get(name), self._verdicts_file
-        self._write(lambda: write_record(path, name, record), f"cannot save {path}")
+        return self.known.of(name)
 
     def _write(self, write: Callable[[], object], failed: str) -> None:
         """Run a file write on the engine's writer thread (in order; fsync never on the loop's thread); with no
@@ -357,11 +237,7 @@ class Engine:
         remembers of it."""
         host = self.hosts.require(name)
         self.change_hosts(lambda hosts: hosts.remove(host.name))
-        self._forget_records(host.name)
-
-    def _forget_records(self, name: str) -> None:
-        if self.last_verdicts.pop(name, None) is not None:
-            self._save_verdicts(name)
+        self.known.forget(host.name)
 
     def _forget_agent(self, name: str) -> None:
         """Forget where the host's agent was and its key (providers.agent_keys; from the context, so a host whose
@@ -387,16 +263,9 @@ class Engine:
     def _take_hosts(self, hosts: HostsFile, *, outside: bool) -> HostsChange:
         """Make `hosts` the engine's: a removed host's session ends, a changed one's ends too (the next connect
         uses the new settings) unless only its price changed; then the faces hear what changed."""
-        before = {h.name: h for h in self.hosts.hosts}
-        after = {h.name: h for h in hosts.hosts}
+        change = HostsChange.between({h.name: h for h in self.hosts.hosts}, {h.name: h for h in hosts.hosts},
+                                     outside=outside)
         self.hosts = hosts
-        changed = [h for n, h in after.items() if n in before and before[n] != h]
-        change = HostsChange(
-            added=tuple(h for n, h in after.items() if n not in before),
-            removed=tuple(n for n in before if n not in after),
-            changed=tuple(h for h in changed if not _only_price_differs(before[h.name], h)),
-            updated=tuple(h for h in changed if _only_price_differs(before[h.name], h)),
-            outside=outside)
         if not change:
             return change
         for name in (*change.removed, *(h.name for h in change.changed)):
@@ -423,28 +292,8 @@ class Engine:
                                else None)
 
     async def uninstall_agent(self, host: Host, *, stop_only: bool = False) -> UninstallReport:
-        """Stop the host's agent the way it was started and remove its unit, plist, bundle and state
-        (`stop_only`: keep them; the next connect starts it again)."""
-        provider = self.provider_for(host)
-        if provider.connects_only_when_awake and await provider.box_state(host) is BoxState.ASLEEP:
-            await provider.wake(host)  # asking to uninstall is the explicit wake: the platform's own start
-
-        def work() -> UninstallReport:
-            shell = provider.open_shell(host)
-            try:
-                report = provider.installer(host, shell).uninstall(stop_only=stop_only)
-                self.context.forget_agent(host.name)  # its key went with its files (or waits, stopped)
-                return report
-            finally:
-                shell.close()
-
-        # A thread of its own, as a host's blocking work has (sessions/blocking_runner.py), never the loop's shared
-        # executor: sends stuck on other hosts' dead links once filled that and held this uninstall > 90 s.
-        runner = BlockingRunner(f"{host.name}-uninstall")
-        try:
-            return await runner.run(work)
-        finally:
-            runner.shutdown()
+        """Stop the host's agent and remove it from the box (sessions/uninstall.py)."""
+        return await uninstall_agent(self.provider_for(host), host, self.context, stop_only=stop_only)
 
     def this_computer(self) -> Host | None:
         """This computer's host entry, if it is one of the hosts."""
@@ -508,20 +357,8 @@ class Engine:
         hosts); `save_settings` writes them. Only what differs from the notices held now is written over the
         file's."""
         before = self.settings.notices
-        changed = {key: value for key, value in notices.model_dump().items()
-                   if key != "finished_muted_hosts" and before.model_dump().get(key) != value}
-        muted = set(notices.finished_muted_hosts) - set(before.finished_muted_hosts)
-        unmuted = set(before.finished_muted_hosts) - set(notices.finished_muted_hosts)
-
-        def change(settings: AppSettings) -> AppSettings:
-            now = settings.notices.model_copy(update=changed)
-            for name in muted:
-                now = now.with_finished_for(name, False)
-            for name in unmuted:
-                now = now.with_finished_for(name, True)
-            return settings.model_copy(update={"notices": now})
-
-        self._change_settings(change)
+        self._change_settings(lambda settings: settings.model_copy(
+            update={"notices": notices.onto(before, settings.notices)}))
 
     async def save_settings(self) -> None:
         """Write the changes made here since the last save, each applied to settings.json as it is then (off the
@@ -552,7 +389,7 @@ class Engine:
             self._settings_changed(before, outside=True)
 
     def _settings_changed(self, before: AppSettings, *, outside: bool) -> None:
-        names = _changed_rows(before, self.settings)
+        names = changed_rows(before, self.settings)
         if names:
             for listener in list(self.settings_listeners):
                 listener(SettingsChange(names, outside))
@@ -572,26 +409,14 @@ class Engine:
         if settings is not None and settings != self.settings and not self._settings_changes \
                 and not self._settings_writes:
             before, self.settings = self.settings, settings
-            names = _changed_rows(before, settings)
+            names = changed_rows(before, settings)
             log.info("settings.json changed outside the app: %s", ", ".join(sorted(names)) or "nothing it shows")
             self._settings_changed(before, outside=True)
-            if any(_row_store(name) is Store.AGENTS for name in names):
+            if any(row_store(name) is Store.AGENTS for name in names):
                 self._schedule(self._hand_out_ceiling(), "ceiling")
-        self._reload_verdicts()
+        self.known.reload()
         if self.context.agent_sockets is not None:
             self.context.agent_sockets.forget_cached()
-
-    def _reload_verdicts(self) -> None:
-        stored = self._load_verdicts()
-        changed = [name for name in set(stored) | set(self.last_verdicts)
-                   if name not in self._heard_live and stored.get(name) != self.last_verdicts.get(name)]
-        for name in changed:
-            if name in stored:
-                self.last_verdicts[name] = stored[name]
-            else:
-                self.last_verdicts.pop(name, None)
-        if changed:
-            log.info("%s changed outside the app: %s", VERDICTS_FILE_NAME, ", ".join(sorted(changed)))
 
     def _schedule(self, work: Coroutine[Any, Any, object], what: str) -> None:
         try:

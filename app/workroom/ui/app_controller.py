@@ -26,7 +26,8 @@ from workroom.core.protocol import AgentCall, Method
 from workroom.core.provider_specs import PROVIDER_SPECS
 from workroom.core.questions import HostKeyQuestion, SecretRequest
 from workroom.core.setting_rows import Store, rows_in
-from workroom.sessions.engine import Engine, HostsChange, SettingsChange
+from workroom.sessions.engine import Engine
+from workroom.sessions.engine_changes import HostsChange, SettingsChange
 from workroom.sessions.host_session import HostSession
 from workroom.ui.tasks import TaskKeeper
 

@@ -16,7 +16,8 @@ from workroom.agent_bundle import load_agent_bundle
 from workroom.core.app_settings import AppSettings
 from workroom.core.hosts import Host, HostsFile
 from workroom.paths import HOME_ENV, AppPaths, app_paths
-from workroom.sessions.engine import Engine, HostsChange, SettingsChange, host_changes
+from workroom.sessions.engine import Engine
+from workroom.sessions.engine_changes import HostsChange, SettingsChange, host_changes
 from workroom.storage import load_hosts, load_settings, save_hosts, save_settings, update_hosts
 
 pytestmark = pytest.mark.unit
