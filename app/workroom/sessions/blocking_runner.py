@@ -57,3 +57,18 @@ class BlockingRunner:
     def shutdown(self) -> None:
         """Cancel queued calls; a call already running finishes on its own thread."""
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def cancel_until_done(task: asyncio.Task[Any], tries: int, every: float) -> bool:
+    """Cancel `task` and wait for it to end, asking again every `every` seconds, `tries` times at most: a cancel
+    can be lost (Python 3.11's wait_for returns a result that came in the same moment as the cancel and drops the
+    cancel). Whether it ended; one that will not end is left, never waited on for ever (an app's quit, a removed
+    host)."""
+    for _ in range(tries):
+        task.cancel()
+        await asyncio.wait({task}, timeout=every)
+        if task.done():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                task.result()
+            return True
+    return False

@@ -15,26 +15,21 @@ the pings (docs/providers.md, "Is the heartbeat seen?").
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
-
-from pydantic import BaseModel
 
 from workroom.core.ceiling import CeilingSettings
 from workroom.core.connection import REPLACED_ACTIONS, AgentReplaced, ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
-from workroom.core.heartbeat_proof import HeartbeatProof, IdleClockReading
 from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
 from workroom.core.install_report import InstallReport
 from workroom.core.keepawake import KeepAwakeReport
 from workroom.core.last_known import LastKnown
-from workroom.core.platform_clock import PlatformClock
-from workroom.core.prompt_answers import Answer, AnswerFace, SentAnswer
+from workroom.core.prompt_answers import SentAnswer
 from workroom.core.protocol import (
     AgentCall,
     Method,
@@ -44,12 +39,12 @@ from workroom.core.protocol import (
     Verdict,
 )
 from workroom.core.questions import HostKeyQuestion
-from workroom.providers.base import BoxState, Provider, ProviderUnreadable
-from workroom.remote.agent_client import REQUEST_TIMEOUT_SECONDS
+from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
+from workroom.sessions.agent_call import AgentCaller
 from workroom.sessions.agent_reach import AgentReach
-from workroom.sessions.blocking_runner import BlockingRunner
+from workroom.sessions.blocking_runner import BlockingRunner, cancel_until_done
 from workroom.sessions.keepawake_task import OutsideKeepAwake
 from workroom.sessions.liveness import watch_liveness
 from workroom.sessions.platform_keeper import PlatformSide, PlatformView
@@ -58,17 +53,20 @@ from workroom.sessions.provider_word import WATCHED, ConnectAsk, ProviderWord
 from workroom.sessions.reconnect_rules import (
     ConnectTimedOut,
     EndOfRun,
+    after_loss,
     lost_error,
     reconnect_delay,
+    run_failure,
     slept_while_busy,
     under_running_job,
 )
+from workroom.sessions.session_keeper import SessionKeeper
 from workroom.sessions.shell_opening import open_shell
 
 log = logging.getLogger(__name__)
 
-# A disconnect cancels the run, and again every CANCEL_AGAIN_SECONDS while it goes on (a cancel can be lost),
-# CANCEL_TRIES times at most.
+# A disconnect cancels the run, and again every CANCEL_AGAIN_SECONDS while it goes on (a cancel can be lost:
+# blocking_runner.cancel_until_done), CANCEL_TRIES times at most.
 CANCEL_AGAIN_SECONDS, CANCEL_TRIES = 1.0, 10
 
 Listener = Callable[[HostSnapshot], None]
@@ -81,19 +79,6 @@ class _Runtime:
     shell: HostShell | None = None
     link: AgentLink | None = None
     tasks: list[asyncio.Task[Any]] = field(default_factory=list)
-
-
-ANSWERS: Mapping[Method, Answer] = {Method.KEEP: Answer.KEEP, Method.LET_SLEEP: Answer.LET_SLEEP}
-"""The methods that answer a ceiling prompt (recorded as `last_answer`)."""
-
-NOT_CONNECTED_WORDS: Mapping[Method, str] = {
-    Method.KEEP: "it cannot be kept awake",
-    Method.LET_SLEEP: "its agent cannot let it sleep",
-    Method.TIMELINE: "its agent cannot say what kept it awake",
-    Method.EXCLUSIONS: "its agent cannot change what counts as work",
-}
-"""What a method asked of a host that is not connected cannot do, in the user's words ("box1 is not connected,
-so ..."); a method without a row: "its agent cannot be asked"."""
 
 
 class HostSession:
@@ -153,13 +138,17 @@ class HostSession:
         """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
         self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
                                            lambda: self._wanted, self._keep_awake_changed)
-        self._word = ProviderWord(host, provider, self.traits, self._note_platform_clock)
+        self._word = ProviderWord(host, provider, self.traits, lambda clock: self.update(platform=clock))
         self.last_answer: SentAnswer | None = None
-        self._proof = ProofKeeper(host, provider, self.traits, clock=clock, link=lambda: self._rt.link,
-                                  current=lambda: self.connection.heartbeat_proof, show=self._show_proof,
-                                  on_status=self._on_status, frozen=self._agent_frozen,
-                                  reading=self._show_idle_clock)
-        self._platform = self._platform_side()
+        self._proof = ProofKeeper(host, provider, self.traits, self, clock=clock, link=lambda: self._rt.link,
+                                  on_status=self._on_status, frozen=self._agent_frozen)
+        self._platform = PlatformSide.of(host, provider, self.traits, publish=self._platform_view,
+                                         link=lambda: self._rt.link, reconnect=lambda: self.start(wake=False),
+                                         stopped=lambda: self._end_run(EndOfRun.asleep()))
+        self._keepers: list[SessionKeeper] = [self._keepawake, *([self._platform] if self._platform else [])]
+        """The ways this box is kept awake or let go, each given the session's events (sessions/session_keeper.py)."""
+        self._caller = AgentCaller(host.name, lambda: self._rt.link, lambda: self.connection.state,
+                                   lambda: self.connect(wake=False), self._answered, self._on_status)
 
     @property
     def install(self) -> InstallReport | None:
@@ -186,8 +175,8 @@ class HostSession:
         self._may_wake = wake
         self._may_connect_unknown = wake if unknown is None else unknown
         self._wanted = True
-        if self._platform is not None:
-            self._platform.run_started()
+        for keeper in self._keepers:
+            keeper.run_started()
         if self._main is None or self._main.done():
             self._main = asyncio.get_running_loop().create_task(self._run(), name=f"session-{self.host.name}")
 
@@ -218,24 +207,11 @@ class HostSession:
     async def disconnect(self) -> None:
         self._wanted = False
         self._word.stop()
-        self._keepawake.stop()
-        if self._platform is not None:
-            self._platform.stop()
+        for keeper in self._keepers:
+            keeper.stop()
         self._teardown("disconnected by the user")
-        main = self._main
-        if main is not None:
-            # A cancel can be lost: Python 3.11's wait_for returns a result that came in the same moment as the
-            # cancel and drops the cancel. So it is asked again until the run ends, and a run that will not end
-            # is logged and left, never waited on for ever (an app's quit, a removed host).
-            for _ in range(CANCEL_TRIES):
-                main.cancel()
-                await asyncio.wait({main}, timeout=CANCEL_AGAIN_SECONDS)
-                if main.done():
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        main.result()
-                    break
-            else:
-                log.warning("%s: its connection did not end when asked; left to end on its own", self.host.name)
+        if self._main is not None and not await cancel_until_done(self._main, CANCEL_TRIES, CANCEL_AGAIN_SECONDS):
+            log.warning("%s: its connection did not end when asked; left to end on its own", self.host.name)
         self._set_state(ConnectionState.DISCONNECTED)
 
     async def close(self) -> None:
@@ -251,27 +227,9 @@ class HostSession:
     @property
     def call(self) -> AgentCall:
         """Ask this host's agent: `call(method, **params)` answers with the model `METHODS[method].result`, and a
-        status it answers with is shown as any status is. Raises a UserError when the host cannot be reached."""
-        return cast(AgentCall, self._call)
-
-    async def _call(self, method: Method, /, *, timeout: float = REQUEST_TIMEOUT_SECONDS,
-                    face: AnswerFace = AnswerFace.COMMAND_LINE, **params: Any) -> BaseModel:
-        """`face`: who answers, for a method that answers a ceiling prompt (recorded as `last_answer`)."""
-        if method is Method.KEEP and self.connection.state is ConnectionState.RELEASED:
-            await self.connect(wake=False)  # a box the app let go of runs: its agent must hear the answer
-        link = self._rt.link
-        if not self.linked:
-            cannot = NOT_CONNECTED_WORDS.get(method, "its agent cannot be asked")
-            raise UserError("Not connected", f"{self.host.name} is not connected, so {cannot}.",
-                            "Connect to the host and try again.")
-        assert link is not None
-        result = await link.client.call(method, timeout=timeout, **params)
-        answer = ANSWERS.get(method)
-        if answer is not None:
-            self.last_answer = SentAnswer(answer, face, time.time())
-        if isinstance(result, Status):
-            self._on_status(result)  # a prompt answered (keep, let_sleep) is cleared with it
-        return result
+        status it answers with is shown as any status is. Raises a UserError when the host cannot be reached
+        (sessions/agent_call.py)."""
+        return cast(AgentCall, self._caller)
 
     @property
     def keepawake_report(self) -> KeepAwakeReport | None:
@@ -279,6 +237,15 @@ class HostSession:
         return self._keepawake.report
 
     # -- internals -------------------------------------------------------------------------------
+
+    def _answered(self, answer: SentAnswer) -> None:
+        self.last_answer = answer
+
+    def update(self, *, publish: bool = False, **fields: Any) -> None:
+        """Change these fields of the connection (core.connection.ConnectionInfo); said to the faces with `publish`."""
+        self.connection = self.connection.model_copy(update=fields)
+        if publish:
+            self._publish()
 
     def _publish(self) -> None:
         snap = self.snapshot()
@@ -293,8 +260,7 @@ class HostSession:
         state is a waiting one (connecting, installing); a state past waiting carries none."""
         wanted = what if self.connection.spec.waiting else None
         if self.connection.waiting_for != wanted:
-            self.connection = self.connection.model_copy(update={"waiting_for": wanted})
-            self._publish()
+            self.update(publish=True, waiting_for=wanted)
 
     def _set_state(self, state: ConnectionState, error: UserError | None = None, **extra: Any) -> None:
         info = self.connection.with_state(state, self._clock(), error=error)
@@ -305,30 +271,25 @@ class HostSession:
 
     def _keep_awake_changed(self, running: bool, error: str | None, ended: bool) -> None:
         """The outside keep-awake (request-metered hosts) started, was refused, or ended."""
-        self.connection = self.connection.model_copy(update={"keepawake_running": running, "keepawake_error": error})
+        self.update(keepawake_running=running, keepawake_error=error)
         if ended:
-            self._watch_proof(self.status)  # no polls, nothing to prove
+            self._proof.watch_for(self.status)  # no polls, nothing to prove
             self._publish()
 
     def _on_status(self, status: Status) -> None:
-        self._keepawake.on_status(status)
-        if self._platform is not None:
-            self._platform.on_status(status)
+        for keeper in self._keepers:
+            keeper.on_status(status)
         self.status = status
         self.status_received_at = self._clock()
-        self._proof.note_own_traffic()
         if self.connection.agent_silent_since is not None:  # it spoke: it is not frozen
-            self.connection = self.connection.model_copy(update={"agent_silent_since": None})
+            self.update(agent_silent_since=None)
         link = self._rt.link
         if status.stalled and self.traits.sleeps_when_idle and link is not None and not link.closed.done() and (
                 status.verdict is Verdict.BUSY or status.classifier_verdict is Verdict.BUSY):
             # It says it has stopped checking: nothing keeps the box awake. The reconnect replaces it (the
             # direct link refuses a stalled agent; the probe restarts it).
             asyncio.get_running_loop().call_soon(link.close, "the agent has stalled (no check for 30 s)")
-        self._watch_proof(status)
-        if self.connection.idle_clock is not None:
-            self.connection = self.connection.model_copy(update={"idle_clock": None})
-        self._proof.read_idle_clock(status, self.traits.sleeps_when_idle)
+        self._proof.take(status)
         if not status.prompt_pending:
             self.prompt = None
         if self.connection.spec.live:
@@ -339,34 +300,11 @@ class HostSession:
             )
         self._publish()
 
-    # -- is the keep-awake seen? (sessions/proof_keeper.py) ---------------------------------------------------
-
-    def _watch_proof(self, status: Status | None) -> None:
-        self._proof.watch(status, outside_running=self.connection.keepawake_running)
-
-    def _pings_due(self) -> bool:
-        """Ping while a peer must be watched; silence while a sleepable box is idle, and while the provider's
-        readings stand in for the pings (ProofKeeper.ping_due)."""
-        if self.traits.sleeps_when_idle and (self.status is None or self.status.verdict is Verdict.IDLE):
-            return False
-        return self._proof.ping_due()
-
-    def _show_idle_clock(self, status: Status, reading: IdleClockReading) -> None:
-        """The provider's idle clock, read once for an idle status: the faces say when it will sleep."""
-        if self.status is status and self.connection.spec.live:
-            self.connection = self.connection.model_copy(update={"idle_clock": reading})
-            self._publish()
-
-    def _show_proof(self, proof: HeartbeatProof | None, publish: bool) -> None:
-        self.connection = self.connection.model_copy(update={"heartbeat_proof": proof})
-        if publish:
-            self._publish()
-
     def _agent_frozen(self, link: AgentLink, how: str) -> None:
         """The agent does not answer: say it has stalled (busy but not kept awake), close the link, and let the
         reconnect replace it (the probe finds it frozen; agent_reach, agent_install)."""
         last = self.status_received_at if self.status_received_at is not None else self._clock()
-        self.connection = self.connection.model_copy(update={"agent_silent_since": last})
+        self.update(agent_silent_since=last)
         log.info("%s: the agent %s: frozen; replacing it", self.host.name, how)
         self._reach.skip_direct = True
         self._publish()
@@ -382,8 +320,8 @@ class HostSession:
     def _teardown(self, why: str) -> None:
         for task in self._rt.tasks:
             task.cancel()
-        if self._platform is not None:
-            self._platform.stop_keeping()
+        for keeper in self._keepers:
+            keeper.link_down()
         self._proof.stop()
         if self._rt.link is not None:
             self._rt.link.close(why)
@@ -395,7 +333,6 @@ class HostSession:
 
     async def _run(self) -> None:
         while self._wanted:
-            error: UserError
             try:
                 await self._connect_once()
                 if not self._wanted:
@@ -409,50 +346,41 @@ class HostSession:
                 if self._platform is not None and self._platform.releasing:
                     raise EndOfRun(ConnectionState.RELEASED, why=why)  # let go on purpose: no reconnect
                 # The stream's own account (title, words, hint) when it gave one; else the link's words.
-                error = link.end_error or lost_error(self.host, why)
+                failure: UserError | EndOfRun = link.end_error or lost_error(self.host, why)
             except asyncio.CancelledError:
                 raise
-            except EndOfRun as end:
-                self._end_run(end)
+            except Exception as exc:  # a bug too must not leave the row at "Pushing" with a leaked shell
+                failure = run_failure(self.host, exc)
+            if isinstance(failure, EndOfRun):
+                self._end_run(failure)
                 return
-            except UserError as user_error:
-                if not user_error.retryable:  # the same again cannot work: say so and stop knocking
-                    self._end_run(EndOfRun.fatal(user_error))
-                    return
-                error = user_error
-            except (OSError, TimeoutError, EOFError) as other:
-                error = lost_error(self.host, other)
-            except Exception:  # a bug must not leave the row at "Pushing" with a leaked shell
-                log.exception("session %s failed unexpectedly", self.host.name)
-                error = UserError("Something went wrong",  # what it was goes to the log, not to the user
-                                  f"An unexpected error stopped the connection to {self.host.name}.",
-                                  "The app will try again; if it repeats, report it with the app's log.")
-            self._teardown(str(error))
-            if not self._wanted:
+            self._teardown(str(failure))
+            if not self._wanted or not await self._after_loss(failure):
                 return
-            was_live = self.connection.spec.live
-            box = await self._word.box_state()
-            if isinstance(box, ProviderUnreadable) and self.traits.sleeps_when_idle:
-                # It may have gone to sleep: never shown asleep or offline on a guess, and never reconnected to.
-                self._end_run(EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable"))
-                return
-            if box is BoxState.ASLEEP:
-                if was_live:  # put to sleep under our eyes: under a running job, work was cut short
-                    self.connection = self.connection.model_copy(update={"suspended_while_busy": under_running_job(
-                        self.status, sleeps=self.traits.sleeps_when_idle)})
-                self._end_run(EndOfRun.asleep())  # connecting again would wake it: that is the user's call
-                return
-            self.failure = error
-            self._set_state(ConnectionState.LOST, error)
-            self._first_status.set()
-            if not self.auto_reconnect or (self.traits.sleeps_when_idle and box is not BoxState.AWAKE):
-                # On a box that sleeps, a reconnect we cannot prove harmless would wake it: leave it to the user.
-                self._wanted = False
-                return
-            delay = reconnect_delay(self._attempt, self.traits)
-            self._attempt += 1
-            self._set_state(ConnectionState.BACKING_OFF, error, retry_at_monotonic=self._clock() + delay)
-            await asyncio.sleep(delay)
+
+    async def _after_loss(self, error: UserError) -> bool:
+        """The link is lost: settle where a reconnect would wake the box or guess, else say LOST and back off;
+        whether to connect again."""
+        was_live = self.connection.spec.live
+        box = await self._word.box_state()
+        end = after_loss(box, sleeps=self.traits.sleeps_when_idle)
+        if end is not None:
+            if end.state is ConnectionState.ASLEEP and was_live:  # put to sleep under our eyes: work cut short?
+                self.update(suspended_while_busy=under_running_job(self.status, sleeps=self.traits.sleeps_when_idle))
+            self._end_run(end)
+            return False
+        self.failure = error
+        self._set_state(ConnectionState.LOST, error)
+        self._first_status.set()
+        if not self.auto_reconnect or (self.traits.sleeps_when_idle and box is not BoxState.AWAKE):
+            # On a box that sleeps, a reconnect we cannot prove harmless would wake it: leave it to the user.
+            self._wanted = False
+            return False
+        delay = reconnect_delay(self._attempt, self.traits)
+        self._attempt += 1
+        self._set_state(ConnectionState.BACKING_OFF, error, retry_at_monotonic=self._clock() + delay)
+        await asyncio.sleep(delay)
+        return True
 
     def _end_run(self, end: EndOfRun) -> None:
         """This run is over and no reconnect follows: settle in the end's state, and wake `connect()`."""
@@ -469,36 +397,9 @@ class HostSession:
             clock = self.connection.platform
             self._platform.watch_released(clock.build if clock is not None else None)
 
-    # -- where an open session is activity (core.metering `sessions`) --------------------------------
-
-    def _platform_side(self) -> PlatformSide | None:
-        rules = self.provider.platform_rules
-        if rules is None or self.traits.metering.session_while_idle:
-            return None
-        return PlatformSide(
-            self.host.name, rules, lambda: self.provider.platform_clock(self.host),
-            lambda until: self.provider.extend_deadline(self.host, until),
-            publish=self._platform_view, release=self._release_idle, reconnect=lambda: self.start(wake=False),
-            stopped=lambda: self._end_run(EndOfRun.asleep()))
-
-    def _note_platform_clock(self, clock: PlatformClock) -> None:
-        """The clock a state read found goes with the next snapshot (an asleep box's stop reason)."""
-        self.connection = self.connection.model_copy(update={"platform": clock})
-
     def _platform_view(self, view: PlatformView) -> None:
-        self.connection = self.connection.model_copy(update={
-            "platform": view.clock, "platform_not_kept": view.not_kept, "platform_words": view.words,
-            "platform_note": view.note})
-        self._publish()
-
-    def _release_idle(self) -> None:
-        """Let go of the session (the platform counts it as activity); the run ends RELEASED, not lost."""
-        link = self._rt.link
-        if link is None or link.closed.done():
-            if self._platform is not None:
-                self._platform.releasing = False  # nothing live to let go of: a loss is handled as a loss
-            return
-        link.close("let go while idle: an open session is activity on this platform")
+        self.update(publish=True, platform=view.clock, platform_not_kept=view.not_kept, platform_words=view.words,
+                     platform_note=view.note)
 
     async def _connect_once(self) -> None:
         """One connect, in order: may we connect, open a shell, install and link, sync settings, go live."""
@@ -527,16 +428,7 @@ class HostSession:
     async def _may_we_connect(self) -> bool:
         """Decide from the provider's word (read without waking the box) whether this run may connect;
         says CONNECTING (or retrying) when it may. Returns whether the box was asleep (a timed wake)."""
-        let_go = None
-        if self._platform is not None and self.previous_verdict is not None:
-            platform, record = self._platform, self.previous_verdict
-
-            def let_go(clock: PlatformClock | None) -> bool:
-                if not platform.still_let_go(record, clock):
-                    return False
-                self._platform_view(PlatformView(clock))
-                return True
-
+        let_go = None if self._platform is None else self._platform.let_go(self.previous_verdict)
         ask = ConnectAsk(wake=self._may_wake, unknown=self._may_connect_unknown, let_go=let_go)
         was_asleep = await self._word.may_connect(ask, lambda: self._set_state(ConnectionState.CONNECTING))
         if self.connection.error is not None and self._attempt > 0:
@@ -574,22 +466,16 @@ class HostSession:
                     "suspended_while_busy": suspended_while_busy, "agent_replaced": replaced}
         )
         self._attempt = 0
-        if self._platform is not None:
-            self._platform.link_up()
+        for keeper in self._keepers:
+            keeper.link_up()
         self._on_status(status)
         self._first_status.set()
         self._rt.tasks.append(asyncio.get_running_loop().create_task(watch_liveness(
-            link, lambda: self._pings_due(), self._proof.note_own_traffic)))
+            link, self._proof.ping_due, self._proof.note_own_traffic)))
 
     async def _open_shell(self) -> HostShell:
         """A shell on the host (sessions/shell_opening.py); an unknown host key is asked about."""
         answerer = self.host_key_answerer
-
-        def say(state: ConnectionState, fingerprint: str | None) -> None:
-            if fingerprint is None:
-                self._set_state(state)
-            else:
-                self._set_state(state, host_key_fingerprint=fingerprint)
-
         ask = None if answerer is None else lambda q: answerer(self, q)
-        return await open_shell(self._runner, self.provider, self.host, ask, say)
+        return await open_shell(self._runner, self.provider, self.host, ask, lambda state, fingerprint: self._set_state(
+            state, None, **({} if fingerprint is None else {"host_key_fingerprint": fingerprint})))

@@ -29,6 +29,7 @@ from workroom.core.keepawake import (
 from workroom.core.metering import Keeper
 from workroom.core.protocol import Status, Verdict
 from workroom.core.traits import ProviderTraits
+from workroom.sessions.session_keeper import SessionKeeper
 
 PollFn = Callable[[], Awaitable[PollOutcome]]
 
@@ -87,7 +88,7 @@ class KeepAwakeTask:
         return not self.task.done()
 
 
-class OutsideKeepAwake:
+class OutsideKeepAwake(SessionKeeper):
     """One request-metered host's keep-awake from this computer, as its session drives it.
 
     Started when the agent says BUSY (and not already running); each poll first asks `still_wanted()`, so

@@ -16,10 +16,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
 from workroom.core.host_snapshot import wants_session
+from workroom.core.hosts import Host
 from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.platform_clock import (
     CannotExtend,
@@ -31,7 +33,11 @@ from workroom.core.platform_clock import (
     plan_extension,
 )
 from workroom.core.protocol import Status
+from workroom.core.traits import ProviderTraits
+from workroom.providers.base import Provider
+from workroom.remote.agent_link import AgentLink
 from workroom.sessions.idle_release import IdleRelease, ReleasedWatch
+from workroom.sessions.session_keeper import SessionKeeper
 
 log = logging.getLogger(__name__)
 
@@ -132,22 +138,32 @@ class PlatformKeeper:
                     await self._pause(self._rules.read_interval_seconds)
 
 
-class PlatformSide:
+class PlatformSide(SessionKeeper):
     """The platform's part of one host's session: keep a busy box up, let go of an idle one, watch while let go.
 
-    The session calls `on_status` with every status, `watch_released()` once it has let go, `stop()` when the
-    user disconnects; this calls back `publish(view)`, `release()` (close the link: the run ends let go),
+    Given the session's events (sessions/session_keeper.py), and `watch_released()` once the session has let go;
+    this calls back `publish(view)`, closes the session's link when it lets go (the run ends let go, not lost),
     `reconnect()` (the box was used: connect again, no wake) and `stopped()` (the platform stopped it)."""
+
+    @classmethod
+    def of(cls, host: Host, provider: Provider, traits: ProviderTraits, **calls: Any) -> PlatformSide | None:
+        """The side for a host whose platform counts an open session as activity (core.metering `sessions`);
+        None for any other. `calls`: the constructor's callbacks."""
+        rules = provider.platform_rules
+        if rules is None or traits.metering.session_while_idle:
+            return None
+        return cls(host.name, rules, lambda: provider.platform_clock(host),
+                   lambda until: provider.extend_deadline(host, until), **calls)
 
     def __init__(self, name: str, rules: PlatformRules, read: Callable[[], Awaitable[PlatformClock | None]],
                  extend: Callable[[float], Awaitable[None]], *, publish: Callable[[PlatformView], None],
-                 release: Callable[[], None], reconnect: Callable[[], None], stopped: Callable[[], None],
+                 link: Callable[[], AgentLink | None], reconnect: Callable[[], None], stopped: Callable[[], None],
                  wall: Callable[[], float] = time.time) -> None:
         self.name = name
         self.rules = rules
         self._read = read
         self._publish = publish
-        self._release_link = release
+        self._link = link
         self._reconnect = reconnect
         self._stopped = stopped
         self._wall = wall
@@ -172,10 +188,14 @@ class PlatformSide:
         self._publish(PlatformView(clock))
 
     def _release(self) -> None:
+        """Let go of the session (the platform counts it as activity): the run ends RELEASED, not lost."""
         self.keeper.stop()
-        self.releasing = True
         self.released_at = self._wall()
-        self._release_link()
+        link = self._link()
+        if link is None or link.closed.done():
+            return  # nothing live to let go of: a loss is handled as a loss
+        self.releasing = True
+        link.close("let go while idle: an open session is activity on this platform")
 
     def still_let_go(self, record: dict[str, object] | None, clock: PlatformClock | None) -> bool:
         """A background connect (the app starting, a box seen running) need not open a session: the app last let
@@ -195,6 +215,20 @@ class PlatformSide:
         self.released_at = float(released)
         self._last_run = run if isinstance(run, str) else clock.build
         return True
+
+    def let_go(self, record: dict[str, object] | None) -> Callable[[PlatformClock | None], bool] | None:
+        """For a background connect with what the engine kept of the box (`record`): a check of the platform's
+        clock that says whether the box is still let go (`still_let_go`; its clock is then shown)."""
+        if record is None:
+            return None
+
+        def still(clock: PlatformClock | None) -> bool:
+            if not self.still_let_go(record, clock):
+                return False
+            self._publish(PlatformView(clock))
+            return True
+
+        return still
 
     def link_up(self) -> None:
         """A link is live (a first connect, a reconnect): its agent gets its first look before any letting go, and
@@ -227,7 +261,7 @@ class PlatformSide:
                                    run=self._last_run, on_clock=self.on_clock, on_stopped=self._stopped,
                                    on_used=used, wall=self._wall)
 
-    def stop_keeping(self) -> None:
+    def link_down(self) -> None:
         self._idle.cancel()
         self.keeper.stop()
         if self._reading is not None:
@@ -239,5 +273,5 @@ class PlatformSide:
             self.watch = None
 
     def stop(self) -> None:
-        self.stop_keeping()
+        self.link_down()
         self.stop_watching()

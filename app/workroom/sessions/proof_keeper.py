@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Any, Protocol
 
+from workroom.core.connection import ConnectionInfo
 from workroom.core.errors import UserError
 from workroom.core.heartbeat_proof import HeartbeatProof, IdleClockReading, ProofState
 from workroom.core.hosts import Host
@@ -36,25 +38,54 @@ HEARTBEAT_MATCH_SECONDS = 2.5
 provider samples its meter about once a second, and the two clocks are matched over one round trip."""
 
 
-class ProofKeeper:
-    """The proof of one host's keep-awake. The session gives it each status (`watch`), notes its own traffic
-    (`note_own_traffic`), asks it whether a ping is due (`ping_due`) and stops it with the link (`stop`); it gives
-    the session a proof to show (`show(proof)`), a status an ask brought back (`on_status`) and a frozen agent
-    (`frozen(link, how)`). `link()` is the session's live link; `current()` the proof the session shows now."""
+class WatchedSession(Protocol):
+    """What the proof reads and changes of its session (`HostSession`)."""
 
-    def __init__(self, host: Host, provider: Provider, traits: ProviderTraits, *, clock: Callable[[], float],
-                 link: Callable[[], AgentLink | None], current: Callable[[], HeartbeatProof | None],
-                 show: Callable[[HeartbeatProof | None, bool], None], on_status: Callable[[Status], None],
-                 frozen: Callable[[AgentLink, str], None],
-                 reading: Callable[[Status, IdleClockReading], None]) -> None:
+    connection: ConnectionInfo
+    status: Status | None
+
+    def update(self, *, publish: bool = False, **fields: Any) -> None: ...
+
+
+class ProofKeeper:
+    """The proof of one host's keep-awake. The session gives it each status (`take`), notes its own traffic
+    (`note_own_traffic`), asks it whether a ping is due (`ping_due`) and stops it with the link (`stop`); it shows
+    on the session's connection the proof and the idle clock's reading, gives the session a status an ask brought
+    back (`on_status`) and a frozen agent (`frozen(link, how)`). `link()` is the session's live link."""
+
+    def __init__(self, host: Host, provider: Provider, traits: ProviderTraits, session: WatchedSession, *,
+                 clock: Callable[[], float], link: Callable[[], AgentLink | None],
+                 on_status: Callable[[Status], None], frozen: Callable[[AgentLink, str], None]) -> None:
         self._host, self._provider, self._traits, self._clock = host, provider, traits, clock
-        self._link, self._current, self._show, self._on_status, self._frozen = link, current, show, on_status, frozen
-        self._reading = reading
+        self._session, self._link, self._on_status, self._frozen = session, link, on_status, frozen
         self._watch: HeartbeatWatch | None = None
         self._check: asyncio.Task[None] | None = None
         self._idle_read: asyncio.Task[None] | None = None
         self.own_traffic_at: float | None = None
         """When the app last put bytes on the box's wire (link set-up, a status, a ping, an ask)."""
+
+    def take(self, status: Status) -> None:
+        """A status came over the link (our own bytes crossed the wire): watch for its keep-awake, and read the
+        idle clock afresh for an idle one."""
+        self.note_own_traffic()
+        self.watch_for(status)
+        if self._session.connection.idle_clock is not None:
+            self._session.update(idle_clock=None)
+        self.read_idle_clock(status, self._traits.sleeps_when_idle)
+
+    def watch_for(self, status: Status | None) -> None:
+        self.watch(status, outside_running=self._session.connection.keepawake_running)
+
+    def _current(self) -> HeartbeatProof | None:
+        return self._session.connection.heartbeat_proof
+
+    def _show(self, proof: HeartbeatProof | None, publish: bool) -> None:
+        self._session.update(publish=publish, heartbeat_proof=proof)
+
+    def _reading(self, status: Status, reading: IdleClockReading) -> None:
+        """The provider's idle clock, read once for an idle status: the faces say when it will sleep."""
+        if self._session.status is status and self._session.connection.spec.live:
+            self._session.update(publish=True, idle_clock=reading)
 
     def note_own_traffic(self) -> None:
         self.own_traffic_at = self._clock()
@@ -111,8 +142,12 @@ class ProofKeeper:
             self._idle_read = None
 
     def ping_due(self) -> bool:
-        """No liveness pings while the keep-awake is being proven where our own bytes reset the provider's
-        clock too (they would hide a missing heartbeat). The provider's readings stand in for them."""
+        """Ping while a peer must be watched; silence while a sleepable box is idle, and while the keep-awake is
+        being proven where our own bytes reset the provider's clock too (they would hide a missing heartbeat):
+        the provider's readings stand in for the pings."""
+        status = self._session.status
+        if self._traits.sleeps_when_idle and (status is None or status.verdict is Verdict.IDLE):
+            return False
         watch = self._watch
         if watch is None or watch.task.done() or not self._traits.metering.own_traffic_resets_clock:
             return True

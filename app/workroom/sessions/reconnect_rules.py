@@ -12,6 +12,7 @@ from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.core.protocol import Status, Verdict
 from workroom.core.traits import ProviderTraits
+from workroom.providers.base import BoxState, ProviderUnreadable
 from workroom.remote.agent_link import plain_reason
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,35 @@ class EndOfRun(Exception):
     @classmethod
     def fatal(cls, error: UserError) -> EndOfRun:
         return cls(ConnectionState.ERROR, error, why=str(error))
+
+
+def run_failure(host: Host, failure: BaseException) -> UserError | EndOfRun:
+    """What a run's failure means: the end of the runs (an EndOfRun, or an error the same again cannot change), or
+    the error to say before the next try. A bug is logged and said in words, never as a Python error."""
+    match failure:
+        case EndOfRun():
+            return failure
+        case UserError(retryable=False):  # the same again cannot work: say so and stop knocking
+            return EndOfRun.fatal(failure)
+        case UserError():
+            return failure
+        case OSError() | TimeoutError() | EOFError():
+            return lost_error(host, failure)
+    log.error("session %s failed unexpectedly", host.name, exc_info=failure)
+    return UserError("Something went wrong",  # what it was goes to the log, not to the user
+                     f"An unexpected error stopped the connection to {host.name}.",
+                     "The app will try again; if it repeats, report it with the app's log.")
+
+
+def after_loss(box: object, *, sleeps: bool) -> EndOfRun | None:
+    """A lost link, and the provider's word on the box since (`BoxState`, or `ProviderUnreadable`): the end of
+    the runs where reconnecting could wake it or show it on a guess; None where a reconnect may be considered."""
+    if isinstance(box, ProviderUnreadable) and sleeps:
+        # It may have gone to sleep: never shown asleep or offline on a guess, and never reconnected to.
+        return EndOfRun(ConnectionState.UNREADABLE, box, why="provider unreadable")
+    if box is BoxState.ASLEEP:
+        return EndOfRun.asleep()  # connecting again would wake it: that is the user's call
+    return None
 
 
 def under_running_job(status: Status | None, *, sleeps: bool) -> bool:
