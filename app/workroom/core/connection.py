@@ -146,6 +146,12 @@ class AgentReplaced(BaseModel):
     at_monotonic: float
     why: str
 
+    @classmethod
+    def after(cls, action: object, at_clock: str, at_monotonic: float) -> AgentReplaced | None:
+        """The replacement a connect's install step made (`REPLACED_ACTIONS`), or None where it replaced nothing."""
+        why = REPLACED_ACTIONS.get(action) if isinstance(action, str) else None
+        return None if why is None else cls(at_clock=at_clock, at_monotonic=at_monotonic, why=why)
+
     def shown(self, now_monotonic: float | None) -> bool:
         """Said for REPLACED_SHOWN_SECONDS after the replacement (without a time now: as of it, so said)."""
         return now_monotonic is None or 0 <= now_monotonic - self.at_monotonic <= REPLACED_SHOWN_SECONDS

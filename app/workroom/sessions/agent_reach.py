@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeAlias
 
+from workroom.core.ceiling import CeilingSettings
 from workroom.core.errors import UserError
 from workroom.core.hosts import Host
 from workroom.core.install_report import InstallReport
@@ -80,6 +81,11 @@ class AgentReach:
         """The app's key for the agent (the keyring's, or the probe's once it gave one)."""
         self._start = 0.0
         self._phases: dict[str, float] = {}
+
+    def frozen(self) -> None:
+        """The agent stopped answering: the next reach does not knock on its remembered socket (the probe finds it
+        frozen and replaces it)."""
+        self.skip_direct = True
 
     async def reach(self, shell: HostShell, start: float, phases: dict[str, float]) -> Reached:
         """A live, greeted link to the agent, pushing it first if its hash differs (or starting it); `phases`
@@ -349,3 +355,11 @@ class AgentReach:
 def _close_link_quietly(future: asyncio.Future[AgentLink]) -> None:
     if not future.cancelled() and future.exception() is None:
         future.result().close("not needed")
+
+
+async def hand_settings(link: AgentLink, subscribed: Status, wanted: CeilingSettings) -> Status:
+    """The agent's answer to the subscribe (its proof checked), or, where its own ceiling settings differ from this
+    computer's (`wanted`, for its provider) or it could not take them, its answer to being handed them."""
+    if wanted.differs_from(subscribed.settings_values) or subscribed.settings_error is not None:
+        return await link.client.settings(wanted, reported=subscribed.settings_values)
+    return subscribed

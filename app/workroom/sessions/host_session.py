@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from workroom.core.ceiling import CeilingSettings
-from workroom.core.connection import REPLACED_ACTIONS, AgentReplaced, ConnectionInfo, ConnectionState
+from workroom.core.connection import AgentReplaced, ConnectionInfo, ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.hosts import Host
@@ -43,7 +43,7 @@ from workroom.providers.base import BoxState, Provider
 from workroom.remote.agent_link import AgentLink
 from workroom.remote.host_shell import HostShell
 from workroom.sessions.agent_call import AgentCaller
-from workroom.sessions.agent_reach import AgentReach
+from workroom.sessions.agent_reach import AgentReach, hand_settings
 from workroom.sessions.blocking_runner import BlockingRunner, cancel_until_done
 from workroom.sessions.keepawake_task import OutsideKeepAwake
 from workroom.sessions.liveness import watch_liveness
@@ -86,13 +86,12 @@ class HostSession:
     published to `listeners` as a `HostSnapshot`.
 
     A run (`_run`) connects once (`_connect_once`: may we connect, a shell, the agent reached, the settings
-    synced, live), waits for the link to close, then backs off and runs again, or settles where a reconnect
-    would not help or would wake the box. How the agent is reached -- its remembered socket, the probe that
-    becomes the relay, a push, this computer's socket -- is `AgentReach`'s (sessions/agent_reach.py); the
-    session holds the link it returns, takes the agent's pushed statuses and prompts, and watches the peer
-    (pings, or the keep-awake's proof on a network-metered box: `HeartbeatWatch`; request-metered boxes:
-    `OutsideKeepAwake`). Everything here runs on the event loop; blocking calls go through the host's own
-    `BlockingRunner`, one at a time.
+    handed, live), waits for the link to close, then backs off and runs again, or settles where a reconnect would
+    not help or would wake the box. The agent is reached by `AgentReach` (sessions/agent_reach.py) and asked
+    through `call` (sessions/agent_call.py); the ways the box is kept awake or let go are keepers given the
+    session's events (sessions/session_keeper.py); the peer is watched by pings, or on a sleepable box by the
+    keep-awake's proof (sessions/proof_keeper.py). Everything here runs on the event loop; blocking calls go
+    through the host's own `BlockingRunner`, one at a time.
     """
 
     def __init__(
@@ -132,16 +131,16 @@ class HostSession:
         self.phase_seconds: dict[str, float] = {}
         self._reach = AgentReach(host, provider, self._runner, self._on_event, self._hold_link, clock)
         self.previous_verdict = previous_verdict
+        """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
         self.known_at_start = LastKnown.from_record(previous_verdict)
         """What the app knew of the host when this session was made (core.last_known): kept for the why-awake
         record's note of the platform's own stop, after `previous_verdict` has been used."""
-        """What the app last saw before this run: {"verdict", "agent_monotonic"} (persisted by the engine)."""
         self._keepawake = OutsideKeepAwake(host.name, self.traits, lambda: provider.poll_health(host),
                                            lambda: self._wanted, self._keep_awake_changed)
         self._word = ProviderWord(host, provider, self.traits, lambda clock: self.update(platform=clock))
         self.last_answer: SentAnswer | None = None
         self._proof = ProofKeeper(host, provider, self.traits, self, clock=clock, link=lambda: self._rt.link,
-                                  on_status=self._on_status, frozen=self._agent_frozen)
+                                  on_status=self._on_status, frozen=self._reach.frozen)
         self._platform = PlatformSide.of(host, provider, self.traits, publish=self._platform_view,
                                          link=lambda: self._rt.link, reconnect=lambda: self.start(wake=False),
                                          stopped=lambda: self._end_run(EndOfRun.asleep()))
@@ -263,11 +262,8 @@ class HostSession:
             self.update(publish=True, waiting_for=wanted)
 
     def _set_state(self, state: ConnectionState, error: UserError | None = None, **extra: Any) -> None:
-        info = self.connection.with_state(state, self._clock(), error=error)
-        if extra:
-            info = info.model_copy(update=extra)
-        self.connection = info
-        self._publish()
+        self.connection = self.connection.with_state(state, self._clock(), error=error)
+        self.update(publish=True, **extra)
 
     def _keep_awake_changed(self, running: bool, error: str | None, ended: bool) -> None:
         """The outside keep-awake (request-metered hosts) started, was refused, or ended."""
@@ -281,34 +277,15 @@ class HostSession:
             keeper.on_status(status)
         self.status = status
         self.status_received_at = self._clock()
-        if self.connection.agent_silent_since is not None:  # it spoke: it is not frozen
-            self.update(agent_silent_since=None)
-        link = self._rt.link
-        if status.stalled and self.traits.sleeps_when_idle and link is not None and not link.closed.done() and (
-                status.verdict is Verdict.BUSY or status.classifier_verdict is Verdict.BUSY):
-            # It says it has stopped checking: nothing keeps the box awake. The reconnect replaces it (the
-            # direct link refuses a stalled agent; the probe restarts it).
-            asyncio.get_running_loop().call_soon(link.close, "the agent has stalled (no check for 30 s)")
+        self.update(agent_silent_since=None)  # it spoke: it is not frozen
         self._proof.take(status)
         if not status.prompt_pending:
             self.prompt = None
         if self.connection.spec.live:
             quiet = self.traits.sleeps_when_idle and status.verdict is Verdict.IDLE
             state = ConnectionState.QUIET if quiet else ConnectionState.LIVE
-            self.connection = self.connection.model_copy(
-                update={"state": state, "status_received_monotonic": self.status_received_at}
-            )
+            self.update(state=state, status_received_monotonic=self.status_received_at)
         self._publish()
-
-    def _agent_frozen(self, link: AgentLink, how: str) -> None:
-        """The agent does not answer: say it has stalled (busy but not kept awake), close the link, and let the
-        reconnect replace it (the probe finds it frozen; agent_reach, agent_install)."""
-        last = self.status_received_at if self.status_received_at is not None else self._clock()
-        self.update(agent_silent_since=last)
-        log.info("%s: the agent %s: frozen; replacing it", self.host.name, how)
-        self._reach.skip_direct = True
-        self._publish()
-        link.close(f"the agent {how} (frozen)")
 
     def _on_event(self, event: StatusEvent | PromptEvent) -> None:
         if isinstance(event, PromptEvent):
@@ -411,7 +388,8 @@ class HostSession:
         self._rt.shell = shell
         self._set_state(ConnectionState.PUSHING)
         link, subscribed = await self._reach.reach(shell, start, self.phase_seconds)
-        status = await self._sync_settings(link, start, subscribed)
+        self.phase_seconds["subscribe"] = self._clock() - start
+        status = await hand_settings(link, subscribed, self.settings.for_provider(self.traits))
         if woken:
             # The user's explicit Wake and connect: they want the box up now, so the ceiling restarts (`keep`)
             # and an earlier Let it sleep, or a prompt that ran out while it slept, does not carry over.
@@ -438,16 +416,6 @@ class HostSession:
             self._set_state(ConnectionState.CONNECTING)
         return was_asleep
 
-    async def _sync_settings(self, link: AgentLink, start: float, subscribed: Status) -> Status:
-        """Take the agent's answer to the subscribe the reach sent (its proof checked), and hand the agent this
-        computer's ceiling settings if its own differ."""
-        status = subscribed
-        self.phase_seconds["subscribe"] = self._clock() - start
-        wanted = self.settings.for_provider(self.traits)
-        if wanted.differs_from(status.settings_values) or status.settings_error is not None:
-            status = await link.client.settings(wanted, reported=status.settings_values)
-        return status
-
     def _go_live(self, link: AgentLink, status: Status, *, was_asleep: bool, seconds: float) -> None:
         """The first status is in: say LIVE (or QUIET), wake `connect()`, and start watching the peer."""
         assert self.install is not None
@@ -456,14 +424,13 @@ class HostSession:
         suspended_while_busy = self.connection.suspended_while_busy or slept_while_busy(
             self.previous_verdict, status, sleeps=self.traits.sleeps_when_idle)
         self.previous_verdict = None
-        replaced = self.connection.agent_replaced
-        if self.install.action in REPLACED_ACTIONS:  # it stopped answering (or checking): the connect replaced it
-            replaced = AgentReplaced(at_clock=time.strftime("%H:%M"), at_monotonic=self._clock(),
-                                     why=REPLACED_ACTIONS[self.install.action])
+        replaced = AgentReplaced.after(self.install.action, time.strftime("%H:%M"), self._clock())
+        if replaced is not None:  # it stopped answering (or checking): the connect replaced it
             log.info("%s: the agent %s; replaced it", self.host.name, replaced.why)
         self.connection = self.connection.with_state(ConnectionState.LIVE, self._clock()).model_copy(
             update={"wake_seconds": wake, "pushed_bytes": self.install.pushed_bytes, "error": None,
-                    "suspended_while_busy": suspended_while_busy, "agent_replaced": replaced}
+                    "suspended_while_busy": suspended_while_busy,
+                    "agent_replaced": replaced or self.connection.agent_replaced}
         )
         self._attempt = 0
         for keeper in self._keepers:

@@ -43,6 +43,7 @@ class WatchedSession(Protocol):
 
     connection: ConnectionInfo
     status: Status | None
+    status_received_at: float | None
 
     def update(self, *, publish: bool = False, **fields: Any) -> None: ...
 
@@ -51,11 +52,12 @@ class ProofKeeper:
     """The proof of one host's keep-awake. The session gives it each status (`take`), notes its own traffic
     (`note_own_traffic`), asks it whether a ping is due (`ping_due`) and stops it with the link (`stop`); it shows
     on the session's connection the proof and the idle clock's reading, gives the session a status an ask brought
-    back (`on_status`) and a frozen agent (`frozen(link, how)`). `link()` is the session's live link."""
+    back (`on_status`), and closes the link of an agent that does not answer (`frozen()` first: the reconnect
+    must replace it). `link()` is the session's live link."""
 
     def __init__(self, host: Host, provider: Provider, traits: ProviderTraits, session: WatchedSession, *,
                  clock: Callable[[], float], link: Callable[[], AgentLink | None],
-                 on_status: Callable[[Status], None], frozen: Callable[[AgentLink, str], None]) -> None:
+                 on_status: Callable[[Status], None], frozen: Callable[[], None]) -> None:
         self._host, self._provider, self._traits, self._clock = host, provider, traits, clock
         self._session, self._link, self._on_status, self._frozen = session, link, on_status, frozen
         self._watch: HeartbeatWatch | None = None
@@ -65,9 +67,15 @@ class ProofKeeper:
         """When the app last put bytes on the box's wire (link set-up, a status, a ping, an ask)."""
 
     def take(self, status: Status) -> None:
-        """A status came over the link (our own bytes crossed the wire): watch for its keep-awake, and read the
-        idle clock afresh for an idle one."""
+        """A status came over the link (our own bytes crossed the wire): a stalled agent's link is closed (the
+        reconnect replaces it), its keep-awake watched, and the idle clock read afresh for an idle one."""
         self.note_own_traffic()
+        link = self._link()
+        if status.stalled and self._traits.sleeps_when_idle and link is not None and not link.closed.done() and (
+                status.verdict is Verdict.BUSY or status.classifier_verdict is Verdict.BUSY):
+            # It says it has stopped checking: nothing keeps the box awake. The reconnect replaces it (the
+            # direct link refuses a stalled agent; the probe restarts it).
+            asyncio.get_running_loop().call_soon(link.close, "the agent has stalled (no check for 30 s)")
         self.watch_for(status)
         if self._session.connection.idle_clock is not None:
             self._session.update(idle_clock=None)
@@ -75,6 +83,16 @@ class ProofKeeper:
 
     def watch_for(self, status: Status | None) -> None:
         self.watch(status, outside_running=self._session.connection.keepawake_running)
+
+    def _agent_frozen(self, link: AgentLink, how: str) -> None:
+        """The agent does not answer: say it has stalled (busy but not kept awake), close the link, and let the
+        reconnect replace it (the probe finds it frozen; agent_reach, agent_install)."""
+        received = self._session.status_received_at
+        self._session.update(agent_silent_since=received if received is not None else self._clock())
+        log.info("%s: the agent %s: frozen; replacing it", self._host.name, how)
+        self._frozen()
+        self._session.update(publish=True)
+        link.close(f"the agent {how} (frozen)")
 
     def _current(self) -> HeartbeatProof | None:
         return self._session.connection.heartbeat_proof
@@ -181,7 +199,7 @@ class ProofKeeper:
         try:
             await link.client.ping(timeout=CONFIRM_ASK_SECONDS)
         except TimeoutError:
-            self._frozen(link, f"sent no heartbeat and did not answer within {CONFIRM_ASK_SECONDS:.0f} s")
+            self._agent_frozen(link, f"sent no heartbeat and did not answer within {CONFIRM_ASK_SECONDS:.0f} s")
             return
         except Exception as error:  # an unwatched connection is worse than a reconnect
             link.close(f"the liveness check failed: {error}")
@@ -203,7 +221,7 @@ class ProofKeeper:
         try:
             status = await link.client.call(Method.STATUS, timeout=CONFIRM_ASK_SECONDS)
         except TimeoutError:
-            self._frozen(link, f"did not answer within {CONFIRM_ASK_SECONDS:.0f} s")
+            self._agent_frozen(link, f"did not answer within {CONFIRM_ASK_SECONDS:.0f} s")
             return None
         except (UserError, ProtocolError, OSError, EOFError):
             return None  # the link's own trouble: its loss is noticed and said where it always is
