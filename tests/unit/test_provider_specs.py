@@ -95,7 +95,7 @@ def test_the_docs_table_has_every_row_with_its_traits_and_fields() -> None:
     assert set(rows) == set(PROVIDER_SPECS)
     for kind, spec in PROVIDER_SPECS.items():
         row: Any = rows[kind]
-        assert row["sleeps when idle"] == ("yes" if spec.traits.sleeps_when_idle else "no"), kind
+        assert row["sleeps when idle"] == ("yes" if spec.traits.metering.sleeps else "no"), kind
         assert row["idle metering"] == spec.traits.idle_metering.value, kind
         assert row["transport"].split(" ")[0] == spec.traits.transport.value, kind
         overrides = provider_class(spec).box_state is not Provider.box_state

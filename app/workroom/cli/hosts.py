@@ -126,7 +126,7 @@ async def _may_be_asleep(engine: Engine, host: Host) -> bool:
     try:
         return await engine.provider_for(host).box_state(host) is BoxState.ASLEEP
     except Exception:  # a provider that should say and cannot: it may be asleep
-        return host.traits.sleeps_when_idle
+        return host.traits.metering.sleeps
 
 
 def _list_hosts(face: Face, hosts: HostsFile, *, as_json: bool) -> None:

@@ -66,7 +66,7 @@ async def _provider_says(provider: Provider, host: Host, known: LastKnown) -> Se
     except ProviderUnreadable as error:
         box, unreadable = None, error.message.rstrip(".")
     idle = None
-    if box in (BoxState.AWAKE.value, BoxState.UNKNOWN.value) and host.traits.sleeps_when_idle:
+    if box in (BoxState.AWAKE.value, BoxState.UNKNOWN.value) and host.traits.metering.sleeps:
         idle = await provider.read_idle_clock(host)
     return Seen(host, known, box, unreadable, idle, provider.last_platform_clock(host), time.monotonic())
 

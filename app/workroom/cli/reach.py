@@ -112,7 +112,7 @@ def connected(face: Face, name: str, command: str, wake: bool = False, *,
     async def connected() -> AsyncIterator[HostSession]:
         async with face.engine_for() as engine:
             session = engine.session(name)
-            if only_if_it_sleeps and not session.traits.sleeps_when_idle:
+            if only_if_it_sleeps and not session.traits.metering.sleeps:
                 raise NeverSleeps(name)
             await reach(engine, session, command, wake=wake, timeout=30, said=face.err)
             yield session
@@ -277,7 +277,7 @@ async def cmd_let_sleep(args: argparse.Namespace, face: Face) -> int:
 
     async with face.engine_for() as engine:
         session = engine.session(args.name)
-        if not session.traits.sleeps_when_idle:
+        if not session.traits.metering.sleeps:
             raise Refused(f"{args.name} never sleeps, so there is nothing to let sleep.")
         try:
             await reach(engine, session, "connect", wake=False, timeout=30, said=face.err)

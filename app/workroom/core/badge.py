@@ -214,7 +214,7 @@ def badge(
         return _unreadable(connection)
     if state is ConnectionState.RELEASED:
         return _released(status, traits, connection, now_monotonic)
-    if connection.agent_silent_since is not None and not connection.spec.live and traits.sleeps_when_idle \
+    if connection.agent_silent_since is not None and not connection.spec.live and traits.metering.sleeps \
             and status is not None and (status.verdict is Verdict.BUSY or status.classifier_verdict is Verdict.BUSY):
         return _frozen_agent(connection)
     if state in UNREACHABLE_STATES:
@@ -463,7 +463,7 @@ def _released(status: Status | None, traits: ProviderTraits, connection: Connect
             [_busy_sentence(status, agent_now),
              f"It is past its {format_duration(status.ceiling_seconds)} awake ceiling, so the app stopped keeping "
              f"it awake and let go of its session; {stops}."],
-            hint=PLATFORM_HINTS[NotKeptAwakeReason.AWAKE_CEILING_REACHED], offers_keep=traits.sleeps_when_idle,
+            hint=PLATFORM_HINTS[NotKeptAwakeReason.AWAKE_CEILING_REACHED], offers_keep=traits.metering.sleeps,
             reason=NotKeptAwakeReason.AWAKE_CEILING_REACHED)
     return _make(BadgeKind.IDLE, [
         "Idle: nothing running on it counts as work.",
@@ -582,7 +582,7 @@ def _from_status(
     status: Status, traits: ProviderTraits, connection: ConnectionInfo, now_monotonic: float | None, *,
     prompt_expired: bool = False,
 ) -> Badge:
-    sleeps = traits.sleeps_when_idle
+    sleeps = traits.metering.sleeps
     # Keep awake only where it changes something: on a host that never sleeps nothing is kept awake.
     offers_keep = sleeps and (status.prompt_pending or status.awake_ceiling_exceeded)
     claims_busy = status.verdict is Verdict.BUSY or status.classifier_verdict is Verdict.BUSY

@@ -76,7 +76,7 @@ def sleep_estimate(status: Status, traits: ProviderTraits, agent_now: float, *,
     Held after work: what is left of the hold, plus the window (its keep-awake stops when the hold ends).
     Idle: the window less what the provider's idle clock had counted when read, less the time since; `reading`
     must be one taken since the box turned idle (before it, the keep-awake was still resetting the clock)."""
-    if not traits.sleeps_when_idle:
+    if not traits.metering.sleeps:
         return None
     window = traits.idle_window_seconds
     if reading is not None and reading.window_seconds is not None:

@@ -109,7 +109,7 @@ class CeilingSettings(BaseModel):
         On a host that never sleeps, an unanswered prompt would only hide real work, so it gets
         advisory mode (the ceiling is still reported).
         """
-        if traits.sleeps_when_idle or not self.ask_at_ceiling:
+        if traits.metering.sleeps or not self.ask_at_ceiling:
             return self
         return self.model_copy(update={"ask_at_ceiling": False})
 

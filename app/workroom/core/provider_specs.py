@@ -119,6 +119,11 @@ class ProviderSpec:
     has them is a box of this provider, and the add-host picker offers it as one (empty: none)."""
     picker_why: str = ""
     """Why the picker offers this provider for such an entry, in a sentence."""
+    label: str = ""
+    """How the add-host dialog's Provider list names it (empty: its kind)."""
+    only_with_module: str = ""
+    """A development tool, not a place a user's work runs: offered by the dialog only where this Python module is
+    installed (the dev extra; never in the shipped app, which does not contain it)."""
 
     def traits_for(self, idle_window_seconds: float | None) -> ProviderTraits:
         """This provider's traits for a host with this idle window (None: the provider's own). The one place
@@ -234,7 +239,8 @@ PROVIDER_SPECS: Mapping[str, ProviderSpec] = MappingProxyType({spec.kind: spec f
                  reference=(MACHINE_NAME,)),
     ProviderSpec("simbox", "simbox:SimboxProvider", SIMBOX_TRAITS,
                  "the simulated sleepable box (a development tool), through its loopback proxy",
-                 reference=(HEALTH_PAGE_URL,), heartbeat_follows_window=True),
+                 reference=(HEALTH_PAGE_URL,), heartbeat_follows_window=True,
+                 label="simbox (developer's simulator)", only_with_module="simbox"),
     ProviderSpec("request-metered", "request_metered:RequestMeteredProvider", REQUEST_METERED_TRAITS,
                  "a platform that sleeps a box when no request comes through its proxy",
                  reference=(PROXY_BASE_URL, IDLE_CLOCK_URL)),
@@ -253,7 +259,7 @@ PROVIDER_SPECS: Mapping[str, ProviderSpec] = MappingProxyType({spec.kind: spec f
                             "the codespaces provider reads its state from `gh codespace view` first, lets go of it "
                             "while idle, and starts it only when you say so"),
     ProviderSpec(LOCAL_KIND, "local:LocalProvider", LOCAL_TRAITS,
-                 "this computer (the agent runs as a local process of yours)"),
+                 "this computer (the agent runs as a local process of yours)", label="local (this computer)"),
 )})
 """Provider kind -> its spec, in the order the dialog lists them (this computer last)."""
 

@@ -39,7 +39,6 @@ class ProviderTraits(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    sleeps_when_idle: bool
     idle_metering: IdleMetering
     transport: Transport
     idle_window_seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
@@ -50,18 +49,14 @@ class ProviderTraits(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> Self:
         row = metering_row(self.idle_metering)
-        if self.sleeps_when_idle != row.sleeps:
-            raise ValueError(
-                f"idle metering {self.idle_metering.value!r} means the box "
-                f"{'sleeps' if row.sleeps else 'never sleeps'} when idle; got sleeps_when_idle={self.sleeps_when_idle}"
-            )
         if self.heartbeat_interval_seconds is not None and row.keeper is not Keeper.AGENT_HEARTBEAT:
             raise ValueError("only providers kept awake by the agent's heartbeat have a heartbeat interval")
         return self
 
     @property
     def metering(self) -> MeteringRow:
-        """How this provider's boxes sleep: who keeps a busy one awake, and how (core.metering)."""
+        """How this provider's boxes sleep (`metering.sleeps`: whether they sleep when idle at all), who keeps a busy
+        one awake, and how (core.metering)."""
         return metering_row(self.idle_metering)
 
     def with_idle_window(self, seconds: float | None) -> ProviderTraits:
@@ -78,30 +73,21 @@ class ProviderTraits(BaseModel):
 
 
 # The traits the provider rows (core.provider_specs) declare; several rows may share one.
-LOCAL_TRAITS = ProviderTraits(
-    sleeps_when_idle=False, idle_metering=IdleMetering.NEVER, transport=Transport.LOCAL
-)
-SSH_TRAITS = ProviderTraits(sleeps_when_idle=False, idle_metering=IdleMetering.NEVER, transport=Transport.SSH)
+LOCAL_TRAITS = ProviderTraits(idle_metering=IdleMetering.NEVER, transport=Transport.LOCAL)
+SSH_TRAITS = ProviderTraits(idle_metering=IdleMetering.NEVER, transport=Transport.SSH)
 BOXD_TRAITS = ProviderTraits(
-    sleeps_when_idle=True,
     idle_metering=IdleMetering.NETWORK,
     transport=Transport.SSH,
     heartbeat_interval_seconds=DEFAULT_HEARTBEAT_INTERVAL_SECONDS,
 )
 SIMBOX_TRAITS = BOXD_TRAITS
-REQUEST_METERED_TRAITS = ProviderTraits(
-    sleeps_when_idle=True,
-    idle_metering=IdleMetering.REQUESTS,
-    transport=Transport.SSH,
-)
+REQUEST_METERED_TRAITS = ProviderTraits(idle_metering=IdleMetering.REQUESTS, transport=Transport.SSH)
 CODER_TRAITS = ProviderTraits(
-    sleeps_when_idle=True,
     idle_metering=IdleMetering.SESSIONS,
     transport=Transport.SSH,
     idle_window_seconds=3600.0,  # a template's activity bump, 1 h by default: each activity moves the deadline by it
 )
 CODESPACES_TRAITS = ProviderTraits(
-    sleeps_when_idle=True,
     idle_metering=IdleMetering.SESSIONS,
     transport=Transport.SSH,
     idle_window_seconds=1800.0,  # the idle timeout, 30 min by default (5-240 min by the user's setting)

@@ -39,7 +39,7 @@ UNREADABLE_RETRY_SECONDS = 30.0
 def keep_awake_interval(traits: ProviderTraits, status: Status, *, outside_running: bool) -> float | None:
     """The keep-awake's period to judge against, or None when nothing here keeps the host awake: the agent's
     heartbeat, or this computer's polls while they run (the metering's keeper, core.metering)."""
-    if not traits.sleeps_when_idle or status.verdict is not Verdict.BUSY or status.suppressed:
+    if not traits.metering.sleeps or status.verdict is not Verdict.BUSY or status.suppressed:
         return None
     keeper = traits.metering.keeper
     match keeper:

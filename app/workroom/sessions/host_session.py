@@ -282,7 +282,7 @@ class HostSession:
         if not status.prompt_pending:
             self.prompt = None
         if self.connection.spec.live:
-            quiet = self.traits.sleeps_when_idle and status.verdict is Verdict.IDLE
+            quiet = self.traits.metering.sleeps and status.verdict is Verdict.IDLE
             state = ConnectionState.QUIET if quiet else ConnectionState.LIVE
             self.update(state=state, status_received_monotonic=self.status_received_at)
         self._publish()
@@ -340,16 +340,16 @@ class HostSession:
         whether to connect again."""
         was_live = self.connection.spec.live
         box = await self._word.box_state()
-        end = after_loss(box, sleeps=self.traits.sleeps_when_idle)
+        end = after_loss(box, sleeps=self.traits.metering.sleeps)
         if end is not None:
             if end.state is ConnectionState.ASLEEP and was_live:  # put to sleep under our eyes: work cut short?
-                self.update(suspended_while_busy=under_running_job(self.status, sleeps=self.traits.sleeps_when_idle))
+                self.update(suspended_while_busy=under_running_job(self.status, sleeps=self.traits.metering.sleeps))
             self._end_run(end)
             return False
         self.failure = error
         self._set_state(ConnectionState.LOST, error)
         self._first_status.set()
-        if not self.auto_reconnect or (self.traits.sleeps_when_idle and box is not BoxState.AWAKE):
+        if not self.auto_reconnect or (self.traits.metering.sleeps and box is not BoxState.AWAKE):
             # On a box that sleeps, a reconnect we cannot prove harmless would wake it: leave it to the user.
             self._wanted = False
             return False
@@ -381,7 +381,7 @@ class HostSession:
     async def _connect_once(self) -> None:
         """One connect, in order: may we connect, open a shell, install and link, sync settings, go live."""
         start = self._clock()
-        woken = self._may_wake and self.traits.sleeps_when_idle
+        woken = self._may_wake and self.traits.metering.sleeps
         was_asleep = await self._may_we_connect()
         shell = await self._open_shell()
         self.phase_seconds = {"ssh": self._clock() - start}
@@ -422,7 +422,7 @@ class HostSession:
         self.first_status_seconds = seconds
         wake = seconds if was_asleep else self.connection.wake_seconds
         suspended_while_busy = self.connection.suspended_while_busy or slept_while_busy(
-            self.previous_verdict, status, sleeps=self.traits.sleeps_when_idle)
+            self.previous_verdict, status, sleeps=self.traits.metering.sleeps)
         self.previous_verdict = None
         replaced = AgentReplaced.after(self.install.action, time.strftime("%H:%M"), self._clock())
         if replaced is not None:  # it stopped answering (or checking): the connect replaced it

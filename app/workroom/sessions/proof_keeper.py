@@ -71,7 +71,7 @@ class ProofKeeper:
         reconnect replaces it), its keep-awake watched, and the idle clock read afresh for an idle one."""
         self.note_own_traffic()
         link = self._link()
-        if status.stalled and self._traits.sleeps_when_idle and link is not None and not link.closed.done() and (
+        if status.stalled and self._traits.metering.sleeps and link is not None and not link.closed.done() and (
                 status.verdict is Verdict.BUSY or status.classifier_verdict is Verdict.BUSY):
             # It says it has stopped checking: nothing keeps the box awake. The reconnect replaces it (the
             # direct link refuses a stalled agent; the probe restarts it).
@@ -79,7 +79,7 @@ class ProofKeeper:
         self.watch_for(status)
         if self._session.connection.idle_clock is not None:
             self._session.update(idle_clock=None)
-        self.read_idle_clock(status, self._traits.sleeps_when_idle)
+        self.read_idle_clock(status, self._traits.metering.sleeps)
 
     def watch_for(self, status: Status | None) -> None:
         self.watch(status, outside_running=self._session.connection.keepawake_running)
@@ -164,7 +164,7 @@ class ProofKeeper:
         being proven where our own bytes reset the provider's clock too (they would hide a missing heartbeat):
         the provider's readings stand in for the pings."""
         status = self._session.status
-        if self._traits.sleeps_when_idle and (status is None or status.verdict is Verdict.IDLE):
+        if self._traits.metering.sleeps and (status is None or status.verdict is Verdict.IDLE):
             return False
         watch = self._watch
         if watch is None or watch.task.done() or not self._traits.metering.own_traffic_resets_clock:

@@ -75,7 +75,7 @@ class ProviderWord:
         """Whether this run may connect, from the provider's word; `connecting()` is called where a wake starts
         the box. Returns whether the box was asleep (a timed wake); raises EndOfRun where the run ends instead."""
         box = await self.box_state()
-        sleeps = self.traits.sleeps_when_idle
+        sleeps = self.traits.metering.sleeps
         if isinstance(box, ProviderUnreadable):
             if sleeps and (not ask.wake or self.provider.connects_only_when_awake):
                 # It may be asleep, and the provider cannot say: only an explicit wake may reach it (and not even

@@ -33,7 +33,7 @@ def reconnect_delay(attempt: int, traits: ProviderTraits) -> float:
     further try waits longer than the box's idle window: each try is traffic that resets a network-metered
     box's idle clock, and a box we cannot serve must be able to sleep between them."""
     delay = BACKOFF_SECONDS[min(attempt, len(BACKOFF_SECONDS) - 1)]
-    if traits.sleeps_when_idle and attempt >= 1:
+    if traits.metering.sleeps and attempt >= 1:
         window = traits.idle_window_seconds if traits.idle_window_seconds is not None else ASLEEP_RECHECK_SECONDS
         delay = max(delay, window + SLEEPABLE_RETRY_MARGIN_SECONDS)
     return delay

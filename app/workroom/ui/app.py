@@ -315,7 +315,7 @@ class WorkroomApp:
         status = snapshot.status
         live = row_text.is_live(snapshot)
         busy = live and status is not None and status.classifier_verdict is Verdict.BUSY
-        if button == KEEP_BUTTON and busy and snapshot.traits.sleeps_when_idle:
+        if button == KEEP_BUTTON and busy and snapshot.traits.metering.sleeps:
             log.info("%s: Keep awake from a notification whose prompt was already answered: sent", name)
             self.window.keep_host(name, face)
             return

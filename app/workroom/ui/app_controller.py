@@ -299,7 +299,7 @@ class AppController(QObject):
                 return TestOutcome(False, f"{host.name} is asleep (its provider says so), so it was not tested: "
                                    f"logging in would wake it. Click {WAKE_AND_TEST_WORDS} to wake it. {keeps}",
                                    asleep=True)
-            if state is BoxState.UNKNOWN and host.traits.sleeps_when_idle:
+            if state is BoxState.UNKNOWN and host.traits.metering.sleeps:
                 return TestOutcome(False, f"{host.name} may be asleep ({why}), so it was not tested: logging in "
                                    f"would wake it if it is. Click {WAKE_AND_TEST_WORDS} to test it anyway. {keeps}",
                                    asleep=True)

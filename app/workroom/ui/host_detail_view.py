@@ -28,7 +28,6 @@ from workroom.core.connection import CONNECT_WORDS, ConnectAction
 from workroom.core.errors import Face
 from workroom.core.exception_names import without_exception_names
 from workroom.core.host_snapshot import HostSnapshot
-from workroom.core.hosts import LOCAL_PROVIDER
 from workroom.ui import row_text, styles
 from workroom.ui.badge_icons import icon_for
 from workroom.ui.breakable_words import breakable
@@ -213,7 +212,7 @@ class HostDetailView(QWidget):
 
     def _show_finished_box(self, snapshot: HostSnapshot) -> None:
         wanted = self._notices.finished_for(snapshot.host.name,
-                                            this_computer=snapshot.host.provider == LOCAL_PROVIDER)
+                                            this_computer=snapshot.host.is_this_computer)
         self.finished_box.blockSignals(True)
         self.finished_box.setChecked(wanted)
         self.finished_box.blockSignals(False)
@@ -225,7 +224,7 @@ class HostDetailView(QWidget):
     def _finished_toggled(self, wanted: bool) -> None:
         if self.snapshot is not None:
             self.finished_notice_toggled.emit(self.snapshot.host.name, wanted,
-                                              self.snapshot.host.provider == LOCAL_PROVIDER)
+                                              self.snapshot.host.is_this_computer)
 
     def _show_error(self, snapshot: HostSnapshot | None) -> None:
         info = snapshot.connection.error if snapshot is not None else None

@@ -29,7 +29,6 @@ from PySide6.QtWidgets import (
 )
 
 from workroom.core.hosts import (
-    LOCAL_PROVIDER,
     Host,
     HostsFile,
     IdentityRef,
@@ -92,22 +91,23 @@ def ref_key(field: ReferenceField) -> str:
 def spec_of(provider: str) -> ProviderSpec:
     """The spec of a provider the list shows (every entry is a spec's kind)."""
     return PROVIDER_SPECS[provider]
-DEVELOPER_PROVIDERS = frozenset({"simbox"})
-"""Development tools, not places a user's work runs: offered only where the tool itself is installed (the dev
-extra; never in the shipped app, which does not contain it), and marked as such in the list."""
-PROVIDER_LABELS = {"simbox": "simbox (developer's simulator)", LOCAL_PROVIDER: "local (this computer)"}
 
 
 def provider_choices(*, has_local: bool, editing: Host | None = None,
                      simulator_installed: bool | None = None) -> list[str]:
     """The Provider list: every kind a user's work can run on; this computer only while it is not a host yet
-    (a second "local" would be the same machine twice); the simulator only where it is installed."""
-    if simulator_installed is None:
-        import importlib.util
+    (a second "local" would be the same machine twice); a development tool only where its module is installed
+    (`simulator_installed` says so for every such row; None: looked up)."""
+    import importlib.util
 
-        simulator_installed = importlib.util.find_spec("simbox") is not None
-    kinds = [k for k in PROVIDER_CHOICES if not spec_of(k).is_this_computer
-             and (k not in DEVELOPER_PROVIDERS or simulator_installed)]
+    def offered(spec: ProviderSpec) -> bool:
+        if not spec.only_with_module:
+            return True
+        if simulator_installed is not None:
+            return simulator_installed
+        return importlib.util.find_spec(spec.only_with_module) is not None
+
+    kinds = [k for k in PROVIDER_CHOICES if not spec_of(k).is_this_computer and offered(spec_of(k))]
     if not has_local:
         kinds += [k for k in PROVIDER_CHOICES if spec_of(k).is_this_computer]
     if editing is not None and editing.provider not in kinds:
@@ -270,7 +270,7 @@ class AddHostDialog(QDialog):
         provider = QComboBox()
         has_local = any(spec_of(h.provider).is_this_computer for h in existing.hosts if h.provider in PROVIDER_SPECS)
         for kind in provider_choices(has_local=has_local, editing=editing):
-            provider.addItem(PROVIDER_LABELS.get(kind, kind), kind)
+            provider.addItem(spec_of(kind).label or kind, kind)
         self._row("provider", "Provider", provider, form)
         self._line("address", "Address", form, "host name or IP; empty = the name (an ~/.ssh/config alias)")
         self._line("port", "Port", form, "22 or ~/.ssh/config's")

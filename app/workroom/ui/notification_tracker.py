@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 from workroom.core.app_settings import NoticeSettings
 from workroom.core.host_snapshot import HostSnapshot
-from workroom.core.hosts import LOCAL_PROVIDER
 from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.notification_rules import (
     finished_note,
@@ -71,11 +70,11 @@ class HostNotices:
             return
         previous = self._live.get(name)
         self._live[name] = status
-        if not settings.finished_for(name, this_computer=snapshot.host.provider == LOCAL_PROVIDER):
+        if not settings.finished_for(name, this_computer=snapshot.host.is_this_computer):
             return
         span = finished_span(previous, status, settings.finished_after_seconds)
         if span is not None:
-            title, message = finished_note(name, span, sleeps=snapshot.traits.sleeps_when_idle)
+            title, message = finished_note(name, span, sleeps=snapshot.traits.metering.sleeps)
             self._notifications.post(Notice(finished_key(name), title, message))
 
     def _lost_work(self, snapshot: HostSnapshot, settings: NoticeSettings) -> None:

@@ -213,7 +213,7 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
     """(label, value) pairs for the detail panel."""
     traits = snap.traits
     sleeps = "yes, after " + format_duration(traits.idle_window_seconds) if (
-        traits.sleeps_when_idle and traits.idle_window_seconds) else ("yes" if traits.sleeps_when_idle else "never")
+        traits.metering.sleeps and traits.idle_window_seconds) else ("yes" if traits.metering.sleeps else "never")
     lines = [
         ("Workroom", workroom_name(snap)),
         ("Provider", snap.host.provider),
@@ -247,7 +247,7 @@ def detail_lines(snap: HostSnapshot, now_monotonic: float) -> list[tuple[str, st
 def keep_awake_seen_text(snap: HostSnapshot, now_monotonic: float) -> str:
     """Whether the provider's idle clock shows the keep-awake, and when it last saw activity (sleepable
     hosts while busy). Never "confirmed" without a reading that proves it."""
-    if not snap.traits.sleeps_when_idle or snap.status is None or snap.status.verdict is not Verdict.BUSY:
+    if not snap.traits.metering.sleeps or snap.status is None or snap.status.verdict is not Verdict.BUSY:
         return ""
     proof = snap.connection.heartbeat_proof
     if proof is None:

@@ -174,7 +174,7 @@ def may_ask_unprompted(snapshot: HostSnapshot) -> bool:
     if snapshot.connection.state is not ConnectionState.LIVE:
         return False
     idle = snapshot.status is None or not snapshot.status.busy
-    return not (snapshot.traits.sleeps_when_idle and idle)
+    return not (snapshot.traits.metering.sleeps and idle)
 
 
 def no_record_words(state: ConnectionState | None) -> str:

@@ -241,7 +241,7 @@ def test_every_badge_kind_and_reason_is_covered_by_the_table() -> None:
     assert reasons == set(NotKeptAwakeReason)
 
 
-@pytest.mark.parametrize("kind", [k for k, s in PROVIDER_SPECS.items() if not s.traits.sleeps_when_idle])
+@pytest.mark.parametrize("kind", [k for k, s in PROVIDER_SPECS.items() if not s.traits.metering.sleeps])
 def test_never_not_kept_awake_on_hosts_that_never_sleep(kind: str) -> None:
     traits = PROVIDER_SPECS[kind].traits
     hostile = [

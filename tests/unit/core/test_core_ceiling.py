@@ -106,7 +106,7 @@ def test_ask_mode_only_reaches_providers_that_sleep() -> None:
     assert asking.for_provider(SSH_TRAITS).ask_at_ceiling is False
     for traits in (spec.traits for spec in PROVIDER_SPECS.values()):
         shaped = asking.for_provider(traits)
-        assert shaped.ask_at_ceiling is traits.sleeps_when_idle
+        assert shaped.ask_at_ceiling is traits.metering.sleeps
         assert shaped.ceiling_seconds == asking.ceiling_seconds
 
 

@@ -37,7 +37,7 @@ def traits_for_kind(kind: str) -> ProviderTraits:
 
 
 def test_provider_kinds_declare_the_designed_traits() -> None:
-    sleepers = {k for k, spec in PROVIDER_SPECS.items() if spec.traits.sleeps_when_idle}
+    sleepers = {k for k, spec in PROVIDER_SPECS.items() if spec.traits.metering.sleeps}
     assert sleepers == {"boxd", "simbox", "request-metered", "coder", "codespaces"}
     assert traits_for_kind("boxd").idle_metering is IdleMetering.NETWORK
     for platform in ("coder", "codespaces"):  # an open session is activity there: none is held while idle
@@ -54,10 +54,10 @@ def test_provider_kinds_declare_the_designed_traits() -> None:
 
 
 def test_traits_must_be_consistent() -> None:
-    with pytest.raises(ValidationError, match="sleeps when idle"):
-        ProviderTraits(sleeps_when_idle=True, idle_metering=IdleMetering.NEVER, transport=Transport.SSH)
+    never = ProviderTraits(idle_metering=IdleMetering.NEVER, transport=Transport.SSH)
+    assert not never.metering.sleeps  # whether a box sleeps is its metering row's, said once
     with pytest.raises(ValidationError, match="heartbeat"):
-        ProviderTraits(sleeps_when_idle=True, idle_metering=IdleMetering.REQUESTS, transport=Transport.SSH,
+        ProviderTraits(idle_metering=IdleMetering.REQUESTS, transport=Transport.SSH,
                        heartbeat_interval_seconds=60)
     with pytest.raises(ValueError):
         traits_for_kind("boxd").with_idle_window(float("nan"))
@@ -90,7 +90,7 @@ def test_local_host_name(hostname: str, name: str) -> None:
 def test_host_fields() -> None:
     host = Host(name="gpu-box", provider="boxd", address="10.0.0.5", port=2222, user="dev",
                 identity=IdentityRef.file("~/.ssh/id_ed25519"), idle_window_seconds=120, agent_candidates="user")
-    assert host.traits.idle_window_seconds == 120 and host.traits.sleeps_when_idle
+    assert host.traits.idle_window_seconds == 120 and host.traits.metering.sleeps
     assert host.connect_address == "10.0.0.5"
     assert Host(name="alias", provider="ssh").connect_address == "alias"
     assert Host.model_validate_json(host.model_dump_json()) == host

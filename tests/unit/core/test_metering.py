@@ -55,7 +55,7 @@ def test_a_sleepable_box_of_a_kind_without_a_row_is_never_shown_as_plain_busy() 
     """The trap: a sleepable provider whose metering no face knows fell through to plain "Busy" with no reason
     while nothing kept the box awake. Now the badge refuses it loudly (no provider can be declared with it:
     `ProviderTraits` refuses it too)."""
-    unknown = ProviderTraits.model_construct(sleeps_when_idle=True, idle_metering="weekdays",  # type: ignore[arg-type]
+    unknown = ProviderTraits.model_construct(idle_metering="weekdays",  # type: ignore[arg-type]
                                              transport=Transport.SSH)
     status = Status.model_validate(busy_dict())
     with pytest.raises(UnknownMetering):
