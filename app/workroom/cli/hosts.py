@@ -122,7 +122,7 @@ async def _may_be_asleep(engine: Engine, host: Host) -> bool:
 
     session = engine.sessions.get(host.name)
     if session is not None and session.connection.state is not ConnectionState.DISCONNECTED:
-        return session.connection.state in (ConnectionState.ASLEEP, ConnectionState.UNREADABLE)
+        return session.connection.spec.may_be_asleep
     try:
         return await engine.provider_for(host).box_state(host) is BoxState.ASLEEP
     except Exception:  # a provider that should say and cannot: it may be asleep

@@ -57,19 +57,16 @@ async def reach(engine: Engine, session: HostSession, command: str, *, wake: boo
 
 
 async def _reach(engine: Engine, session: HostSession, command: str, *, wake: bool, timeout: float) -> HostSnapshot:
-    from workroom.core.connection import ConnectionState
-
-    state = session.connection.state
     if session.connection.spec.live:
         return session.snapshot()
-    if state in (ConnectionState.ASLEEP, ConnectionState.UNREADABLE) and not wake:
-        if state is ConnectionState.UNREADABLE and session.connection.error is not None:
+    if session.connection.spec.may_be_asleep and not wake:
+        if not session.connection.spec.asleep and session.connection.error is not None:
             raise session.failure or _unreadable(session)
         raise asleep_answer(engine, session.host.name, command)
-    if state is ConnectionState.BACKING_OFF:  # the person asked now: no waiting out the back-off
+    if session.connection.spec.retrying:  # the person asked now: no waiting out the back-off
         await session.disconnect()
     snap = await session.connect(timeout=timeout, wake=wake)
-    if snap.connection.state is ConnectionState.ASLEEP:
+    if snap.connection.spec.asleep:
         raise asleep_answer(engine, session.host.name, command)
     return snap
 

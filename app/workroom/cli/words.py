@@ -122,10 +122,9 @@ def snapshot_line(snap: HostSnapshot) -> str:
 
 
 def status_line(engine: Engine, snap: HostSnapshot) -> str:
-    from workroom.core.connection import ConnectionState
 
     line = snapshot_line(snap)
-    if snap.connection.state is ConnectionState.ASLEEP:  # no bracket around words that hold their own
+    if snap.connection.spec.asleep:  # no bracket around words that hold their own
         line += f"  · {asleep_words(engine, snap.host.name)}; not woken"
     return line
 

@@ -85,9 +85,21 @@ class ConnectionSpec:
     connect: ConnectAction = ConnectAction.NONE
     disconnect: bool = False
     """Disconnect applies: the session is connected or trying (not while the host-key dialog is the way out)."""
+    asleep: bool = False
+    """The provider says the box sleeps: nothing of ours wakes it unasked, and the faces say since when."""
+    retrying: bool = False
+    """Lost, and a reconnect is due at `ConnectionInfo.retry_at_monotonic` (a person's connect goes now instead)."""
+    quiet: bool = False
+    """Live and silent on the wire on purpose (a sleepable box's idle): nothing is asked of its agent unprompted."""
     counted: str = "not connected"
     """How the tray's summary counts a host in this state ("1 live · 2 asleep"): a box asleep or let go on purpose
     is counted as such, never as a host that failed to be live."""
+
+
+    @property
+    def may_be_asleep(self) -> bool:
+        """Asleep, or it may be (its provider could not be read): connecting may wake it, and is asked for."""
+        return self.connect is ConnectAction.WAKE
 
 
 CONNECTION_SPECS: Mapping[ConnectionState, ConnectionSpec] = MappingProxyType({spec.state: spec for spec in (
@@ -100,12 +112,12 @@ CONNECTION_SPECS: Mapping[ConnectionState, ConnectionSpec] = MappingProxyType({s
                    counted="connecting"),
     ConnectionSpec(ConnectionState.LIVE, "Live", live=True, settled=True, disconnect=True, counted="live"),
     ConnectionSpec(ConnectionState.QUIET, "Live (quiet while idle)", live=True, settled=True, disconnect=True,
-                   counted="live"),
+                   counted="live", quiet=True),
     ConnectionSpec(ConnectionState.LOST, "Lost", unreachable=True, settled=True, connect=ConnectAction.RETRY,
                    disconnect=True, counted="lost"),
     ConnectionSpec(ConnectionState.BACKING_OFF, "Lost, retrying", unreachable=True, settled=True,
-                   connect=ConnectAction.RETRY, disconnect=True, counted="lost"),
-    ConnectionSpec(ConnectionState.ASLEEP, "Asleep", connect=ConnectAction.WAKE, counted="asleep"),
+                   connect=ConnectAction.RETRY, disconnect=True, counted="lost", retrying=True),
+    ConnectionSpec(ConnectionState.ASLEEP, "Asleep", connect=ConnectAction.WAKE, counted="asleep", asleep=True),
     # It may be asleep: connecting may wake it, and the control says so.
     ConnectionSpec(ConnectionState.UNREADABLE, "Could not read the provider", settled=True,
                    connect=ConnectAction.WAKE, counted="unreadable"),

@@ -42,7 +42,7 @@ class KnownBook:
         now = time.time()
         info = snapshot.connection
         after = before
-        if info.state is ConnectionState.ASLEEP:
+        if info.spec.asleep:
             after = before.asleep(now)
             clock = info.platform
             if clock is not None and clock.stopped_at is not None and clock.stop_reason is not None:

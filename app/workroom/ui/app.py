@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from PySide6.QtCore import QEvent, QObject, QSocketNotifier, Qt
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
-from workroom.core.connection import ConnectionState
 from workroom.core.errors import UserError
 from workroom.core.host_snapshot import HostSnapshot
 from workroom.core.notification_rules import prompt_note
@@ -234,7 +233,7 @@ class WorkroomApp:
         else:
             self._kept_by_this_computer.discard(name)
             self.idle_sleep.release(name)
-        if name in self._slept_while_kept and snapshot.connection.state is ConnectionState.ASLEEP:
+        if name in self._slept_while_kept and snapshot.connection.spec.asleep:
             self._slept_while_kept.discard(name)
             self.notifications.post(Notice(
                 f"slept:{name}", f"{name} went to sleep while this computer slept",
@@ -324,7 +323,7 @@ class WorkroomApp:
             self._let_sleep(f"let-sleep:{name}", name, face)
             return
         words = already_answered(name, snapshot.last_answer, status, self._asked_at.get(name), time.time(),
-                                 live=live, asleep=snapshot.connection.state is ConnectionState.ASLEEP)
+                                 live=live, asleep=snapshot.connection.spec.asleep)
         log.info("%s: a button on an answered prompt's notification: %s", name, words)
         self.notifications.post(Notice(answered_key(name), f"{name}: already answered", words))
 

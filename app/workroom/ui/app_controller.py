@@ -207,7 +207,7 @@ class AppController(QObject):
         """
         asleep: list[str] = []
         for snapshot in self.snapshots():
-            if snapshot.connection.state is ConnectionState.ASLEEP:
+            if snapshot.connection.spec.asleep:
                 asleep.append(snapshot.host.name)
                 continue
             self.connect_host(snapshot.host.name, wake=False, unknown=False)

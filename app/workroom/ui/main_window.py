@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from workroom.core.badge import LABELS
-from workroom.core.connection import CONNECT_WORDS, ConnectAction, ConnectionState
+from workroom.core.connection import CONNECT_WORDS, ConnectAction
 from workroom.core.errors import Face, UserError
 from workroom.core.exception_names import without_exception_names
 from workroom.core.host_snapshot import HostSnapshot
@@ -257,10 +257,10 @@ class MainWindow(QMainWindow):
 
     def _track_connect_all(self, snapshot: HostSnapshot) -> None:
         """A host Connect all started on may only then be found asleep (and left so): name it too."""
-        name, state = snapshot.host.name, snapshot.connection.state
+        name = snapshot.host.name
         if name not in self._connect_all_pending:
             return
-        if state is ConnectionState.ASLEEP:
+        if snapshot.connection.spec.asleep:
             self._connect_all_pending.discard(name)
             if name not in self.left_asleep:
                 self.left_asleep.append(name)
@@ -456,7 +456,7 @@ class MainWindow(QMainWindow):
         if name is None:
             return None
         snapshot = self.model.snapshot(name)
-        asleep = snapshot is not None and snapshot.connection.state is ConnectionState.ASLEEP
+        asleep = snapshot is not None and snapshot.connection.spec.asleep
         box = message_box(QMessageBox.Icon.Question, "Remove host", f"Remove {name} from this computer's hosts?",
                           informative="Uninstall stops its agent on the host and removes it. Without it the agent "
                           "keeps running there, and keeps a busy box awake with nobody left to ask."

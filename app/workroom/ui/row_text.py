@@ -13,7 +13,7 @@ import time
 
 from workroom.core import box_times
 from workroom.core.busy_reasons import reason_words
-from workroom.core.connection import CONNECTION_SPECS, ConnectionState, waiting_words
+from workroom.core.connection import CONNECTION_SPECS, waiting_words
 from workroom.core.durations import format_duration
 from workroom.core.errors import Face
 from workroom.core.host_snapshot import HostSnapshot
@@ -141,7 +141,7 @@ def ceiling_text(snap: HostSnapshot, now_monotonic: float) -> str:
 def in_state_seconds(snap: HostSnapshot, now_monotonic: float) -> float | None:
     """How long the host has been in its connection state: an asleep box since the app first saw it asleep (the
     record survives a restart), else since the session entered the state."""
-    if snap.connection.state is ConnectionState.ASLEEP and snap.last_known is not None:
+    if snap.connection.spec.asleep and snap.last_known is not None:
         asleep = snap.last_known.asleep_seconds(time.time())
         if asleep is not None:
             return asleep
@@ -152,7 +152,7 @@ def in_state_seconds(snap: HostSnapshot, now_monotonic: float) -> float | None:
 def connection_text(snap: HostSnapshot, now_monotonic: float) -> str:
     info = snap.connection
     words = info.spec.words
-    if info.state is ConnectionState.BACKING_OFF and info.retry_at_monotonic is not None:
+    if info.spec.retrying and info.retry_at_monotonic is not None:
         left = max(0.0, info.retry_at_monotonic - now_monotonic)
         words += f" in {format_duration(left)}"
     if info.waiting_for is not None:

@@ -171,7 +171,7 @@ def may_ask_unprompted(snapshot: HostSnapshot) -> bool:
     """Whether the view may fetch the record without the user pressing Refresh: only over a LIVE session
     (a QUIET one keeps the wire silent on purpose), and never while a box that sleeps when idle is idle —
     a reply's bytes would restart its provider's idle clock and keep it up."""
-    if snapshot.connection.state is not ConnectionState.LIVE:
+    if not snapshot.connection.spec.live or snapshot.connection.spec.quiet:
         return False
     idle = snapshot.status is None or not snapshot.status.busy
     return not (snapshot.traits.metering.sleeps and idle)
