@@ -25,7 +25,7 @@ from workroom.core.heartbeat_proof import (
     window_too_short,
 )
 from workroom.core.keepawake import KeepAwakePolicy
-from workroom.core.metering import Keeper
+from workroom.core.metering import Keeper, Proof
 from workroom.core.protocol import Status, Verdict
 from workroom.core.traits import ProviderTraits
 
@@ -38,8 +38,10 @@ UNREADABLE_RETRY_SECONDS = 30.0
 
 def keep_awake_interval(traits: ProviderTraits, status: Status, *, outside_running: bool) -> float | None:
     """The keep-awake's period to judge against, or None when nothing here keeps the host awake: the agent's
-    heartbeat, or this computer's polls while they run (the metering's keeper, core.metering)."""
-    if not traits.metering.sleeps or status.verdict is not Verdict.BUSY or status.suppressed:
+    heartbeat, or this computer's polls while they run (the metering's keeper, core.metering). Only where the
+    row's proof is the provider's idle clock: a platform's stop time is read by its own keeper
+    (sessions/platform_keeper.py), and a box that never sleeps has nothing to prove."""
+    if traits.metering.proof is not Proof.IDLE_CLOCK or status.verdict is not Verdict.BUSY or status.suppressed:
         return None
     keeper = traits.metering.keeper
     match keeper:
@@ -53,7 +55,7 @@ def keep_awake_interval(traits: ProviderTraits, status: Status, *, outside_runni
                 return None
             return KeepAwakePolicy.new(idle_window_seconds=traits.idle_window_seconds).interval_seconds
         case Keeper.PLATFORM | Keeper.NOTHING_NEEDED:
-            return None  # a platform's clock is read by its own keeper (sessions/platform_keeper.py)
+            return None  # no row has these with the idle clock as proof; kept for a row that would
         case _:
             assert_never(keeper)
 
