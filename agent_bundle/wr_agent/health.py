@@ -23,10 +23,9 @@ import threading
 import time
 
 from wr_agent import runtime
-from wr_agent.accept_gate import AcceptGate
 from wr_agent.agent import STALL_SECONDS
 from wr_agent.agent_log import log
-from wr_agent.waker import WAKE, Waker
+from wr_agent.select_loop import SelectLoop
 
 HEALTH_PATH = "/v1/health"
 MAX_HEAD = 8192  # request line + headers + the blank line
@@ -339,7 +338,7 @@ class _Client(object):
         self.drained = 0
 
 
-class HealthServer(object):
+class HealthServer(SelectLoop):
     """Serves the health endpoint on `listen_sock` from its own thread; `answer()` gives the three fields.
 
     `on_traffic(payload_bytes, messages)`, called as bytes move (and at accept for the handshake and
@@ -350,18 +349,13 @@ class HealthServer(object):
 
     def __init__(self, listen_sock, answer, max_clients=MAX_CLIENTS, deadline=CLIENT_DEADLINE,
                  clock=time.monotonic, on_traffic=None, link_counts=crosses_counted_link):
-        self.listen = listen_sock
+        SelectLoop.__init__(self, listen_sock, clock, "health endpoint")
         self.answer = answer
         self.on_traffic = on_traffic
         self.link_counts = link_counts
         self.max_clients = max_clients
         self.deadline = deadline
-        self.clock = clock
         self.address = format_address(listen_sock)
-        self.clients = {}  # insertion order = accept order: the first is the oldest
-        self.sel = selectors.DefaultSelector()
-        self._waker = Waker(self.sel)
-        self._gate = AcceptGate(self.sel, listen_sock, "listen", clock, "health endpoint")
         self._stop = threading.Event()
         self._thread = None
         self.errors = 0
@@ -373,13 +367,10 @@ class HealthServer(object):
     def stop(self, timeout=2.0):
         """Stop the thread and close the clients; the listening socket stays open (its owner closes it)."""
         self._stop.set()
-        self._waker.wake()
+        self.wake()
         if self._thread is not None:
             self._thread.join(timeout)
-        for c in list(self.clients):
-            self._drop(c)
-        self._waker.close()
-        self.sel.close()
+        self.close()
 
     def _run(self):
         while not self._stop.is_set():
@@ -392,20 +383,9 @@ class HealthServer(object):
                 time.sleep(0.05)
 
     def _once(self):
-        resume_at = self._gate.resume_if_due()
         # Nothing pending: sleep until a connection or stop() (no idle wake-ups to cost the agent CPU).
         wake_at = [c.deadline for c in self.clients]
-        if resume_at is not None:
-            wake_at.append(resume_at)
-        now = self.clock()
-        timeout = max(0.0, min(wake_at) - now) if wake_at else None
-        for key, mask in self.sel.select(timeout):
-            if key.data == "listen":
-                self._accept()
-            elif key.data == WAKE:
-                self._waker.drain()
-            else:
-                self._service(key.data, mask)
+        self.select_once(max(0.0, min(wake_at) - self.clock()) if wake_at else None)
         now = self.clock()
         for c in [c for c in self.clients if c.deadline <= now]:
             self._drop(c)  # too slow to send a head, or lingering over: cut without an answer
@@ -420,18 +400,7 @@ class HealthServer(object):
                     counted = bool(self.link_counts(sock))
                 except Exception:  # never costs the answer; an unknown path earns no credit
                     counted = False
-            c = _Client(sock, self.clock() + self.deadline, counted)
-            self.clients[c] = True
-            self.sel.register(sock, selectors.EVENT_READ, c)
-
-    def _drop(self, c):
-        if self.clients.pop(c, None) is None:
-            return
-        try:
-            self.sel.unregister(c.sock)
-        except (KeyError, ValueError):
-            pass
-        c.sock.close()
+            self._add(_Client(sock, self.clock() + self.deadline, counted))
 
     def _count(self, c, payload_bytes, messages=0):
         if self.on_traffic is None or not c.counted:

@@ -14,12 +14,11 @@ import sys
 import time
 
 from wr_agent import PROTOCOL, VERSION, bundle
-from wr_agent.accept_gate import AcceptGate
 from wr_agent.agent import visible
 from wr_agent.agent_key import agent_key, is_hex, proof_of
 from wr_agent.agent_log import log
+from wr_agent.select_loop import SelectLoop
 from wr_agent.settings import SettingsError
-from wr_agent.waker import WAKE, Waker
 
 MAX_LINE = 65536
 MAX_CLIENTS = 64
@@ -100,46 +99,25 @@ class _Client(object):
         self.closing = False
 
 
-class Server(object):
+class Server(SelectLoop):
     def __init__(self, agent, listen_sock, handoff=None):
+        SelectLoop.__init__(self, listen_sock, time.monotonic, "agent socket")
         self.agent = agent
-        self.listen = listen_sock
         self.handoff = handoff  # callable(bundle_path): re-executes; returns only on failure
-        self.sel = selectors.DefaultSelector()
-        self._gate = AcceptGate(self.sel, listen_sock, None, time.monotonic, "agent socket")
-        self._waker = Waker(self.sel)
-        self.clients = {}
         self.uid = os.getuid()
         self.sock_path = listen_sock.getsockname()  # where its key is (SOCKET.key: wr_agent/agent_key.py)
         self.pending_handoff = None
         agent.on_tick = self.wake
 
-    def wake(self):
-        self._waker.wake()
-
     def run(self, stop):
         while not stop.is_set():
-            resume_at = self._gate.resume_if_due()
-            timeout = 1.0 if resume_at is None else min(1.0, max(0.0, resume_at - time.monotonic()))
-            for key, mask in self.sel.select(timeout=timeout):
-                if key.data is None:
-                    self._accept()
-                elif key.data == WAKE:
-                    self._waker.drain()
-                else:
-                    self._service(key.data, mask)
+            self.select_once(1.0)
             try:
                 self._push_changes()
             except Exception:  # never let an event bug take the server down
                 log.exception("pushing events failed")
             if self.pending_handoff is not None:
                 self._do_handoff()
-
-    def close(self):
-        for c in list(self.clients):
-            self._drop(c)
-        self._waker.close()
-        self.sel.close()
 
     # -- connections -----------------------------------------------------------------------------------------
     def _accept(self):
@@ -165,18 +143,9 @@ class Server(object):
                     continue
                 self._drop(victim)
             c = _Client(sock, relay=_peer_is_relay(sock))
-            self.clients[c] = True
-            self.sel.register(sock, selectors.EVENT_READ, c)
+            self._add(c)
             self._send(c, {"hello": "wr-agent", "protocol": PROTOCOL, "version": VERSION,
                            "build": self.agent.build})
-
-    def _drop(self, c):
-        if self.clients.pop(c, None) is not None:
-            try:
-                self.sel.unregister(c.sock)
-            except (KeyError, ValueError):
-                pass
-        c.sock.close()
 
     def _service(self, c, mask):
         if mask & selectors.EVENT_WRITE:
