@@ -45,7 +45,7 @@ def test_a_prompts_notification_offers_the_cards_two_answers(app: Any, engine: A
     assert [(b.id, b.title) for b in notice.buttons] == [("keep", "Keep awake"), ("sleep", "Let it sleep")]
     assert notice.sticky and notice.title == "render-farm: keep it awake?"
     # Short, read at a glance (it ran 5+ lines: the whole badge tooltip); the card and the row say the rest.
-    assert re.match(r"Busy for 4 h( \d+ min)? \(compiling: cc1plus\), longer than its 4 h awake ceiling\. ",
+    assert re.match(r"Busy for 4 h( \d+ min)?, longer than its 4 h awake ceiling\. Compiling: cc1plus\. ",
                     notice.message), notice.message
     assert "Unanswered, it is let sleep in" in notice.message and "heartbeat" not in notice.message
     assert len(notice.message) <= 140, len(notice.message)

@@ -39,7 +39,7 @@ def test_the_platforms_clock_is_in_the_row_the_detail_panel_and_the_tray(app: An
     shown = app.window.model.snapshot("ws1")
     assert row_text.connection_text(shown, time.monotonic()) == "Live · stops in 12 min"
     detail = dict(row_text.detail_lines(shown, time.monotonic()))
-    assert detail["Platform"].startswith("stops in 12 min (at most 8 h more by the platform's limit; awake ceiling")
+    assert detail["Platform"].startswith("stops in 12 min; at most 8 h more by the platform's limit, awake ceiling")
     assert host_menu_text(shown, time.monotonic()).endswith(" · stops in 12 min")
     assert "nothing keeps it awake while this Mac sleeps" in shown.badge(time.monotonic()).label
     assert "stopping:ws1" not in app.notifications.shown  # kept up: nothing to warn of

@@ -105,7 +105,7 @@ def test_card_raises_a_system_notification(engine: Any, qtbot: Any) -> None:
     feed(engine, prompting("render-farm"))
     title, message = app.notifications.last_notification  # type: ignore[misc]
     assert title == "render-farm: keep it awake?"
-    assert "Busy for 4 h (compiling: cc1plus), longer than its 4 h awake ceiling." in message, message
+    assert "Busy for 4 h, longer than its 4 h awake ceiling. Compiling: cc1plus." in message, message
     app.window.cards.timer.stop()
 
 

@@ -81,3 +81,23 @@ def test_an_asleep_boxs_status_line_holds_no_bracket_in_a_bracket() -> None:
     line = status_line(Engine(), snap)  # type: ignore[arg-type]
     assert "box1 is asleep (since " in line and "last known busy (" in line and line.endswith("; not woken")
     assert nested_brackets(line) == [], line
+
+
+@pytest.mark.parametrize("odd", [None, "coder says: its limit (max_deadline) (9999-12-31) is not a time it can mean"])
+def test_a_platform_boxs_status_line_holds_no_bracket_in_a_bracket(odd: str | None) -> None:
+    """The platform's clock ends the line after a dot, its maximum beside the ceiling with no bracket of its own, and
+    a platform's words that hold brackets (an odd time) are never put inside another."""
+    import time
+
+    from workroom.core.platform_clock import PlatformClock, PlatformState
+    from workroom.core.traits import CODER_TRAITS
+
+    now = time.time()
+    clock = PlatformClock(state=PlatformState.RUNNING, said="running", read_at=now, deadline=now + 720,
+                          max_deadline=None if odd else now + 8 * 3600, odd_times=odd)
+    snap = HostSnapshot(Host(name="ws", provider="coder"), CODER_TRAITS,
+                        ConnectionInfo(state=ConnectionState.LIVE, platform=clock), make_busy(), None)
+    line = _snapshot_line(snap)
+    assert "· stops in 12 min" in line or "· stops in 11 min" in line, line
+    assert ("its limit is not known" in line) if odd else ("; at most 8 h more by the platform's limit" in line), line
+    assert nested_brackets(line) == [], line

@@ -112,10 +112,10 @@ def snapshot_line(snap: HostSnapshot) -> str:
         advice = error.advice(Face.CLI, snap.host.name) if kind is not None and Face.CLI in kind.advice else ""
         line += f"  ({error.message}{'; ' + advice if advice else ''})"
     clock = snap.connection.platform
-    if clock is not None:  # the platform's own clock: "stops in 12 min"
+    if clock is not None:  # the platform's own clock: "stops in 12 min" (its words may hold brackets: none around)
         from workroom.core.platform_clock import clock_words
 
-        line += f"  [{clock_words(clock, time.time(), ceiling_seconds=status.ceiling_seconds if status else None)}]"
+        line += f"  · {clock_words(clock, time.time(), ceiling_seconds=status.ceiling_seconds if status else None)}"
     if b.note:  # "agent replaced at 14:02", for a while after
         line += f"  ({b.note})"
     return line

@@ -96,14 +96,15 @@ def stop_warning(name: str, badge: Badge, status: Status | None, clock: Platform
 
 def prompt_note(status: Status, agent_now: float, deadline: float | None) -> str:
     """The ceiling prompt's notification, short (a notification is read at a glance; the card and the row's
-    tooltip say the rest): what it is busy with, how long against its ceiling, and what happens unanswered.
-    "Busy for 4 h 5 min (compiling: cc1plus), longer than its 4 h awake ceiling. Unanswered, it is let sleep in
-    7 min." `deadline`: the prompt's, on the agent's clock (None: not known)."""
+    tooltip say the rest): how long against its ceiling, what it is busy with (a sentence of its own: a reason
+    may hold its own brackets), and what happens unanswered. "Busy for 4 h 5 min, longer than its 4 h awake
+    ceiling. Compiling: cc1plus. Unanswered, it is let sleep in 7 min." `deadline`: the prompt's, on the agent's
+    clock (None: not known)."""
     words = box_times.past_ceiling_words(status, agent_now)
     reasons = reason_words(status, agent_now=agent_now)
-    what = f" ({reasons[0]})" if reasons else ""
-    busy, _, rest = words.partition(",")
-    note = f"{busy[:1].upper()}{busy[1:]}{what},{rest}."
+    note = f"{words[:1].upper()}{words[1:]}."
+    if reasons:
+        note += f" {reasons[0][:1].upper()}{reasons[0][1:]}."
     if deadline is not None:
         note += f" Unanswered, it is let sleep in {format_duration(max(0.0, deadline - agent_now))}."
     return note

@@ -173,7 +173,7 @@ def stops_words(clock: PlatformClock, now: float) -> str:
         if clock.state is PlatformState.RUNNING and clock.idle_timeout_seconds is not None:
             return f"stops {format_duration(clock.idle_timeout_seconds)} after the last activity"
         if clock.state is PlatformState.RUNNING and clock.odd_times is not None:
-            return f"stops at a time not known ({clock.odd_times})"
+            return f"stops at a time not known: {clock.odd_times}"
         if clock.state is PlatformState.RUNNING:
             return "keeps no stop time"
         return f"is {clock.said}"
@@ -183,16 +183,18 @@ def stops_words(clock: PlatformClock, now: float) -> str:
 
 
 def clock_words(clock: PlatformClock, now: float, *, ceiling_seconds: float | None = None) -> str:
-    """The platform's clock in a line for the row, tray and CLI: its stop time, its maximum beside the ceiling."""
+    """The platform's clock in a line for the row, tray and CLI: its stop time, its maximum beside the ceiling
+    ("stops in 12 min; at most 7 h more by the platform's limit, awake ceiling 4 h"), never a bracket of its own (a
+    face may put the line in one)."""
     if not clock.readable:
         return f"unknown: {clock.said}"
     words = stops_words(clock, now)
     if clock.odd_times is not None and clock.deadline is not None:
-        words += f" (its limit is not known: {clock.odd_times})"
+        words += f"; its limit is not known: {clock.odd_times}"
     elif clock.max_deadline is not None and clock.state is PlatformState.RUNNING:
         most = format_duration(max(0.0, clock.max_deadline - now))
-        words += f" (at most {most} more by the platform's limit"
-        words += f"; awake ceiling {format_duration(ceiling_seconds)})" if ceiling_seconds is not None else ")"
+        words += f"; at most {most} more by the platform's limit"
+        words += f", awake ceiling {format_duration(ceiling_seconds)}" if ceiling_seconds is not None else ""
     return words
 
 

@@ -94,3 +94,17 @@ def test_a_busy_box_its_platform_stops_soon_is_warned_of_once_it_is_not_kept_up(
     assert stop_warning("ws1", Badge(kind=BadgeKind.BUSY, label="Busy", tooltip="t"), busy, clock, now) is None
     assert stop_warning("ws1", not_kept, make_status(), clock, now) is None  # idle: nothing to lose
     assert stop_warning("ws1", not_kept, busy, clock, now + 300) is None  # past its deadline
+
+
+def test_a_prompts_note_holds_no_bracket_in_a_bracket() -> None:
+    """The reason is a sentence of its own: a reason's own brackets (an address, how long) are never put inside
+    another bracket (docs/ui.md)."""
+    from unit.core.status_factory import make_busy
+    from unit.test_cli_status_words import nested_brackets
+    from workroom.core.notification_rules import prompt_note
+
+    status = make_busy(busy_reasons=["net: curl (10.0.0.5:443)"], awake_seconds=14520, ceiling_seconds=14400)
+    note = prompt_note(status, status.monotonic, status.monotonic + 420)
+    assert note.startswith("Busy for 4 h 2 min, longer than its 4 h awake ceiling. "), note
+    assert note.endswith(" Unanswered, it is let sleep in 7 min."), note
+    assert "(" in note and nested_brackets(note) == [], note

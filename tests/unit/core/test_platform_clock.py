@@ -85,7 +85,7 @@ def test_a_platform_without_an_extend_call_is_only_watched() -> None:
 def test_words_for_the_row_and_the_cli() -> None:
     clock = running(NOW + 12 * MIN, NOW + 8 * 3600)
     assert clock_words(clock, NOW, ceiling_seconds=4 * 3600) == \
-        "stops in 12 min (at most 8 h more by the platform's limit; awake ceiling 4 h)"
+        "stops in 12 min; at most 8 h more by the platform's limit, awake ceiling 4 h"
     stopped = PlatformClock(state=PlatformState.STOPPED, said="stopped", read_at=NOW,
                             stop_reason="it reached its deadline (autostop)")
     assert stop_words(stopped) == "the platform stopped it: it reached its deadline (autostop)"
