@@ -210,6 +210,20 @@ def advanced(reply: TimelineReply, seconds: float, *, extend_seconds: float) -> 
     return reply.model_copy(update={"now": now, "spans": spans})
 
 
+def with_asleep(reply: TimelineReply, asleep_since: float | None) -> TimelineReply:
+    """The record with the time since the box went to sleep shown asleep, not "no record" (an asleep agent records
+    nothing; `asleep_since`: when the app saw it go, core.last_known, Unix seconds; None: it is not asleep).
+    Never over what the agent recorded."""
+    if asleep_since is None:
+        return reply
+    start = max([asleep_since, *(span.end for span in reply.spans)])
+    if reply.now - start < 1.0:
+        return reply
+    asleep = TimelineSpan.model_validate({"start": start, "end": reply.now, "state": SegmentKind.ASLEEP.value,
+                                          "class": "", "subject": ""})
+    return reply.model_copy(update={"spans": (*reply.spans, asleep)})
+
+
 def _kind(span: TimelineSpan, unknown: list[str]) -> SegmentKind:
     try:
         kind = SegmentKind(span.state)

@@ -224,6 +224,8 @@ class TimelineView(QWidget):
         self._loaded_at: float | None = None
         self._seen_state: tuple[object, ...] | None = None
         self._known: LastKnown | None = None
+        self._asleep_since: float | None = None
+        """When the app saw the box go to sleep, while it is asleep (core.last_known): the strip shows it so."""
         """What the app knows of the host (core.last_known): the platform's own stop, for the notes."""
         self._reply_at: float | None = None
         """When the shown reply arrived (this computer's clock): the strip's "now" moves on from there."""
@@ -344,6 +346,8 @@ class TimelineView(QWidget):
             self._seen_state = None
         self.hourly_price = snapshot.host.hourly_price
         self._known = snapshot.last_known
+        known_asleep = snapshot.last_known.asleep_since if snapshot.last_known is not None else None
+        self._asleep_since = known_asleep if snapshot.connection.spec.asleep else None
         if not self.price.hasFocus():
             self.price.blockSignals(True)
             self.price.setValue(self.hourly_price or 0.0)
@@ -483,6 +487,8 @@ class TimelineView(QWidget):
                 self._reply_changed = True  # once the host says something else, the stretch stops there
             held = (self._reply_held_until or self._reply_at) - self._reply_at
             reply = tl.advanced(reply, now - self._reply_at, extend_seconds=held)
+        if reply is not None:
+            reply = tl.with_asleep(reply, self._asleep_since)  # what the app saw since: asleep, not "no record"
         shown = tl.fitted_window(reply, self.window_seconds) if reply is not None else self.window_seconds
         self.title.setText(f"<b>What kept it awake (last {format_duration(shown)})</b>")
         self.summary = tl.summarise(reply, shown) if reply is not None else None

@@ -179,3 +179,20 @@ def test_the_strip_fits_a_short_record() -> None:
     assert STRIP_WINDOWS[-1] == 24 * H
     summary = summarise(reply(5 * 60), fitted_window(reply(5 * 60)))
     assert summary.totals[SegmentKind.BUSY] / (summary.end - summary.start) > 0.25
+
+
+def test_an_asleep_boxs_time_since_it_went_is_asleep_not_no_record() -> None:
+    """The record ends 21 min ago (the agent records nothing asleep); the app saw the box go to sleep 20 min ago:
+    those 20 min read asleep, the minute before it no record, and what the agent recorded stays as it was."""
+    from workroom.core.timeline import with_asleep
+
+    record = reply([(NOW - 40 * 60, NOW - 21 * 60, "busy", "cpu", "cc1")])
+    shown = summarise(with_asleep(record, NOW - 20 * 60), 3600)
+    assert shown.totals[SegmentKind.ASLEEP] == pytest.approx(20 * 60)
+    assert shown.totals[SegmentKind.OFFLINE] == pytest.approx(20 * 60 + 60)  # before the record, and the minute after
+    assert shown.totals[SegmentKind.BUSY] == pytest.approx(19 * 60)
+    assert "20 min asleep" in shown.other_lines()
+    assert with_asleep(record, None) is record  # not asleep: nothing added
+    overlapping = summarise(with_asleep(record, NOW - 30 * 60), 3600)  # never over what the agent recorded
+    assert overlapping.totals[SegmentKind.BUSY] == pytest.approx(19 * 60)
+    assert overlapping.totals[SegmentKind.ASLEEP] == pytest.approx(21 * 60)
