@@ -101,3 +101,30 @@ def test_a_platform_boxs_status_line_holds_no_bracket_in_a_bracket(odd: str | No
     assert "· stops in 12 min" in line or "· stops in 11 min" in line, line
     assert ("its limit is not known" in line) if odd else ("; at most 8 h more by the platform's limit" in line), line
     assert nested_brackets(line) == [], line
+
+
+def test_at_the_platforms_maximum_a_one_shot_status_says_not_kept_before_the_keeper_has_planned() -> None:
+    """A busy Coder workspace whose deadline is its maximum, 4 min away, its ceiling hours off: the status printed
+    right after connecting (the keeper has found nothing yet: `platform_not_kept` is None) says what the watch says
+    a moment later: not kept awake, the platform's maximum; never "kept awake … stops in 4 min"."""
+    import time
+
+    from workroom.core.metering import NotKeptAwakeReason
+    from workroom.core.platform_clock import PlatformClock, PlatformState
+    from workroom.core.traits import CODER_TRAITS
+
+    now = time.time()
+    clock = PlatformClock(state=PlatformState.RUNNING, said="running", read_at=now, deadline=now + 240,
+                          max_deadline=now + 240, can_extend=True)
+    status = make_busy(awake_seconds=3600, ceiling_seconds=4 * 3600)
+    snap = HostSnapshot(Host(name="ws", provider="coder"), CODER_TRAITS,
+                        ConnectionInfo(state=ConnectionState.LIVE, platform=clock), status, None)
+    line, data = _snapshot_line(snap), _snapshot_json(snap)
+    assert data["badge"]["kind"] == "busy_not_kept_awake", data["badge"]
+    assert "maximum" in data["badge"]["tooltip"] and "kept awake by" not in data["badge"]["tooltip"]
+    assert data["platform"]["not_kept"] == NotKeptAwakeReason.PLATFORM_MAXIMUM.value
+    assert "· stops in" in line
+    below = clock.model_copy(update={"max_deadline": now + 8 * 3600})  # room left: kept up by extending
+    kept = HostSnapshot(Host(name="ws", provider="coder"), CODER_TRAITS,
+                        ConnectionInfo(state=ConnectionState.LIVE, platform=below), status, None)
+    assert _snapshot_json(kept)["platform"]["not_kept"] is None

@@ -53,6 +53,7 @@ def asleep_answer(engine: Engine, name: str, command: str) -> BoxAsleep:
 
 
 def snapshot_json(snap: HostSnapshot) -> dict[str, Any]:
+    from workroom.core.badge import BadgeKind
     from workroom.core.errors import Face
 
     b = snap.badge(time.monotonic(), Face.CLI)
@@ -73,7 +74,8 @@ def snapshot_json(snap: HostSnapshot) -> dict[str, Any]:
     out["keep_awake"] = _keep_awake_json(snap.connection.heartbeat_proof, time.monotonic())
     clock = snap.connection.platform
     out["platform"] = None if clock is None else {
-        **clock.model_dump(mode="json"), "not_kept": snap.connection.platform_not_kept,
+        **clock.model_dump(mode="json"), "not_kept": snap.connection.platform_not_kept or (
+            b.reason if b.kind is BadgeKind.BUSY_NOT_KEPT_AWAKE else None),
         "stops_in_seconds": None if clock.deadline is None else round(max(0.0, clock.deadline - time.time()), 1)}
     return out
 

@@ -22,7 +22,7 @@ from workroom.core.errors import ERROR_KINDS, Face
 from workroom.core.exception_names import without_exception_names
 from workroom.core.heartbeat_proof import ProofState
 from workroom.core.metering import Keeper, NotKeptAwakeReason
-from workroom.core.platform_clock import stop_words, stops_words
+from workroom.core.platform_clock import MAXIMUM_WORDS, at_its_maximum, stop_words, stops_words
 from workroom.core.protocol import PROTOCOL_VERSION, Status, Verdict
 from workroom.core.traits import ProviderTraits
 
@@ -421,7 +421,7 @@ def _not_kept_awake(
         case Keeper.THIS_COMPUTER:
             return _this_computer_not_kept(connection)
         case Keeper.PLATFORM:
-            return _platform_not_kept(connection)
+            return _platform_not_kept(status, connection)
         case Keeper.NOTHING_NEEDED:
             return None
         case _:
@@ -439,9 +439,17 @@ PLATFORM_HINTS = {
 """What to do about each reason a platform's box is not kept awake (the keeper's own reasons)."""
 
 
-def _platform_not_kept(connection: ConnectionInfo) -> tuple[NotKeptAwakeReason, str, str] | None:
-    """Why the platform's keep-alive does not hold the box now, as the session last found (its words)."""
+def _platform_not_kept(status: Status, connection: ConnectionInfo) -> tuple[NotKeptAwakeReason, str, str] | None:
+    """Why the platform's keep-alive does not hold the box now, as the session last found (its words); or, before
+    it has found anything, the platform's maximum read from the clock itself (`at_its_maximum`)."""
     reason = connection.platform_not_kept
+    clock = connection.platform
+    if reason is None and clock is not None:
+        kept_for = (status.prompt_deadline - status.monotonic if status.prompt_pending and status.prompt_deadline
+                    is not None else status.ceiling_seconds - status.awake_seconds)
+        if at_its_maximum(clock, kept_for):
+            reason = NotKeptAwakeReason.PLATFORM_MAXIMUM
+            return reason, f"{MAXIMUM_WORDS}: it stops at its limit whatever the app asks.", PLATFORM_HINTS[reason]
     if reason is None:
         return None
     words = connection.platform_words or "the platform cannot be asked"

@@ -151,12 +151,24 @@ def plan_extension(clock: PlatformClock, *, now: float, kept_until: float, rules
     if clock.max_deadline is not None and until > clock.max_deadline:
         if clock.max_deadline <= deadline + 1.0 or clock.max_deadline < now + rules.min_extension_seconds:
             return CannotExtend(NotKeptAwakeReason.PLATFORM_MAXIMUM,
-                                f"the platform's maximum for this run is reached: it {stops_words(clock, now)} "
+                                f"{MAXIMUM_WORDS}: it {stops_words(clock, now)} "
                                 "whatever the app asks")
         until = clock.max_deadline
     if until <= deadline + 1.0:
         return CheckAt(min(next_read, max(now + 1.0, deadline)))
     return Extend(until, max(0.0, until - kept_until))
+
+
+def at_its_maximum(clock: PlatformClock, kept_for: float) -> bool:
+    """The platform's limit for this run is reached: its deadline is its maximum, and the agent means to keep the
+    box up past it (`kept_for`: seconds from the clock's reading). Told from the reading alone, so every face says
+    it from the first reading on, before the keeper has planned anything."""
+    return (clock.state is PlatformState.RUNNING and clock.odd_times is None and clock.deadline is not None
+            and clock.max_deadline is not None and clock.max_deadline <= clock.deadline + 1.0
+            and clock.read_at + kept_for > clock.deadline + 1.0)
+
+
+MAXIMUM_WORDS = "the platform's maximum for this run is reached"
 
 
 def stops_in(clock: PlatformClock, now: float) -> float | None:
