@@ -21,7 +21,8 @@ TYPE_CHECKING = False  # not `typing`'s: the command's start imports nothing it 
 
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import AsyncIterator, Callable
+    import asyncio
+    from collections.abc import AsyncIterator, Callable, Sequence
     from contextlib import AbstractAsyncContextManager
     from typing import Any
 
@@ -235,14 +236,37 @@ async def cmd_status(args: argparse.Namespace, face: Face) -> int:
                     snaps = await asyncio.gather(*tasks)
                     face.out(json.dumps([with_last_known(engine, s) for s in snaps]))
                 else:
-                    for done in asyncio.as_completed(tasks):
-                        show(engine, await done)
+                    async for snap in in_order(tasks, ORDER_GRACE_SECONDS):
+                        show(engine, snap)
             finally:
                 for task in tasks:
                     task.cancel()
         if args.watch:  # then one line per change: with --json, each a JSON object (the stream is JSON Lines)
             await _listening(engine.listeners, lambda snap: show(engine, snap))
         return ExitCode.OK
+
+
+ORDER_GRACE_SECONDS = 2.0
+"""How long `status` keeps its lines in the hosts' order (as the app's are) while some host is not known yet; a host
+still waiting then comes after, when it is known (its own deadline holds nobody else's line)."""
+
+async def in_order(tasks: Sequence[asyncio.Future[HostSnapshot]], grace: float) -> AsyncIterator[HostSnapshot]:
+    """The tasks' results in their order while each comes within `grace` of the start; the ones not in by then
+    follow as they end."""
+    import asyncio
+
+    until = asyncio.get_running_loop().time() + grace
+    late: list[asyncio.Future[HostSnapshot]] = []
+    for task in tasks:
+        left = until - asyncio.get_running_loop().time()
+        if not task.done() and left > 0:
+            await asyncio.wait({task}, timeout=left)
+        if task.done():
+            yield task.result()
+        else:
+            late.append(task)
+    for done in asyncio.as_completed(late):
+        yield await done
 
 
 async def cmd_keep(args: argparse.Namespace, face: Face) -> int:
