@@ -107,11 +107,20 @@ class Server(SelectLoop):
         self.uid = os.getuid()
         self.sock_path = listen_sock.getsockname()  # where its key is (SOCKET.key: wr_agent/agent_key.py)
         self.pending_handoff = None
-        agent.on_tick = self.wake
+        self.listening = False  # some client is subscribed: a tick may have something to push to it
+        agent.on_tick = self._ticked
+
+    def _ticked(self):
+        """After each tick (the tick's thread): wake the loop only when someone listens for what changed."""
+        if self.listening:
+            self.wake()
 
     def run(self, stop):
         while not stop.is_set():
-            self.select_once(1.0)
+            # Nobody subscribed: nothing to push, so no tick's wake and no timeout (a client's bytes, a stop or a
+            # hand-off wake it). Someone subscribed: at least once a second too, so a stalled tick is still said.
+            self.listening = any(c.subscribed for c in self.clients)
+            self.select_once(1.0 if self.listening else None)
             try:
                 self._push_changes()
             except Exception:  # never let an event bug take the server down
