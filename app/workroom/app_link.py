@@ -460,6 +460,8 @@ class LinkTerminal:
     def _send(self, tag: bytes, text: str) -> None:
         import threading
 
+        if self.gone:  # dropped (a slow reader): nothing more is queued for it
+            return
         if threading.get_ident() == self._link_thread:
             self._send_here(tag, text)
             return
@@ -572,10 +574,12 @@ async def serve_command(term: LinkTerminal, argv: list[str], reader: asyncio.Str
     import logging
 
     here = asyncio.get_running_loop()
+    away: _AppSide | None = None
     if app_loop is None or app_loop is here:
         command: asyncio.Future[int] = asyncio.ensure_future(run(argv, term))
     else:  # its cancel reaches the app's loop (run_coroutine_threadsafe's future cancels the task there)
-        command = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_awaited(run, argv, term), app_loop))
+        away = _AppSide(app_loop)
+        command = asyncio.wrap_future(asyncio.run_coroutine_threadsafe(away.run(run, argv, term), app_loop))
     listening = asyncio.ensure_future(_listen(reader, term))
     either: set[asyncio.Future[Any]] = {command, listening}
     try:
@@ -583,6 +587,8 @@ async def serve_command(term: LinkTerminal, argv: list[str], reader: asyncio.Str
         if not command.done():
             command.cancel()  # its `workroom` process went away
             await asyncio.gather(command, return_exceptions=True)
+            if away is not None:  # on the app's loop: its place is free once it has ended there
+                await away.ended()
             return
         try:
             code = command.result()
@@ -596,9 +602,46 @@ async def serve_command(term: LinkTerminal, argv: list[str], reader: asyncio.Str
             command.cancel()
 
 
-async def _awaited(run: Callable[[list[str], LinkTerminal], Awaitable[int]], argv: list[str],
-                   term: LinkTerminal) -> int:
-    return await run(argv, term)
+class _AppSide:
+    """A command run on the app's loop for the link's thread: when it has really ended there (a cancel from the
+    link's side marks the link's future done at once, and a cancel can be lost: it is asked again)."""
+
+    def __init__(self, app_loop: asyncio.AbstractEventLoop) -> None:
+        import concurrent.futures
+
+        self._loop = app_loop
+        self._task: asyncio.Task[Any] | None = None
+        self._ended: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+    async def run(self, run: Callable[[list[str], LinkTerminal], Awaitable[int]], argv: list[str],
+                  term: LinkTerminal) -> int:
+        import asyncio
+
+        self._task = asyncio.current_task()
+        try:
+            return await run(argv, term)
+        finally:
+            self._ended.set_result(None)
+
+    async def ended(self, tries: int = 10, every: float = 1.0) -> None:
+        """Wait (on the link's loop) until the command has ended on the app's loop, cancelling it again each
+        `every` seconds, `tries` times; one that never ends is logged and left (its place is then freed)."""
+        import asyncio
+
+        for _ in range(tries):
+            if self._task is None and not self._ended.done():  # never started: the app's loop is gone
+                return
+            try:
+                await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(self._ended)), every)
+                return
+            except TimeoutError:
+                try:
+                    if self._task is not None:
+                        self._loop.call_soon_threadsafe(self._task.cancel)
+                except RuntimeError:  # the app's loop has closed: nothing runs there any more
+                    return
+        log_once("unended", "a command whose process went away did not end in %.0f s on the app's loop: left",
+                 tries * every)
 
 
 async def _listen(reader: asyncio.StreamReader, term: LinkTerminal) -> None:

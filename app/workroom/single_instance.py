@@ -85,12 +85,15 @@ class InstanceLock:
 
         def serve_here() -> None:
             asyncio.set_event_loop(link)
+            server: asyncio.AbstractServer | None = None
             try:
                 server = link.run_until_complete(asyncio.start_unix_server(
                     lambda r, w: self._serve_one(r, w, app_loop, on_show, run), path=str(self.socket_path),
                     limit=4096))
                 os.chmod(self.socket_path, 0o600)
             except BaseException as exc:  # said where `serve` was awaited
+                if server is not None:
+                    server.close()
                 link.close()
                 listening.set_exception(exc)
                 return
@@ -172,10 +175,12 @@ class InstanceLock:
 async def _answer(line: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                   app_loop: asyncio.AbstractEventLoop, on_show: Callable[[], None],
                   run: CommandRunner | None = None) -> None:
+    import asyncio
+
     try:
         if line == SHOW:
             log.info("another launch of this app: showing the window instead")
-            app_loop.call_soon_threadsafe(on_show)
+            await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_called(on_show), app_loop))  # shown, then said
             writer.write(SHOWN)
             await writer.drain()
         elif run is not None and app_link.is_request(line):
@@ -189,6 +194,10 @@ async def _answer(line: bytes, reader: asyncio.StreamReader, writer: asyncio.Str
         log.exception("a request on the app's socket failed")
     finally:
         writer.close()
+
+
+async def _called(call: Callable[[], None]) -> None:
+    call()
 
 
 def instance_folder(paths: AppPaths) -> Path:

@@ -194,3 +194,37 @@ def test_idle_connections_never_take_a_commands_place(tmp_path: Path, capfd: pyt
         while lock.waiting and time.monotonic() < deadline:
             time.sleep(0.02)
         assert lock.waiting == 0, "a closed connection is no longer counted"
+
+
+def test_a_command_whose_process_went_away_holds_its_place_until_it_has_ended_on_the_apps_loop(
+        tmp_path: Path) -> None:
+    """The command runs on the app's loop, the link on a thread of its own: when the `workroom` process goes away
+    the command is cancelled there, and its place (one of MAX_CLIENTS) is free only once it has ended there (its
+    clean-up here takes half a second), so the bound holds what runs on the app's loop."""
+    started, ended = threading.Event(), threading.Event()
+
+    async def run(argv: list[str], term: app_link.LinkTerminal) -> int:
+        started.set()
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.5)  # its clean-up takes a while
+            ended.set()
+            raise
+        return 0
+
+    with app_serving(tmp_path / "home", run) as lock:
+        client = raw_client(lock, ["status", "--watch"])
+        assert client.recv(5)[:1] == app_link.HELLO
+        deadline = time.monotonic() + 5
+        while lock.clients == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert lock.clients == 1 and started.wait(5)  # running on the app's loop (one cancelled before it starts
+        client.close()  # Ctrl-C: the process goes away                  never runs, and holds nothing)
+        seen = []
+        deadline = time.monotonic() + 10
+        while lock.clients and time.monotonic() < deadline:
+            seen.append(ended.is_set())
+            time.sleep(0.02)
+        assert lock.clients == 0 and ended.is_set()
+        assert seen and not seen[0], "the place was held while the command cleaned up"

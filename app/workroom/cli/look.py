@@ -160,7 +160,7 @@ def clock_words(seen: Seen, now: float, now_monotonic: float) -> str | None:
     if seen.platform is not None and seen.box == "asleep":
         return stop_words(seen.platform)  # why it stopped, where the platform says; "Asleep" says the rest
     if seen.platform is not None:
-        return f"{platform_words(seen.platform, now)} by the platform's clock"
+        return f"by the platform's clock: {platform_words(seen.platform, now)}"
     left = sleeps_in(seen, now_monotonic)
     if left is not None:
         return ("due to sleep now by its provider's clock" if left < 1 else

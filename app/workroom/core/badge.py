@@ -410,7 +410,7 @@ def _window_sentence(window: float, interval: float) -> str:
 
 
 def _not_kept_awake(
-    status: Status, traits: ProviderTraits, connection: ConnectionInfo
+    status: Status, traits: ProviderTraits, connection: ConnectionInfo, agent_now: float
 ) -> tuple[NotKeptAwakeReason, str, str] | None:
     """Why a busy, sleepable host is not being kept awake: (reason, sentence, hint), or None. Asked of its
     metering's keeper (core.metering); the reasons each keeper gives are its row's `not_kept_reasons`."""
@@ -421,7 +421,7 @@ def _not_kept_awake(
         case Keeper.THIS_COMPUTER:
             return _this_computer_not_kept(connection)
         case Keeper.PLATFORM:
-            return _platform_not_kept(status, connection)
+            return _platform_not_kept(status, connection, agent_now)
         case Keeper.NOTHING_NEEDED:
             return None
         case _:
@@ -439,14 +439,17 @@ PLATFORM_HINTS = {
 """What to do about each reason a platform's box is not kept awake (the keeper's own reasons)."""
 
 
-def _platform_not_kept(status: Status, connection: ConnectionInfo) -> tuple[NotKeptAwakeReason, str, str] | None:
+def _platform_not_kept(status: Status, connection: ConnectionInfo,
+                       agent_now: float) -> tuple[NotKeptAwakeReason, str, str] | None:
     """Why the platform's keep-alive does not hold the box now, as the session last found (its words); or, before
-    it has found anything, the platform's maximum read from the clock itself (`at_its_maximum`)."""
+    it has found anything, the platform's maximum read from the clock itself (`at_its_maximum`: how long the agent
+    still means to keep it up, counted now; the reading's "time left" only shrinks since, so it is never claimed
+    where the ceiling ends first)."""
     reason = connection.platform_not_kept
     clock = connection.platform
     if reason is None and clock is not None:
-        kept_for = (status.prompt_deadline - status.monotonic if status.prompt_pending and status.prompt_deadline
-                    is not None else status.ceiling_seconds - status.awake_seconds)
+        kept_for = (status.prompt_deadline - agent_now if status.prompt_pending and status.prompt_deadline
+                    is not None else status.ceiling_seconds - status.awake_seconds - (agent_now - status.monotonic))
         if at_its_maximum(clock, kept_for):
             reason = NotKeptAwakeReason.PLATFORM_MAXIMUM
             return reason, f"{MAXIMUM_WORDS}: it stops at its limit whatever the app asks.", PLATFORM_HINTS[reason]
@@ -661,7 +664,7 @@ def _from_status(
         return _make(BadgeKind.IDLE, sentences, offers_keep=offers_keep)
 
     if sleeps:
-        not_kept = _not_kept_awake(status, traits, connection)
+        not_kept = _not_kept_awake(status, traits, connection, agent_now)
         if not_kept is not None:
             reason, sentence, hint = not_kept
             extra = [_ceiling_sentence(status, connection, now_monotonic)] if offers_keep else []

@@ -224,9 +224,9 @@ class TimelineView(QWidget):
         self._loaded_at: float | None = None
         self._seen_state: tuple[object, ...] | None = None
         self._known: LastKnown | None = None
+        """What the app knows of the host (core.last_known): the platform's own stop, for the notes."""
         self._asleep_since: float | None = None
         """When the app saw the box go to sleep, while it is asleep (core.last_known): the strip shows it so."""
-        """What the app knows of the host (core.last_known): the platform's own stop, for the notes."""
         self._reply_at: float | None = None
         """When the shown reply arrived (this computer's clock): the strip's "now" moves on from there."""
         self._reply_state: tuple[object, ...] | None = None
