@@ -416,7 +416,8 @@ class LinkTerminal:
 
         self._writer = writer
         self._link = asyncio.get_running_loop()
-        self._link_thread = threading.get_ident()
+        self._ident = threading.get_ident
+        self._link_thread = self._ident()
         self.cwd = cwd
         self.stdin_is_tty = stdin_is_tty
         self._asked: asyncio.Future[str | None] | None = None
@@ -458,11 +459,9 @@ class LinkTerminal:
                 pass
 
     def _send(self, tag: bytes, text: str) -> None:
-        import threading
-
         if self.gone:  # dropped (a slow reader): nothing more is queued for it
             return
-        if threading.get_ident() == self._link_thread:
+        if self._ident() == self._link_thread:
             self._send_here(tag, text)
             return
         try:

@@ -255,10 +255,11 @@ async def in_order(tasks: Sequence[asyncio.Future[HostSnapshot]], grace: float) 
     follow as they end."""
     import asyncio
 
-    until = asyncio.get_running_loop().time() + grace
+    loop = asyncio.get_running_loop()
+    until = loop.time() + grace
     late: list[asyncio.Future[HostSnapshot]] = []
     for task in tasks:
-        left = until - asyncio.get_running_loop().time()
+        left = until - loop.time()
         if not task.done() and left > 0:
             await asyncio.wait({task}, timeout=left)
         if task.done():

@@ -277,7 +277,8 @@ class HostSession:
             keeper.on_status(status)
         self.status = status
         self.status_received_at = self._clock()
-        self.update(agent_silent_since=None)  # it spoke: it is not frozen
+        if self.connection.agent_silent_since is not None:  # it spoke: it is not frozen
+            self.update(agent_silent_since=None)
         self._proof.take(status)
         if not status.prompt_pending:
             self.prompt = None
