@@ -266,3 +266,23 @@ def test_permission_is_asked_at_the_first_notification_and_the_pane_says_when_it
     assert "Notifications are off for Workroom" in pane.notification_service.text()
     app.window.cards.timer.stop()
     run(app.close())
+
+
+def test_a_withdrawn_notification_is_marked_transient_in_the_type_the_server_takes() -> None:
+    """The hint goes in the Notify signature the server introspects (the spec's a{sv}, an older server's a{ss});
+    a server whose Notify takes neither gets no hints. (dunst reading it for real: test_notifications_dunst.py.)"""
+    from types import SimpleNamespace
+
+    from dbus_fast import Variant
+    from workroom.ui.notification_delivery import transient_hints
+
+    def server(signature: str | None) -> Any:
+        args = [SimpleNamespace(signature=s) for s in ("s", "u", "s", "s", "s", "as")]
+        if signature is not None:
+            args += [SimpleNamespace(signature=signature), SimpleNamespace(signature="i")]
+        notify = SimpleNamespace(name="Notify", in_args=args)
+        return SimpleNamespace(introspection=SimpleNamespace(methods=[notify]))
+
+    assert transient_hints(server("a{sv}")) == {"transient": Variant("b", True)}
+    assert transient_hints(server("a{ss}")) == {"transient": "true"}
+    assert transient_hints(server(None)) == {}

@@ -56,6 +56,10 @@ DUNSTRC = """[global]
     timeout = 0
 [urgency_critical]
     timeout = 0
+[transient]
+    # What GNOME Shell does by default: a notification marked transient is not kept in the server's history.
+    match_transient = yes
+    history_ignore = yes
 """
 
 
@@ -82,6 +86,12 @@ class NotificationServer:
             if time.monotonic() > deadline or self.procs[-1].poll() is not None:
                 raise RuntimeError(f"dunst did not come up: {(folder / 'dunst.log').read_text()}")
             time.sleep(0.1)
+
+    def history_summaries(self) -> list[str]:
+        """The titles dunst keeps in its history (`dunstctl history`), newest first."""
+        import json
+
+        return [entry["summary"]["data"] for entry in json.loads(self.ctl("history"))["data"][0]]
 
     def ctl(self, *args: str) -> str:
         done = subprocess.run(["dunstctl", *args], env=self.env, capture_output=True, text=True, timeout=10,
@@ -214,6 +224,8 @@ def test_a_prompt_is_answered_from_its_notification_and_withdrawn_when_answered_
         await wait_for(lambda: server.closed_calls() > closes, 15, "CloseNotification after the card's answer")
         await wait_for(lambda: server.displayed() == 0, 10, "the notification gone from the server")
         assert len(server.posted()) == len(prompts()), "withdrawn by replacing it with another notification"
+        # Nor kept in the server's history: the withdrawn question went as a transient one (dunst's rule above).
+        assert server.history_summaries() == [], "an answered prompt stayed in the notification server's history"
 
         # 2. Keep awake on the notification restarts the ceiling on the agent, as the card's button does.
         first = await next_prompt(2)

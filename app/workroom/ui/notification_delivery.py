@@ -210,10 +210,11 @@ class SystemBackend:
             # GNOME's notification-daemon (3.20) answers CloseNotification with NotificationClosed yet leaves the
             # bubble up, buttons and all; one that expires by itself does go. So it is first replaced by its own
             # words, without buttons, expiring in a moment, and then closed: gone at once where the server
-            # closes, a moment later where it does not.
+            # closes, a moment later where it does not. The replacement is marked transient: a server that keeps
+            # a history (GNOME Shell's list, dunst with a rule on it) does not keep a question already answered.
             try:
-                await interface.call_notify(APP_NAME, server_id, "", notice.title, notice.message, [], {},
-                                            WITHDRAWN_EXPIRE_MS)
+                await interface.call_notify(APP_NAME, server_id, "", notice.title, notice.message, [],
+                                            transient_hints(interface), WITHDRAWN_EXPIRE_MS)
             except Exception as error:  # gone already, or a server that refuses: the close below still goes
                 log.debug("replacing notification %s before closing it: %s", key, error)
         try:
@@ -405,6 +406,22 @@ class Notifications(QObject):
         """Wait until everything asked so far has been handed to the backend (tests, quit)."""
         while self._worker is not None and not self._worker.done():
             await asyncio.shield(self._worker)
+
+
+def transient_hints(interface: Any) -> dict[str, Any]:
+    """The Notify hints that mark a notification transient (not kept in the server's history), in the type the
+    server's Notify takes: the spec's `a{sv}` (a boolean variant), or `a{ss}` on older servers (desktop-notifier
+    reads the signature the same way); none where it takes neither."""
+    from desktop_notifier.backends.dbus import get_hints_signature
+
+    signature = get_hints_signature(interface)
+    if signature == "a{sv}":
+        from dbus_fast import Variant
+
+        return {"transient": Variant("b", True)}
+    if signature == "a{ss}":
+        return {"transient": "true"}
+    return {}
 
 
 def _session_bus_named() -> bool:
