@@ -72,13 +72,19 @@ def missing() -> list[str]:
 
 
 @contextlib.contextmanager
-def notification_server(env: dict[str, str], folder: Path) -> Iterator[tuple[str, Path]]:
-    """A private session bus (nothing auto-started on it) with notification-daemon drawing on this display, and
-    dbus-monitor writing every Notifications call to a file: (the bus address, the monitor's file)."""
+def notification_server(env: dict[str, str], folder: Path, services: Path | None = None,
+                        server: tuple[str, ...] = (str(NOTIFICATION_SERVER),)) -> Iterator[tuple[str, Path]]:
+    """A private session bus with a notification server drawing on this display (`server`: GNOME's
+    notification-daemon unless told), and dbus-monitor writing every Notifications call to a file: (the bus
+    address, the monitor's file). Nothing is auto-started on the bus but the D-Bus services whose files are in
+    `services`, if given (as a desktop's bus starts its prompters)."""
     from x_desktop import SESSION_BUS_CONFIG, stop_all
 
     config = folder / "bus.conf"
-    config.write_text(SESSION_BUS_CONFIG.format(socket=folder / "bus"))
+    text = SESSION_BUS_CONFIG.format(socket=folder / "bus")
+    if services is not None:
+        text = text.replace("</busconfig>", f"  <servicedir>{services}</servicedir>\n</busconfig>")
+    config.write_text(text)
     procs: list[subprocess.Popen[Any]] = []
     monitor = folder / "monitor.txt"
     try:
@@ -94,7 +100,7 @@ def notification_server(env: dict[str, str], folder: Path) -> Iterator[tuple[str
             procs.append(subprocess.Popen(["dbus-monitor", "--address", address,
                                            "interface='org.freedesktop.Notifications'"],
                                           stdout=out, stderr=subprocess.STDOUT, env=with_bus))
-        procs.append(subprocess.Popen([str(NOTIFICATION_SERVER)], env=with_bus, stdout=subprocess.DEVNULL,
+        procs.append(subprocess.Popen(list(server), env=with_bus, stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL))
         deadline = time.monotonic() + 15
         while "org.freedesktop.Notifications" not in subprocess.run(

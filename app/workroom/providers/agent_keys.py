@@ -63,7 +63,7 @@ class AgentKeys:
         self._store = store
         self.this_run_only = this_run_only
         self._known: dict[tuple[str, str], str | None] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # `forget` holds it across a keyring call, whose failure takes it to say so
         self._keyring_failed = False
         self._writer: DaemonThreads | None = None  # the keyring's writes, in order, off the connect's way
 
@@ -140,7 +140,10 @@ class AgentKeys:
             else:
                 self._store.delete(key)
         except Exception as error:  # a keyring backend fails in ways of its own: the keys are this run's alone then
-            self._keyring_failed = True
+            with self._lock:  # said once: a call already on its way to the keyring fails the same way after it
+                first, self._keyring_failed = not self._keyring_failed, True
+            if not first:
+                return None
             why = f"{error.title}: {error.message}" if isinstance(error, CredentialError) else repr(error)
             log.info("the agents' keys are kept in memory for this run only (%s), and the keyring is not asked for "
                      "them again in this run; each run's first connect to a host asks its agent for its key again",
