@@ -314,8 +314,10 @@ def _hour(app: App, x: Any, env: dict[str, str], home: Path, box: dict[str, Any]
         if where is not None:
             break
         time.sleep(0.25)
-    report.figures["bubble"] = where
     time.sleep(1.5)  # the count-down ticks on: "Busy for" moves past the ceiling
+    # Where the bubble is now: notification-daemon maps it first at the screen's corner, then moves it into place.
+    where = bubble(x) or where
+    report.figures["bubble"] = where
     prompt = keep("prompt", app.do("facts"))
     if shots is not None:
         app.do("shots", timeout=120, out=str(shots), names=[*SHOT_NAMES, "detail:detail_prompt"],
@@ -373,7 +375,8 @@ def _hour(app: App, x: Any, env: dict[str, str], home: Path, box: dict[str, Any]
     report.figures["asleep_vs_said_s"] = round(time.monotonic() - predicted, 1)
     keep("asleep again", app.do("facts"))
     if shots is not None:
-        app.do("shots", timeout=120, out=str(shots), names=["settings", "about", "add_host_dialog"],
+        app.do("shots", timeout=120, out=str(shots), names=["settings", "about", "add_host_dialog",
+                                                              "tray_this_computer_busy"],
                themes=list(themes))
         app.do("demo", timeout=120, out=str(shots), themes=list(themes), scripts=str(HERE.parent.parent / "scripts"))
 

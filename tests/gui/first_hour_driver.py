@@ -235,7 +235,17 @@ def shots(app: Any, out: str, names: list[str], themes: list[str], host: str | N
                 app.show_about()
                 yield 400
                 app.about.grab().save(path)
+                app.about.open_log.click()  # no program opens a text file on this bare desktop: the dialog says so
+                for _ in range(50):
+                    if app.about.error.isVisible():
+                        break
+                    yield 100
+                if app.about.error.isVisible():
+                    yield 200
+                    app.about.grab().save(str(folder / f"about_open_log_failed_{theme}.png"))
                 app.about.close()
+            elif kind == "tray_this_computer_busy":
+                yield from tray_this_computer_busy(app, screen, path)
             elif kind == "add_host_dialog":
                 dialog = app.window.open_add_dialog()
                 dialog.select_provider("simbox")
@@ -249,6 +259,31 @@ def shots(app: Any, out: str, names: list[str], themes: list[str], host: str | N
             yield 100
     palette("light")
     yield 300
+
+
+def tray_this_computer_busy(app: Any, screen: Any, path: str) -> Step:
+    """The tray when only this computer is busy, past the awake ceiling's length (it never sleeps, so there is
+    nothing to keep awake and no ceiling's clock on the icon) and every box idle or asleep: this computer's row is
+    fed a constructed busy status (scripts/demo_states.py) for the picture; its next real status replaces it."""
+    scripts = str(Path(__file__).resolve().parents[2] / "scripts")
+    if scripts not in sys.path:
+        sys.path.insert(0, scripts)
+    from demo_states import busy, make_snapshot
+
+    host = app.controller.engine.this_computer()
+    if host is None:
+        return
+    snap = make_snapshot(host.name, "local", **busy(awake_seconds=9 * 3600.0, awake_ceiling_exceeded=True))
+    for listener in list(app.controller.engine.listeners):
+        listener(snap)
+    yield 300
+    menu = app.tray.menu
+    app.tray.refresh_texts()
+    menu.popup(QPoint(screen.geometry().width() - 20, 28))
+    yield 500
+    geo = menu.geometry()
+    screen.grabWindow(0, geo.x() - 330, 0, geo.width() + 350, geo.bottom() + 12).save(path)
+    menu.hide()
 
 
 def demo_day() -> Any:
