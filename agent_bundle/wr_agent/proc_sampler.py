@@ -123,6 +123,7 @@ class ProcSampler(HostSignals, JobSteps):
         self._walked_at = None  # when every listed process was last read
         self._last_pid = None
         self._listed = None  # the candidates (Proc) of the last listing, in its order; None: list next tick
+        self._slow_listed = self._quick_listed = ()  # the last full read's candidates: not quick, and quick
         self._listed_at = None
         self._host_fds = {}  # loadavg's sibling files read every tick (net/dev, net/snmp), held open: pread(0)
         # A job step waiting on a peer (job_wait): processes that ran and blocked, looked at once they have been
@@ -274,6 +275,7 @@ class ProcSampler(HostSignals, JobSteps):
         for pid in list(self.procs):
             self._drop(pid)
         self._listed = None
+        self._slow_listed = self._quick_listed = ()
 
     def shutdown(self):
         self.close()
@@ -480,6 +482,7 @@ class ProcSampler(HostSignals, JobSteps):
         for pid in [q for q in procs if q not in present]:
             self._drop(pid)
         self._listed = listed
+        self._partition()
         self._reaped(now, sig)
 
     def _reaped(self, now, sig):
@@ -512,9 +515,14 @@ class ProcSampler(HostSignals, JobSteps):
         """The tick's read of the last listing's candidates (the same order as listing again would give). The
         common case, `_read_known`'s first branch, is written out here: it is most of the agent's cost. A quick
         process votes nothing by its state (`_quick`), so it only counts; `skip_quick` (the box is quiet): it is
-        not even read, and its next read measures its CPU over the whole time since (its `last` stays)."""
+        not even read, and its next read measures its CPU over the whole time since (its `last` stays): such a
+        tick walks only the candidates that were not quick at the last full read (`_partition`)."""
         vote, quiet = self._vote, 0
-        for p in self._listed:
+        listed = self._listed
+        if skip_quick:
+            quiet = sum(1 for p in self._quick_listed if not p.excluded)
+            listed = self._slow_listed
+        for p in listed:
             if p.excluded:
                 continue  # gone since (dropped), or found to be one of ours
             try:
@@ -540,6 +548,15 @@ class ProcSampler(HostSignals, JobSteps):
             if not p.excluded:
                 vote(p, now, sig)
         sig.candidates += quiet
+        if not skip_quick:
+            self._partition()
+
+    def _partition(self):
+        """After a read of every candidate: which are quick (a quiet tick does not read them; one read and
+        found quick since, on such a tick, is still skipped by the walk's own test) and which are not."""
+        listed = self._listed or ()
+        self._quick_listed = [p for p in listed if p.quick is not None]
+        self._slow_listed = [p for p in listed if p.quick is None]
 
     def _read_known(self, p, now, sig, tty_out, pread=os.pread):
         """One tick of a known candidate. The common case is one pread: the same schedstat bytes as last time
