@@ -441,6 +441,7 @@ class ProcSampler(HostSignals, JobSteps):
     def _list(self, now, since, sig, tty_out):
         """List /proc: new processes get their first look, known ones their tick's read, gone ones are dropped."""
         procs = self.procs
+        self._slow_listed, self._quick_listed = self._listed or (), ()  # until the listing ends (`_partition`)
         try:
             names = os.listdir(self.root)
         except OSError:
@@ -522,6 +523,8 @@ class ProcSampler(HostSignals, JobSteps):
         if skip_quick:
             quiet = sum(1 for p in self._quick_listed if not p.excluded)
             listed = self._slow_listed
+        else:  # until this read ends (one cut short by an error): a quiet tick walks them all, as before
+            self._slow_listed, self._quick_listed = listed, ()
         for p in listed:
             if p.excluded:
                 continue  # gone since (dropped), or found to be one of ours

@@ -122,9 +122,6 @@ class CredentialStore:
         False when no call waits any more; set by the engine, which says it on every face."""
         self._waits = 0
         self._waits_lock = threading.Lock()
-        self._stayed_locked = False
-        """The keyring stayed locked when asked (its unlock dialog cancelled or failed): it is not asked again in
-        this run, so one Cancel holds (a call already queued behind the dialog does not put it up again)."""
 
     def _waited(self, more: int) -> None:
         on_wait = self.on_wait
@@ -179,8 +176,6 @@ class CredentialStore:
         import keyring.errors
 
         with self._lock:
-            if self._stayed_locked:
-                raise self._locked(key)
             backend = self._keyring()
             method = getattr(backend, f"{action}_password")
             try:
@@ -188,8 +183,12 @@ class CredentialStore:
             except keyring.errors.PasswordDeleteError:
                 return None  # only delete raises this: already gone, and deleting is idempotent
             except keyring.errors.KeyringLocked:
-                self._stayed_locked = True
-                raise self._locked(key) from None
+                raise CredentialError(
+                    "Keyring is locked",
+                    f"The system keyring is locked, so the {key.kind.value} for {key.subject} "
+                    "could not be used.",
+                    "Unlock your keyring (log in again or open your keyring app), then retry.",
+                ) from None
             except keyring.errors.KeyringError as error:
                 raise CredentialError(
                     "Keyring error",
@@ -197,14 +196,6 @@ class CredentialStore:
                     "Check that your keyring service is running, then retry.",
                 ) from None
             return result
-
-    @staticmethod
-    def _locked(key: CredentialKey) -> CredentialError:
-        return CredentialError(
-            "Keyring is locked",
-            f"The system keyring is locked, so the {key.kind.value} for {key.subject} could not be used.",
-            "Unlock your keyring (log in again or open your keyring app); Workroom asks it again when it next starts.",
-        )
 
     def get(self, key: CredentialKey) -> str | None:
         """The secret, or None if none is stored."""

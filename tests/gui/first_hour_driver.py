@@ -240,9 +240,9 @@ def shots(app: Any, out: str, names: list[str], themes: list[str], host: str | N
                     if app.about.error.isVisible():
                         break
                     yield 100
-                if app.about.error.isVisible():
-                    yield 200
-                    app.about.grab().save(str(folder / f"about_open_log_failed_{theme}.png"))
+                assert app.about.error.isVisible(), "Open log did not fail here: no picture of what it says"
+                yield 200
+                app.about.grab().save(str(folder / f"about_open_log_failed_{theme}.png"))
                 app.about.close()
             elif kind == "tray_this_computer_busy":
                 yield from tray_this_computer_busy(app, screen, path)

@@ -54,11 +54,7 @@ def dialogs(x: Any) -> list[str]:
 
 @pytest.mark.timeout(420)
 def test_a_first_run_with_a_locked_keyring_names_the_wait_and_one_cancel_holds(tmp_path: Path) -> None:
-    import first_hour
-    import simbox
-    from first_hour import App, notification_server
-    from fixtures import secret_service
-    from x_desktop import desktop, missing_tools, stop_all
+    from x_desktop import missing_tools
 
     gone = [*missing_tools(), *(t for t in ("wmctrl", "gnome-keyring-daemon", "dunst", "dbus-daemon", "dbus-monitor",
                                             "dbus-send") if shutil.which(t) is None)]
@@ -71,6 +67,19 @@ def test_a_first_run_with_a_locked_keyring_names_the_wait_and_one_cancel_holds(t
     services = tmp_path / "services"
     services.mkdir()
     short = Path(tempfile.mkdtemp(prefix="wr-kr-", dir="/tmp"))  # unix socket paths must stay short
+    try:
+        _run(tmp_path, short, services, home, user_home)
+    finally:
+        shutil.rmtree(short, ignore_errors=True)
+
+
+def _run(tmp_path: Path, short: Path, services: Path, home: Path, user_home: Path) -> None:
+    import first_hour
+    import simbox
+    from first_hour import App, notification_server
+    from fixtures import secret_service
+    from x_desktop import desktop, stop_all
+
     with desktop(first_hour.SCREEN) as x:
         # The desktop's prompter, started by the bus at the keyring's first prompt, on this display.
         (services / "org.gnome.keyring.SystemPrompter.service").write_text(
@@ -98,7 +107,6 @@ def test_a_first_run_with_a_locked_keyring_names_the_wait_and_one_cancel_holds(t
                 stop_all([watcher])
                 secret_service.stop(keyring)
                 first_hour._stop_processes_under(home)
-    shutil.rmtree(short, ignore_errors=True)
 
 
 def _walk(app: Any, x: Any, env: dict[str, str], home: Path, monitor: Path) -> None:
@@ -112,7 +120,7 @@ def _walk(app: Any, x: Any, env: dict[str, str], home: Path, monitor: Path) -> N
         assert time.monotonic() < deadline, f"no unlock dialog within 60 s; the row said {seen[-3:]}"
         facts = app.do("facts")
         seen.append(this_computer(facts).get("Connection", ""))
-        time.sleep(0.2)
+        time.sleep(0.05)
     named = next((words for words in seen if "waiting for the keyring" in words), None)
     while named is None and dialogs(x) and time.monotonic() < deadline + 30:
         facts = app.do("facts")
@@ -121,7 +129,7 @@ def _walk(app: Any, x: Any, env: dict[str, str], home: Path, monitor: Path) -> N
             named = words
         elif this_computer(facts).get("connection_state") in ("live", "quiet"):
             break
-        time.sleep(0.1)
+        time.sleep(0.05)
     assert named is not None, f"the row never named the keyring's wait: {seen[-5:]}"
     # A connect does not wait for the person: this computer's agent gives its key while the dialog is still up.
     app.until("this computer live, the dialog still up",
@@ -146,10 +154,8 @@ def _walk(app: Any, x: Any, env: dict[str, str], home: Path, monitor: Path) -> N
     app.until("the box's key question", lambda f: any(d["class"] == "HostKeyDialog" for d in f["dialogs"]), 60)
     app.do("trust_key")
     app.until(f"{BOX} live", live(BOX), 90)
-    idle = app.until(f"{BOX} idle, saying when it sleeps", lambda f: row(f, BOX).get("State", "").startswith("Idle"),
-                     60)
+    app.until(f"{BOX} idle", lambda f: row(f, BOX).get("State", "").startswith("Idle"), 60)
     idle_at = time.monotonic()
-    del idle
     asleep = app.until(f"{BOX} asleep", lambda f: row(f, BOX).get("connection_state") == "asleep", IDLE_WINDOW + 60)
     slept_after = time.monotonic() - idle_at
     assert simbox.box_status(BOX, home=home)["state"] == "asleep"

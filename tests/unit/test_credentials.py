@@ -86,57 +86,6 @@ def test_backend_errors_become_typed_user_errors(error: Exception, title: str) -
     assert caught.value.title == title and caught.value.hint
 
 
-class _CancelledUnlock(MemoryKeyring):
-    """A locked keyring whose unlock dialog the person cancels: every call that asks it puts the dialog up (counted),
-    then fails as Secret Service's backend does."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.dialogs = 0
-        self.closed = threading.Event()
-
-    def _ask(self) -> None:
-        self.dialogs += 1
-        self.closed.wait(10)
-        raise KeyringLocked("Failed to unlock the collection!")
-
-    def get_password(self, service: str, username: str) -> str | None:
-        self._ask()
-        return None
-
-    def set_password(self, service: str, username: str, password: str) -> None:
-        self._ask()
-
-
-def test_one_cancelled_unlock_holds_for_the_run_even_for_a_call_queued_behind_its_dialog() -> None:
-    """The write queued behind the dialog (a key learnt while it was up) does not put it up again; nor does any
-    later call: each says the keyring is locked, at once."""
-    backend = _CancelledUnlock()
-    store = CredentialStore(backend=backend)
-    key = CredentialKey.password("u", "h")
-    errors: list[CredentialError] = []
-
-    def call(action: str) -> None:
-        try:
-            store.get(key) if action == "get" else store.set(key, "secret")
-        except CredentialError as error:
-            errors.append(error)
-
-    asking = threading.Thread(target=call, args=("get",))
-    asking.start()
-    while backend.dialogs == 0:
-        threading.Event().wait(0.01)
-    queued = threading.Thread(target=call, args=("set",))
-    queued.start()
-    backend.closed.set()  # Cancel
-    asking.join(5)
-    queued.join(5)
-    call("get")
-    assert backend.dialogs == 1
-    assert [e.title for e in errors] == ["Keyring is locked"] * 3
-    assert "next starts" in errors[-1].hint
-
-
 def test_backend_is_found_once_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
     import keyring
 

@@ -63,7 +63,10 @@ class AgentKeys:
         self._store = store
         self.this_run_only = this_run_only
         self._known: dict[tuple[str, str], str | None] = {}
-        self._lock = threading.RLock()  # `forget` holds it across a keyring call, whose failure takes it to say so
+        self._lock = threading.Lock()
+        self._asking = threading.Lock()
+        """Held across each keyring call of ours: one at a time, so a call queued behind an unlock dialog (a write of
+        a key the probe gave while it was up) sees how the dialog ended and, cancelled, does not put it up again."""
         self._keyring_failed = False
         self._writer: DaemonThreads | None = None  # the keyring's writes, in order, off the connect's way
 
@@ -129,6 +132,10 @@ class AgentKeys:
         wait([writer.submit(self._keyring, "delete", name, binding)], timeout=FORGET_WAIT_SECONDS)
 
     def _keyring(self, action: str, name: str, binding: str, *secret: str) -> str | None:
+        with self._asking:
+            return self._keyring_now(action, name, binding, *secret)
+
+    def _keyring_now(self, action: str, name: str, binding: str, *secret: str) -> str | None:
         if self._store is None or self._keyring_failed:
             return None
         key = CredentialKey.agent_key(name, binding)
@@ -140,10 +147,7 @@ class AgentKeys:
             else:
                 self._store.delete(key)
         except Exception as error:  # a keyring backend fails in ways of its own: the keys are this run's alone then
-            with self._lock:  # said once: a call already on its way to the keyring fails the same way after it
-                first, self._keyring_failed = not self._keyring_failed, True
-            if not first:
-                return None
+            self._keyring_failed = True
             why = f"{error.title}: {error.message}" if isinstance(error, CredentialError) else repr(error)
             log.info("the agents' keys are kept in memory for this run only (%s), and the keyring is not asked for "
                      "them again in this run; each run's first connect to a host asks its agent for its key again",

@@ -47,3 +47,13 @@ start_redis() {
   for _ in $(seq 100); do [ "$($REDIS ping 2>/dev/null)" = PONG ] && return 0; sleep 0.1; done
   return 1
 }
+# VS Code's server (code-server, from the harness's cache) on 127.0.0.1:18080 with no password, on the folder
+# $TRUTH_DIR/proj (one file), everything of its own under $TRUTH_DIR/cs; it replaces the calling shell.
+start_code_server() {
+  mkdir -p "$TRUTH_DIR/cs/data/User" "$TRUTH_DIR/cs/ext" "$TRUTH_DIR/cs/config" "$TRUTH_DIR/cs/share" "$TRUTH_DIR/proj"
+  printf 'hello from the box\n' > "$TRUTH_DIR/proj/hello.txt"
+  printf '{ "files.autoSave": "off" }\n' > "$TRUTH_DIR/cs/data/User/settings.json"
+  XDG_CONFIG_HOME="$TRUTH_DIR/cs/config" XDG_DATA_HOME="$TRUTH_DIR/cs/share" exec code-server --auth none \
+    --bind-addr 127.0.0.1:18080 --disable-telemetry --disable-update-check --disable-workspace-trust \
+    --user-data-dir "$TRUTH_DIR/cs/data" --extensions-dir "$TRUTH_DIR/cs/ext" "$TRUTH_DIR/proj"
+}

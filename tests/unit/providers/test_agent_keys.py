@@ -131,3 +131,51 @@ def test_a_closing_run_waits_for_its_keys_to_land_but_not_for_ever() -> None:
     assert time.monotonic() - started < 5
     gate.set()
     assert AgentKeys(store).settle() is True  # nothing written: nothing to wait for  # type: ignore[arg-type]
+
+
+def test_one_cancelled_unlock_holds_even_for_a_write_queued_behind_its_dialog(caplog) -> None:  # type: ignore[no-untyped-def]
+    """A locked keyring whose unlock dialog the person cancels: a connect's read puts it up; the probe gives the key
+    meanwhile and its write queues behind the dialog. After the Cancel neither that write nor another host's read
+    puts the dialog up again, and the log says once that the keys are this run's."""
+    import threading
+    import time
+
+    from fixtures.memory_keyring import MemoryKeyring
+    from keyring.errors import KeyringLocked
+
+    class CancelledUnlock(MemoryKeyring):
+        def __init__(self) -> None:
+            super().__init__()
+            self.dialogs = 0
+            self.cancel = threading.Event()
+
+        def _ask(self) -> None:
+            self.dialogs += 1
+            self.cancel.wait(10)
+            raise KeyringLocked("Failed to unlock the collection!")
+
+        def get_password(self, service: str, username: str) -> str | None:
+            self._ask()
+            return None
+
+        def set_password(self, service: str, username: str, password: str) -> None:
+            self._ask()
+
+    caplog.set_level("INFO", logger="workroom.providers.agent_keys")
+    backend = CancelledUnlock()
+    keys = AgentKeys(CredentialStore(backend=backend))
+    reading = threading.Thread(target=keys.get, args=("box1", "b1"))
+    reading.start()
+    deadline = time.monotonic() + 5
+    while backend.dialogs == 0:
+        assert time.monotonic() < deadline, "the read never reached the keyring"
+        time.sleep(0.01)
+    written = keys.keep("box1", "b1", "a" * 64)  # the probe's key, while the dialog is up
+    assert written is not None
+    backend.cancel.set()
+    reading.join(5)
+    written.result(5)
+    assert keys.get("box2", "b2") is None
+    assert keys.get("box1", "b1") == "a" * 64  # in memory for the run
+    assert backend.dialogs == 1
+    assert caplog.text.count("kept in memory for this run only") == 1
