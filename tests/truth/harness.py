@@ -551,8 +551,9 @@ def run_suite(workloads: list[Workload], timings: Timings, jobs: int, keep: bool
     suite = Suite(timings, keep=keep, jobs=jobs)
     try:
         with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
-            # Long ones first, so the tail of the run is not one slow workload alone.
-            order = sorted(workloads, key=lambda w: w.expect != "busy")
+            # Long ones first, so the tail of the run is not one slow workload alone: those that stay minutes (an
+            # editor tab left open), then the busy ones.
+            order = sorted(workloads, key=lambda w: (-(w.stay or 0.0), w.expect != "busy"))
             return list(pool.map(suite.run, order))
     finally:
         suite.close()
