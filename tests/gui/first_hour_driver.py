@@ -16,7 +16,7 @@ import re
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -207,11 +207,7 @@ def shots(app: Any, out: str, names: list[str], themes: list[str], host: str | N
                 window.detail_scroll.grab().save(path)
             elif kind == "tray_menu":
                 menu = app.tray.menu
-                app.tray.refresh_texts()
-                menu.popup(QPoint(screen.geometry().width() - 20, 28))
-                yield 500
-                geo = menu.geometry()
-                screen.grabWindow(0, geo.x() - 330, 0, geo.width() + 350, geo.bottom() + 12).save(path)
+                geo = yield from tray_menu_shot(app, screen, path)
                 if host is not None:
                     submenu = app.tray.host_menus[host]
                     menu.setActiveAction(submenu.menuAction())
@@ -277,13 +273,19 @@ def tray_this_computer_busy(app: Any, screen: Any, path: str) -> Step:
     for listener in list(app.controller.engine.listeners):
         listener(snap)
     yield 300
+    yield from tray_menu_shot(app, screen, path)
+    app.tray.menu.hide()
+
+
+def tray_menu_shot(app: Any, screen: Any, path: str) -> Generator[int, None, Any]:
+    """The tray menu popped up under the tray's panel and taken with the panel's icon beside it; its geometry."""
     menu = app.tray.menu
     app.tray.refresh_texts()
     menu.popup(QPoint(screen.geometry().width() - 20, 28))
     yield 500
     geo = menu.geometry()
     screen.grabWindow(0, geo.x() - 330, 0, geo.width() + 350, geo.bottom() + 12).save(path)
-    menu.hide()
+    return geo
 
 
 def demo_day() -> Any:
