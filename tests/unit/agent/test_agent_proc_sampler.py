@@ -840,6 +840,22 @@ def test_on_a_quiet_box_a_quick_process_is_read_only_every_slow_walk(fake):
     sig = tick(101.0, 1001)  # 10 ms in a second: quiet
     assert quick.last == 100.0 and sleeper.last == 101.0  # not read; the sleeper is
     assert sig.candidates == 2 and [t[:2] for t in sig.timer_sleep] == [("sleep", "43")]
+    # The sleeper wakes and blocks in select (a nanosecond of CPU: its window opens), read on every tick while it is
+    # not quick (a quiet tick walks those that were not quick at the last full read), quick once its window has
+    # passed; counted once on every tick, quiet or full, before and after.
+    fake.proc(43, "sleep", wchan="do_select", runtime_ns=8, start_ticks=1000)
+    skipped_by_its_own_test = 0
+    for k in range(56):
+        sig = tick(101.25 + k / 4, 1001)
+        assert sig.candidates == 2, (101.25 + k / 4, sig.candidates)
+        skipped_by_its_own_test += sleeper.quick is not None and sleeper in s._slow_listed
+    assert sleeper.quick is not None and sig.timer_sleep == [] and skipped_by_its_own_test
+    fake.proc(43, "sleep", wchan="hrtimer_nanosleep", runtime_ns=7, start_ticks=1000)  # as it was, for what follows
+    s.close()
+    clock.t = 100.0
+    s.sample()
+    quick, sleeper = s.procs["47"], s.procs["43"]
+    tick(101.0, 1001)
     tick(102.0, 1002)
     assert quick.last == 100.0
     tick(100.0 + SLOW_WALK, 1003)  # every process read within SLOW_WALK of the last full read
