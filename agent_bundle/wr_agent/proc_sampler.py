@@ -513,13 +513,11 @@ class ProcSampler(HostSignals, JobSteps):
                 self._judge_cpu(p, now, dt, unseen / self.clk_tck, sig)
 
     def _read_listed(self, now, sig, tty_out, pread=os.pread, skip_quick=False):
-        """The tick's read of the last listing's candidates (the same order as listing again would give). The
-        common case, `_read_known`'s first branch, is written out here: it is most of the agent's cost. A quick
-        process votes nothing by its state (`_quick`), so it only counts; `skip_quick` (the box is quiet): it is
-        not even read, and its next read measures its CPU over the whole time since (its `last` stays): such a
-        tick walks only the candidates that were not quick at the last full read (`_partition`)."""
-        vote, quiet = self._vote, 0
-        listed = self._listed
+        """The tick's read of the last listing's candidates (in its order). `_read_known`'s common case is written
+        out here: it is most of the agent's cost. A quick process votes nothing by its state (`_quick`), so it only
+        counts; `skip_quick` (the box is quiet): it is not even read (its next read measures its CPU over the whole
+        time since: its `last` stays), and the walk is of those not quick at the last full read (`_partition`)."""
+        vote, listed, quiet = self._vote, self._listed, 0
         if skip_quick:
             quiet = sum(1 for p in self._quick_listed if not p.excluded)
             listed = self._slow_listed
@@ -555,8 +553,7 @@ class ProcSampler(HostSignals, JobSteps):
             self._partition()
 
     def _partition(self):
-        """After a read of every candidate: which are quick (a quiet tick does not read them; one read and
-        found quick since, on such a tick, is still skipped by the walk's own test) and which are not."""
+        """After a read of every candidate: the quick (a quiet tick skips them) and the others (it walks them)."""
         listed = self._listed or ()
         self._quick_listed = [p for p in listed if p.quick is not None]
         self._slow_listed = [p for p in listed if p.quick is None]
