@@ -68,7 +68,7 @@ HOLDER = ("import os, signal, socket, sys, time\n"
           "    pairs[0][0].sendall(b'p'); pairs[0][1].recv(1); pairs[0][1].sendall(b'p'); pairs[0][0].recv(1)\n"
           "    time.sleep(1)\n")
 CLK = os.sysconf("SC_CLK_TCK")
-SLOW_WALK_MAX = 3.0  # the agent's proc_sampler.SLOW_WALK
+SLOW_WALK_MAX = 3.0  # the agent's host_signals.SLOW_WALK
 
 
 def descendants(pid):

@@ -6,7 +6,7 @@ knows the jobs"). A mixin of ProcSampler: it reads the sampler's processes and s
 
 import os
 
-from wr_agent import file_locks, job_wait, peer_turn, proc_entry, tcp_rule, unix_diag
+from wr_agent import file_locks, job_wait, netns_tcp, peer_turn, proc_entry, tcp_rule, unix_diag
 
 OWNERS_KEPT = 256  # server ends whose holders are remembered
 TURN_RECHECK = 5.0  # seconds between asking again who holds the turn on a Unix wait counted as the server's
@@ -38,21 +38,32 @@ class JobSteps(object):
             self._parent_wchan[pid] = (mark, wchan)
         return wchan
 
-    def _end_job_wait(self, pid, now, woke=False):
+    def _end_job_wait(self, pid, now, woke=False, idle=False):
         """The step's wait is over: its parent ran, or (`woke`) it ran itself. A wake ends a wait on a Unix socket
         (its wakes are all that is seen of its exchanges); a wait over TCP lasts through wakes (a keep-alive
-        answered), as long as the connection rule sees no listener's repeat on it."""
+        answered), as long as the connection rule sees no listener's repeat on it. Over another namespace's TCP,
+        which the connection rule never sees, only through `idle` wakes (a timeout's, next to nothing done)."""
         entry = self.job_waits.pop(pid, None)
         if entry is None:
             return
         kept = []
         for w in entry[1]:
-            if woke and (w.peer.kind == "tcp" or w.peer.exit):
+            if woke and (w.peer.exit or (w.peer.kind == "tcp" and (w.peer.netns is None or idle))):
                 kept.append(w)
             else:
                 self.job_memory.end(w, now)
         if kept:
             self.job_waits[pid] = (entry[0], kept, entry[2])
+
+    def _netns_table(self, pid):
+        """Where `pid` runs in another network namespace than the agent's, a reader of that namespace's TCP
+        sockets (netns_tcp), else None."""
+        if self._own_netns is False:
+            self._own_netns = netns_tcp.netns_id(self.root, "self")
+        other = netns_tcp.netns_id(self.root, pid)
+        if other is None or self._own_netns is None or other == self._own_netns:
+            return None
+        return lambda: netns_tcp.table(self.root, pid)
 
     def _server_turn(self, inode):
         """Who holds the turn at the server end `inode` of a Unix connection in this box (peer_turn). Its holders
@@ -122,8 +133,9 @@ class JobSteps(object):
                 del self.job_due[pid]
                 self._end_job_wait(pid, now)
                 continue
-            woken = now - p.ran_at < job_wait.WAIT_MIN
-            if woken and (p.block_from is None or now - p.block_from < job_wait.WAIT_MIN):
+            looked_at = job_wait.WAIT_MIN - job_wait.TICK_JITTER
+            woken = now - p.ran_at < looked_at
+            if woken and (p.block_from is None or now - p.block_from < looked_at):
                 continue
             del self.job_due[pid]
             if woken:
@@ -134,7 +146,8 @@ class JobSteps(object):
                     continue
                 p.looked_from = p.block_from
             peers = job_wait.find_peers(self.root, pid, p.ppid, self.tcp_judge.tracks, self.tcp_judge.listen_inodes,
-                                        self._unix_reader(), self._wchan_of, self._server_turn, p.comm)
+                                        self._unix_reader(), self._wchan_of, self._server_turn, p.comm,
+                                        self._netns_table(pid))
             if woken:
                 peers = [peer for peer in peers if peer.kind == "tcp"]
             found = set(peer.inode for peer in peers)
@@ -168,7 +181,8 @@ class JobSteps(object):
                 if not w.counted or pid in voted:
                     continue
                 if w.peer.kind == "tcp":
-                    t = self.tcp_judge.tracks.get(w.peer.inode)
+                    t = (self.tcp_judge.tracks if w.peer.netns is None else
+                         netns_tcp.table(self.root, w.peer.netns)).get(w.peer.inode)
                     if t is None or t.state != tcp_rule.ESTABLISHED:
                         continue
                     sig.tcp.append((p.comm, pid, w.peer.facts(round(w.start, 1))))

@@ -30,6 +30,9 @@ import os
 from wr_agent import peer_turn, tcp_rule
 
 WAIT_MIN = tcp_rule.WAIT_MIN
+# Seconds a tick may come late (the tick thread wakes a few ms after its time): a length counted in whole ticks is
+# taken as met this much short of it, or two ticks' 1.999 s apart would wait a third for the 2 s.
+TICK_JITTER = 0.1
 RETURN_GAP = tcp_rule.RETURN_GAP
 SOCKETS_MAX = 64  # sockets of one process looked at (a process with more is judged on the first ones)
 PARENT_WAIT_WCHANS = frozenset(("do_wait", "kernel_wait4", "__do_sys_wait4", "do_waitid"))
@@ -48,13 +51,15 @@ SSH_NO_COMMAND = frozenset("NWsOGVQ")
 class Peer(object):
     """What a job step waits on: "tcp" (peer address, port) or "unix" (the server's socket address). `turn`: on a
     Unix socket, who holds the turn as last read (peer_turn: SERVER, or None when not known) and `server` the
-    server end's inode; `exit`: the wait is answered by the process's exit (ssh running a remote command)."""
+    server end's inode; `exit`: the wait is answered by the process's exit (ssh running a remote command);
+    `netns`: a TCP connection of another network namespace, the pid whose /proc entry lists it (netns_tcp): the
+    connection rule never saw it, so its cadence is the job memory's, as on a Unix socket."""
 
-    __slots__ = ("exit", "inode", "kind", "peer", "port", "server", "turn")
+    __slots__ = ("exit", "inode", "kind", "netns", "peer", "port", "server", "turn")
 
-    def __init__(self, kind, inode, peer, port=None, turn=None, server=None, exit=False):
+    def __init__(self, kind, inode, peer, port=None, turn=None, server=None, exit=False, netns=None):
         self.kind, self.inode, self.peer, self.port = kind, inode, peer, port
-        self.turn, self.server, self.exit = turn, server, exit
+        self.turn, self.server, self.exit, self.netns = turn, server, exit, netns
 
     def sure(self):
         """Counted whatever the cadence: the server is known to work on it, or only the exit answers it."""
@@ -95,7 +100,7 @@ class Memory(object):
 
     def end(self, wait, now):
         """The process ran again: a wait that lasted WAIT_MIN is one the next may repeat."""
-        if wait.peer.kind == "unix" and now - wait.start >= WAIT_MIN:
+        if (wait.peer.kind == "unix" or wait.peer.netns is not None) and now - wait.start >= WAIT_MIN:
             key = (wait.owner, wait.peer.key())
             self.ended[key] = now
             self.ended.move_to_end(key)
@@ -265,23 +270,33 @@ def blocked_fd(root, pid):
     return None
 
 
-def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, server_turn=None, comm=""):
+def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, server_turn=None, comm="",
+               netns_table=None):
     """The peers a blocked process `pid` waits on as a step of its job, or [] (see the module's rule).
-    `server_turn(inode)`: who holds the turn at the server end of a Unix connection (peer_turn), or None."""
+    `server_turn(inode)`: who holds the turn at the server end of a Unix connection (peer_turn), or None.
+    `netns_table()`: where `pid` runs in another network namespace, that namespace's TCP sockets (netns_tcp), read
+    once and only if one of its sockets is not the agent's own namespace's."""
     fd_dir = "%s/%s/fd" % (root, pid)
     exit_ = comm == "ssh" and ssh_runs_command(read_argv(root, pid))
     if not exit_ and not waited_for(root, pid, ppid, read_wchan):
         return []
     person = persons_terminal(root, pid, fd_dir)
     socks = socket_inodes(fd_dir)
-    peers = []
+    peers, other = [], None
     for ino in socks:
         if ino in tcp_listening:
             return []
-        t = tcp_tracks.get(ino)
+        t, netns = tcp_tracks.get(ino), None
+        if t is None and netns_table is not None:
+            other = netns_table() if other is None else other
+            t = other.get(ino)
+            if t is not None:
+                if t.state == tcp_rule.LISTEN:
+                    return []
+                netns = pid
         if t is not None:
             if not t.inbound and t.state == tcp_rule.ESTABLISHED and not person:
-                peers.append(Peer("tcp", ino, t.peer, t.pport, exit=exit_))
+                peers.append(Peer("tcp", ino, t.peer, t.pport, exit=exit_, netns=netns))
             continue
         if unix is None:
             continue

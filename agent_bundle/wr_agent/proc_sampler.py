@@ -35,10 +35,6 @@ CPU_SHARE = 0.05  # a candidate using this share of a core (over CPU_WINDOW, or 
 CPU_WINDOW = 10.0  # seconds over which a candidate's CPU (with its reaped children) is judged
 WATCH_WINDOW = 600.0  # pty output counts only on a pty with a keystroke (or an attached client) this recent
 REAPER_ARMED = 2 * CPU_WINDOW  # seconds another user's reaper counts after its last candidate child was seen
-# Seconds between reads of every quiet process while the box as a whole does nothing (`_system_quiet`): what a quiet
-# process may do unseen (wake and block again, without CPU to speak of) is seen at most this late. A new silent wait
-# is then a job's within SLOW_WALK + WAIT_MIN (5 s); CPU work is seen on its first tick, as before.
-SLOW_WALK = 3.0
 # A wake from a wait with a timeout that used less than this and went back to the same wait: the wait goes on
 # (curl's poll wakes every second for its timers, about 0.1 ms each, while the answer it asked for is not come).
 IDLE_WAKE_CPU = 0.002
@@ -123,7 +119,7 @@ class ProcSampler(HostSignals, JobSteps):
         self._walked_at = None  # when every listed process was last read
         self._last_pid = None
         self._listed = None  # the candidates (Proc) of the last listing, in its order; None: list next tick
-        self._slow_listed = self._quick_listed = ()  # the last full read's candidates: not quick, and quick
+        self._slow_listed, self._quick_count = (), 0  # the last full read's candidates not quick; how many are
         self._listed_at = None
         self._host_fds = {}  # loadavg's sibling files read every tick (net/dev, net/snmp), held open: pread(0)
         # A job step waiting on a peer (job_wait): processes that ran and blocked, looked at once they have been
@@ -138,6 +134,7 @@ class ProcSampler(HostSignals, JobSteps):
         self._parent_wchan = {}  # pid -> (its schedstat bytes, wchan) for parents of blocked processes
         self._retries = {}  # pid -> (start, when last asked, waits on a lock another holds) for waking steps
         self._unix = None if root != "/proc" else False  # unix_diag reader, opened at first need (False: not yet)
+        self._own_netns = False  # the agent's network namespace (job_steps._netns_table), read at first need
 
     # -- file helpers -------------------------------------------------------------------------------------
     def _path(self, pid, name):
@@ -189,37 +186,6 @@ class ProcSampler(HostSignals, JobSteps):
             del self._host_fds[name]
             os.close(fd)
             raise
-
-    def _open_stat(self):
-        if self._loadavg_fd is None:
-            return None  # a /proc of another namespace or a recorded snapshot: read every process every tick
-        try:
-            return os.open(self.root + "/stat", os.O_RDONLY)
-        except OSError:
-            return None
-
-    def _system_quiet(self, now):
-        """Whether the box as a whole did too little since the last tick for any process to vote CPU (its busy CPU
-        time, from /proc/stat's first line, less the agent's own, under a candidate's CPU share over the tick) and
-        nothing waited on the disk (its iowait time did not move), and every process was read within SLOW_WALK.
-        Then a quick process, one that votes nothing by its state (`_quick`), is not read this tick: it cannot have
-        done work, and what it may have done (woken and blocked again) is seen at the next full read. Costs one
-        pread (~6 us) and a times() call."""
-        fd = self._stat_fd
-        if fd is None:
-            return False
-        try:
-            f = os.pread(fd, 256, 0).split(b"\n", 1)[0].split()
-            user, nice, system, _idle, iowait, irq, softirq, steal = (int(x) for x in f[1:9])
-        except (OSError, ValueError):
-            return False
-        busy = user + nice + system + irq + softirq + steal
-        own = sum(os.times()[:2])
-        last, self._stat_last = self._stat_last, (now, busy, iowait, own)
-        if last is None or self.thawed or self._walked_at is None or now - self._walked_at >= SLOW_WALK:
-            return False
-        others = (busy - last[1]) / self.clk_tck - (own - last[3])
-        return others < self.cpu_share * (now - last[0]) and iowait == last[2]
 
     def _open_loadavg(self):
         """A held fd on <root>/loadavg when its last-pid field counts the pids this /proc lists: the reader's
@@ -275,7 +241,7 @@ class ProcSampler(HostSignals, JobSteps):
         for pid in list(self.procs):
             self._drop(pid)
         self._listed = None
-        self._slow_listed = self._quick_listed = ()
+        self._slow_listed, self._quick_count = (), 0
 
     def shutdown(self):
         self.close()
@@ -441,7 +407,7 @@ class ProcSampler(HostSignals, JobSteps):
     def _list(self, now, since, sig, tty_out):
         """List /proc: new processes get their first look, known ones their tick's read, gone ones are dropped."""
         procs = self.procs
-        self._slow_listed, self._quick_listed = self._listed or (), ()  # until the listing ends (`_partition`)
+        self._slow_listed, self._quick_count = self._listed or (), 0  # until the listing ends (`_partition`)
         try:
             names = os.listdir(self.root)
         except OSError:
@@ -519,10 +485,10 @@ class ProcSampler(HostSignals, JobSteps):
         time since: its `last` stays), and the walk is of those not quick at the last full read (`_partition`)."""
         vote, listed, quiet = self._vote, self._listed, 0
         if skip_quick:
-            quiet = sum(1 for p in self._quick_listed if not p.excluded)
+            quiet = self._quick_count
             listed = self._slow_listed
         else:  # until this read ends (one cut short by an error): a quiet tick walks them all, as before
-            self._slow_listed, self._quick_listed = listed, ()
+            self._slow_listed, self._quick_count = listed, 0
         for p in listed:
             if p.excluded:
                 continue  # gone since (dropped), or found to be one of ours
@@ -555,7 +521,7 @@ class ProcSampler(HostSignals, JobSteps):
     def _partition(self):
         """After a read of every candidate: the quick (a quiet tick skips them) and the others (it walks them)."""
         listed = self._listed or ()
-        self._quick_listed = [p for p in listed if p.quick is not None]
+        self._quick_count = sum(1 for p in listed if p.quick is not None and not p.excluded)  # counted, not read
         self._slow_listed = [p for p in listed if p.quick is None]
 
     def _read_known(self, p, now, sig, tty_out, pread=os.pread):
@@ -738,7 +704,7 @@ class ProcSampler(HostSignals, JobSteps):
                 p.block_from = (p.block_from if p.block_from is not None else before) if idle else None
                 p.where = where
                 if p.pid in self.job_waits and not self.thawed:  # a thaw's wake ends no wait (above)
-                    self._end_job_wait(p.pid, now, woke=True)
+                    self._end_job_wait(p.pid, now, woke=True, idle=idle)
                 if p.state == "S" and p.timer is None:
                     self.job_due[p.pid] = p
         elif p.window:

@@ -2,6 +2,7 @@
 a timer (curl's poll, every second) while the answer it asked for has not come, and a job step that paces its
 output with sleeps. Each a step its shell waits for, as in a script."""
 
+import os
 import shutil
 import socket
 import subprocess
@@ -9,8 +10,9 @@ import threading
 import time
 
 import pytest
+from wr_agent.host_signals import SLOW_WALK
 from wr_agent.job_wait import WAIT_MIN
-from wr_agent.proc_sampler import SLOW_WALK, ProcSampler
+from wr_agent.proc_sampler import ProcSampler
 
 pytestmark = [pytest.mark.unit,
               pytest.mark.linux(reason="reads this machine's /proc and sock_diag")]
@@ -166,3 +168,91 @@ def test_a_producer_pacing_its_pages_into_a_pipe_is_work_and_one_that_writes_not
         sh.kill()
         sh.wait()
 
+
+
+def _report_server(addr):
+    """A server that sends a report's headers at once and its body when `release` is set (as above)."""
+    srv = socket.create_server((addr, 0))
+    release, asked = threading.Event(), threading.Event()
+
+    def serve():
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Type: text/plain\r\n\r\n")
+            asked.set()
+            release.wait(30)
+            conn.sendall(b"report done\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, release, asked
+
+
+@pytest.mark.root
+@pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
+def test_a_step_in_another_network_namespace_waiting_on_its_request_is_a_wait(tmp_path, netns_box):
+    """A job step in a container's network namespace (here a box with its own namespace and a veth to this one, as
+    docker and a pod have): `curl` asks a server outside for a report and waits for its body. sock_diag answers
+    only for the agent's own namespace, so before the box's own socket table was read (`/proc/PID/net/tcp`,
+    netns_tcp) the wait had no vote at all and the job read IDLE; now it is `tcp: curl` with the peer, as on the
+    box's own network, and ends with the answer."""
+    srv, release, asked = _report_server(netns_box.host_addr)
+    port = srv.getsockname()[1]
+    sh = netns_box.popen("sh", "-c", 'curl -sS -o "$1" "http://$2:$3/report"; echo fetched', "sh",
+                         str(tmp_path / "report.txt"), netns_box.host_addr, str(port), stdout=subprocess.PIPE)
+    s = only_the_job(ProcSampler(), sh.pid)
+    s._system_quiet = lambda now: False
+    try:
+        assert asked.wait(10), "curl did not ask"
+        curl = _children(sh.pid)
+        assert curl and {_comm(p) for p in curl} == {"curl"}
+        assert os.stat(f"/proc/{next(iter(curl))}/ns/net").st_ino != os.stat("/proc/self/ns/net").st_ino
+        seen, facts = [], []
+        for n in range(6):
+            sig = s.sample()
+            mine = [t for t in sig.tcp if str(t[1]) in curl]
+            if mine:
+                seen.append(n)
+                facts.append(mine[0][2])
+            time.sleep(1.0)
+        assert seen and seen[0] <= 3 and seen == list(range(seen[0], 6)), seen
+        assert facts[-1]["peer"] == netns_box.host_addr and facts[-1]["port"] == port
+        release.set()
+        assert sh.communicate(timeout=10)[0] == b"fetched\n"
+        assert _votes(s, curl, "tcp", ticks=2) == []
+    finally:
+        release.set()
+        s.close()
+        if sh.poll() is None:
+            sh.kill()
+            sh.wait()
+        srv.close()
+
+
+@pytest.mark.root
+def test_a_server_step_in_another_network_namespace_waiting_for_its_client_is_no_wait(netns_box):
+    """The other way round, in the same kind of namespace: a step that is a server (it accepted a connection and
+    waits for the client to speak) has asked nothing; its table says the connection was accepted (its local port is
+    a listening socket's), so it never votes, however long it waits."""
+    server = ("import socket\n"
+              "s = socket.create_server(('0.0.0.0', 7001))\n"
+              "print('ready', flush=True)\n"
+              "c, _ = s.accept()\n"
+              "c.recv(1)\n")
+    sh = netns_box.popen("sh", "-c", 'python3 -c "$1"; echo served', "sh", server, stdout=subprocess.PIPE)
+    s = only_the_job(ProcSampler(), sh.pid)
+    s._system_quiet = lambda now: False
+    client = None
+    try:
+        assert sh.stdout.readline() == b"ready\n"
+        client = socket.create_connection((netns_box.box_addr, 7001), timeout=5)
+        step = _children(sh.pid)
+        assert step
+        assert _votes(s, step, "tcp", ticks=5) == []
+    finally:
+        if client is not None:
+            client.close()
+        s.close()
+        if sh.poll() is None:
+            sh.kill()
+            sh.wait()

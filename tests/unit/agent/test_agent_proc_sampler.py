@@ -819,7 +819,7 @@ def test_on_a_quiet_box_a_quick_process_is_read_only_every_slow_walk(fake):
     on the disk: a process that votes nothing by its state cannot have done work, so it is not read; every process
     is read at least every SLOW_WALK seconds, and on any tick where the box did work. What it did meanwhile is
     measured over the whole time since its last read."""
-    from wr_agent.proc_sampler import SLOW_WALK
+    from wr_agent.host_signals import SLOW_WALK
 
     clock = Clock(100.0)
     fake.uptime(1000.0)
