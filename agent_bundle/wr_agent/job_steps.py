@@ -180,11 +180,19 @@ class JobSteps(object):
                     w.counted = False  # the connection rule saw it ask again with no work between: a listener
                 if not w.counted or pid in voted:
                     continue
-                if w.peer.kind == "tcp":
-                    t = (self.tcp_judge.tracks if w.peer.netns is None else
-                         netns_tcp.table(self.root, w.peer.netns)).get(w.peer.inode)
+                if w.peer.kind == "tcp" and w.peer.netns is None:
+                    t = self.tcp_judge.tracks.get(w.peer.inode)
                     if t is None or t.state != tcp_rule.ESTABLISHED:
                         continue
+                elif w.peer.kind == "tcp" and now - w.checked >= TURN_RECHECK:
+                    # Another namespace's connection, still there? Its table costs with every socket of the host, so
+                    # read every TURN_RECHECK only (a close or reset wakes the step, which ends the wait anyway).
+                    w.checked = now
+                    t = netns_tcp.table(self.root, w.peer.netns[0], (w.peer.netns[1],)).get(w.peer.inode)
+                    if t is None or t.state != tcp_rule.ESTABLISHED:
+                        w.counted = False
+                        continue
+                if w.peer.kind == "tcp":
                     sig.tcp.append((p.comm, pid, w.peer.facts(round(w.start, 1))))
                 else:
                     sig.unix.append((p.comm, pid, w.peer.facts(round(w.start, 1))))

@@ -52,8 +52,8 @@ class Peer(object):
     """What a job step waits on: "tcp" (peer address, port) or "unix" (the server's socket address). `turn`: on a
     Unix socket, who holds the turn as last read (peer_turn: SERVER, or None when not known) and `server` the
     server end's inode; `exit`: the wait is answered by the process's exit (ssh running a remote command);
-    `netns`: a TCP connection of another network namespace, the pid whose /proc entry lists it (netns_tcp): the
-    connection rule never saw it, so its cadence is the job memory's, as on a Unix socket."""
+    `netns`: a TCP connection of another network namespace, (the pid whose /proc entry lists it, the table's name)
+    (netns_tcp): the connection rule never saw it, so its cadence is the job memory's, as on a Unix socket."""
 
     __slots__ = ("exit", "inode", "kind", "netns", "peer", "port", "server", "turn")
 
@@ -95,7 +95,9 @@ class Memory(object):
         key = (owner, peer.key())
         ended = self.ended.get(key)
         work = self.work.get(owner)
-        cadence = ended is not None and start - ended <= RETURN_GAP and (work is None or work < ended)
+        # A wait that began before the last one ended is that one looked at again (its parent ran: a sibling step
+        # ended), not a listener asking again.
+        cadence = ended is not None and 0 <= start - ended <= RETURN_GAP and (work is None or work < ended)
         return Wait(owner, peer, start, peer.sure() or not (cadence or tcp_heartbeat))
 
     def end(self, wait, now):
@@ -293,7 +295,7 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, ser
             if t is not None:
                 if t.state == tcp_rule.LISTEN:
                     return []
-                netns = pid
+                netns = (pid, t.name)
         if t is not None:
             if not t.inbound and t.state == tcp_rule.ESTABLISHED and not person:
                 peers.append(Peer("tcp", ino, t.peer, t.pport, exit=exit_, netns=netns))

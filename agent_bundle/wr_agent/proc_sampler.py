@@ -564,7 +564,7 @@ class ProcSampler(HostSignals, JobSteps):
                 sig.timer_sleep.append((p.comm, p.pid, max(0.0, now - p.ran_at), p.wakes))
             elif p.timer == "fifo":
                 sig.fifo_wait.append((p.comm, p.pid))
-            elif p.timer == "lock" and now - p.ran_at >= job_wait.WAIT_MIN:
+            elif p.timer == "lock" and now - p.ran_at >= job_wait.WAIT_MIN - job_wait.TICK_JITTER:
                 sig.lock_wait.append((p.comm, p.pid))
 
     def _first_look(self, p, sig, uptime, now, since):

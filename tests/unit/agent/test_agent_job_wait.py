@@ -36,6 +36,16 @@ def test_a_short_block_is_no_wait_to_repeat_and_a_long_silence_makes_the_next_wa
     assert m.begin(owner, PG, start=30.0 + job_wait.RETURN_GAP + 1).counted
 
 
+def test_a_wait_looked_at_again_after_its_parent_ran_is_the_same_wait_not_a_listener_asking_again():
+    """`make -j` or `a & b; wait`: one step ends, the shell runs, and every other step's wait is ended and looked at
+    again. That look's wait began before the end was noted: it is the same block, and counts as it did."""
+    m = job_wait.Memory()
+    owner = ("42", 100.0)
+    w = m.begin(owner, PG, start=10.0)
+    m.end(w, now=15.0)  # the parent ran: a sibling ended
+    assert m.begin(owner, PG, start=10.0).counted  # the same block, its start as before
+
+
 def test_a_tcp_key_the_connection_rule_saw_repeat_is_not_counted():
     m = job_wait.Memory()
     assert not m.begin(("7", 1.0), job_wait.Peer("tcp", 5, "10.0.0.5", 6379), 3.0, tcp_heartbeat=True).counted

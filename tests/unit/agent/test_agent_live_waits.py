@@ -232,12 +232,14 @@ def test_a_step_in_another_network_namespace_waiting_on_its_request_is_a_wait(tm
 @pytest.mark.root
 def test_a_server_step_in_another_network_namespace_waiting_for_its_client_is_no_wait(netns_box):
     """The other way round, in the same kind of namespace: a step that is a server (it accepted a connection and
-    waits for the client to speak) has asked nothing; its table says the connection was accepted (its local port is
-    a listening socket's), so it never votes, however long it waits."""
+    waits for the client to speak) has asked nothing; its table says the connection was accepted (a fixed local port
+    below the ephemeral range, the client's inside it: its listener is closed, as `nc -l` closes its own), so it
+    never votes, however long it waits."""
     server = ("import socket\n"
               "s = socket.create_server(('0.0.0.0', 7001))\n"
               "print('ready', flush=True)\n"
               "c, _ = s.accept()\n"
+              "s.close()\n"  # as `nc -l` does: no listener left to say the connection was accepted
               "c.recv(1)\n")
     sh = netns_box.popen("sh", "-c", 'python3 -c "$1"; echo served', "sh", server, stdout=subprocess.PIPE)
     s = only_the_job(ProcSampler(), sh.pid)

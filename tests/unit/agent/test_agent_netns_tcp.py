@@ -43,9 +43,38 @@ def test_lines_it_cannot_read_are_skipped_and_the_rest_kept():
     header = b"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
     good = b"   1: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0 20 4\n"
     text = header + b"garbage\n   2: ZZ:ZZ 0100007F:1F90 01 0 0 0 0 0 0 777\n" + good + b"\n"
+    text += b"   3: 0100007F:9C40 -1000007F:1F90 01 0 0 0 0 0 0 778\n"  # a negative word: struct cannot pack it
     found = netns_tcp.parse(text)
     assert list(found) == [4242]
     assert (found[4242].peer, found[4242].pport, found[4242].state) == ("127.0.0.1", 8080, tcp_rule.ESTABLISHED)
+
+
+def test_an_ipv4_peer_on_a_dual_stack_socket_is_named_as_ipv4_and_its_table_is_kept():
+    header = b"  sl  local_address remote_address st tx_queue rx_queue tr tm->when retrnsmt uid timeout inode\n"
+    mapped = (b"   0: 0000000000000000FFFF00000100007F:9C40 0000000000000000FFFF00000500000A:1F90 01 "
+              b"00000000:00000000 00:00000000 00000000  1000        0 5151 1 0 20 4\n")
+    found = netns_tcp.parse(header + mapped, "tcp6")
+    assert (found[5151].peer, found[5151].pport, found[5151].name) == ("10.0.0.5", 8080, "tcp6")
+
+
+def test_a_server_that_closed_its_listener_is_still_one_that_accepted():
+    """`nc -l` accepts once and closes its listener: its connection's local port is a fixed one below the ephemeral
+    range and the client's is inside it, so it is inbound still; a client's own port is ephemeral."""
+    header = b"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    served = b"   0: 0100007F:1F90 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  1000 0 61 1 0 20 4\n"
+    asked = b"   1: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000 0 62 1 0 20 4\n"
+    found = netns_tcp.parse(header + served + asked)
+    assert found[61].inbound and not found[62].inbound
+
+
+def test_a_table_cut_by_the_read_drops_its_last_line():
+    header = b"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+    line = b"   1: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0 20 4\n"
+    text = (header + line * (netns_tcp.TABLE_BYTES // len(line) + 1))[:netns_tcp.TABLE_BYTES - 30]
+    assert 4242 in netns_tcp.parse(text)
+    cut = text + line[:30]
+    assert len(cut) == netns_tcp.TABLE_BYTES and 4242 in netns_tcp.parse(cut)  # the last, partial line is dropped
+    assert netns_tcp.parse(header + b"   1: 0100007F:9C40 0100007F 01 0:0 0:0 0 0 0 77\n") == {}
 
 
 def test_a_process_whose_entry_cannot_be_read_gives_nothing():
