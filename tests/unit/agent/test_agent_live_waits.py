@@ -72,6 +72,32 @@ def _children(pid):
     out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
     return set(out.split())
 
+def _stop(release, sampler, sh, srv):
+    release.set()
+    sampler.close()
+    if sh.poll() is None:
+        sh.kill()
+        sh.wait()
+    srv.close()
+
+
+def _report_server(addr):
+    """A server that sends a report's headers at once (`asked` set) and its body when `release` is set."""
+    srv = socket.create_server((addr, 0))
+    release, asked = threading.Event(), threading.Event()
+
+    def serve():
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(4096)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Type: text/plain\r\n\r\n")
+            asked.set()
+            release.wait(30)
+            conn.sendall(b"report done\n")
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv, release, asked
+
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
 @pytest.mark.parametrize("box", ["quiet", "busy"])
@@ -86,21 +112,8 @@ def test_curl_waiting_for_a_body_after_the_headers_came_is_a_wait_through_its_po
     The bound is counted from the headers' sending, when curl's wait begins (its start, loading its libraries and
     connecting, may take a second under CI's other tiers): a quiet box sees the wait within SLOW_WALK + WAIT_MIN
     (docs/agent.md), a busy one within WAIT_MIN and a tick."""
-    srv = socket.create_server(("127.0.0.1", 0))
+    srv, release, headers_sent = _report_server("127.0.0.1")
     port = srv.getsockname()[1]
-    release, headers_sent = threading.Event(), threading.Event()
-
-    def serve():
-        conn, _ = srv.accept()
-        with conn:
-            conn.recv(4096)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Type: text/plain\r\n\r\n")
-            headers_sent.set()
-            release.wait(30)
-            conn.sendall(b"report done\n")
-
-    t = threading.Thread(target=serve, daemon=True)
-    t.start()
     sh = subprocess.Popen(["sh", "-c", 'curl -sS -o "$1" "http://127.0.0.1:$2/report"; echo fetched',
                            "sh", str(tmp_path / "report.txt"), str(port)], stdout=subprocess.PIPE)
     s = only_the_job(ProcSampler(), sh.pid)
@@ -121,12 +134,7 @@ def test_curl_waiting_for_a_body_after_the_headers_came_is_a_wait_through_its_po
         assert (tmp_path / "report.txt").read_bytes() == b"report done\n"
         assert _votes(s, curl, "tcp", ticks=2) == []
     finally:
-        release.set()
-        s.close()
-        if sh.poll() is None:
-            sh.kill()
-            sh.wait()
-        srv.close()
+        _stop(release, s, sh, srv)
 
 
 PRODUCER = """import sys, time
@@ -170,23 +178,6 @@ def test_a_producer_pacing_its_pages_into_a_pipe_is_work_and_one_that_writes_not
 
 
 
-def _report_server(addr):
-    """A server that sends a report's headers at once and its body when `release` is set (as above)."""
-    srv = socket.create_server((addr, 0))
-    release, asked = threading.Event(), threading.Event()
-
-    def serve():
-        conn, _ = srv.accept()
-        with conn:
-            conn.recv(4096)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nContent-Type: text/plain\r\n\r\n")
-            asked.set()
-            release.wait(30)
-            conn.sendall(b"report done\n")
-
-    threading.Thread(target=serve, daemon=True).start()
-    return srv, release, asked
-
 
 @pytest.mark.root
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")
@@ -221,12 +212,7 @@ def test_a_step_in_another_network_namespace_waiting_on_its_request_is_a_wait(tm
         assert sh.communicate(timeout=10)[0] == b"fetched\n"
         assert _votes(s, curl, "tcp", ticks=2) == []
     finally:
-        release.set()
-        s.close()
-        if sh.poll() is None:
-            sh.kill()
-            sh.wait()
-        srv.close()
+        _stop(release, s, sh, srv)
 
 
 @pytest.mark.root
