@@ -128,12 +128,12 @@ class JobSteps(object):
     def _job_waits(self, now, sig):
         """Blocked processes that are a step their job waits on, holding a connection to a peer (job_wait): looked
         at once per block, WAIT_MIN after it began; voted while the block lasts and the parent still waits."""
+        looked_at = job_wait.WAIT_MIN - job_wait.TICK_JITTER
         for pid, p in list(self.job_due.items()):
             if p.excluded or self.procs.get(pid) is not p or p.state != "S" or p.timer is not None:
                 del self.job_due[pid]
                 self._end_job_wait(pid, now)
                 continue
-            looked_at = job_wait.WAIT_MIN - job_wait.TICK_JITTER
             woken = now - p.ran_at < looked_at
             if woken and (p.block_from is None or now - p.block_from < looked_at):
                 continue

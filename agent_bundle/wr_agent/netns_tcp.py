@@ -9,7 +9,7 @@ import os
 import socket
 import struct
 
-from wr_agent import tcp_rule
+from wr_agent import tcp_diag, tcp_rule
 
 TABLE_BYTES = 1 << 20  # a namespace with more sockets than this holds is judged on the first ones
 EPHEMERAL_LOW = 32768  # the kernel's default ip_local_port_range starts here: a client's own port is at or above it
@@ -39,10 +39,7 @@ def _address(hex_addr):
     if len(hex_addr) not in (8, 32):
         raise ValueError(hex_addr)
     raw = b"".join(_WORD.pack(int(hex_addr[i:i + 8], 16)) for i in range(0, len(hex_addr), 8))
-    text = socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)
-    if text.startswith("::ffff:") and "." in text:
-        return text[7:]  # an IPv4 peer on a dual-stack socket, named as tcp_diag names it
-    return text
+    return tcp_diag._address(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)  # named as sock_diag's are
 
 
 def _inbound(lport, pport, listening):
