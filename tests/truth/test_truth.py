@@ -54,4 +54,5 @@ def test_workload_verdict(truth_results, name, request):
     tti = r.time_to_idle()
     limit = r.settle if r.settle is not None else timings.settle
     assert tti is not None and tti <= limit, (
-        f"busy for ever (did not settle to IDLE within {limit:.0f} s); reasons after work: {r.reasons('after')}")
+        f"busy for ever (did not settle to IDLE within {limit:.0f} s); reasons after work: {r.reasons('after')}; "
+        f"busy (s from the start of work): {r.spans()}")

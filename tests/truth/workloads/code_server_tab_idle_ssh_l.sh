@@ -3,7 +3,7 @@
 # side: outside
 # needs: code-server chromium curl
 # stay: 300
-# settle: 90
+# settle: 90 (the goal for a tab left open: its start-up after the tab loads, the extension host and its first requests, is the editor's own work and on a loaded machine ran 66 s)
 # proof: tab.log loaded after
 # why: VS Code's server (code-server) on the box and the developer's real browser tab (Chromium) open on a file through ssh -L, then left untouched for 5 minutes: the editor's own keep-alives every 5 s, its first-minute messages and its 5-minute extension check are nobody's work
 . "$TRUTH_TOOLS/lib.sh"
