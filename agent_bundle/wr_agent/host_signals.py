@@ -13,6 +13,9 @@ from wr_agent.agent_log import log
 # process may do unseen (wake and block again, without CPU to speak of) is seen at most this late. A new silent wait
 # is then a job's within SLOW_WALK + WAIT_MIN (5 s); CPU work is seen on its first tick, as before.
 SLOW_WALK = 3.0
+# The exact reads of the sockets that moved (`_tcp_moved_only`): at most this many, and the whole table at least every
+# FULL_EVERY seconds while segments move (whatever the counters' sums could miss is seen that late at most).
+MOVED_MAX, FULL_EVERY = 8, 10.0
 MULTIPLEXER_CLIENTS = frozenset(("tmux: client", "screen"))  # tmux's client retitles itself; screen's is lowercase
 
 
@@ -187,6 +190,28 @@ class HostSignals(object):
         except (KeyError, ValueError):
             return None
 
+    def _tcp_moved_only(self, counters, now):
+        """The sockets that moved at the last read, read again one by one, when they account for every segment
+        the namespace sent and received since (its counters count each segment once, each socket its own): then
+        no other socket moved and what the judge knows of them holds. None: read every socket. A box with one
+        chatty connection among hundreds of idle ones (a database pool, editors' sessions) reads one or two
+        sockets a tick instead of all of them; every FULL_EVERY seconds, and whenever anything else moves or a
+        connection opens or closes, the whole table."""
+        prev, moved = self.tcp_counters, self.tcp_moved
+        lookup = getattr(self.tcp_reader, "lookup", None)
+        if (lookup is None or prev is None or counters is None or counters[2] != prev[2] or not moved
+                or len(moved) > MOVED_MAX or self.tcp_full_at is None or now - self.tcp_full_at >= FULL_EVERY
+                or any(c.segs_in is None or c.sockid is None for c in moved.values())):
+            return None
+        fresh = lookup(list(moved.values()))
+        if len(fresh) != len(moved) or any(c.inode not in moved or c.segs_in is None for c in fresh):
+            return None  # one closed, or a new socket on its ports
+        seg_in = sum((c.segs_in - moved[c.inode].segs_in) & 0xFFFFFFFF for c in fresh)
+        seg_out = sum((c.segs_out - moved[c.inode].segs_out) & 0xFFFFFFFF for c in fresh)
+        if (seg_in, seg_out) != (counters[0] - prev[0], counters[1] - prev[1]):
+            return None
+        return fresh
+
     def _tcp(self, now):
         """This tick's TCP vote: [(comm, pid, reason text, facts)] for the connections that are work
         (tcp_rule). The gate: while no segment came in or went out (/proc/net/snmp), the last read's facts
@@ -208,7 +233,10 @@ class HostSignals(object):
         if counters is None or counters != self.tcp_counters:
             read_at = self.clock()  # the ages in the facts count from the read, which starts now
             try:
-                conns = self.tcp_reader.read()
+                conns = self._tcp_moved_only(counters, read_at)
+                some = conns is not None
+                if not some:
+                    conns = self.tcp_reader.read()
             except (OSError, ValueError) as exc:
                 conns = None
                 if self.tcp_error != str(exc):
@@ -216,11 +244,14 @@ class HostSignals(object):
                     log.warning("reading TCP sockets failed: %s; trying again next tick", exc)
             if conns is not None:
                 self.tcp_error = None
-                self.tcp_judge.ingest(read_at, conns)
+                changed = self.tcp_judge.ingest(read_at, conns, some)
                 self.tcp_counters = counters
-                live = set(self.tcp_judge.tracks)
-                for ino in [i for i in self.inode_owner if i not in live]:
-                    del self.inode_owner[ino]
+                self.tcp_moved = dict((c.inode, c) for c in changed)
+                if not some:
+                    self.tcp_full_at = read_at
+                    live = set(self.tcp_judge.tracks)
+                    for ino in [i for i in self.inode_owner if i not in live]:
+                        del self.inode_owner[ino]
         self._mapped = False
         hits, seen = [], {}
         for owner, track in self.tcp_judge.busy(now, self._owner_of, self.wall()):

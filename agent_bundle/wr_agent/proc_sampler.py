@@ -92,6 +92,8 @@ class ProcSampler(HostSignals, JobSteps):
                 self.exclude(spec)
         self.inode_owner = {}  # socket inode -> pid string or (None, time looked up)
         self.tcp_counters = None  # (InSegs, OutSegs, CurrEstab) from /proc/net/snmp at the last read
+        self.tcp_moved = {}  # inode -> Conn, the sockets that moved at the last read (HostSignals._tcp_moved_only)
+        self.tcp_full_at = None  # when every socket was last read
         # sock_diag netlink where the kernel answers, else /proc/net/tcp{,6} ("coarse"), else none.
         self.tcp_reader = tcp_diag.open_reader(root) if tcp_reader == "auto" else tcp_reader
         self.tcp_kind = None if self.tcp_reader is None else self.tcp_reader.kind

@@ -33,8 +33,8 @@ _REQ = struct.Struct("=BBBxI48x")
 _MSG = struct.Struct("=BBBB2s2s16s16sI8sIIIII")
 _RTA = struct.Struct("=HH")
 # struct tcp_info offsets (linux/tcp.h): the fields the rule reads.
-_TI_U32 = {"unacked": 24, "last_data_sent": 44, "last_data_recv": 52, "notsent_bytes": 144,
-           "data_segs_in": 152, "data_segs_out": 156}
+_TI_U32 = {"unacked": 24, "last_data_sent": 44, "last_data_recv": 52, "segs_out": 136, "segs_in": 140,
+           "notsent_bytes": 144, "data_segs_in": 152, "data_segs_out": 156}
 _TI_U64 = {"bytes_acked": 120, "bytes_received": 128}
 MAX_SOCKETS = 65536  # a dump is cut here (a box with more connections is judged on the first ones)
 
@@ -44,10 +44,12 @@ class Conn(object):
     known); byte counters are cumulative over the connection (None: not known)."""
 
     __slots__ = ("bytes_in", "bytes_out", "family", "inode", "local", "lport", "notsent", "peer", "pport",
-                 "recv_ago", "rqueue", "sent_ago", "state", "timer", "uid", "unacked", "wqueue")
+                 "recv_ago", "rqueue", "segs_in", "segs_out", "sent_ago", "sockid", "state", "timer", "uid",
+                 "unacked", "wqueue")
 
     def __init__(self, family, state, local, lport, peer, pport, inode, uid=0, rqueue=0, wqueue=0, timer=0,
-                 sent_ago=None, recv_ago=None, bytes_out=None, bytes_in=None, notsent=None, unacked=None):
+                 sent_ago=None, recv_ago=None, bytes_out=None, bytes_in=None, notsent=None, unacked=None,
+                 sockid=None):
         self.family, self.state = family, state
         self.local, self.lport, self.peer, self.pport = local, lport, peer, pport
         self.inode, self.uid = inode, uid
@@ -55,6 +57,10 @@ class Conn(object):
         self.sent_ago, self.recv_ago = sent_ago, recv_ago
         self.bytes_out, self.bytes_in = bytes_out, bytes_in
         self.notsent, self.unacked = notsent, unacked
+        # Every segment in or out, pure acknowledgements and retransmissions included (None: not known), as the
+        # namespace's TCP counters count them; and the kernel's id of the socket (sock_diag only: an exact lookup).
+        self.segs_in = self.segs_out = None
+        self.sockid = sockid
 
     def __repr__(self):
         return "Conn(%s:%d -> %s:%d st=%d ino=%d sent=%s recv=%s out=%s in=%s wq=%d notsent=%s)" % (
@@ -62,11 +68,15 @@ class Conn(object):
             self.bytes_out, self.bytes_in, self.wqueue, self.notsent)
 
 
-def request(family, seq):
-    """One dump request: every TCP socket of `family` in ESTABLISHED, CLOSE_WAIT or LISTEN, with tcp_info."""
+def request(family, seq, sockid=None):
+    """One dump request: every TCP socket of `family` in ESTABLISHED, CLOSE_WAIT or LISTEN, with tcp_info. With
+    `sockid` (the 48 bytes of a socket's inet_diag_sockid, as a dump gave them): that one socket only, looked up
+    by its addresses, ports and cookie (a socket closed since, or a new one on the same ports, is not found)."""
     body = _REQ.pack(family, socket.IPPROTO_TCP, 1 << (INET_DIAG_INFO - 1), STATES)
-    return _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq,
-                          0) + body
+    flags = NLM_F_REQUEST | NLM_F_DUMP
+    if sockid is not None:
+        body, flags = body[:-len(sockid)] + sockid, NLM_F_REQUEST
+    return _NLMSGHDR.pack(_NLMSGHDR.size + len(body), SOCK_DIAG_BY_FAMILY, flags, seq, 0) + body
 
 
 def _address(family, raw):
@@ -80,14 +90,14 @@ def _address(family, raw):
 
 # The same fields in one unpack, for a tcp_info that has them all (Linux 4.6+): a dump of hundreds of sockets
 # every tick is parsed at a fraction of the cost of one call per field.
-_TI_FAST = struct.Struct("=24xI16xI4xI64xQQ8xI4xII")
+_TI_FAST = struct.Struct("=24xI16xI4xI64xQQIII4xII")
 
 
 def _tcp_info(buf, start, length, conn):
     """Fill `conn` from a tcp_info of `length` bytes at `start` (fields past its end stay None)."""
     if length >= _TI_FAST.size:
-        (conn.unacked, sent, recv, conn.bytes_out, conn.bytes_in, conn.notsent, segs_in,
-         segs_out) = _TI_FAST.unpack_from(buf, start)
+        (conn.unacked, sent, recv, conn.bytes_out, conn.bytes_in, conn.segs_out, conn.segs_in, conn.notsent,
+         segs_in, segs_out) = _TI_FAST.unpack_from(buf, start)
         conn.sent_ago = None if segs_out == 0 else sent
         conn.recv_ago = None if segs_in == 0 else recv
         return
@@ -108,6 +118,7 @@ def _tcp_info(buf, start, length, conn):
     conn.unacked = u32(_TI_U32["unacked"])
     conn.notsent = u32(_TI_U32["notsent_bytes"])
     conn.bytes_out, conn.bytes_in = u64(_TI_U64["bytes_acked"]), u64(_TI_U64["bytes_received"])
+    conn.segs_out, conn.segs_in = u32(_TI_U32["segs_out"]), u32(_TI_U32["segs_in"])
 
 
 def parse(buf, seq=None):
@@ -138,7 +149,8 @@ def parse(buf, seq=None):
             (family, state, timer, _retrans, sport, dport, src, dst, _if, _cookie, _expires, rqueue, wqueue,
              uid, inode) = _MSG.unpack_from(buf, body)
             c = Conn(family, state, _address(family, src), struct.unpack("!H", sport)[0],
-                     _address(family, dst), struct.unpack("!H", dport)[0], inode, uid, rqueue, wqueue, timer)
+                     _address(family, dst), struct.unpack("!H", dport)[0], inode, uid, rqueue, wqueue, timer,
+                     sockid=buf[body + 4:body + 52])
             a = body + _MSG.size
             end = off + length
             while a + _RTA.size <= end:
@@ -212,6 +224,25 @@ class NetlinkReader(object):
                 # Whatever is left of this dump is read and dropped, so the next request starts clean.
                 self._drain()
                 break
+        return out
+
+    def lookup(self, conns):
+        """The same sockets read again, one exact lookup each (Conns of an earlier `read`): fresh Conns for those
+        still there, in order; a socket gone since is left out. Raises OSError as `read` does."""
+        out = []
+        for c in conns:
+            self.seq = (self.seq + 1) & 0xFFFFFFFF
+            self.sock.send(request(c.family, self.seq, c.sockid))
+            while True:
+                try:
+                    found, _ = parse(receive(self.sock, 4096, "sock_diag"), self.seq)
+                except OSError as exc:
+                    if exc.errno != errno.ENOENT:
+                        raise
+                    break  # closed since: no such socket
+                if found:
+                    out.extend(found)
+                    break
         return out
 
     def _drain(self):

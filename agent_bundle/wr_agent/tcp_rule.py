@@ -263,11 +263,18 @@ class Judge(object):
         # ever turn false as time passes), so on a box with many idle connections a tick looks at none of them.
         self._live = None
 
-    def ingest(self, now, conns):
-        """A fresh read of every socket (tcp_diag.Conn)."""
-        listening = set(c.lport for c in conns if c.state == LISTEN)
-        self.listen_inodes = frozenset(c.inode for c in conns if c.state == LISTEN)
-        tracks = {}
+    def ingest(self, now, conns, some=False):
+        """A fresh read of every socket (tcp_diag.Conn); the Conns that told it something new (moved, queued,
+        new), in order. `some`: a read of a few sockets only, the others known unchanged (an exact lookup of those
+        that moved at the last read, when the namespace's segment counters show nothing else did): only these are
+        updated, and a socket not among them is not taken for closed."""
+        if some:
+            listening, tracks = self.listening, self.tracks
+        else:
+            listening = frozenset(c.lport for c in conns if c.state == LISTEN)
+            self.listen_inodes = frozenset(c.inode for c in conns if c.state == LISTEN)
+            tracks = {}
+        changed = []
         for c in conns:
             if c.state == LISTEN or c.inode == 0:
                 continue
@@ -280,11 +287,17 @@ class Judge(object):
                 continue
             t.update(now, c)
             tracks[c.inode] = t
-        for ino, t in self.tracks.items():
-            if ino not in tracks and t.wait is not None:
-                self._ended(t.wait.key, now)  # closed while waiting: the wait is over
-        self.tracks, self.listening = tracks, frozenset(listening)
-        self._live = None
+            changed.append(c)
+        if not some:
+            for ino, t in self.tracks.items():
+                if ino not in tracks and t.wait is not None:
+                    self._ended(t.wait.key, now)  # closed while waiting: the wait is over
+            self.tracks, self.listening = tracks, listening
+            self._live = None
+        elif self._live is not None:  # the others' facts did not change: only these join what busy looks at
+            seen = set(id(t) for t in self._live)
+            self._live.extend(t for t in (tracks[c.inode] for c in changed) if id(t) not in seen)
+        return changed
 
     def _peer(self, key):
         p = self.peers.get(key)

@@ -100,6 +100,16 @@ def test_request_is_an_inet_diag_req_v2_dump_with_tcp_info():
     assert raw[24:] == b"\0" * 48  # any socket
 
 
+def test_an_exact_lookup_asks_for_the_one_socket_a_dump_named():
+    conns = captured("sock_diag_inet.bin")
+    c = by_ports(conns, SCENARIO["answered_client"], SCENARIO["listen4"])
+    assert len(c.sockid) == 48 and struct.unpack("!H", c.sockid[:2])[0] == c.lport
+    assert c.segs_out >= 2 and c.segs_in >= 2  # the handshake's and the exchange's segments
+    raw = tcp_diag.request(socket.AF_INET, 8, c.sockid)
+    _length, _kind, flags, _seq, _pid = struct.unpack_from("=IHHII", raw)
+    assert flags == 0x1 and raw[24:] == c.sockid  # a request, not a dump: the socket's own id
+
+
 def test_a_short_tcp_info_leaves_what_it_lacks_unknown():
     """An older kernel's tcp_info ends before bytes_acked (Linux < 4.1) or the data segment counts (< 4.6)."""
     raw = bytearray((DATA / "sock_diag_inet.bin").read_bytes())

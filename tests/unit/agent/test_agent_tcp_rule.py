@@ -520,3 +520,17 @@ def test_between_reads_idle_connections_are_not_looked_at_again_and_a_wait_still
     assert judge.busy(12.0, lambda ino: OWNER, 0.0), "the answer still arriving is the query's"
     assert len(looked) == 201
     assert judge.busy(11.5 + tcp_rule.ANSWER_GAP + 1, lambda ino: OWNER, 0.0) == []
+
+
+def test_a_read_of_some_sockets_updates_those_and_takes_no_other_for_closed():
+    """The sockets that moved, read again alone (HostSignals._tcp_moved_only): the others keep what they knew, a
+    wait on one of them is not ended, and what `busy` looks at grows by the ones read."""
+    waiting, chatty = Sock(1).send(0.0), Sock(2, pport=443).send(0.0).receive(0.1)
+    w = World(waiting, chatty)
+    assert w.tick(3.0) == [(OWNER, w.judge.tracks[1])]  # the query has waited 3 s
+    chatty.send(3.5, 1).receive(3.6, 1)
+    changed = w.judge.ingest(4.0, [chatty.conn(4.0)], some=True)
+    assert [c.inode for c in changed] == [2] and set(w.judge.tracks) == {1, 2}
+    assert w.judge.tracks[1].wait is not None, "a socket the read left out is not closed"
+    assert [t.inode for _o, t in w.judge.busy(4.0, lambda ino: OWNER, 1_700_000_004.0)] == [1]
+    assert w.judge.ingest(4.5, [chatty.conn(4.5)], some=True) == []  # nothing new on it since
