@@ -192,23 +192,35 @@ class HostSignals(object):
 
     def _tcp_moved_only(self, counters, now):
         """The sockets that moved at the last read, read again one by one, when they account for every segment
-        the namespace sent and received since (its counters count each segment once, each socket its own): then
-        no other socket moved and what the judge knows of them holds. None: read every socket. A box with one
-        chatty connection among hundreds of idle ones (a database pool, editors' sessions) reads one or two
-        sockets a tick instead of all of them; every FULL_EVERY seconds, and whenever anything else moves or a
-        connection opens or closes, the whole table."""
+        the namespace sent and received since: then no other socket moved and what the judge knows of the others
+        holds. None: read every socket. The namespace counts a segment in once per packet as it arrives (InSegs)
+        and a segment out unless it is a retransmission (OutSegs); a socket counts its own, retransmissions
+        included and a merged packet as the segments it carries. So the sums are compared as the namespace counts:
+        out, the sockets' segments less their retransmissions, exactly; in, exactly (a merged packet on one of
+        them reads as a mismatch: the whole table, safe). The counters are read again after the lookups and must
+        not have moved meanwhile (a segment on one of them between the two reads would count on one side only).
+        A box with one chatty connection among hundreds of idle ones (a database pool, editors' sessions) reads
+        one or two sockets a tick instead of all of them; every FULL_EVERY seconds, and whenever anything else
+        moves or a connection opens or closes, the whole table."""
         prev, moved = self.tcp_counters, self.tcp_moved
         lookup = getattr(self.tcp_reader, "lookup", None)
         if (lookup is None or prev is None or counters is None or counters[2] != prev[2] or not moved
-                or len(moved) > MOVED_MAX or self.tcp_full_at is None or now - self.tcp_full_at >= FULL_EVERY
-                or any(c.segs_in is None or c.sockid is None for c in moved.values())):
+                or self.tcp_full_at is None or now - self.tcp_full_at >= FULL_EVERY):
             return None
-        fresh = lookup(list(moved.values()))
-        if len(fresh) != len(moved) or any(c.inode not in moved or c.segs_in is None for c in fresh):
-            return None  # one closed, or a new socket on its ports
-        seg_in = sum((c.segs_in - moved[c.inode].segs_in) & 0xFFFFFFFF for c in fresh)
-        seg_out = sum((c.segs_out - moved[c.inode].segs_out) & 0xFFFFFFFF for c in fresh)
-        if (seg_in, seg_out) != (counters[0] - prev[0], counters[1] - prev[1]):
+        try:
+            fresh = lookup(list(moved.values()))
+        except (OSError, ValueError):
+            return None  # whatever the lookup met, the whole table is read this tick
+        if len(fresh) != len(moved) or any(c.inode not in moved or c.segs_in is None or c.retrans is None
+                                           or c.state not in (tcp_rule.ESTABLISHED, tcp_rule.CLOSE_WAIT)
+                                           for c in fresh):
+            return None  # one closed or closing, or a new socket on its ports
+        seg_in = seg_out = 0
+        for c in fresh:
+            was = moved[c.inode]
+            seg_in += (c.segs_in - was.segs_in) & 0xFFFFFFFF
+            seg_out += ((c.segs_out - was.segs_out) - (c.retrans - was.retrans)) & 0xFFFFFFFF
+        if (seg_in, seg_out) != (counters[0] - prev[0], counters[1] - prev[1]) or self._snmp_segments() != counters:
             return None
         return fresh
 
@@ -246,7 +258,10 @@ class HostSignals(object):
                 self.tcp_error = None
                 changed = self.tcp_judge.ingest(read_at, conns, some)
                 self.tcp_counters = counters
-                self.tcp_moved = dict((c.inode, c) for c in changed)
+                # Kept for the next tick's lookups only when few moved, with what the lookup needs.
+                self.tcp_moved = ({} if len(changed) > MOVED_MAX or any(c.sockid is None or c.segs_in is None
+                                                                        or c.retrans is None for c in changed)
+                                  else dict((c.inode, c) for c in changed))
                 if not some:
                     self.tcp_full_at = read_at
                     live = set(self.tcp_judge.tracks)

@@ -33,7 +33,8 @@ _REQ = struct.Struct("=BBBxI48x")
 _MSG = struct.Struct("=BBBB2s2s16s16sI8sIIIII")
 _RTA = struct.Struct("=HH")
 # struct tcp_info offsets (linux/tcp.h): the fields the rule reads.
-_TI_U32 = {"unacked": 24, "last_data_sent": 44, "last_data_recv": 52, "segs_out": 136, "segs_in": 140,
+_TI_U32 = {"unacked": 24, "last_data_sent": 44, "last_data_recv": 52, "total_retrans": 100, "segs_out": 136,
+           "segs_in": 140,
            "notsent_bytes": 144, "data_segs_in": 152, "data_segs_out": 156}
 _TI_U64 = {"bytes_acked": 120, "bytes_received": 128}
 MAX_SOCKETS = 65536  # a dump is cut here (a box with more connections is judged on the first ones)
@@ -44,8 +45,8 @@ class Conn(object):
     known); byte counters are cumulative over the connection (None: not known)."""
 
     __slots__ = ("bytes_in", "bytes_out", "family", "inode", "local", "lport", "notsent", "peer", "pport",
-                 "recv_ago", "rqueue", "segs_in", "segs_out", "sent_ago", "sockid", "state", "timer", "uid",
-                 "unacked", "wqueue")
+                 "recv_ago", "retrans", "rqueue", "segs_in", "segs_out", "sent_ago", "sockid", "state", "timer",
+                 "uid", "unacked", "wqueue")
 
     def __init__(self, family, state, local, lport, peer, pport, inode, uid=0, rqueue=0, wqueue=0, timer=0,
                  sent_ago=None, recv_ago=None, bytes_out=None, bytes_in=None, notsent=None, unacked=None,
@@ -57,9 +58,9 @@ class Conn(object):
         self.sent_ago, self.recv_ago = sent_ago, recv_ago
         self.bytes_out, self.bytes_in = bytes_out, bytes_in
         self.notsent, self.unacked = notsent, unacked
-        # Every segment in or out, pure acknowledgements and retransmissions included (None: not known), as the
-        # namespace's TCP counters count them; and the kernel's id of the socket (sock_diag only: an exact lookup).
-        self.segs_in = self.segs_out = None
+        # Segments in and out, pure acknowledgements and retransmissions included, and how many were retransmitted
+        # (None: not known); the kernel's id of the socket (sock_diag only: for an exact lookup).
+        self.segs_in = self.segs_out = self.retrans = None
         self.sockid = sockid
 
     def __repr__(self):
@@ -90,14 +91,14 @@ def _address(family, raw):
 
 # The same fields in one unpack, for a tcp_info that has them all (Linux 4.6+): a dump of hundreds of sockets
 # every tick is parsed at a fraction of the cost of one call per field.
-_TI_FAST = struct.Struct("=24xI16xI4xI64xQQIII4xII")
+_TI_FAST = struct.Struct("=24xI16xI4xI44xI16xQQIII4xII")
 
 
 def _tcp_info(buf, start, length, conn):
     """Fill `conn` from a tcp_info of `length` bytes at `start` (fields past its end stay None)."""
     if length >= _TI_FAST.size:
-        (conn.unacked, sent, recv, conn.bytes_out, conn.bytes_in, conn.segs_out, conn.segs_in, conn.notsent,
-         segs_in, segs_out) = _TI_FAST.unpack_from(buf, start)
+        (conn.unacked, sent, recv, conn.retrans, conn.bytes_out, conn.bytes_in, conn.segs_out, conn.segs_in,
+         conn.notsent, segs_in, segs_out) = _TI_FAST.unpack_from(buf, start)
         conn.sent_ago = None if segs_out == 0 else sent
         conn.recv_ago = None if segs_in == 0 else recv
         return
@@ -119,6 +120,7 @@ def _tcp_info(buf, start, length, conn):
     conn.notsent = u32(_TI_U32["notsent_bytes"])
     conn.bytes_out, conn.bytes_in = u64(_TI_U64["bytes_acked"]), u64(_TI_U64["bytes_received"])
     conn.segs_out, conn.segs_in = u32(_TI_U32["segs_out"]), u32(_TI_U32["segs_in"])
+    conn.retrans = u32(_TI_U32["total_retrans"])
 
 
 def parse(buf, seq=None):
@@ -228,16 +230,17 @@ class NetlinkReader(object):
 
     def lookup(self, conns):
         """The same sockets read again, one exact lookup each (Conns of an earlier `read`): fresh Conns for those
-        still there, in order; a socket gone since is left out. Raises OSError as `read` does."""
+        still there, in order; a socket gone since is left out (ENOENT; ESTALE, an older kernel's answer when
+        the lookup lands on another socket). Raises OSError as `read` does."""
         out = []
         for c in conns:
             self.seq = (self.seq + 1) & 0xFFFFFFFF
             self.sock.send(request(c.family, self.seq, c.sockid))
             while True:
                 try:
-                    found, _ = parse(receive(self.sock, 4096, "sock_diag"), self.seq)
+                    found, _ = parse(receive(self.sock, 65536, "sock_diag"), self.seq)
                 except OSError as exc:
-                    if exc.errno != errno.ENOENT:
+                    if exc.errno not in (errno.ENOENT, errno.ESTALE):
                         raise
                     break  # closed since: no such socket
                 if found:

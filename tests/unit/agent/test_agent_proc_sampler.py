@@ -384,6 +384,59 @@ def test_sockets_are_read_only_when_segments_moved_and_waits_grow_between_reads(
     assert reader.reads == 3, "nothing established, nothing tracked: nothing to read"
 
 
+class LookupReader(ListReader):
+    """A sock_diag reader that also looks sockets up one by one (NetlinkReader.lookup), counting the lookups."""
+
+    def __init__(self):
+        super().__init__()
+        self.lookups = 0
+
+    def lookup(self, conns):
+        self.lookups += 1
+        now = {c.inode: c for c in self.conns}
+        return [now[c.inode] for c in conns if c.inode in now]
+
+
+def counted(inode, segs_in, segs_out, retrans=0, **kw):
+    c = conn(inode, **kw)
+    c.sockid, c.segs_in, c.segs_out, c.retrans = bytes(48), segs_in, segs_out, retrans
+    return c
+
+
+def test_the_sockets_that_moved_are_read_alone_while_they_account_for_every_segment_as_the_namespace_counts(fake):
+    """The namespace counts a retransmission in no OutSegs; a socket counts it in its segs_out and its retransmits.
+    Compared that way, one chatty connection's lookups stand for the whole table; a segment it does not account for
+    (a query on the idle one) reads every socket that tick."""
+    fake.proc(70, "psql", fds=["socket:[7201]", "socket:[7202]"])
+    reader, clock = LookupReader(), Clock()
+    s = sampler(fake, clock, tcp_reader=reader)
+    fake.snmp(10, 10, 2)
+    reader.conns = [counted(7201, 5, 5, recv_ago=0, out=10, inn=10),
+                    counted(7202, 5, 5, lport=40001, recv_ago=0, out=10, inn=10)]
+    s.sample()
+    assert (reader.reads, reader.lookups) == (1, 0)
+    # A ping and its answer on 7201, one of its segments sent twice: the namespace counts 2 out, the socket 3 and 1.
+    fake.snmp(12, 12, 2)
+    reader.conns[0] = counted(7201, 7, 8, retrans=1, sent_ago=0, recv_ago=0, out=11, inn=11)
+    clock.t += 1
+    s.sample()
+    assert (reader.reads, reader.lookups) == (1, 1), "the moved sockets accounted for every segment"
+    # The same again, but the namespace counts what the socket retransmitted as well: not as the kernel counts.
+    fake.snmp(14, 15, 2)
+    reader.conns[0] = counted(7201, 9, 11, retrans=2, sent_ago=0, recv_ago=0, out=12, inn=12)
+    clock.t += 1
+    s.sample()
+    assert (reader.reads, reader.lookups) == (2, 2), "a segment the lookups do not account for: every socket"
+    # The ping again, and a query on the idle connection in the same tick: every socket, and the query is seen.
+    fake.snmp(16, 18, 2)
+    reader.conns = [counted(7201, 11, 13, retrans=2, sent_ago=0, recv_ago=0, out=13, inn=13),
+                    counted(7202, 5, 6, lport=40001, sent_ago=0, recv_ago=1000, out=40, inn=10)]
+    clock.t += 1
+    s.sample()
+    assert (reader.reads, reader.lookups) == (3, 3)
+    assert s.tcp_judge.tracks[7202].bytes_out == 40
+
+
 def test_no_packet_on_any_interface_means_the_segment_counters_are_not_read_again(fake):
     """/proc/net/snmp (every protocol's table, ~16 us) is read only when /proc/net/dev moved: a segment is a packet
     on some interface, loopback's included. The probe: snmp written to say segments moved while net/dev stays the

@@ -24,11 +24,14 @@ from wr_agent import host_signals, proc_sampler, tcp_diag
 
 class Counted(tcp_diag.NetlinkReader):
     reads = lookups = 0
+    refuse = False
     def read(self):
         Counted.reads += 1
         return super().read()
     def lookup(self, conns):
         Counted.lookups += 1
+        if Counted.refuse:
+            raise OSError(5, "refused by the test")  # whatever a lookup meets, the tick is not lost
         return super().lookup(conns)
 
 srv = socket.create_server(("127.0.0.1", 0), backlog=64)
@@ -69,6 +72,9 @@ for _ in range(3):
     tick(ping)                       # 8-10: back to the chatty pair
 s.tcp_full_at -= host_signals.FULL_EVERY
 tick(ping)                           # 11: the whole table at least every FULL_EVERY
+tick(ping)                           # 12: the pair alone again
+Counted.refuse = True
+tick(ping)                           # 13: a lookup that fails: the whole table
 print(json.dumps(out))
 """
 
@@ -91,3 +97,4 @@ def test_one_chatty_connection_is_read_alone_and_anything_else_reads_every_socke
     assert reads[7] == reads[6] + 1 and tracks[7] == 103, out  # its server end not accepted yet: no inode
     assert reads[10] == reads[8], out
     assert reads[11] == reads[10] + 1, out
+    assert reads[12] == reads[11] and reads[13] == reads[12] + 1 and tracks[13] == 103, out
