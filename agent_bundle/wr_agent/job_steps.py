@@ -171,8 +171,10 @@ class JobSteps(object):
                 p.looked_from = None
                 continue
             for w in waits:
-                if w.peer.turn == peer_turn.SERVER and now - w.checked >= TURN_RECHECK:
+                due = now - w.checked >= TURN_RECHECK
+                if due and (w.peer.turn == peer_turn.SERVER or w.peer.netns is not None):
                     w.checked = now
+                if due and w.peer.turn == peer_turn.SERVER:
                     # The server may have finished with it and be waiting for the client again (a subscriber whose
                     # server was busy elsewhere when first looked at): asked again every TURN_RECHECK seconds.
                     w.counted = self._server_turn(w.peer.server) != peer_turn.CLIENT
@@ -184,10 +186,9 @@ class JobSteps(object):
                     t = self.tcp_judge.tracks.get(w.peer.inode)
                     if t is None or t.state != tcp_rule.ESTABLISHED:
                         continue
-                elif w.peer.kind == "tcp" and now - w.checked >= TURN_RECHECK:
+                elif w.peer.kind == "tcp" and due:
                     # Another namespace's connection, still there? Its table costs with every socket of the host, so
                     # read every TURN_RECHECK only (a close or reset wakes the step, which ends the wait anyway).
-                    w.checked = now
                     t = netns_tcp.table(self.root, w.peer.netns[0], (w.peer.netns[1],)).get(w.peer.inode)
                     if t is None or t.state != tcp_rule.ESTABLISHED:
                         w.counted = False

@@ -277,7 +277,8 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, ser
     """The peers a blocked process `pid` waits on as a step of its job, or [] (see the module's rule).
     `server_turn(inode)`: who holds the turn at the server end of a Unix connection (peer_turn), or None.
     `netns_table()`: where `pid` runs in another network namespace, that namespace's TCP sockets (netns_tcp), read
-    once and only if one of its sockets is not the agent's own namespace's."""
+    once and only if one of its sockets is not the agent's own namespace's; a connection there to a server in the
+    same namespace is judged by whose turn it is at the server's end, as a Unix one is."""
     fd_dir = "%s/%s/fd" % (root, pid)
     exit_ = comm == "ssh" and ssh_runs_command(read_argv(root, pid))
     if not exit_ and not waited_for(root, pid, ppid, read_wchan):
@@ -298,7 +299,17 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, ser
                 netns = (pid, t.name)
         if t is not None:
             if not t.inbound and t.state == tcp_rule.ESTABLISHED and not person:
-                peers.append(Peer("tcp", ino, t.peer, t.pport, exit=exit_, netns=netns))
+                turn = server = None
+                if netns is not None and server_turn is not None:
+                    # The server in the same namespace (a container's database beside its job): whose turn it is,
+                    # as on a Unix socket, since this namespace's table says nothing of who spoke last.
+                    end = t.server_end(other)
+                    server = None if end is None else end.inode
+                    turn = None if server is None else server_turn(server)
+                    if turn == peer_turn.CLIENT:
+                        continue  # the server waits for this client: nothing asked is in hand (a worker's pop)
+                peers.append(Peer("tcp", ino, t.peer, t.pport, turn=turn, server=server if turn else None,
+                                  exit=exit_, netns=netns))
             continue
         if unix is None:
             continue

@@ -19,11 +19,20 @@ _WORD = struct.Struct("=I")  # the kernel prints each 32-bit word of an address 
 class Sock(object):
     """One socket of another namespace, as its table line says (the fields a job step's wait reads of a Track)."""
 
-    __slots__ = ("inbound", "inode", "name", "peer", "pport", "state")
+    __slots__ = ("inbound", "inode", "local", "lport", "name", "peer", "pport", "state")
 
-    def __init__(self, inode, state, peer, pport, inbound, name="tcp"):
+    def __init__(self, inode, state, peer, pport, inbound, name="tcp", local=None, lport=None):
         self.inode, self.state, self.peer, self.pport, self.inbound = inode, state, peer, pport, inbound
         self.name = name  # the table that lists it: "tcp" or "tcp6"
+        self.local, self.lport = local, lport
+
+    def server_end(self, table):
+        """The socket of `table` at the other end of this outbound connection (a server in the same namespace,
+        which accepted it), or None: the server is elsewhere."""
+        for s in table.values():
+            if s.inbound and s.lport == self.pport and s.pport == self.lport and s.peer == self.local:
+                return s
+        return None
 
 
 def netns_id(root, pid):
@@ -59,19 +68,20 @@ def parse(text, name="tcp"):
         if len(f) < 10:
             continue
         try:
-            lport = int(f[1].rpartition(b":")[2], 16)
+            laddr, _, lport = f[1].rpartition(b":")
+            lport = int(lport, 16)
             raddr, colon, rport = f[2].partition(b":")
             state, inode, pport = int(f[3], 16), int(f[9]), int(rport, 16)
-            peer = _address(raddr.decode("ascii"))
+            peer, local = _address(raddr.decode("ascii")), _address(laddr.decode("ascii"))
         except (ValueError, UnicodeDecodeError, struct.error):
             continue
         if not colon or min(lport, pport, inode) < 0:
             continue
         if state == tcp_rule.LISTEN:
             listening.add(lport)
-        rows.append((inode, state, peer, pport, lport))
+        rows.append((inode, state, peer, pport, lport, local))
     return {inode: Sock(inode, state, peer, pport, state != tcp_rule.LISTEN and _inbound(lport, pport, listening),
-                        name) for inode, state, peer, pport, lport in rows if inode}
+                        name, local, lport) for inode, state, peer, pport, lport, local in rows if inode}
 
 
 def table(root, pid, names=("tcp", "tcp6")):

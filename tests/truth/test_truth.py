@@ -17,9 +17,6 @@ WORKLOADS = harness.all_workloads()
 WRONG_TODAY: dict[str, str] = {
     "redis_blpop_reply": "false idle from 3 s in: a BLPOP for an off-box worker's result reads as a listener "
                          "(Redis waits to read it), the cost of calling a worker's BLPOP idle (docs/agent.md)",
-    "netns_redis_worker_idle": "busy for ever: a worker's BLPOP over TCP in another network namespace reads as a "
-                               "query in hand (that namespace's /proc table has no tcp_info and no turn to ask); "
-                               "the safe side of redis_blpop_reply (held_out/RESULTS_BEFORE.md, round 2)",
 }
 """Held-out workloads (held_out/, written before the next rule) that today's agent gets wrong, each with what it
 does (held_out/RESULTS_BEFORE.md): expected failures (an assertion of the verdict; a workload that cannot run still

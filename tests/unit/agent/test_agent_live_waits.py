@@ -252,3 +252,64 @@ def test_a_server_step_in_another_network_namespace_waiting_for_its_client_is_no
         if sh.poll() is None:
             sh.kill()
             sh.wait()
+
+
+NS_CLIENT = ("import socket, time\n"
+             "for _ in range(50):\n"
+             "    try:\n"
+             "        c = socket.create_connection(('127.0.0.1', 7002)); break\n"
+             "    except OSError:\n"
+             "        time.sleep(0.1)\n"
+             "c.sendall(b'POP jobs\\n'); c.recv(1)\n")
+NS_SERVERS = {
+    # A queue worker's server with nothing to give: it read the pop and waits, in its event loop (epoll), for the
+    # client to speak again — Redis's way with a BLPOP on an empty queue.
+    "listener": ("import selectors, socket\n"
+                 "s = socket.create_server(('127.0.0.1', 7002)); c, _ = s.accept(); c.recv(64)\n"
+                 "sel = selectors.DefaultSelector(); sel.register(c, selectors.EVENT_READ)\n"
+                 "sel.select()\n"),
+    # A database holding the query: it read it and works on it elsewhere (here blocked on a pipe nobody writes,
+    # as a backend waits on a lock), reading nothing of the client's meanwhile.
+    "query": ("import os, socket\n"
+              "s = socket.create_server(('127.0.0.1', 7002)); c, _ = s.accept(); c.recv(64)\n"
+              "r, w = os.pipe(); os.read(r, 1)\n"),
+}
+
+
+@pytest.mark.root
+@pytest.mark.parametrize("server", sorted(NS_SERVERS))
+def test_a_step_in_another_namespace_asking_a_server_beside_it_is_judged_by_whose_turn_it_is(netns_box, server):
+    """A container's job that starts its own server and asks it (a database, a queue) in the container's network:
+    that namespace's table says who opened the connection but not who spoke last, so the step's wait is judged as a
+    Unix one is, by the server's end: a server whose event loop waits to read the client has nothing in hand (a
+    worker's pop on an empty queue: no vote, however long); one that read the request and reads nothing of the
+    client's now works on it (a vote, from WAIT_MIN on). Before, both voted: a container's idle queue worker kept
+    its box up (the held-out netns_redis_worker_idle)."""
+    sh = netns_box.popen("sh", "-c", 'python3 -c "$1" & python3 -c "$2"; echo asked', "sh", NS_SERVERS[server],
+                         NS_CLIENT, stdout=subprocess.PIPE)
+    s = only_the_job(ProcSampler(), sh.pid)
+    s._system_quiet = lambda now: False
+    try:
+        deadline, step = time.monotonic() + 10, set()
+        while not step and time.monotonic() < deadline:
+            time.sleep(0.2)
+            for pid in _children(sh.pid):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if b"sendall" in f.read():
+                            step.add(pid)
+                except OSError:
+                    continue
+        assert step, "the client did not start"
+        time.sleep(0.5)  # connected and asked
+        seen = _votes(s, step, "tcp", ticks=6)
+        if server == "listener":
+            assert seen == [], seen
+        else:
+            assert seen and seen[0] <= 3 and seen[-1] == 5 and len(seen) >= 6 - seen[0] - 1, seen
+    finally:
+        s.close()
+        subprocess.run(["pkill", "-P", str(sh.pid)], check=False)
+        if sh.poll() is None:
+            sh.kill()
+            sh.wait()

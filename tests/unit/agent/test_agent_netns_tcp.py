@@ -34,6 +34,9 @@ def test_the_table_names_each_end_as_the_kernel_made_it(family, addr):
         assert (opened.peer, opened.pport) == client.getpeername()[:2]
         assert inbound.state == tcp_rule.ESTABLISHED and inbound.inbound
         assert (inbound.peer, inbound.pport) == accepted.getpeername()[:2]
+        assert (opened.local, opened.lport) == client.getsockname()[:2]
+        assert opened.server_end(table) is inbound, "the server beside it: the end it accepted"
+        assert inbound.server_end(table) is None and listening.server_end(table) is None
     finally:
         for s in (client, accepted, srv):
             s.close()
