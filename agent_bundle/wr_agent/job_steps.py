@@ -65,11 +65,16 @@ class JobSteps(object):
             return None
         return lambda: netns_tcp.table(self.root, pid)
 
-    def _server_turn(self, inode):
-        """Who holds the turn at the server end `inode` of a Unix connection in this box (peer_turn). Its holders
+    def _server_turn(self, inode, table=None):
+        """Who holds the turn at the server end `inode` of a connection in this box (peer_turn). Its holders
         are found among the processes of the last listing once (a scan of their fd links), then kept while they
         still hold it: a wait counted as the server's is asked again every TURN_RECHECK seconds for as long as it
-        lasts, and those asks read the holders' own files only."""
+        lasts, and those asks read the holders' own files only. `table`: where the connection is another
+        namespace's TCP (netns_tcp), its sockets. There an event loop that waits to read the client while it
+        holds a connection of its own open to another peer (a database, an upstream API: awaiting it for this
+        client, as asyncio and Node servers do) is not known rather than the client's turn: that namespace's
+        table cannot say whether it asked the other peer for this client, and calling it a listener would let
+        the box sleep under the request."""
         owners = self._unix_owners.get(inode)
         if owners:
             owners = peer_turn.socket_owners(self.root, owners, inode)  # still theirs?
@@ -78,7 +83,19 @@ class JobSteps(object):
         if len(self._unix_owners) >= OWNERS_KEPT:
             self._unix_owners = {}
         self._unix_owners[inode] = owners
-        return peer_turn.turn_of(self.root, owners, inode) if owners else None
+        turn = peer_turn.turn_of(self.root, owners, inode) if owners else None
+        if turn == peer_turn.CLIENT and table is not None and self._asks_elsewhere(owners, table):
+            return None
+        return turn
+
+    def _asks_elsewhere(self, owners, table):
+        """Whether one of `owners` holds a connection it opened, established, among `table`'s sockets."""
+        for pid in owners:
+            for ino in job_wait.socket_inodes("%s/%s/fd" % (self.root, pid)):
+                s = table.get(ino)
+                if s is not None and s.state == tcp_rule.ESTABLISHED and not s.inbound:
+                    return True
+        return False
 
     def _waking_steps(self, now, sig):
         """Timer sleepers that keep waking (a heartbeat, by their sleeps alone) and are a step their parent waits
@@ -174,10 +191,16 @@ class JobSteps(object):
                 due = now - w.checked >= TURN_RECHECK
                 if due and (w.peer.turn == peer_turn.SERVER or w.peer.netns is not None):
                     w.checked = now
+                table = None
+                if due and w.peer.netns is not None:
+                    # Another namespace's table, read once for both questions below (it costs with every socket of
+                    # the host): the connection's own file, and both where the server beside it is asked again.
+                    names = ("tcp", "tcp6") if w.peer.server is not None else (w.peer.netns[1],)
+                    table = netns_tcp.table(self.root, w.peer.netns[0], names)
                 if due and w.peer.turn == peer_turn.SERVER:
                     # The server may have finished with it and be waiting for the client again (a subscriber whose
                     # server was busy elsewhere when first looked at): asked again every TURN_RECHECK seconds.
-                    w.counted = self._server_turn(w.peer.server) != peer_turn.CLIENT
+                    w.counted = self._server_turn(w.peer.server, table) != peer_turn.CLIENT
                 if w.counted and not w.peer.sure() and self._tcp_cadence(w.owner, w.peer, now):
                     w.counted = False  # the connection rule saw it ask again with no work between: a listener
                 if not w.counted or pid in voted:
@@ -186,10 +209,10 @@ class JobSteps(object):
                     t = self.tcp_judge.tracks.get(w.peer.inode)
                     if t is None or t.state != tcp_rule.ESTABLISHED:
                         continue
-                elif w.peer.kind == "tcp" and due:
+                elif w.peer.kind == "tcp" and table is not None:
                     # Another namespace's connection, still there? Its table costs with every socket of the host, so
                     # read every TURN_RECHECK only (a close or reset wakes the step, which ends the wait anyway).
-                    t = netns_tcp.table(self.root, w.peer.netns[0], (w.peer.netns[1],)).get(w.peer.inode)
+                    t = table.get(w.peer.inode)
                     if t is None or t.state != tcp_rule.ESTABLISHED:
                         w.counted = False
                         continue

@@ -275,7 +275,8 @@ def blocked_fd(root, pid):
 def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, server_turn=None, comm="",
                netns_table=None):
     """The peers a blocked process `pid` waits on as a step of its job, or [] (see the module's rule).
-    `server_turn(inode)`: who holds the turn at the server end of a Unix connection (peer_turn), or None.
+    `server_turn(inode[, table])`: who holds the turn at the server end of a connection (peer_turn), or None; the
+    table of another namespace's TCP sockets where the connection is one of them.
     `netns_table()`: where `pid` runs in another network namespace, that namespace's TCP sockets (netns_tcp), read
     once and only if one of its sockets is not the agent's own namespace's; a connection there to a server in the
     same namespace is judged by whose turn it is at the server's end, as a Unix one is."""
@@ -305,7 +306,7 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, ser
                     # as on a Unix socket, since this namespace's table says nothing of who spoke last.
                     end = t.server_end(other)
                     server = None if end is None else end.inode
-                    turn = None if server is None else server_turn(server)
+                    turn = None if server is None else server_turn(server, other)
                     if turn == peer_turn.CLIENT:
                         continue  # the server waits for this client: nothing asked is in hand (a worker's pop)
                 peers.append(Peer("tcp", ino, t.peer, t.pport, turn=turn, server=server if turn else None,

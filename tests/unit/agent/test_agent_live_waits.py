@@ -268,6 +268,15 @@ NS_SERVERS = {
                  "s = socket.create_server(('127.0.0.1', 7002)); c, _ = s.accept(); c.recv(64)\n"
                  "sel = selectors.DefaultSelector(); sel.register(c, selectors.EVENT_READ)\n"
                  "sel.select()\n"),
+    # An API's event loop awaiting its database for the request (asyncio's and Node's way): it waits to read the
+    # client as a listener does, but it holds a connection it opened to another peer, whom it may have asked for
+    # this client. Not known, so the job's wait counts as it did before the turn was asked.
+    "awaiting": ("import selectors, socket\n"
+                 "db = socket.create_server(('127.0.0.1', 7003)); up = socket.create_connection(('127.0.0.1', 7003))\n"
+                 "dbc, _ = db.accept()\n"
+                 "s = socket.create_server(('127.0.0.1', 7002)); c, _ = s.accept(); up.sendall(c.recv(64))\n"
+                 "sel = selectors.DefaultSelector(); sel.register(c, selectors.EVENT_READ)\n"
+                 "sel.register(up, selectors.EVENT_READ); sel.select()\n"),
     # A database holding the query: it read it and works on it elsewhere (here blocked on a pipe nobody writes,
     # as a backend waits on a lock), reading nothing of the client's meanwhile.
     "query": ("import os, socket\n"
@@ -283,8 +292,10 @@ def test_a_step_in_another_namespace_asking_a_server_beside_it_is_judged_by_whos
     that namespace's table says who opened the connection but not who spoke last, so the step's wait is judged as a
     Unix one is, by the server's end: a server whose event loop waits to read the client has nothing in hand (a
     worker's pop on an empty queue: no vote, however long); one that read the request and reads nothing of the
-    client's now works on it (a vote, from WAIT_MIN on). Before, both voted: a container's idle queue worker kept
-    its box up (the held-out netns_redis_worker_idle)."""
+    client's now works on it (a vote, from WAIT_MIN on); an event loop waiting to read the client while it holds a
+    connection it opened to another peer (awaiting its database for the request) is not known, and votes as before.
+    Before, all three voted: a container's idle queue worker kept its box up (the held-out
+    netns_redis_worker_idle)."""
     sh = netns_box.popen("sh", "-c", 'python3 -c "$1" & python3 -c "$2"; echo asked', "sh", NS_SERVERS[server],
                          NS_CLIENT, stdout=subprocess.PIPE)
     s = only_the_job(ProcSampler(), sh.pid)

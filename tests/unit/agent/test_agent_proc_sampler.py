@@ -974,7 +974,7 @@ def test_a_wait_counted_as_the_servers_is_asked_again_and_stops_when_the_server_
     s.job_due.clear()  # looked at already (the look's /proc facts are job_wait's tests'): this is the wait it found
     s.job_waits["50"] = (p, [s.job_memory.begin(("50", p.start), peer, 100.0)], s.procs["40"].ran_at)
     turns = [peer_turn.SERVER]
-    s._server_turn = lambda inode: turns[0]
+    s._server_turn = lambda inode, table=None: turns[0]
 
     def votes(t):
         sig = Signals()
