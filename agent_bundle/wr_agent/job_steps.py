@@ -9,7 +9,7 @@ import os
 from wr_agent import file_locks, job_wait, netns_tcp, peer_turn, proc_entry, tcp_rule, unix_diag
 
 OWNERS_KEPT = 256  # server ends whose holders are remembered
-TURN_RECHECK = 5.0  # seconds between asking again who holds the turn on a Unix wait counted as the server's
+TURN_RECHECK = 5.0  # seconds between asking again who holds the turn on a wait counted as the server's
 UNOWNED_RECHECK = 30.0  # seconds before a socket with no candidate owner is looked up again
 KEPT_MAX = 4096  # processes whose knowledge a replacement agent is given
 

@@ -30,7 +30,8 @@ class Sock(object):
         """The socket of `table` at the other end of this outbound connection (a server in the same namespace,
         which accepted it), or None: the server is elsewhere."""
         for s in table.values():
-            if s.inbound and s.lport == self.pport and s.pport == self.lport and s.peer == self.local:
+            if (s.inbound and s.lport == self.pport and s.pport == self.lport and s.peer == self.local
+                    and s.local == self.peer):
                 return s
         return None
 

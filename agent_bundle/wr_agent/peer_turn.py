@@ -13,7 +13,9 @@ watches (`/proc/PID/fdinfo/EPFD`, with each one's inode). So:
   events (`LISTEN`, `SUBSCRIBE`, a `BLPOP` on an empty queue), or a prompt. Whatever work the server does for it
   meanwhile shows in the server's own signals (its CPU, its outbound waits, its children).
 * None: not known. The server's files cannot be read (another user's, unless the agent is root), or a thread
-  waits in `poll`/`select` (which descriptors is in its memory, not in /proc), or the server process is not found.
+  waits in `poll`/`select` (which descriptors is in its memory, not in /proc), or in an epoll set that watches
+  the connection edge-triggered (registered for its whole life, as Go's netpoller, tokio and Netty do: an idle
+  event loop waits on it whether or not a request is in hand), or the server process is not found.
 
 What it costs: the server's descriptors and threads are read once per block of the client (never per tick), and
 finding the server scans the fd links of the processes listed (a few ms at 500 processes).
@@ -30,7 +32,7 @@ EPOLL_WAITS = {"x86_64": frozenset((232, 281, 441)),  # epoll_wait, epoll_pwait,
                "aarch64": frozenset((22, 441))}.get(_MACHINE, frozenset())
 SELECTS = {"x86_64": frozenset((7, 23, 270, 271)),  # poll, select, pselect6, ppoll
            "aarch64": frozenset((72, 73))}.get(_MACHINE, frozenset())
-EPOLLIN = 0x1
+EPOLLIN, EPOLLET = 0x1, 1 << 31
 TASKS_MAX = 64  # threads of one server looked at (a server with more: not known)
 
 SERVER, CLIENT = "server", "client"
@@ -55,14 +57,14 @@ def read_syscall(path):
 
 
 def epoll_inodes(root, pid, epfd):
-    """The inodes an epoll instance watches for input, from its fdinfo lines (`tfd: N events: HEX ... ino:HEX`),
-    or None if it cannot be read."""
+    """{inode: edge-triggered} for what an epoll instance watches for input, from its fdinfo lines (`tfd: N events:
+    HEX ... ino:HEX`), or None if it cannot be read."""
     try:
         with open("%s/%s/fdinfo/%d" % (root, pid, epfd), "rb") as f:
             lines = f.read(1 << 16).split(b"\n")
     except OSError:
         return None
-    watched = set()
+    watched = {}
     for line in lines:
         if not line.startswith(b"tfd:"):
             continue
@@ -73,7 +75,7 @@ def epoll_inodes(root, pid, epfd):
         except (ValueError, IndexError, StopIteration):
             continue
         if events & EPOLLIN:
-            watched.add(ino)
+            watched[ino] = bool(events & EPOLLET)
     return watched
 
 
@@ -108,7 +110,11 @@ def turn(root, pid, inode):
             watched = epoll_inodes(root, pid, args[0])
             if watched is None:
                 return None
-            if inode in watched:
+            if watched.get(inode):
+                # Edge-triggered, registered for the connection's life (Go's netpoller, tokio, Netty, Envoy): an
+                # idle loop waits on it whether or not a request is in hand, so it says nothing of whose turn it is.
+                unknown = True
+            elif inode in watched:
                 return CLIENT
         elif nr in SELECTS:
             unknown = True

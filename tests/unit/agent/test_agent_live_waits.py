@@ -44,8 +44,11 @@ def _parent(pid):
 def only_the_job(s, root_pid):
     """This machine is no box of its own here: CI runs its other tiers beside this test, and on a tick where any
     process votes CPU the sampler does not look at waits at all (the verdict is BUSY by that vote). So the sampler
-    sees only the job's own process tree, as on a box where only this job runs."""
+    sees only the job's own process tree, as on a box where only this job runs. That includes PID 1's reaped CPU:
+    here it is every orphan of CI's other tiers that ends (a vote as `process_api` or `init`, which skipped a tick's
+    look at waits: the one-tick gaps once seen in CI), on a box of its own it is the box's own work."""
     original = s._new
+    s._reaped = lambda now, sig: None
 
     def new(pid, now, depth=0):
         p = original(pid, now, depth)
@@ -188,9 +191,9 @@ def test_a_step_in_another_network_namespace_waiting_on_its_request_is_a_wait(tm
     netns_tcp) the wait had no vote at all and the job read IDLE; now it is `tcp: curl` with the peer, as on the
     box's own network, and ends with the answer.
 
-    Once in CI (beside the other tiers) one tick between two votes had none ([3, 5]); never here, with or without
-    CPU hogs. A tick with no vote does not change the verdict (the hold covers it), so the test allows one, and
-    says what the sampler saw of curl and its shell on each tick, so a red run tells why."""
+    Once in CI (beside the other tiers) one tick between two votes had none ([3, 5]): this machine's PID 1 reaping
+    another tier's orphans voted CPU that tick, and a tick with a CPU vote does not look at waits (`only_the_job`
+    now leaves PID 1 out). A red run says what the sampler saw of curl and its shell on each tick."""
     srv, release, asked = _report_server(netns_box.host_addr)
     port = srv.getsockname()[1]
     sh = netns_box.popen("sh", "-c", 'curl -sS -o "$1" "http://$2:$3/report"; echo fetched', "sh",
@@ -214,7 +217,7 @@ def test_a_step_in_another_network_namespace_waiting_on_its_request_is_a_wait(tm
                         None if step is None else (step.state, step.ran_at, step.block_from),
                         None if shell is None else shell.ran_at))
             time.sleep(1.0)
-        assert seen and seen[0] <= 3 and seen[-1] == 5 and len(seen) >= 6 - seen[0] - 1, (seen, saw)
+        assert seen and seen[0] <= 3 and seen == list(range(seen[0], 6)), (seen, saw)
         assert facts[-1]["peer"] == netns_box.host_addr and facts[-1]["port"] == port
         release.set()
         assert sh.communicate(timeout=10)[0] == b"fetched\n"
@@ -277,6 +280,11 @@ NS_SERVERS = {
                  "s = socket.create_server(('127.0.0.1', 7002)); c, _ = s.accept(); up.sendall(c.recv(64))\n"
                  "sel = selectors.DefaultSelector(); sel.register(c, selectors.EVENT_READ)\n"
                  "sel.register(up, selectors.EVENT_READ); sel.select()\n"),
+    # A Go or tokio server: its poller watches the connection edge-triggered for the connection's whole life, so
+    # its idle wait says nothing of a request in hand (here read, and handed to a worker that never answers).
+    "edge": ("import select, socket\n"
+             "s = socket.create_server(('127.0.0.1', 7002)); c, _ = s.accept(); c.recv(64)\n"
+             "ep = select.epoll(); ep.register(c.fileno(), select.EPOLLIN | select.EPOLLET); ep.poll()\n"),
     # A database holding the query: it read it and works on it elsewhere (here blocked on a pipe nobody writes,
     # as a backend waits on a lock), reading nothing of the client's meanwhile.
     "query": ("import os, socket\n"
@@ -293,7 +301,8 @@ def test_a_step_in_another_namespace_asking_a_server_beside_it_is_judged_by_whos
     Unix one is, by the server's end: a server whose event loop waits to read the client has nothing in hand (a
     worker's pop on an empty queue: no vote, however long); one that read the request and reads nothing of the
     client's now works on it (a vote, from WAIT_MIN on); an event loop waiting to read the client while it holds a
-    connection it opened to another peer (awaiting its database for the request) is not known, and votes as before.
+    connection it opened to another peer (awaiting its database for the request), or one that watches the connection
+    edge-triggered (Go's netpoller, tokio: registered for the connection's life), is not known, and votes as before.
     Before, all three voted: a container's idle queue worker kept its box up (the held-out
     netns_redis_worker_idle)."""
     sh = netns_box.popen("sh", "-c", 'python3 -c "$1" & python3 -c "$2"; echo asked', "sh", NS_SERVERS[server],
@@ -317,7 +326,7 @@ def test_a_step_in_another_namespace_asking_a_server_beside_it_is_judged_by_whos
         if server == "listener":
             assert seen == [], seen
         else:
-            assert seen and seen[0] <= 3 and seen[-1] == 5 and len(seen) >= 6 - seen[0] - 1, seen
+            assert seen and seen[0] <= 3 and seen == list(range(seen[0], 6)), seen
     finally:
         s.close()
         subprocess.run(["pkill", "-P", str(sh.pid)], check=False)

@@ -91,8 +91,10 @@ def test_an_epoll_fdinfo_gives_the_inodes_it_watches_for_input(tmp_path):
         "pos:\t0\nflags:\t02000002\nmnt_id:\t15\nino:\t1057\n"
         "tfd:        6 events:       19 data:     5560ba1532a8  pos:0 ino:20d0 sdev:9\n"
         "tfd:        7 events:       1c data:     5560ba1532c0  pos:0 ino:14 sdev:10\n"
+        "tfd:        8 events: 80000019 data:     5560ba1532d8  pos:0 ino:20d4 sdev:9\n"
         "tfd:        oops\n")
-    assert peer_turn.epoll_inodes(str(tmp_path), "9", 4) == {0x20d0}  # 0x1c: output and hang-up only
+    # 0x1c: output and hang-up only; 0x80000019: input, edge-triggered (registered for the connection's life)
+    assert peer_turn.epoll_inodes(str(tmp_path), "9", 4) == {0x20d0: False, 0x20d4: True}
     assert peer_turn.epoll_inodes(str(tmp_path), "9", 5) is None
 
 
