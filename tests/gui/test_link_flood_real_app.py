@@ -108,7 +108,7 @@ def test_the_real_apps_link_holds_under_a_flood_and_keeps_answering(tmp_path: Pa
         # queue on the app's loop, where only the commands run. The goal, p99 <= 100 ms, on a machine of
         # its own; under CI's other tiers on the same 2 cores, 300 ms.
         bound = 300 if os.environ.get("CI") else 100
-        p99 = statistics.quantiles(looks_ms, n=100)[98] if len(looks_ms) > 1 else looks_ms[0]
+        p99 = statistics.quantiles(looks_ms, n=100, method="inclusive")[98] if len(looks_ms) > 1 else looks_ms[0]
         print(f"looks through the app during the flood: {len(looks_ms)}, median {statistics.median(looks_ms):.1f} "
               f"ms, p99 {p99:.1f} ms; answered busy: {len(busy_ms)}")
         assert p99 <= bound, (sorted(looks_ms)[-5:], len(looks_ms), len(busy_ms))
@@ -123,7 +123,8 @@ def test_the_real_apps_link_holds_under_a_flood_and_keeps_answering(tmp_path: Pa
             t0 = time.perf_counter()
             assert app_link.run_through_app(["status", "--json"]) == 0
             after.append((time.perf_counter() - t0) * 1000)
-        assert statistics.quantiles(after, n=100)[98] <= (250 if os.environ.get("CI") else 100), sorted(after)[-5:]
+        after_p99 = statistics.quantiles(after, n=100, method="inclusive")[98]
+        assert after_p99 <= (250 if os.environ.get("CI") else 100), sorted(after)[-5:]
         done = subprocess.run(look, env=env, capture_output=True, timeout=30)
         assert done.returncode == 0 and b'"connection": "live"' in done.stdout  # still answering through the link
     finally:
