@@ -167,6 +167,7 @@ class Result:
     grace: float | None = None
     proof: str | None = None  # the line of its own log that shows it really ran
     settle: float | None = None  # its own bound on the time to IDLE (Workload.settle_limit), else the suite's
+    logs: dict[str, str] = field(default_factory=dict)  # file name -> the end of each log it left (see log_tails)
 
     def _settled_idle_from(self, after: float) -> float | None:
         """First time >= after from which the verdict stays IDLE to the end of the record."""
@@ -239,6 +240,11 @@ class Result:
                 out[-1][2].setdefault(r.split(" (pid")[0], None)
         text = "; ".join(f"{a - ref:.0f}-{b - ref:.0f} s {', '.join(rs)}" for a, b, rs in out[:limit])
         return (text + ("; …" if len(out) > limit else "")) or "never busy"
+
+    def log_tails(self) -> str:
+        """The end of every log the workload's run left (its tools', the agent's): what a red run on another
+        machine, whose directory is gone, still says about why."""
+        return "".join(f"\n--- {name} (end) ---\n{text}" for name, text in sorted(self.logs.items()))
 
     def ok(self, timings: Timings) -> bool:
         if self.skipped:
@@ -383,7 +389,10 @@ class Suite:
                                                    "--propagation", "private", "sh", "-c", outside_init],
                                                   env=outside_env, cwd=str(d), stdout=log, stderr=log,
                                                   stdin=subprocess.DEVNULL))
-            self._record(d, sock, res, inner, max(self.timings.stay, w.stay or 0.0))
+            try:
+                self._record(d, sock, res, inner, max(self.timings.stay, w.stay or 0.0))
+            finally:
+                res.logs = {f.name: _tail(f, 400) for f in sorted(d.glob("*.log"))[:20]}
             if w.proof is not None:
                 res.proof = _proof(d / w.proof[0], w.proof[1])
                 if res.proof is None:
@@ -556,9 +565,9 @@ def _proof(path: Path, pattern: str) -> str | None:
     return text[start:end if end >= 0 else len(text)].strip()[:100]
 
 
-def _tail(path: Path) -> str:
+def _tail(path: Path, size: int = 600) -> str:
     try:
-        return path.read_text(errors="replace")[-600:]
+        return path.read_text(errors="replace")[-size:]
     except OSError:
         return ""
 

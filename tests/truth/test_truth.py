@@ -50,9 +50,9 @@ def test_workload_verdict(truth_results, name, request):
     assert r.error is None, r.error
     if r.expect == "busy":
         assert r.work_start is not None and r.work_end is not None, "the workload never said it started/ended"
-        assert r.false_idle(timings.grace) == 0, f"IDLE while working: {r.samples}"
+        assert r.false_idle(timings.grace) == 0, f"IDLE while working: {r.samples}{r.log_tails()}"
     tti = r.time_to_idle()
     limit = r.settle if r.settle is not None else timings.settle
     assert tti is not None and tti <= limit, (
         f"busy for ever (did not settle to IDLE within {limit:.0f} s); reasons after work: {r.reasons('after')}; "
-        f"busy (s from the start of work): {r.spans()}")
+        f"busy (s from the start of work): {r.spans()}{r.log_tails()}")

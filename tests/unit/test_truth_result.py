@@ -33,3 +33,12 @@ def test_a_header_bound_replaces_the_suite_s_and_the_editor_s_is_its_goal():
     assert by_name["http_server_idle"].settle_limit(tm) == tm.hold + 15 < tm.settle
     assert by_name["code_server_tab_idle_ssh_l"].settle_limit(tm) == 90.0 > tm.settle
     assert by_name["burner"].settle_limit(tm) == tm.settle
+
+
+def test_log_tails_name_each_log_and_keep_its_end():
+    r = _result([])
+    assert r.log_tails() == ""
+    r.logs = {"nb.log": "kernel restarted\n", "agent.log": "tick\n"}
+    text = r.log_tails()
+    assert text.index("--- agent.log (end) ---") < text.index("--- nb.log (end) ---")
+    assert "kernel restarted" in text and "tick" in text
