@@ -78,7 +78,10 @@ def test_a_login_session_starts_the_app_from_the_entry(x_session: Desktop, tmp_p
     once, and (not a first run: the user turned the setting on before) without opening its window."""
     x = x_session
     home = tmp_path / "home"
-    env = dict(desktop_app_env(x), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    # The system's own entries (/etc/xdg/autostart: gnome-keyring's three daemons, say) are left out: a login
+    # would start them, but here they would outlive the test, unowned.
+    (tmp_path / "xdg-system").mkdir()
+    env = dict(desktop_app_env(x), XDG_CONFIG_HOME=str(tmp_path / "xdg"), XDG_CONFIG_DIRS=str(tmp_path / "xdg-system"))
     save_hosts(app_paths({"WORKROOM_HOME": str(home)}), HostsFile.first_run(this_host_name()))
     item = XdgAutostart(env, profile_env({"WORKROOM_HOME": str(home)}))
     item.enable()
