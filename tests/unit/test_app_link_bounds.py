@@ -184,7 +184,10 @@ def test_idle_connections_never_take_a_commands_place(tmp_path: Path, capfd: pyt
             assert code == 0 and out == "served\n", "a command went through beside the idle connections"
             more = [raw_client(lock) for _ in range(4)]
             idle += more
-            time.sleep(0.2)
+            deadline = time.monotonic() + 5  # each counted by the app's loop (not a fixed sleep: CI is loaded)
+            while lock.waiting < len(idle) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert lock.waiting == len(idle) == app_link.MAX_WAITING
             code, out, err = through_app(tmp_path / "home", ["connect", "box1"], capfd, monkeypatch)
             assert code == app_link.EXIT_BUSY and "commands at once" in err, "past MAX_WAITING: busy at once"
         finally:

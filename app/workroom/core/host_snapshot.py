@@ -27,6 +27,17 @@ def wants_session(status: Status) -> bool:
     return not status.awake_ceiling_exceeded or status.prompt_pending
 
 
+def kept_until(status: Status, received_at: float) -> float:
+    """Until when the agent means to keep the box up: a pending prompt's deadline, else the moment
+    its awake time reaches the ceiling. `received_at`: when the status arrived, on the clock the answer is
+    wanted on (the wall clock for a platform's deadline, the monotonic one for the outside keep-awake)."""
+    if status.prompt_pending and status.prompt_deadline is not None:
+        return received_at + max(0.0, status.prompt_deadline - status.monotonic)
+    if status.awake_ceiling_exceeded:
+        return received_at
+    return received_at + max(0.0, status.ceiling_seconds - status.awake_seconds)
+
+
 @dataclass(frozen=True)
 class HostSnapshot:
     """Everything a face (window, tray, CLI) needs to show one host."""

@@ -1,12 +1,16 @@
-"""Keeping a request-metered box awake from outside: the policy and its pure state machine.
+"""Keeping a busy box up from this computer: the one planner, and the outside keep-awake's policy and steps.
 
-Some platforms count only inbound requests through their proxy as activity; work inside the box
-does not, and the box's own loopback requests never reach the meter. So while the host is busy,
-this computer polls the agent's health endpoint through the proxy (docs/providers.md). This module decides
-*when* to poll and *when to stop*; the async runner (elsewhere) does the waiting and the polling,
-driving `KeepAwakeState` step by step, so every decision here is testable without a clock.
+Two ways of keeping a box up act from here, and both are rows of one planner, `plan` (docs/providers.md):
+- **the outside keep-awake**: some platforms count only inbound requests through their proxy as activity; work
+  inside the box does not, and the box's own loopback requests never reach the meter. So while the host is busy,
+  this computer polls the agent's health endpoint through the proxy; a poll resets the box's idle clock to a whole
+  window. `KeepAwakeState` drives it step by step (the async runner, elsewhere, does the waiting and polling);
+- **a platform's own clock** (Coder): the platform stops the box at a deadline unless it is extended through its
+  own call (core.platform_clock).
+Either way the box stops at a time unless the app acts; the app acts a lead before it, never to keep the box past
+the agent's `kept_until` (its awake ceiling or a pending prompt's deadline) but by the row's shortest act.
 
-Why the interval is at most half the idle window: one missed poll must not let the box sleep;
+Why the outside interval is at most half the idle window: one missed poll must not let the box sleep;
 with the cap, a failed or slow poll still leaves a second one inside the window. When the window
 is unknown we assume the platform's smallest (`MIN_IDLE_WINDOW_SECONDS`), the only assumption that
 cannot be too generous.
@@ -19,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from workroom.core.errors import UserError
+from workroom.core.metering import NotKeptAwakeReason
 
 MIN_IDLE_WINDOW_SECONDS = 60.0
 """The smallest idle window a request-metered platform accepts; assumed when the window is unknown."""
@@ -57,10 +62,6 @@ class KeepAwakePolicy:
     """The window the interval is checked against (the assumed one when the real one is unknown)."""
     interval_seconds: float
     window_assumed: bool = False
-    stop_when_idle: bool = True
-    """End once the agent stops reporting busy."""
-    deadline_monotonic: float | None = None
-    """Stop polling at this time (the runner's monotonic clock), whatever the box says."""
     tolerated_errors: int = DEFAULT_TOLERATED_ERRORS
 
     @classmethod
@@ -69,8 +70,6 @@ class KeepAwakePolicy:
         *,
         idle_window_seconds: float | None = None,
         interval_seconds: float | None = None,
-        stop_when_idle: bool = True,
-        deadline_monotonic: float | None = None,
         tolerated_errors: int = DEFAULT_TOLERATED_ERRORS,
     ) -> KeepAwakePolicy:
         """The policy for a window (None: unknown) with the default interval unless one is named.
@@ -84,8 +83,6 @@ class KeepAwakePolicy:
             idle_window_seconds=window,
             interval_seconds=interval,
             window_assumed=assumed,
-            stop_when_idle=stop_when_idle,
-            deadline_monotonic=deadline_monotonic,
             tolerated_errors=tolerated_errors,
         )
 
@@ -111,10 +108,15 @@ class KeepAwakePolicy:
             raise KeepAwakePolicyError(f"Tolerated errors must be a whole number: {self.tolerated_errors!r}.")
         if self.tolerated_errors < 0:
             raise KeepAwakePolicyError(f"Tolerated errors cannot be negative ({self.tolerated_errors}).")
-        deadline = self.deadline_monotonic
-        if deadline is not None and (_not_number(deadline) or not math.isfinite(deadline)):
-            raise KeepAwakePolicyError(f"The deadline must be a finite time, not {deadline!r}.")
         return self
+
+    @property
+    def pace(self) -> Pace:
+        """The outside keep-awake as a row of the planner: a poll gives the box a whole window from its start,
+        due an interval after the last."""
+        window = self.idle_window_seconds
+        return Pace(lead=window - self.interval_seconds, step=window, min_step=window,
+                    recheck=self.interval_seconds)
 
 
 def _not_number(value: object) -> bool:
@@ -124,6 +126,74 @@ def _not_number(value: object) -> bool:
 def default_interval(window_seconds: float) -> float:
     """A third of the window, at most `DEFAULT_KEEP_AWAKE_INTERVAL_SECONDS`."""
     return min(window_seconds / 3, DEFAULT_KEEP_AWAKE_INTERVAL_SECONDS)
+
+
+# The one planner ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pace:
+    """One way of keeping a box up, as the planner paces it (`KeepAwakePolicy.pace`, `PlatformRules.pace`)."""
+
+    lead: float
+    """Act once the box's stop is this close."""
+    step: float
+    """One act carries the stop this far from now..."""
+    min_step: float
+    """...and never less (the platform's shortest extension; a poll's whole window), even past `kept_until`."""
+    recheck: float
+    """With nothing to do, look again this soon at the latest."""
+    grain: float = 0.0
+    """The clock's grain: a platform's times are whole seconds, so a second either way is the same time."""
+
+
+@dataclass(frozen=True)
+class Act:
+    """Act now (poll, extend): the box's stop moves to `until`."""
+
+    until: float
+    passes_ceiling_by: float
+    """How far the row's shortest act carries it past `kept_until` (0 when it does not)."""
+
+
+@dataclass(frozen=True)
+class CheckAt:
+    """Nothing to do now; look again at `at`."""
+
+    at: float
+
+
+@dataclass(frozen=True)
+class Cannot:
+    """The app does not keep the box up any longer: why, in the badge's terms (and in words, where a row says)."""
+
+    reason: NotKeptAwakeReason
+    words: str = ""
+
+
+Plan = Act | CheckAt | Cannot
+
+
+def plan(pace: Pace, *, now: float, stops_at: float, kept_until: float, maximum: float | None = None) -> Plan:
+    """What to do for a box that stops at `stops_at` unless the app acts, which the agent means to keep up until
+    `kept_until`: act a lead before the stop, never past `kept_until` but by the row's shortest act, never past
+    `maximum` (the platform's own limit)."""
+    next_look = now + pace.recheck
+    if kept_until <= now:
+        return Cannot(NotKeptAwakeReason.AWAKE_CEILING_REACHED)
+    due = stops_at - pace.lead
+    if due > now:
+        return CheckAt(min(next_look, due))
+    if stops_at >= kept_until:
+        return CheckAt(min(next_look, max(now + pace.grain, stops_at)))  # it stays up that long anyway
+    until = max(now + pace.min_step, min(kept_until, now + pace.step))
+    if maximum is not None and until > maximum:
+        if maximum <= stops_at + pace.grain or maximum < now + pace.min_step:
+            return Cannot(NotKeptAwakeReason.PLATFORM_MAXIMUM)
+        until = maximum
+    if until <= stops_at + pace.grain:
+        return CheckAt(min(next_look, max(now + pace.grain, stops_at)))
+    return Act(until, max(0.0, until - kept_until))
 
 
 # Poll outcomes and actions ------------------------------------------------------------------
@@ -187,18 +257,6 @@ class KeepAwakeError(UserError):
 
 
 @dataclass(frozen=True)
-class Poll:
-    """Call the poll now (it may check the running gate first), then feed the outcome back."""
-
-
-@dataclass(frozen=True)
-class Wait:
-    """Sleep until `until_monotonic`, then ask for the next action."""
-
-    until_monotonic: float
-
-
-@dataclass(frozen=True)
 class Finished:
     report: KeepAwakeReport
 
@@ -208,25 +266,30 @@ class GaveUp:
     error: KeepAwakeError
 
 
-KeepAwakeAction = Poll | Wait | Finished | GaveUp
+KeepAwakeAction = Act | CheckAt | Finished | GaveUp
+"""`Act`: poll now (the poll may check the running gate first), then feed its outcome back; `CheckAt`: sleep until
+then and ask again."""
 
 
 @dataclass(frozen=True)
 class KeepAwakeState:
-    """The keep-awake between steps. Immutable: each step returns the next state and an action.
+    """The outside keep-awake between steps. Immutable: each step returns the next state and an action.
 
     The runner loop is:
         state = KeepAwakeState.begin(policy, now)
-        loop: state, action = state.next_action(now)
-              Poll -> started = now; outcome = await poll()
-                      state, action = state.on_poll_result(outcome, started)
-              Wait -> sleep until action.until_monotonic
+        loop: state, action = state.next_action(now, kept_until)
+              Act -> started = now; outcome = await poll()
+                     state, action = state.on_poll_result(outcome, started, kept_until)
+              CheckAt -> sleep until action.at
               Finished -> return action.report;  GaveUp -> raise action.error
         cancelled or dropped -> state.stop() (the report says STOPPED)
     """
 
     policy: KeepAwakePolicy
     next_poll_monotonic: float
+    """No poll before this: an interval after the last one's start, whatever it found."""
+    stops_at: float
+    """When the box sleeps unless polled: a window after the last poll that counted (at first: now)."""
     polls: int = 0
     failures: int = 0
     consecutive_failures: int = 0
@@ -237,7 +300,7 @@ class KeepAwakeState:
     @classmethod
     def begin(cls, policy: KeepAwakePolicy, now_monotonic: float) -> KeepAwakeState:
         """Start: the policy is validated and the first poll is due at once."""
-        return cls(policy=policy.validate(), next_poll_monotonic=now_monotonic)
+        return cls(policy=policy.validate(), next_poll_monotonic=now_monotonic, stops_at=now_monotonic)
 
     @property
     def done(self) -> bool:
@@ -257,20 +320,26 @@ class KeepAwakeState:
         state = replace(self, ended=why)
         return state, state._terminal()
 
-    def next_action(self, now_monotonic: float) -> tuple[KeepAwakeState, KeepAwakeAction]:
-        """What to do at `now_monotonic`: poll, wait, or stop at the deadline."""
+    def next_action(self, now_monotonic: float,
+                    kept_until: float = math.inf) -> tuple[KeepAwakeState, KeepAwakeAction]:
+        """What to do at `now_monotonic` for a box the agent means to keep up until `kept_until` (its awake ceiling
+        or a pending prompt's deadline, on the same clock): poll, wait, or end there (`DEADLINE`)."""
         if self.done:
             return self, self._terminal()
-        deadline = self.policy.deadline_monotonic
-        if deadline is not None and now_monotonic >= deadline:
+        if now_monotonic >= kept_until:
             return self._end(KeepAwakeEnd.DEADLINE)
-        if now_monotonic >= self.next_poll_monotonic:
-            return self, Poll()
-        until = self.next_poll_monotonic if deadline is None else min(self.next_poll_monotonic, deadline)
-        return self, Wait(until)
+        if now_monotonic < self.next_poll_monotonic:
+            return self, CheckAt(min(self.next_poll_monotonic, kept_until))
+        match plan(self.policy.pace, now=now_monotonic, stops_at=self.stops_at, kept_until=kept_until):
+            case CheckAt(at=at):
+                return self, CheckAt(min(at, kept_until))
+            case Cannot():
+                return self._end(KeepAwakeEnd.DEADLINE)
+            case act:
+                return self, act
 
     def on_poll_result(
-        self, outcome: PollOutcome, started_monotonic: float
+        self, outcome: PollOutcome, started_monotonic: float, kept_until: float = math.inf
     ) -> tuple[KeepAwakeState, KeepAwakeAction]:
         """Take one poll's outcome (the poll started at `started_monotonic`) and say what comes next.
 
@@ -296,11 +365,12 @@ class KeepAwakeState:
             if not outcome.retryable or state.consecutive_failures > self.policy.tolerated_errors:
                 failed = replace(state, error=KeepAwakeError(state.report(), message))
                 return failed, failed._terminal()
-            return state.next_action(started_monotonic)
-        state = replace(self, polls=polls, consecutive_failures=0, next_poll_monotonic=next_at)
-        if outcome.kind is PollOutcomeKind.NOT_BUSY and self.policy.stop_when_idle:
+            return state.next_action(started_monotonic, kept_until)
+        state = replace(self, polls=polls, consecutive_failures=0, next_poll_monotonic=next_at,
+                        stops_at=started_monotonic + self.policy.idle_window_seconds)
+        if outcome.kind is PollOutcomeKind.NOT_BUSY:
             return state._end(KeepAwakeEnd.NO_LONGER_BUSY)
-        return state.next_action(started_monotonic)
+        return state.next_action(started_monotonic, kept_until)
 
     def stop(self, why: KeepAwakeEnd = KeepAwakeEnd.STOPPED) -> KeepAwakeState:
         """Stopped by the caller (cancelled, dropped, user suspended it), or `NO_LONGER_BUSY` when the caller

@@ -16,6 +16,7 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict, Field
 
 from workroom.core.durations import format_duration
+from workroom.core.keepawake import Cannot, CheckAt, Pace, Plan, plan
 from workroom.core.metering import NotKeptAwakeReason
 
 STOP_WARNING_SECONDS = 5 * 60.0
@@ -98,65 +99,32 @@ class PlatformRules:
     def with_release_after(self, seconds: float) -> PlatformRules:
         return replace(self, release_after_seconds=seconds)
 
-
-@dataclass(frozen=True)
-class Extend:
-    """Ask the platform for this deadline now."""
-
-    until: float
-    passes_ceiling_by: float
-    """How far the platform's minimum step carries it past the awake ceiling (0 when it does not)."""
+    @property
+    def pace(self) -> Pace:
+        """The platform's deadline as a row of the planner: extend a lead before it, by a step (never less than
+        the platform's shortest), reading its list again on the slow cadence; its times are whole seconds."""
+        return Pace(lead=self.lead_seconds, step=self.extend_step_seconds, min_step=self.min_extension_seconds,
+                    recheck=self.read_interval_seconds, grain=1.0)
 
 
-@dataclass(frozen=True)
-class CheckAt:
-    """Nothing to ask now; read the platform's clock again at `at`."""
-
-    at: float
-
-
-@dataclass(frozen=True)
-class CannotExtend:
-    """The app cannot keep the box up any longer: why, in the badge's terms."""
-
-    reason: NotKeptAwakeReason
-    words: str
-
-
-ExtensionPlan = Extend | CheckAt | CannotExtend
-
-
-def plan_extension(clock: PlatformClock, *, now: float, kept_until: float, rules: PlatformRules) -> ExtensionPlan:
+def plan_extension(clock: PlatformClock, *, now: float, kept_until: float, rules: PlatformRules) -> Plan:
     """What to do for a busy box the agent means to keep up until `kept_until` (its awake ceiling, or a pending
-    prompt's deadline): extend before the deadline passes, never past `kept_until` but by the platform's minimum
-    step, never past the platform's maximum."""
-    next_read = now + rules.read_interval_seconds
+    prompt's deadline): the planner's row for the platform's deadline (core.keepawake.plan), once the clock says
+    there is a deadline the app can extend; `Act` is an extension, and `Cannot` says why in the platform's words."""
     if not clock.readable:
-        return CannotExtend(NotKeptAwakeReason.PLATFORM_UNREADABLE, clock.said)
+        return Cannot(NotKeptAwakeReason.PLATFORM_UNREADABLE, clock.said)
     if clock.odd_times is not None and clock.idle_timeout_seconds is None:
         # A stop time or limit it cannot mean: nothing is extended on it (and it is never "no deadline").
-        return CannotExtend(NotKeptAwakeReason.PLATFORM_UNREADABLE, f"its stop time is not known: {clock.odd_times}")
+        return Cannot(NotKeptAwakeReason.PLATFORM_UNREADABLE, f"its stop time is not known: {clock.odd_times}")
     if not clock.can_extend or clock.deadline is None:
-        return CheckAt(next_read)  # no deadline to keep (or the session's traffic keeps it): just watch
-    deadline = clock.deadline
-    if kept_until <= now:
-        return CannotExtend(NotKeptAwakeReason.AWAKE_CEILING_REACHED,
-                            f"it is past its awake ceiling, so the app no longer extends it; "
-                            f"the platform {stops_words(clock, now)}")
-    if deadline - now > rules.lead_seconds:
-        return CheckAt(min(next_read, deadline - rules.lead_seconds))
-    if deadline >= kept_until:
-        return CheckAt(min(next_read, max(now + 1.0, deadline)))  # already covers the ceiling: nothing to ask
-    until = max(now + rules.min_extension_seconds, min(kept_until, now + rules.extend_step_seconds))
-    if clock.max_deadline is not None and until > clock.max_deadline:
-        if clock.max_deadline <= deadline + 1.0 or clock.max_deadline < now + rules.min_extension_seconds:
-            return CannotExtend(NotKeptAwakeReason.PLATFORM_MAXIMUM,
-                                f"{MAXIMUM_WORDS}: it {stops_words(clock, now)} "
-                                "whatever the app asks")
-        until = clock.max_deadline
-    if until <= deadline + 1.0:
-        return CheckAt(min(next_read, max(now + 1.0, deadline)))
-    return Extend(until, max(0.0, until - kept_until))
+        return CheckAt(now + rules.read_interval_seconds)  # no deadline to keep (or the session's traffic does)
+    step = plan(rules.pace, now=now, stops_at=clock.deadline, kept_until=kept_until, maximum=clock.max_deadline)
+    if isinstance(step, Cannot):
+        if step.reason is NotKeptAwakeReason.PLATFORM_MAXIMUM:
+            return Cannot(step.reason, f"{MAXIMUM_WORDS}: it {stops_words(clock, now)} whatever the app asks")
+        return Cannot(step.reason, f"it is past its awake ceiling, so the app no longer extends it; "
+                                   f"the platform {stops_words(clock, now)}")
+    return step
 
 
 def at_its_maximum(clock: PlatformClock, kept_for: float) -> bool:

@@ -10,11 +10,15 @@ The task stops when cancelled or when its handle is dropped, and ends with a `Ke
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 import weakref
 from collections.abc import Awaitable, Callable
 
+from workroom.core.host_snapshot import kept_until, wants_session
 from workroom.core.keepawake import (
+    Act,
+    CheckAt,
     Finished,
     GaveUp,
     KeepAwakeEnd,
@@ -22,9 +26,7 @@ from workroom.core.keepawake import (
     KeepAwakePolicyError,
     KeepAwakeReport,
     KeepAwakeState,
-    Poll,
     PollOutcome,
-    Wait,
 )
 from workroom.core.metering import Keeper
 from workroom.core.protocol import Status, Verdict
@@ -36,29 +38,28 @@ PollFn = Callable[[], Awaitable[PollOutcome]]
 
 async def run_keep_awake(policy: KeepAwakePolicy, poll: PollFn, *,
                          clock: Callable[[], float] = time.monotonic,
-                         on_state: Callable[[KeepAwakeState], None] | None = None,
                          stopped_because: Callable[[], KeepAwakeEnd] = lambda: KeepAwakeEnd.STOPPED,
+                         kept_until: Callable[[], float] = lambda: math.inf,
                          ) -> KeepAwakeReport:
-    """Run until the policy ends; cancelled -> returns a report ended `stopped_because()` (not an exception)."""
+    """Run until the policy ends, keeping the box up until `kept_until()` (on `clock`, asked at each step);
+    cancelled -> returns a report ended `stopped_because()` (not an exception)."""
     state = KeepAwakeState.begin(policy, clock())
     try:
         while True:
-            state, action = state.next_action(clock())
-            if isinstance(action, Poll):
+            state, action = state.next_action(clock(), kept_until())
+            if isinstance(action, Act):
                 started = clock()
                 try:
                     outcome = await poll()
                 except (OSError, TimeoutError) as error:
                     outcome = PollOutcome.failed(f"{type(error).__name__}: {error}")
-                state, action = state.on_poll_result(outcome, started)
-                if on_state is not None:
-                    on_state(state)
+                state, action = state.on_poll_result(outcome, started, kept_until())
             if isinstance(action, Finished):
                 return action.report
             if isinstance(action, GaveUp):
                 raise action.error
-            if isinstance(action, Wait):
-                await asyncio.sleep(max(0.0, action.until_monotonic - clock()))
+            if isinstance(action, CheckAt):
+                await asyncio.sleep(max(0.0, action.at - clock()))
     except asyncio.CancelledError:
         return state.stop(stopped_because()).report()
 
@@ -67,17 +68,24 @@ class KeepAwakeTask:
     """A keep-awake running in the background. Dropping the handle (or `stop()`) stops the task."""
 
     def __init__(self, policy: KeepAwakePolicy, poll: PollFn, *, name: str = "keep-awake",
-                 on_state: Callable[[KeepAwakeState], None] | None = None) -> None:
+                 until: float = math.inf) -> None:
         policy.validate()
-        why = self._why = [KeepAwakeEnd.STOPPED]  # the task sees the list, not this handle (dropping it stops the task)
+        # The task sees these lists, not this handle (dropping the handle stops the task).
+        why = self._why = [KeepAwakeEnd.STOPPED]
+        kept = self._until = [until]
         self.task: asyncio.Task[KeepAwakeReport] = asyncio.get_running_loop().create_task(
-            run_keep_awake(policy, poll, on_state=on_state, stopped_because=lambda: why[0]), name=name
+            run_keep_awake(policy, poll, stopped_because=lambda: why[0],
+                           kept_until=lambda: kept[0]), name=name
         )
         self._finalizer = weakref.finalize(self, self.task.cancel)
 
     def stop(self, why: KeepAwakeEnd = KeepAwakeEnd.STOPPED) -> None:
         self._why[0] = why
         self.task.cancel()
+
+    def keep_until(self, until: float) -> None:
+        """The agent now means to keep the box up until `until` (on the task's clock): from the next step on."""
+        self._until[0] = until
 
     async def wait(self) -> KeepAwakeReport:
         """The report (or the KeepAwakeError once the tolerated failures are exceeded)."""
@@ -112,12 +120,15 @@ class OutsideKeepAwake(SessionKeeper):
     def on_status(self, status: Status) -> None:
         if self._traits.metering.keeper is not Keeper.THIS_COMPUTER:
             return
-        if status.verdict is not Verdict.BUSY:
+        if not wants_session(status):  # idle, let sleep, or past its ceiling with no prompt pending
             if self._task is not None and self._task.running:
                 # Heard over the link first: no further request through the meter (each one is billed time).
-                self._task.stop(KeepAwakeEnd.NO_LONGER_BUSY)
+                self._task.stop(KeepAwakeEnd.NO_LONGER_BUSY if status.verdict is not Verdict.BUSY
+                                else KeepAwakeEnd.DEADLINE)
             return
+        until = kept_until(status, time.monotonic())
         if self._task is not None and self._task.running:
+            self._task.keep_until(until)
             return
 
         async def gated_poll() -> PollOutcome:
@@ -130,7 +141,7 @@ class OutsideKeepAwake(SessionKeeper):
         except KeepAwakePolicyError as error:
             self._on_change(False, error.message, False)
             return
-        self._task = KeepAwakeTask(policy, gated_poll, name=f"keep-awake-{self._name}")
+        self._task = KeepAwakeTask(policy, gated_poll, name=f"keep-awake-{self._name}", until=until)
         self._on_change(True, None, False)
         self._task.task.add_done_callback(self._ended)
 

@@ -20,18 +20,11 @@ from typing import Any
 
 from workroom.core.durations import format_duration
 from workroom.core.errors import UserError
-from workroom.core.host_snapshot import wants_session
+from workroom.core.host_snapshot import kept_until, wants_session
 from workroom.core.hosts import Host
+from workroom.core.keepawake import Act, Cannot, CheckAt
 from workroom.core.metering import NotKeptAwakeReason
-from workroom.core.platform_clock import (
-    CannotExtend,
-    CheckAt,
-    Extend,
-    PlatformClock,
-    PlatformRules,
-    PlatformState,
-    plan_extension,
-)
+from workroom.core.platform_clock import PlatformClock, PlatformRules, PlatformState, plan_extension
 from workroom.core.protocol import Status
 from workroom.core.traits import ProviderTraits
 from workroom.providers.base import Provider
@@ -43,16 +36,6 @@ log = logging.getLogger(__name__)
 
 RETRY_AFTER_FAILURE_FRACTION = 0.25
 """After a failed extension, ask again after this share of the lead (several tries before the deadline)."""
-
-
-def kept_until(status: Status, received_at: float) -> float:
-    """Until when (Unix seconds) the agent means to keep the box up: a pending prompt's deadline, else the moment
-    its awake time reaches the ceiling. `received_at`: when the status arrived, on the wall clock."""
-    if status.prompt_pending and status.prompt_deadline is not None:
-        return received_at + max(0.0, status.prompt_deadline - status.monotonic)
-    if status.awake_ceiling_exceeded:
-        return received_at
-    return received_at + max(0.0, status.ceiling_seconds - status.awake_seconds)
 
 
 @dataclass(frozen=True)
@@ -115,7 +98,7 @@ class PlatformKeeper:
             now = self._wall()
             plan = plan_extension(clock, now=now, kept_until=self._until, rules=self._rules)
             match plan:
-                case Extend(until=until, passes_ceiling_by=past):
+                case Act(until=until, passes_ceiling_by=past):
                     try:
                         await self._extend(until)
                     except UserError as refused:
@@ -133,7 +116,7 @@ class PlatformKeeper:
                 case CheckAt(at=at):
                     self._on_view(PlatformView(clock, note=self._note))
                     await self._pause(at - now)
-                case CannotExtend(reason=reason, words=words):
+                case Cannot(reason=reason, words=words):
                     self._on_view(PlatformView(clock, reason, words))
                     await self._pause(self._rules.read_interval_seconds)
 

@@ -13,6 +13,9 @@ from workroom.core.keepawake import (
     DEFAULT_TOLERATED_ERRORS,
     MIN_IDLE_WINDOW_SECONDS,
     MIN_KEEP_AWAKE_INTERVAL_SECONDS,
+    Act,
+    Cannot,
+    CheckAt,
     Finished,
     GaveUp,
     KeepAwakeEnd,
@@ -20,11 +23,12 @@ from workroom.core.keepawake import (
     KeepAwakePolicy,
     KeepAwakePolicyError,
     KeepAwakeState,
-    Poll,
+    Pace,
     PollOutcome,
     PollOutcomeKind,
-    Wait,
+    plan,
 )
+from workroom.core.metering import NotKeptAwakeReason
 
 pytestmark = pytest.mark.unit
 
@@ -72,13 +76,9 @@ def test_bad_tolerated_errors_are_refused(tolerated: object) -> None:
         KeepAwakePolicy.new(tolerated_errors=tolerated).validate()  # type: ignore[arg-type]
 
 
-def test_bad_deadline_is_refused() -> None:
-    with pytest.raises(KeepAwakePolicyError, match="deadline"):
-        KeepAwakePolicy.new(deadline_monotonic=math.nan).validate()
-
-
 def drive(
-    policy: KeepAwakePolicy, outcomes: list[PollOutcome], poll_takes: float = 0.5, start: float = 100.0
+    policy: KeepAwakePolicy, outcomes: list[PollOutcome], poll_takes: float = 0.5, start: float = 100.0,
+    kept_until: float = math.inf,
 ) -> tuple[KeepAwakeState, list[float], Finished | GaveUp]:
     """Run the state machine as the async runner would, on a simulated clock; returns poll start times."""
     now = start
@@ -86,11 +86,11 @@ def drive(
     polls: list[float] = []
     feed = iter(outcomes)
     for _ in range(10_000):
-        state, action = state.next_action(now)
-        if isinstance(action, Wait):
-            assert action.until_monotonic > now
-            now = action.until_monotonic
-        elif isinstance(action, Poll):
+        state, action = state.next_action(now, kept_until)
+        if isinstance(action, CheckAt):
+            assert action.at > now
+            now = action.at
+        elif isinstance(action, Act):
             outcome = next(feed, None)
             if outcome is None:
                 return state.stop(), polls, Finished(state.stop().report())
@@ -98,7 +98,7 @@ def drive(
             if outcome.kind is not PollOutcomeKind.NOT_RUNNING:
                 polls.append(started)
             now += poll_takes
-            state, action = state.on_poll_result(outcome, started)
+            state, action = state.on_poll_result(outcome, started, kept_until)
             if isinstance(action, Finished | GaveUp):
                 return state, polls, action
         else:
@@ -138,17 +138,50 @@ def test_a_non_retryable_failure_ends_at_once() -> None:
     assert isinstance(action, GaveUp) and len(polls) == 1
 
 
-def test_deadline_ends_it() -> None:
-    policy = KeepAwakePolicy.new(idle_window_seconds=30, deadline_monotonic=125.0)
-    _, polls, action = drive(policy, [PollOutcome.busy()] * 100)
-    assert polls == [100.0, 110.0, 120.0]
+def test_the_agents_ceiling_ends_it_and_no_poll_keeps_the_box_past_it_but_by_a_window() -> None:
+    """The agent means to keep the box up until 125 (its awake ceiling): the poll at 100 gives it a window to 130,
+    which covers 125, so no other poll is made; at 125 it ends (a poll at 110 or 120 kept it up to 140 or 150)."""
+    _, polls, action = drive(KeepAwakePolicy.new(idle_window_seconds=30), [PollOutcome.busy()] * 100,
+                             kept_until=125.0)
+    assert polls == [100.0]
     assert isinstance(action, Finished) and action.report.ended is KeepAwakeEnd.DEADLINE
+    _, polls, _ = drive(KeepAwakePolicy.new(idle_window_seconds=30), [PollOutcome.busy()] * 100, kept_until=145.0)
+    assert polls == [100.0, 110.0, 120.0]  # 120 + 30 covers 145
 
 
-def test_stop_when_idle_off_keeps_polling() -> None:
-    policy = KeepAwakePolicy.new(idle_window_seconds=30, stop_when_idle=False, deadline_monotonic=141.0)
-    _, polls, action = drive(policy, [PollOutcome.not_busy()] * 100)
-    assert len(polls) == 5 and isinstance(action, Finished) and action.report.ended is KeepAwakeEnd.DEADLINE
+def test_both_ways_of_keeping_a_box_up_are_rows_of_one_planner() -> None:
+    """The outside poll and a platform's extension: act a lead before the stop, never past what the agent means
+    to keep but by the row's shortest act, look again on the row's cadence."""
+    poll = KeepAwakePolicy.new(idle_window_seconds=30).pace  # every 10 s, a whole window each
+    assert plan(poll, now=100.0, stops_at=100.0, kept_until=math.inf) == Act(130.0, 0.0)
+    assert plan(poll, now=105.0, stops_at=130.0, kept_until=math.inf) == CheckAt(110.0)
+    assert plan(poll, now=110.0, stops_at=130.0, kept_until=130.0) == CheckAt(120.0)  # covered: no act
+    assert plan(poll, now=110.0, stops_at=130.0, kept_until=135.0) == Act(140.0, 5.0)  # a window past it
+    assert plan(poll, now=110.0, stops_at=130.0, kept_until=200.0) == Act(140.0, 0.0)
+    assert plan(poll, now=110.0, stops_at=130.0, kept_until=110.0) == Cannot(NotKeptAwakeReason.AWAKE_CEILING_REACHED)
+    extension = Pace(lead=600.0, step=1800.0, min_step=1800.0, recheck=60.0, grain=1.0)
+    assert plan(extension, now=0.0, stops_at=500.0, kept_until=500.0) == CheckAt(60.0)  # covered
+    assert plan(extension, now=0.0, stops_at=500.0, kept_until=700.0) == Act(1800.0, 1100.0)
+    assert plan(extension, now=0.0, stops_at=500.0, kept_until=9000.0, maximum=2000.0) == Act(1800.0, 0.0)
+    assert plan(extension, now=0.0, stops_at=500.0, kept_until=9000.0, maximum=1000.0) == \
+        Cannot(NotKeptAwakeReason.PLATFORM_MAXIMUM)  # under the platform's shortest step
+
+
+@given(lead=st.floats(0, 1000), step=st.floats(1, 5000), recheck=st.floats(0.1, 1000), now=st.floats(0, 1e6),
+       ahead=st.floats(-100, 5000), keep=st.floats(0.1, 1e5))
+def test_the_planner_never_acts_early_nor_past_what_is_kept_but_by_its_shortest_act(
+        lead: float, step: float, recheck: float, now: float, ahead: float, keep: float) -> None:
+    pace = Pace(lead=lead, step=step, min_step=step, recheck=recheck)
+    stops_at, kept_until = now + ahead, now + keep
+    match plan(pace, now=now, stops_at=stops_at, kept_until=kept_until):
+        case Act(until=until, passes_ceiling_by=past):
+            assert stops_at - lead <= now and stops_at < kept_until  # due, and not covered yet
+            assert until > stops_at and until <= max(kept_until, now + step) + 1e-6
+            assert past == max(0.0, until - kept_until)
+        case CheckAt(at=at):
+            assert now < at <= now + recheck + 1e-6
+        case Cannot():
+            raise AssertionError("kept_until is ahead: never a refusal without a maximum")
 
 
 def test_stop_is_final() -> None:

@@ -4,11 +4,9 @@ deadline, never past the awake ceiling but by the platform's minimum step, never
 from __future__ import annotations
 
 import pytest
+from workroom.core.keepawake import Act, Cannot, CheckAt
 from workroom.core.metering import NotKeptAwakeReason
 from workroom.core.platform_clock import (
-    CannotExtend,
-    CheckAt,
-    Extend,
     PlatformClock,
     PlatformRules,
     PlatformState,
@@ -39,14 +37,14 @@ def test_nothing_is_asked_while_the_deadline_is_further_than_the_lead() -> None:
 
 def test_a_near_deadline_is_extended_by_one_step() -> None:
     plan = plan_extension(running(NOW + 9 * MIN), now=NOW, kept_until=NOW + 4 * 3600, rules=RULES)
-    assert plan == Extend(NOW + 30 * MIN, 0.0)
+    assert plan == Act(NOW + 30 * MIN, 0.0)
 
 
 def test_an_extension_never_passes_the_ceiling_but_by_the_minimum() -> None:
     plan = plan_extension(running(NOW + 5 * MIN), now=NOW, kept_until=NOW + 12 * MIN, rules=RULES)
-    assert plan == Extend(NOW + 30 * MIN, 18 * MIN)  # the platform takes 30 min at least: 18 min past the ceiling
+    assert plan == Act(NOW + 30 * MIN, 18 * MIN)  # the platform takes 30 min at least: 18 min past the ceiling
     close = plan_extension(running(NOW + 5 * MIN), now=NOW, kept_until=NOW + 40 * MIN, rules=RULES)
-    assert close == Extend(NOW + 30 * MIN, 0.0)
+    assert close == Act(NOW + 30 * MIN, 0.0)
 
 
 def test_a_deadline_that_covers_the_ceiling_is_left_alone() -> None:
@@ -56,23 +54,23 @@ def test_a_deadline_that_covers_the_ceiling_is_left_alone() -> None:
 
 def test_past_the_ceiling_nothing_is_extended() -> None:
     plan = plan_extension(running(NOW + 5 * MIN), now=NOW, kept_until=NOW - 1, rules=RULES)
-    assert isinstance(plan, CannotExtend) and plan.reason is NotKeptAwakeReason.AWAKE_CEILING_REACHED
+    assert isinstance(plan, Cannot) and plan.reason is NotKeptAwakeReason.AWAKE_CEILING_REACHED
     assert "stops in 5 min" in plan.words
 
 
 def test_the_platforms_maximum_caps_and_then_stops_the_extensions() -> None:
     capped = plan_extension(running(NOW + 5 * MIN, NOW + 50 * MIN), now=NOW, kept_until=NOW + 4 * 3600,
                             rules=RULES.scaled(1))
-    assert capped == Extend(NOW + 30 * MIN, 0.0)
+    assert capped == Act(NOW + 30 * MIN, 0.0)
     at_most = plan_extension(running(NOW + 5 * MIN, NOW + 20 * MIN), now=NOW, kept_until=NOW + 4 * 3600,
                              rules=RULES)
-    assert isinstance(at_most, CannotExtend) and at_most.reason is NotKeptAwakeReason.PLATFORM_MAXIMUM
+    assert isinstance(at_most, Cannot) and at_most.reason is NotKeptAwakeReason.PLATFORM_MAXIMUM
 
 
 def test_an_unreadable_platform_keeps_nothing_and_says_why() -> None:
     clock = PlatformClock(state=PlatformState.UNKNOWN, said="coder says: You are not logged in", read_at=NOW)
     plan = plan_extension(clock, now=NOW, kept_until=NOW + 3600, rules=RULES)
-    assert plan == CannotExtend(NotKeptAwakeReason.PLATFORM_UNREADABLE, "coder says: You are not logged in")
+    assert plan == Cannot(NotKeptAwakeReason.PLATFORM_UNREADABLE, "coder says: You are not logged in")
     assert clock_words(clock, NOW) == "unknown: coder says: You are not logged in"
 
 

@@ -127,7 +127,8 @@ def test_a_time_the_platform_cannot_mean_is_unknown_in_its_words_and_nothing_is_
         build: dict[str, object], words: str) -> None:
     """Year 2 gave "at most 0 s more" with can_extend true; year 9999 "2912105 d"; a NaN deadline "keeps no stop
     time", the platform's own "no deadline". Each is now unknown, said in the platform's words, and not extended."""
-    from workroom.core.platform_clock import CannotExtend, clock_words, plan_extension
+    from workroom.core.keepawake import Cannot
+    from workroom.core.platform_clock import clock_words, plan_extension
     from workroom.providers.coder import CODER_RULES
 
     clock = coder_clock([odd(**build)], "ws1", None, NOW)
@@ -137,7 +138,7 @@ def test_a_time_the_platform_cannot_mean_is_unknown_in_its_words_and_nothing_is_
     assert "not known" in line and "keeps no stop time" not in line and " 0 s more" not in line
     assert not any(f"{n} d" in line for n in range(400, 10**8, 997))
     plan = plan_extension(clock, now=NOW, kept_until=NOW + 3600, rules=CODER_RULES)
-    assert isinstance(plan, CannotExtend) and "not known" in plan.words
+    assert isinstance(plan, Cannot) and "not known" in plan.words
 
 
 def test_a_deadline_already_past_is_said_plainly_and_not_extended() -> None:

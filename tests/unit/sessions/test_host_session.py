@@ -454,6 +454,55 @@ def test_the_outside_keep_awake_stops_when_the_agent_says_idle(tmp_path: Path, a
     run(scenario())
 
 
+def test_the_outside_keep_awake_stops_when_the_user_lets_a_busy_box_sleep(tmp_path: Path,
+                                                                           agent: InProcessAgent) -> None:
+    """"Let it sleep" on a busy request-metered box: the agent still says BUSY (the job runs on), but nothing
+    keeps the box up any more, so no request goes through the meter after the answer (each one moves its idle
+    clock: polling on would keep it up against the user's word)."""
+    from workroom.core.protocol import Method
+
+    async def scenario() -> None:
+        traits = REQUEST_METERED_TRAITS.with_idle_window(0.6)  # polls every 0.2 s
+        provider = MeteredProvider(stand_in_context(tmp_path), traits, box=BoxState.AWAKE, agent=agent)
+        session = session_for(provider)
+        await session.connect(timeout=10)
+        agent.tick(BUSY)
+        await until(lambda: provider.polls >= 2 and session.connection.keepawake_running)
+        await session.call(Method.LET_SLEEP)
+        await until(lambda: session.status is not None and session.status.suppressed)
+        await until(lambda: not session.connection.keepawake_running)
+        polls = provider.polls
+        agent.tick(BUSY)  # the job goes on
+        await asyncio.sleep(0.6)
+        assert provider.polls == polls, f"{provider.polls - polls} request(s) through the meter after Let it sleep"
+        await session.close()
+
+    run(scenario())
+
+
+def test_the_outside_keep_awake_stops_at_the_awake_ceiling(tmp_path: Path, agent: InProcessAgent) -> None:
+    """A busy request-metered box past its awake ceiling (no prompt pending: the ceiling lets it sleep) is polled
+    no more, as the agent's heartbeat stops keeping a sleepable box up there."""
+    async def scenario() -> None:
+        traits = REQUEST_METERED_TRAITS.with_idle_window(0.6)  # polls every 0.2 s
+        provider = MeteredProvider(stand_in_context(tmp_path), traits, box=BoxState.AWAKE, agent=agent)
+        session = HostSession(HOST, provider, CeilingSettings(ceiling_seconds=30, ask_at_ceiling=False))
+        await session.connect(timeout=10)
+        agent.tick(BUSY)
+        await until(lambda: provider.polls >= 2 and session.connection.keepawake_running)
+        for _ in range(32):  # busy past the 30 s ceiling
+            agent.tick(BUSY)
+        await until(lambda: session.status is not None and session.status.awake_ceiling_exceeded)
+        await until(lambda: not session.connection.keepawake_running)
+        polls = provider.polls
+        agent.tick(BUSY)
+        await asyncio.sleep(0.6)
+        assert provider.polls == polls, f"{provider.polls - polls} request(s) through the meter past the ceiling"
+        await session.close()
+
+    run(scenario())
+
+
 def test_an_idle_window_too_short_for_the_keep_awake_is_said(tmp_path: Path, agent: InProcessAgent) -> None:
     async def scenario() -> None:
         traits = REQUEST_METERED_TRAITS.with_idle_window(0.2)  # a third of it is under the shortest interval

@@ -88,12 +88,29 @@ def test_a_success_resets_the_failure_count() -> None:
     assert report.ended is KeepAwakeEnd.NO_LONGER_BUSY and report.failures == 4
 
 
-def test_deadline_ends_it() -> None:
-    async def poll() -> PollOutcome:
-        return PollOutcome.busy()
+def test_it_ends_where_the_agent_stops_keeping_the_box_up() -> None:
+    """`keep_until` moves the end on a running task: the polls stop as soon as the last one's window covers it
+    (a poll past that would keep the box up past the agent's ceiling), and the task ends there."""
+    async def main() -> tuple[object, int, int, float]:
+        polls = 0
 
-    report = asyncio.run(run_keep_awake(policy(deadline_monotonic=time.monotonic() + 0.35), poll))
-    assert report.ended is KeepAwakeEnd.DEADLINE and 3 <= report.polls <= 5
+        async def poll() -> PollOutcome:
+            nonlocal polls
+            polls += 1
+            return PollOutcome.busy()
+
+        task = KeepAwakeTask(policy(), poll)
+        await asyncio.sleep(0.35)
+        end = time.monotonic() + 0.3
+        task.keep_until(end)  # the agent's ceiling, 0.3 s from now: the last poll's 1 s window covers it
+        before = polls
+        report = await asyncio.wait_for(task.wait(), 5)
+        return report, before, polls, time.monotonic() - end
+
+    report, before, after, late = asyncio.run(main())
+    assert 3 <= before <= 5
+    assert after <= before + 1  # at most one poll already on its way
+    assert report.ended is KeepAwakeEnd.DEADLINE and -0.05 <= late <= 0.25, (report, late)
 
 
 def test_cancel_and_drop_both_stop_the_task() -> None:
