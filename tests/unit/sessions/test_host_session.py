@@ -432,20 +432,31 @@ def test_a_request_metered_box_is_kept_awake_from_outside_while_busy(tmp_path: P
     run(scenario())
 
 
+async def busy_metered(tmp_path: Path, agent: InProcessAgent,
+                       ceiling: CeilingSettings | None = None) -> tuple[MeteredProvider, HostSession]:
+    """A request-metered box (polled every 0.2 s) whose agent says BUSY, its outside keep-awake polling."""
+    traits = REQUEST_METERED_TRAITS.with_idle_window(0.6)
+    provider = MeteredProvider(stand_in_context(tmp_path), traits, box=BoxState.AWAKE, agent=agent)
+    session = HostSession(HOST, provider, ceiling or CeilingSettings())
+    await session.connect(timeout=10)
+    agent.tick(BUSY)
+    await until(lambda: provider.polls >= 2 and session.connection.keepawake_running)
+    return provider, session
+
+
+async def no_more_polls(provider: MeteredProvider, after: str) -> None:
+    polls = provider.polls
+    await asyncio.sleep(0.6)  # three intervals
+    assert provider.polls == polls, f"{provider.polls - polls} request(s) through the meter after {after}"
+
+
 def test_the_outside_keep_awake_stops_when_the_agent_says_idle(tmp_path: Path, agent: InProcessAgent) -> None:
     """IDLE heard over the link ends the polling at once: one more request through the meter is billed time."""
     async def scenario() -> None:
-        traits = REQUEST_METERED_TRAITS.with_idle_window(0.6)  # polls every 0.2 s
-        provider = MeteredProvider(stand_in_context(tmp_path), traits, box=BoxState.AWAKE, agent=agent)
-        session = session_for(provider)
-        await session.connect(timeout=10)
-        agent.tick(BUSY)
-        await until(lambda: provider.polls >= 2 and session.connection.keepawake_running)
+        provider, session = await busy_metered(tmp_path, agent)
         agent.tick(Signals())  # the job ended (no hold in this agent)
         await until(lambda: session.status is not None and session.status.verdict is Verdict.IDLE)
-        polls = provider.polls
-        await asyncio.sleep(0.6)
-        assert provider.polls == polls, f"{provider.polls - polls} request(s) through the meter after IDLE"
+        await no_more_polls(provider, "IDLE")
         assert not session.connection.keepawake_running
         report = session.keepawake_report
         assert report is not None and report.ended is KeepAwakeEnd.NO_LONGER_BUSY, report
@@ -456,25 +467,17 @@ def test_the_outside_keep_awake_stops_when_the_agent_says_idle(tmp_path: Path, a
 
 def test_the_outside_keep_awake_stops_when_the_user_lets_a_busy_box_sleep(tmp_path: Path,
                                                                            agent: InProcessAgent) -> None:
-    """"Let it sleep" on a busy request-metered box: the agent still says BUSY (the job runs on), but nothing
-    keeps the box up any more, so no request goes through the meter after the answer (each one moves its idle
-    clock: polling on would keep it up against the user's word)."""
+    """"Let it sleep" on a busy request-metered box while the job runs on: no request goes through the meter after
+    the answer (each one moves its idle clock: polling on would keep it up against the user's word)."""
     from workroom.core.protocol import Method
 
     async def scenario() -> None:
-        traits = REQUEST_METERED_TRAITS.with_idle_window(0.6)  # polls every 0.2 s
-        provider = MeteredProvider(stand_in_context(tmp_path), traits, box=BoxState.AWAKE, agent=agent)
-        session = session_for(provider)
-        await session.connect(timeout=10)
-        agent.tick(BUSY)
-        await until(lambda: provider.polls >= 2 and session.connection.keepawake_running)
+        provider, session = await busy_metered(tmp_path, agent)
         await session.call(Method.LET_SLEEP)
         await until(lambda: session.status is not None and session.status.suppressed)
         await until(lambda: not session.connection.keepawake_running)
-        polls = provider.polls
         agent.tick(BUSY)  # the job goes on
-        await asyncio.sleep(0.6)
-        assert provider.polls == polls, f"{provider.polls - polls} request(s) through the meter after Let it sleep"
+        await no_more_polls(provider, "Let it sleep")
         await session.close()
 
     run(scenario())
@@ -482,22 +485,36 @@ def test_the_outside_keep_awake_stops_when_the_user_lets_a_busy_box_sleep(tmp_pa
 
 def test_the_outside_keep_awake_stops_at_the_awake_ceiling(tmp_path: Path, agent: InProcessAgent) -> None:
     """A busy request-metered box past its awake ceiling (no prompt pending: the ceiling lets it sleep) is polled
-    no more, as the agent's heartbeat stops keeping a sleepable box up there."""
+    no more, as the agent's heartbeat stops keeping a sleepable box up there (it was polled for as long as the job
+    ran)."""
     async def scenario() -> None:
-        traits = REQUEST_METERED_TRAITS.with_idle_window(0.6)  # polls every 0.2 s
-        provider = MeteredProvider(stand_in_context(tmp_path), traits, box=BoxState.AWAKE, agent=agent)
-        session = HostSession(HOST, provider, CeilingSettings(ceiling_seconds=30, ask_at_ceiling=False))
-        await session.connect(timeout=10)
-        agent.tick(BUSY)
-        await until(lambda: provider.polls >= 2 and session.connection.keepawake_running)
+        provider, session = await busy_metered(tmp_path, agent,
+                                               CeilingSettings(ceiling_seconds=30, ask_at_ceiling=False))
         for _ in range(32):  # busy past the 30 s ceiling
             agent.tick(BUSY)
         await until(lambda: session.status is not None and session.status.awake_ceiling_exceeded)
         await until(lambda: not session.connection.keepawake_running)
-        polls = provider.polls
+        report = session.keepawake_report
+        assert report is not None and report.ended is KeepAwakeEnd.DEADLINE, report
         agent.tick(BUSY)
-        await asyncio.sleep(0.6)
-        assert provider.polls == polls, f"{provider.polls - polls} request(s) through the meter past the ceiling"
+        await no_more_polls(provider, "the ceiling")
+        await session.close()
+
+    run(scenario())
+
+
+def test_the_outside_keep_awake_goes_on_while_the_ceilings_question_is_open(tmp_path: Path,
+                                                                             agent: InProcessAgent) -> None:
+    """Ask mode: past the ceiling the agent asks, and the box is kept up until the question's deadline."""
+    async def scenario() -> None:
+        provider, session = await busy_metered(tmp_path, agent, CeilingSettings(
+            ceiling_seconds=30, prompt_timeout_seconds=600, ask_at_ceiling=True))
+        for _ in range(32):
+            agent.tick(BUSY)
+        await until(lambda: session.prompt is not None)
+        polls = provider.polls
+        await until(lambda: provider.polls >= polls + 2)
+        assert session.connection.keepawake_running
         await session.close()
 
     run(scenario())
