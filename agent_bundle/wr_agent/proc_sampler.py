@@ -149,22 +149,6 @@ class ProcSampler(HostSignals, JobSteps):
         finally:
             os.close(fd)
 
-    @staticmethod
-    def _read_all(path, limit=1 << 24):
-        """A whole (possibly long) /proc file, in 64 KiB reads rather than one huge buffer."""
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            parts, size = [], 0
-            while size < limit:
-                chunk = os.read(fd, 65536)
-                if not chunk:
-                    break
-                parts.append(chunk)
-                size += len(chunk)
-            return b"".join(parts)
-        finally:
-            os.close(fd)
-
     def _read(self, p, name, size=1024):
         """Read a per-process file through a held fd when the budget allows. Raises OSError if gone."""
         fd = p.fds.get(name)
@@ -734,9 +718,6 @@ class ProcSampler(HostSignals, JobSteps):
             span = max(min(span, now - p.born), self.tick_seconds)
         if sum(c for _, c in window) / span >= self.cpu_share:
             sig.cpu.append((p.comm, p.pid, cpu / dt))
-
-    def _wchan(self, p):
-        return proc_entry.kind(self._wchan_name(p))
 
     def _wchan_name(self, p):
         """What the process is blocked in (its wchan), or None where it may not be read."""

@@ -53,10 +53,6 @@ SSH_PORTS = frozenset((22,))
 ESTABLISHED, CLOSE_WAIT, LISTEN = 1, 8, 10
 
 
-def host_port(addr, port):
-    return ("[%s]:%d" if ":" in addr else "%s:%d") % (addr, port)
-
-
 def facts(conn, since):
     """The facts of a busy connection for its reason (wr_agent.reasons, class tcp): which peer, and since when
     (`since`: the sampler's clock, the agent's status clock, when the wait began). They never change while it

@@ -129,10 +129,6 @@ CONNECTION_SPECS: Mapping[ConnectionState, ConnectionSpec] = MappingProxyType({s
 """Every connection state's row (a test checks each state has one)."""
 
 
-def connection_spec(state: ConnectionState) -> ConnectionSpec:
-    return CONNECTION_SPECS[state]
-
-
 WAITING_STATES = frozenset(s for s, spec in CONNECTION_SPECS.items() if spec.waiting)
 UNREACHABLE_STATES = frozenset(s for s, spec in CONNECTION_SPECS.items() if spec.unreachable)
 

@@ -196,12 +196,6 @@ nothing but the standard library, and `site` was a third of the interpreter's st
 CPU for `python3 -c pass`; docs/protocol.md, transport)."""
 
 
-def agent_command(python: tuple[str, ...], bundle_path: str, *args: str) -> str:
-    """The command that runs the installed agent with the host's Python (`python`: the provider's
-    `python_command`), for every step that runs it after the install: the hand-off and the relay."""
-    return " ".join(shlex.quote(a) for a in (*python, bundle_path, *args))
-
-
 def relay_argv(python: tuple[str, ...], bundle_path: str, socket_path: str) -> list[str]:
     """The relay in the agent's own terms (`wr-agent relay --socket PATH`, what a person would type on the host;
     the app runs the same relay through `relay_command`). Paths under `~` are given relative to the home the

@@ -80,10 +80,6 @@ class SshTarget:
         return where if self.alias == self.hostname else f"{self.alias} ({where})"
 
 
-def default_config_path() -> Path:
-    return Path.home() / ".ssh" / "config"
-
-
 @dataclass(frozen=True)
 class _Local:
     """The local side's facts that tokens and Match criteria use (a test may stand in another user)."""

@@ -159,11 +159,6 @@ class TrayController(QObject):
     def available(self) -> bool:
         return QSystemTrayIcon.isSystemTrayAvailable()
 
-    @property
-    def host_actions(self) -> dict[str, QAction]:
-        """Each host's line in the menu (the action that opens its submenu)."""
-        return {name: menu.menuAction() for name, menu in self.host_menus.items()}
-
     def _add_action(self, text: str, signal: SignalInstance) -> QAction:
         action = self.menu.addAction(text)
         action.triggered.connect(signal.emit)
