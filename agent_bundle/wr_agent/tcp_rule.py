@@ -110,7 +110,9 @@ class Track(object):
         self.inode, self.inbound = c.inode, inbound
         self.peer, self.pport, self.lport = c.peer, c.pport, c.lport
         self.bytes_in = self.bytes_out = None
-        self.moved = collections.deque()  # (time, bytes moved since the read before) that count as a flow
+        # (time, bytes moved since the read before) that count as a flow, over MOVE_WINDOW; None while there is
+        # none (an empty deque is about 600 bytes: at 400 idle connections, most of what the tracks held).
+        self.moved = None
         self.moved_at = None  # when bytes last moved either way
         # Inbound: this end owes the client an answer (its data came in; this end's bytes have not stopped since).
         # First seen with the client's bytes already in: a request came before this read, owed.
@@ -140,6 +142,8 @@ class Track(object):
                 if d_in or d_out:
                     flow = self._asked(now, d_in, d_out)
                     if flow:
+                        if self.moved is None:
+                            self.moved = collections.deque()
                         self.moved.append((now, flow))
                 if d_out:
                     self.acked_at = now
@@ -223,12 +227,15 @@ class Track(object):
 
     def active(self, now):
         """Work by bytes, not by waiting: moving, an answer arriving, or a send queue the peer drains."""
-        while self.moved and self.moved[0][0] <= now - MOVE_WINDOW:
-            self.moved.popleft()
         moved = self.moved
-        if (len(moved) >= MOVE_READS and moved[-1][0] - moved[0][0] >= MOVE_SPAN
-                and sum(b for _, b in moved) / MOVE_WINDOW >= MOVE_RATE):
-            return True
+        if moved is not None:
+            while moved and moved[0][0] <= now - MOVE_WINDOW:
+                moved.popleft()
+            if not moved:
+                self.moved = None
+            elif (len(moved) >= MOVE_READS and moved[-1][0] - moved[0][0] >= MOVE_SPAN
+                  and sum(b for _, b in moved) / MOVE_WINDOW >= MOVE_RATE):
+                return True
         if not self.inbound and self.stream_until is not None and now <= self.stream_until:
             return True
         return self.queued_reads >= 2 and self.acked_at is not None and now - self.acked_at <= QUEUE_STALL
