@@ -115,6 +115,9 @@ class HostSignals(object):
         """Whether the box as a whole did too little since the last tick for any process to vote CPU (its busy CPU
         time, from /proc/stat's first line, less the agent's own, under a candidate's CPU share over the tick) and
         nothing waited on the disk (its iowait time did not move), and every process was read within SLOW_WALK.
+        Steal is left out: it is time the hypervisor gave another guest, when no process of the box ran (a shared
+        cloud VM's steal would otherwise read as the box's work); irq and softirq stay in, as a process's system
+        time may hold them.
         Then a quick process, one that votes nothing by its state (`_quick`), is not read this tick: it cannot have
         done work, and what it may have done (woken and blocked again) is seen at the next full read. Costs one
         pread (~6 us) and a times() call."""
@@ -123,10 +126,10 @@ class HostSignals(object):
             return False
         try:
             f = os.pread(fd, 256, 0).split(b"\n", 1)[0].split()
-            user, nice, system, _idle, iowait, irq, softirq, steal = (int(x) for x in f[1:9])
+            user, nice, system, _idle, iowait, irq, softirq = (int(x) for x in f[1:8])
         except (OSError, ValueError):
             return False
-        busy = user + nice + system + irq + softirq + steal
+        busy = user + nice + system + irq + softirq
         own = sum(os.times()[:2])
         last, self._stat_last = self._stat_last, (now, busy, iowait, own)
         walked = self._walked_at
