@@ -112,15 +112,17 @@ class HostSignals(object):
             return None
 
     def _system_quiet(self, now):
-        """Whether the box as a whole did too little since the last tick for any process to vote CPU (its busy CPU
-        time, from /proc/stat's first line, less the agent's own, under a candidate's CPU share over the tick) and
-        nothing waited on the disk (its iowait time did not move), and every process was read within SLOW_WALK.
-        Steal is left out: it is time the hypervisor gave another guest, when no process of the box ran (a shared
-        cloud VM's steal would otherwise read as the box's work); irq and softirq stay in, as a process's system
-        time may hold them.
-        Then a quick process, one that votes nothing by its state (`_quick`), is not read this tick: it cannot have
-        done work, and what it may have done (woken and blocked again) is seen at the next full read. Costs one
-        pread (~6 us) and a times() call."""
+        """Whether the box as a whole did too little since every process was last read (the last walk, within
+        SLOW_WALK) for any process not read since to vote CPU: its busy CPU time over that span, from /proc/stat's
+        first line less the agent's own, is under a candidate's CPU share of the span, and nothing waited on the
+        disk (its iowait time did not move). Then a quick process, one that votes nothing by its state (`_quick`),
+        is not read this tick: a read now would measure its CPU over the same span (its last read was the walk), at
+        most the box's, so it could not vote; what it may have done (woken and blocked again) is seen at the next
+        walk. Counted over the span, not the tick: a box whose own background comes in bursts (a supervisor's 30-50
+        ms now and then) is still quiet on average. Steal is left out: it is time the hypervisor gave another
+        guest, when no process of the box ran (a shared cloud VM's steal would otherwise read as the box's work);
+        irq and softirq stay in, as a process's system time may hold them. Costs one pread (~6 us) and a times()
+        call."""
         fd = self._stat_fd
         if fd is None:
             return False
@@ -128,15 +130,15 @@ class HostSignals(object):
             f = os.pread(fd, 256, 0).split(b"\n", 1)[0].split()
             user, nice, system, _idle, iowait, irq, softirq = (int(x) for x in f[1:8])
         except (OSError, ValueError):
+            self._stat_now = None
             return False
-        busy = user + nice + system + irq + softirq
-        own = sum(os.times()[:2])
-        last, self._stat_last = self._stat_last, (now, busy, iowait, own)
-        walked = self._walked_at
-        if last is None or self.thawed or walked is None or now - walked >= SLOW_WALK - job_wait.TICK_JITTER:
+        self._stat_now = (user + nice + system + irq + softirq, iowait, sum(os.times()[:2]))
+        base, walked = self._stat_walk, self._walked_at
+        if base is None or self.thawed or walked is None or now - walked >= SLOW_WALK - job_wait.TICK_JITTER:
             return False
-        others = (busy - last[1]) / self.clk_tck - (own - last[3])
-        return others < self.cpu_share * (now - last[0]) and iowait == last[2]
+        busy, iowait, own = self._stat_now
+        others = (busy - base[0]) / self.clk_tck - (own - base[2])
+        return others < self.cpu_share * (now - walked) and iowait == base[1]
 
     def _clients(self):
         return [p for p in self.procs.values() if p.comm in MULTIPLEXER_CLIENTS]

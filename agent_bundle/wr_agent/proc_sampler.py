@@ -117,7 +117,8 @@ class ProcSampler(HostSignals, JobSteps):
         # The gate on listing /proc: loadavg's last pid, held open, where /proc is this process's PID namespace.
         self._loadavg_fd = self._open_loadavg()
         self._stat_fd = self._open_stat()  # the box's CPU counters (`_system_quiet`), where /proc is the real one
-        self._stat_last = None  # (when, busy CPU ticks, iowait ticks) at the last tick
+        self._stat_now = None  # (busy CPU ticks, iowait ticks, the agent's own CPU s) read this tick
+        self._stat_walk = None  # the same, read on the tick of the last walk
         self._walked_at = None  # when every listed process was last read
         self._last_pid = None
         self._listed = None  # the candidates (Proc) of the last listing, in its order; None: list next tick
@@ -374,7 +375,7 @@ class ProcSampler(HostSignals, JobSteps):
             self._list(now, since, sig, tty_out)
             quiet = False
         if not quiet:
-            self._walked_at = now
+            self._walked_at, self._stat_walk = now, self._stat_now
         sig.keystroke_age, watched = self._keystrokes()
         sig.tty_bytes = sum(n for path, n in tty_out.items() if path in watched or path not in self._pts_seen)
         sig.net_bytes = self._net_bytes()

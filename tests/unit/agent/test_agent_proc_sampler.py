@@ -932,6 +932,33 @@ def test_on_a_quiet_box_a_quick_process_is_read_only_every_slow_walk(fake):
     assert s.procs["48"].last == 109.0
 
 
+def test_a_box_is_quiet_by_its_cpu_since_the_last_walk_not_by_one_tick(fake):
+    """A box whose own background comes in bursts (a supervisor's 50 ms now and then) is quiet on average: a quick
+    process not read since the last walk would measure its CPU over that whole span, at most the box's, so a tick
+    with 50 ms in it does not make every process be read while the span's average stays under the share."""
+    clock = Clock(100.0)
+    fake.uptime(1000.0)
+    fake.pid_namespace(300)
+    _box_cpu(fake, 1000)
+    fake.proc(47, "python3", wchan="do_select", runtime_ns=9, start_ticks=1000)
+    s = sampler(fake, clock)
+    s.sample()
+    quick = s.procs["47"]
+
+    def tick(t, busy):
+        clock.t = t
+        _box_cpu(fake, busy)
+        s.sample()
+
+    tick(101.0, 1004)  # 40 ms in the first second
+    tick(102.0, 1009)  # 50 ms in this one (a tick's share): 90 ms in 2 s, under the span's 100 ms
+    assert quick.last == 100.0
+    tick(102.5, 1016)  # 160 ms in 2.5 s: over the span's 125 ms, so every process is read
+    assert quick.last == 102.5
+    tick(103.5, 1020)  # a new span from that walk: 40 ms in a second
+    assert quick.last == 102.5
+
+
 def test_another_namespaces_link_is_never_box_wide_traffic_whatever_its_name(fake):
     """Calico's `cali…` and any veth end have an iflink that is not their own ifindex (the peer lives in a pod's or
     a container's namespace): its traffic is that namespace's, not a box-wide vote. A VLAN's bytes its lower link
