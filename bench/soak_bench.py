@@ -15,8 +15,8 @@ Pass (the exit code, what a CI run checks): after the last return every host is 
 end <= 1.05 x the size after the first quarter (`--quick`: 1.15 x, the first minutes hold the start-up's own
 growth); over the second half the least-squares slope of the resident size <= 3 MB an hour (over a run under
 30 min the slope says little: not judged there); descriptors and threads flat (the fewest held over the last
-quarter <= the fewest over the second + 1: a reconnect in flight holds a few more for a moment, a leak raises the
-floor). The status p99 is printed with the
+quarter <= the higher of the fewest over the second and over the third + 1: a reconnect in flight holds a few more
+for a moment, two at once a few fewer, a leak raises the floor). The status p99 is printed with the
 five slowest looks (goal <= 100 ms on a quiet machine), not judged: a shared machine's load decides it.
 
 `--trace`: the app runs tracemalloc and writes, at each quarter, the 25 lines that grew most since the first
@@ -208,19 +208,26 @@ def soak(minutes: float, every: float, hosts: int, trace: bool, quick: bool) -> 
         ratio_bound = 1.15 if quick else 1.05
         ratio = end["rss_mb"] / q1["rss_mb"]
         # A dropped host's connection comes and goes (2-3 descriptors, a few threads while it reconnects): compare
-        # the floor of each (the fewest held in a quarter) over the last quarter with the second's. A leak raises
-        # the floor; a sample taken mid-reconnect only a peak (the 60-minute run's peaks: 100 then 103 threads, on
-        # a floor of 92 throughout).
+        # the floor of each (the fewest held in a quarter) over the last quarter with the middle's (the higher of the
+        # second and third quarters' floors). A leak raises the floor quarter by quarter; a sample taken
+        # mid-reconnect is only a peak (the 60-minute run's peaks: 100 then 103 threads, on a floor of 92
+        # throughout), and a moment when a second host was reconnecting too only a dip (in CI, 45 descriptors and 91
+        # threads once in the second quarter, on a floor of 47 and 93 there before and after).
         second_q = [x for x in samples if duration / 4 <= x["t"] < duration / 2]
+        third_q = [x for x in samples if duration / 2 <= x["t"] < duration * 3 / 4]
         last_q = [x for x in samples if duration * 3 / 4 <= x["t"] <= duration]
-        fds_grew = min(x["fds"] for x in last_q) - min(x["fds"] for x in second_q)
-        threads_grew = min(x["threads"] for x in last_q) - min(x["threads"] for x in second_q)
+
+        def floor(key: str) -> int:
+            return max(min(x[key] for x in quarter) for quarter in (second_q, third_q) if quarter)
+
+        fds_grew = min(x["fds"] for x in last_q) - floor("fds")
+        threads_grew = min(x["threads"] for x in last_q) - floor("threads")
         p99 = statistics.quantiles(status_ms, n=100)[98] if len(status_ms) >= 2 else float("nan")
         checks = {
             "every host live after the last return": final["live"] == final["want"],
             f"RSS at the end <= {ratio_bound} x after the first quarter": ratio <= ratio_bound,
-            "descriptors flat (the fewest held in the last quarter <= the fewest in the second + 1)": fds_grew <= 1,
-            "threads flat (the fewest held in the last quarter <= the fewest in the second + 1)": threads_grew <= 1,
+            "descriptors flat (the fewest held in the last quarter <= the middle's floor + 1)": fds_grew <= 1,
+            "threads flat (the fewest held in the last quarter <= the middle's floor + 1)": threads_grew <= 1,
         }
         if duration >= 30 * 60:
             checks["RSS slope over the second half <= 3 MB an hour"] = slope <= 3.0
@@ -234,11 +241,10 @@ def soak(minutes: float, every: float, hosts: int, trace: bool, quick: bool) -> 
                        "max": max(s["rss_mb"] for s in samples)},
             "rss_end_over_first_quarter": round(ratio, 3),
             "rss_slope_second_half_mb_per_hour": round(slope, 2),
-            "fds_fewest_most": {"second_quarter": [min(x["fds"] for x in second_q), max(x["fds"] for x in second_q)],
-                                "last_quarter": [min(x["fds"] for x in last_q), max(x["fds"] for x in last_q)]},
-            "threads_fewest_most": {
-                "second_quarter": [min(x["threads"] for x in second_q), max(x["threads"] for x in second_q)],
-                "last_quarter": [min(x["threads"] for x in last_q), max(x["threads"] for x in last_q)]},
+            **{f"{key}_fewest_most": {name: [min(x[key] for x in q), max(x[key] for x in q)] for name, q in
+                                       (("second_quarter", second_q), ("third_quarter", third_q),
+                                        ("last_quarter", last_q)) if q}
+               for key in ("fds", "threads")},
             "live_at_end": f"{final['live']}/{final['want']}",
             "status_ms": {"runs": len(status_ms), "failed": status_failed,
                           "median": round(statistics.median(status_ms), 1) if status_ms else None,
