@@ -119,20 +119,20 @@ class HostSignals(object):
         is not read this tick: a read now would measure its CPU over the same span (its last read was the walk), at
         most the box's, so it could not vote; what it may have done (woken and blocked again) is seen at the next
         walk. Counted over the span, not the tick: a box whose own background comes in bursts (a supervisor's 30-50
-        ms now and then) is still quiet on average. Steal is left out: it is time the hypervisor gave another
-        guest, when no process of the box ran (a shared cloud VM's steal would otherwise read as the box's work);
-        irq and softirq stay in, as a process's system time may hold them. Costs one pread (~6 us) and a times()
-        call."""
+        ms now and then) is still quiet on average. Steal, irq and softirq count as busy: a process's runtime may
+        hold them (its schedstat runtime includes stolen time on a kernel without paravirt time accounting, its
+        system time the interrupts that landed on it), and the bound must hold for every process. Costs one pread
+        (~6 us) and a times() call."""
         fd = self._stat_fd
         if fd is None:
             return False
         try:
             f = os.pread(fd, 256, 0).split(b"\n", 1)[0].split()
-            user, nice, system, _idle, iowait, irq, softirq = (int(x) for x in f[1:8])
+            user, nice, system, _idle, iowait, irq, softirq, steal = (int(x) for x in f[1:9])
         except (OSError, ValueError):
             self._stat_now = None
             return False
-        self._stat_now = (user + nice + system + irq + softirq, iowait, sum(os.times()[:2]))
+        self._stat_now = (user + nice + system + irq + softirq + steal, iowait, sum(os.times()[:2]))
         base, walked = self._stat_walk, self._walked_at
         if base is None or self.thawed or walked is None or now - walked >= SLOW_WALK - job_wait.TICK_JITTER:
             return False

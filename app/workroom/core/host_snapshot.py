@@ -28,14 +28,17 @@ def wants_session(status: Status) -> bool:
 
 
 def kept_until(status: Status, received_at: float) -> float:
-    """Until when the agent means to keep the box up: a pending prompt's deadline, else the moment
-    its awake time reaches the ceiling. `received_at`: when the status arrived, on the clock the answer is
-    wanted on (the wall clock for a platform's deadline, the monotonic one for the outside keep-awake)."""
+    """Until when the agent means to keep the box up: a pending prompt's deadline, else the moment its awake time
+    reaches the ceiling — in ask mode, that plus the question's timeout (the agent asks there and keeps the box up
+    until nobody has answered; a box let go at the ceiling itself would sleep in the second before the question
+    arrives). `received_at`: when the status arrived, on the clock the answer is wanted on (the wall clock for a
+    platform's deadline, the monotonic one for the outside keep-awake)."""
     if status.prompt_pending and status.prompt_deadline is not None:
         return received_at + max(0.0, status.prompt_deadline - status.monotonic)
     if status.awake_ceiling_exceeded:
         return received_at
-    return received_at + max(0.0, status.ceiling_seconds - status.awake_seconds)
+    asked = status.prompt_timeout_seconds if status.ask_at_ceiling else 0.0
+    return received_at + max(0.0, status.ceiling_seconds - status.awake_seconds) + asked
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,20 @@ def status(**changes: object) -> Status:
     return Status.model_validate(busy_dict(**changes))
 
 
+def test_the_box_is_kept_up_to_the_ceiling_or_in_ask_mode_to_the_questions_deadline() -> None:
+    from workroom.core.host_snapshot import kept_until
+
+    advisory = status(ceiling_seconds=3600, awake_seconds=600, ask_at_ceiling=False, prompt_timeout_seconds=900)
+    assert kept_until(advisory, 1000.0) == 1000.0 + 3000
+    asking = status(ceiling_seconds=3600, awake_seconds=600, ask_at_ceiling=True, prompt_timeout_seconds=900)
+    assert kept_until(asking, 1000.0) == 1000.0 + 3000 + 900  # not let go in the second before the question
+    asked = status(awake_ceiling_exceeded=True, prompt_pending=True, monotonic=50.0, prompt_deadline=350.0,
+                   ask_at_ceiling=True, prompt_timeout_seconds=900)
+    assert kept_until(asked, 1000.0) == 1300.0
+    unanswered = status(awake_ceiling_exceeded=True, ask_at_ceiling=True, prompt_timeout_seconds=900)
+    assert kept_until(unanswered, 1000.0) == 1000.0  # the question timed out: nothing keeps it
+
+
 def test_a_session_is_wanted_only_while_the_agent_means_to_keep_the_box_up() -> None:
     assert wants_session(status())
     assert not wants_session(Status.model_validate(status_dict()))
