@@ -19,6 +19,17 @@ def policy(**kw) -> KeepAwakePolicy:  # type: ignore[no-untyped-def]
     return KeepAwakePolicy.new(idle_window_seconds=1.0, interval_seconds=0.1, **kw)
 
 
+class BusyPolls:
+    """A poll that always finds the box busy, counting its calls."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def __call__(self) -> PollOutcome:
+        self.count += 1
+        return PollOutcome.busy()
+
+
 def test_polls_at_cadence_until_no_longer_busy() -> None:
     times: list[float] = []
 
@@ -92,20 +103,14 @@ def test_it_ends_where_the_agent_stops_keeping_the_box_up() -> None:
     """`keep_until` moves the end on a running task: the polls stop as soon as the last one's window covers it
     (a poll past that would keep the box up past the agent's ceiling), and the task ends there."""
     async def main() -> tuple[object, int, int, float]:
-        polls = 0
-
-        async def poll() -> PollOutcome:
-            nonlocal polls
-            polls += 1
-            return PollOutcome.busy()
-
+        poll = BusyPolls()
         task = KeepAwakeTask(policy(), poll)
         await asyncio.sleep(0.35)
         end = time.monotonic() + 0.3
         task.keep_until(end)  # the agent's ceiling, 0.3 s from now: the last poll's 1 s window covers it
-        before = polls
+        before = poll.count
         report = await asyncio.wait_for(task.wait(), 5)
-        return report, before, polls, time.monotonic() - end
+        return report, before, poll.count, time.monotonic() - end
 
     report, before, after, late = asyncio.run(main())
     assert 3 <= before <= 5
@@ -115,13 +120,7 @@ def test_it_ends_where_the_agent_stops_keeping_the_box_up() -> None:
 
 def test_cancel_and_drop_both_stop_the_task() -> None:
     async def main() -> tuple[object, int, int]:
-        polls = 0
-
-        async def poll() -> PollOutcome:
-            nonlocal polls
-            polls += 1
-            return PollOutcome.busy()
-
+        poll = BusyPolls()
         task = KeepAwakeTask(policy(), poll)
         await asyncio.sleep(0.2)
         task.stop()
@@ -131,10 +130,10 @@ def test_cancel_and_drop_both_stop_the_task() -> None:
         del dropped
         gc.collect()
         await asyncio.sleep(0.05)
-        at_drop = polls
+        at_drop = poll.count
         await asyncio.sleep(0.3)
         assert inner.done()
-        return report, at_drop, polls
+        return report, at_drop, poll.count
 
     report, at_drop, final = asyncio.run(main())
     assert report.ended is KeepAwakeEnd.STOPPED
