@@ -299,7 +299,7 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, ser
                     return []
                 netns = (pid, t.name)
         if t is not None:
-            if not t.inbound and t.state == tcp_rule.ESTABLISHED and not person:
+            if not t.inbound and t.state == tcp_rule.ESTABLISHED:
                 turn = server = None
                 if netns is not None and server_turn is not None:
                     # The server in the same namespace (a container's database beside its job): whose turn it is,
@@ -309,6 +309,8 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, ser
                     turn = None if server is None else server_turn(server, other)
                     if turn == peer_turn.CLIENT:
                         continue  # the server waits for this client: nothing asked is in hand (a worker's pop)
+                if person and turn != peer_turn.SERVER:
+                    continue  # a person's session, judged by its keystrokes unless the server holds a request
                 peers.append(Peer("tcp", ino, t.peer, t.pport, turn=turn, server=server if turn else None,
                                   exit=exit_, netns=netns))
             continue

@@ -12,7 +12,8 @@ watches (`/proc/PID/fdinfo/EPFD`, with each one's inode). So:
   it for input). The server has nothing in hand for this client: the client is a listener or subscriber between
   events (`LISTEN`, `SUBSCRIBE`, a `BLPOP` on an empty queue), or a prompt. Whatever work the server does for it
   meanwhile shows in the server's own signals (its CPU, its outbound waits, its children).
-* None: not known. The server's files cannot be read (another user's, unless the agent is root), or a thread
+* None: not known. The server's files cannot be read (another user's, unless the agent is root; under Yama's
+  `ptrace_scope` 1 a thread's system call is readable only in the agent's own descendants), or a thread
   waits in `poll`/`select` (which descriptors is in its memory, not in /proc), or in an epoll set that watches
   the connection edge-triggered (registered for its whole life, as Go's netpoller, tokio and Netty do: an idle
   event loop waits on it whether or not a request is in hand), or the server process is not found.
@@ -21,6 +22,7 @@ What it costs: the server's descriptors and threads are read once per block of t
 finding the server scans the fd links of the processes listed (a few ms at 500 processes).
 """
 
+import errno
 import os
 
 # System-call numbers by machine. A read names its descriptor in its first argument, an epoll wait its epoll
@@ -36,15 +38,18 @@ EPOLLIN, EPOLLET = 0x1, 1 << 31
 TASKS_MAX = 64  # threads of one server looked at (a server with more: not known)
 
 SERVER, CLIENT = "server", "client"
+DENIED = "denied"  # read_syscall: the file is there but may not be read
 
 
 def read_syscall(path):
-    """(number, [args]) of a blocked task, "running", or None (unreadable, or blocked outside a system call)."""
+    """(number, [args]) of a blocked task, "running", None (gone, or blocked outside a system call), or DENIED: the
+    kernel refused the read, as it does for another user's task, and for one of the agent's own user's that is not
+    its descendant under Yama's `ptrace_scope` 1 (Ubuntu's default: the mode bits allow the read, the read fails)."""
     try:
         with open(path, "rb") as f:
             fields = f.read(256).split()
-    except OSError:
-        return None
+    except OSError as exc:
+        return None if exc.errno in (errno.ENOENT, errno.ESRCH) else DENIED
     if not fields:
         return None
     if fields[0] == b"running":
@@ -97,11 +102,9 @@ def turn(root, pid, inode):
     unknown = False
     for tid in tasks:
         call = read_syscall("%s/%s/task/%s/syscall" % (root, pid, tid))
-        if call is None:
-            if not os.access("%s/%s/task/%s/syscall" % (root, pid, tid), os.R_OK):
-                return None  # another user's: nothing of it can be told
-            continue
-        if call == "running":
+        if call == DENIED:
+            return None  # not the agent's to read: nothing of it can be told
+        if call is None or call == "running":
             continue
         nr, args = call
         if nr in FD_READS and args and _fd_is(root, pid, args[0], inode):

@@ -333,3 +333,67 @@ def test_a_step_in_another_namespace_asking_a_server_beside_it_is_judged_by_whos
         if sh.poll() is None:
             sh.kill()
             sh.wait()
+
+
+# A person's shell on a terminal (its controlling one) in the namespace, running the client as its foreground job.
+AT_A_TERMINAL = ("import os, sys\n"
+                 "pid, fd = os.forkpty()\n"
+                 "if pid == 0:\n"
+                 "    os.execvp('sh', ['sh', '-c', 'python3 -c \"$1\"; true', 'sh', sys.argv[1]])\n"
+                 "while True:\n"
+                 "    try:\n"
+                 "        if not os.read(fd, 1024):\n"
+                 "            break\n"
+                 "    except OSError:\n"
+                 "        break\n"
+                 "os.waitpid(pid, 0)\n")
+
+
+def _descendants(pid):
+    found, todo = set(), [str(pid)]
+    while todo:
+        kids = _children(todo.pop()) - found
+        found |= kids
+        todo.extend(kids)
+    return found
+
+
+@pytest.mark.root
+@pytest.mark.parametrize(("server", "votes"), [("query", True), ("listener", False)])
+def test_a_person_at_a_terminal_in_another_namespace_counts_while_the_server_beside_it_holds_the_request(
+        netns_box, server, votes):
+    """A person's session is judged by its keystrokes, never by its connection, unless the server in the box is known
+    to have the request in hand: a query typed at a prompt and running (here in a container's network, the server
+    beside it). The Unix rule asked whose turn it was before the terminal; in another namespace the terminal was
+    asked first, so a person's running query there had no vote at all. Now the two go in the same order: the server
+    holding the query votes, a server waiting for the person's next words does not."""
+    sh = netns_box.popen("sh", "-c", 'python3 -c "$1" & python3 -c "$2" "$3"; echo asked', "sh",
+                         NS_SERVERS[server], AT_A_TERMINAL, NS_CLIENT, stdout=subprocess.PIPE)
+    s = only_the_job(ProcSampler(), sh.pid)
+    s._system_quiet = lambda now: False
+    try:
+        deadline, step = time.monotonic() + 10, set()
+        while not step and time.monotonic() < deadline:
+            time.sleep(0.2)
+            for pid in _descendants(sh.pid):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        asks = b"sendall" in f.read()
+                    if asks and os.readlink(f"/proc/{pid}/fd/0").startswith("/dev/pts/"):
+                        step.add(pid)  # the client, not the terminal's keeper nor its shell (theirs name it too)
+                except OSError:
+                    continue
+        assert step, "the client did not start"
+        time.sleep(0.5)  # connected and asked
+        seen = _votes(s, step, "tcp", ticks=6)
+        if votes:
+            assert seen and seen[0] <= 3 and seen == list(range(seen[0], 6)), seen
+        else:
+            assert seen == [], seen
+    finally:
+        s.close()
+        for pid in _descendants(sh.pid):
+            subprocess.run(["kill", "-9", pid], check=False, capture_output=True)
+        if sh.poll() is None:
+            sh.kill()
+            sh.wait()

@@ -106,7 +106,23 @@ def test_a_syscall_line_is_read_as_number_and_arguments_running_or_unknown(tmp_p
     assert peer_turn.read_syscall(str(f)) == "running"
     f.write_text("-1 0x7ffd 0x7f\n")  # blocked outside a system call
     assert peer_turn.read_syscall(str(f)) is None
-    assert peer_turn.read_syscall(str(tmp_path / "gone")) is None
+    assert peer_turn.read_syscall(str(tmp_path / "gone")) is None  # the task ended
+
+
+def test_a_server_thread_whose_system_call_may_not_be_read_leaves_the_turn_unknown(tmp_path):
+    """Under Yama's `ptrace_scope` 1 (Ubuntu's default) an agent running as the box's user may not read the system
+    call of its own user's server (not its descendant): the mode bits allow the read, the kernel refuses it. That is
+    not known, as for another user's server. Before, only the mode bits were asked, so the refused thread was
+    skipped and the turn read as the server's: a worker's pop on an empty queue counted as a query in hand. This
+    kernel has no Yama; the refused read is stood in for by an entry that cannot be read as a file."""
+    task = tmp_path / "42" / "task"
+    (task / "42").mkdir(parents=True)
+    (task / "42" / "syscall").mkdir()  # readable by its mode, refused as a file
+    assert peer_turn.read_syscall(str(task / "42" / "syscall")) == peer_turn.DENIED
+    assert peer_turn.turn(str(tmp_path), "42", 1234) is None
+    (task / "42" / "syscall").rmdir()
+    (task / "42" / "syscall").write_text("61 0x4 0x0 0x0 0x0 0x0 0x0 0x7ffd 0x7f\n")  # wait4: not reading it
+    assert peer_turn.turn(str(tmp_path), "42", 1234) == peer_turn.SERVER
 
 
 @pytest.mark.parametrize("argv,runs", [
