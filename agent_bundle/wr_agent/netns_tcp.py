@@ -19,19 +19,27 @@ _WORD = struct.Struct("=I")  # the kernel prints each 32-bit word of an address 
 class Sock(object):
     """One socket of another namespace, as its table line says (the fields a job step's wait reads of a Track)."""
 
-    __slots__ = ("inbound", "inode", "local", "lport", "name", "peer", "pport", "state")
+    __slots__ = ("ends", "inbound", "inode", "lport", "name", "peer", "pport", "state")
 
-    def __init__(self, inode, state, peer, pport, inbound, name="tcp", local=None, lport=None):
+    def __init__(self, inode, state, peer, pport, inbound, name="tcp", ends=None, lport=None):
         self.inode, self.state, self.peer, self.pport, self.inbound = inode, state, peer, pport, inbound
         self.name = name  # the table that lists it: "tcp" or "tcp6"
-        self.local, self.lport = local, lport
+        self.ends, self.lport = ends, lport  # (local, remote) addresses as the table writes them (hex)
+
+    @property
+    def local(self):
+        """The local address, named as the peer's is (only read where asked: `server_end` compares the text)."""
+        return None if self.ends is None else _address(self.ends[0].decode("ascii"))
 
     def server_end(self, table):
         """The socket of `table` at the other end of this outbound connection (a server in the same namespace,
         which accepted it), or None: the server is elsewhere."""
+        ends = self.ends
+        if ends is None:
+            return None
         for s in table.values():
-            if (s.inbound and s.lport == self.pport and s.pport == self.lport and s.peer == self.local
-                    and s.local == self.peer):
+            if (s.inbound and s.lport == self.pport and s.pport == self.lport and s.ends is not None
+                    and s.ends[0] == ends[1] and s.ends[1] == ends[0]):
                 return s
         return None
 
@@ -73,16 +81,16 @@ def parse(text, name="tcp"):
             lport = int(lport, 16)
             raddr, colon, rport = f[2].partition(b":")
             state, inode, pport = int(f[3], 16), int(f[9]), int(rport, 16)
-            peer, local = _address(raddr.decode("ascii")), _address(laddr.decode("ascii"))
+            peer = _address(raddr.decode("ascii"))
         except (ValueError, UnicodeDecodeError, struct.error):
             continue
-        if not colon or min(lport, pport, inode) < 0:
+        if not colon or min(lport, pport, inode) < 0 or len(laddr) != len(raddr):
             continue
         if state == tcp_rule.LISTEN:
             listening.add(lport)
-        rows.append((inode, state, peer, pport, lport, local))
+        rows.append((inode, state, peer, pport, lport, (laddr, raddr)))
     return {inode: Sock(inode, state, peer, pport, state != tcp_rule.LISTEN and _inbound(lport, pport, listening),
-                        name, local, lport) for inode, state, peer, pport, lport, local in rows if inode}
+                        name, ends, lport) for inode, state, peer, pport, lport, ends in rows if inode}
 
 
 def table(root, pid, names=("tcp", "tcp6")):
