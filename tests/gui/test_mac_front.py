@@ -29,6 +29,7 @@ class RecordingBridge:
         return 2
 
     def msg(self, receiver: int, selector: str, *args: object) -> int:
+        macos.signature(selector, args)  # declared, as the real bridge wants it
         self.selectors.append(selector)
         return 3
 

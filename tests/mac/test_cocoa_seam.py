@@ -1,6 +1,6 @@
-"""The Cocoa seam (`platform.macos`) for real: every call through the ctypes bridge, on a Mac and here.
+"""The Cocoa seam (`platform.macos`) for real: every call through the rubicon-objc bridge, on a Mac and here.
 
-Each test runs twice. `real` (marked mac) installs the real `CtypesBridge` on macOS's Objective-C runtime and
+Each test runs twice. `real` (marked mac) installs the real `RubiconBridge` on macOS's Objective-C runtime and
 asks Cocoa itself what changed. `stand-in` runs the same body here against a small model of the Cocoa objects
 involved: it answers the same questions (the activation policy, whether an object responds to a selector) and,
 as Cocoa does, fails on a selector the object does not have. The stand-in is a fake only because Cocoa cannot
@@ -18,7 +18,6 @@ and anything behind a permission only a person can grant (notifications, login i
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -87,6 +86,7 @@ class CocoaStandIn:
         }.get(kind, {})
 
     def msg(self, receiver: int, selector: str, *args: object) -> int:
+        macos.signature(selector, args)  # the real bridge sends only declared prototypes
         obj = self.objects.get(receiver)
         if obj is None:
             raise AssertionError(f"message {selector} sent to {receiver:#x}, which is not an object (a crash)")
@@ -136,30 +136,26 @@ class Cocoa:
     """What a test asks of either Cocoa: the bridge the seam uses, and a few questions about objects."""
 
     bridge: macos.ObjcBridge
-    sel: Callable[[str], int]
+    sel: Callable[[str], Any]
     real: bool
     stand_in: CocoaStandIn | None = None
 
-    def app(self) -> int:
+    def app(self) -> Any:
         return self.bridge.msg(self.bridge.cls("NSApplication"), "sharedApplication")
 
-    def responds(self, receiver: int, selector: str) -> bool:
-        return bool(self.bridge.msg(receiver, "respondsToSelector:", self.sel(selector)) & 0xFF)
+    def responds(self, receiver: Any, selector: str) -> bool:
+        return bool(self.bridge.msg(receiver, "respondsToSelector:", self.sel(selector)))
 
-    def is_object(self, receiver: int) -> bool:
-        return bool(self.bridge.msg(receiver, "isKindOfClass:", self.bridge.cls("NSObject")) & 0xFF)
+    def is_object(self, receiver: Any) -> bool:
+        return bool(self.bridge.msg(receiver, "isKindOfClass:", self.bridge.cls("NSObject")))
 
 
 def _real_cocoa() -> Cocoa:
     bridge = macos.bridge()
-    assert isinstance(bridge, macos.CtypesBridge), "the Objective-C runtime did not load (see the log)"
-    objc = bridge.objc
-    objc.sel_registerName.restype = ctypes.c_void_p
+    assert isinstance(bridge, macos.RubiconBridge), "the Objective-C runtime did not load (see the log)"
+    from rubicon.objc.runtime import SEL
 
-    def sel(name: str) -> int:
-        return int(objc.sel_registerName(name.encode()) or 0)
-
-    return Cocoa(bridge=bridge, sel=sel, real=True)
+    return Cocoa(bridge=bridge, sel=SEL, real=True)
 
 
 @pytest.fixture(params=["stand-in", pytest.param("real", marks=pytest.mark.mac)])
@@ -240,6 +236,7 @@ class _LoginItemStandIn:
         return 2
 
     def msg(self, receiver: int, selector: str, *args: object) -> int:
+        macos.signature(selector, args)
         if selector == "mainAppService":
             return 11
         if selector == "status":

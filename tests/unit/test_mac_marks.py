@@ -2,7 +2,7 @@
 with "needs macOS" instead of failing, and on the Mac CI it runs in the mac tier.
 
 "For real" is what only a Mac has: running a macOS-only tool as a command (argv or shell text starting with
-it), the real Objective-C bridge (`CtypesBridge(...)`, `macos.bridge()`), a PyObjC import, or a system
+it), the real Objective-C bridge (`RubiconBridge(...)`, `macos.bridge()`, a rubicon import), a PyObjC import, or a system
 framework loaded by path. Merely naming one is not: a fake `launchctl` written to a folder, the selectors a
 fake bridge records (`"NSWorkspace"`, `"SMAppService"` in an assertion) run anywhere. A file may mix both,
 as the mac tier's files do (`pytest.param(..., marks=pytest.mark.mac)`); it then carries the mark somewhere.
@@ -26,7 +26,7 @@ MAC_ONLY_APIS = {
                                                    r"""\b(?:run|Popen|check_output|check_call|call)\(\s*\(\s*["']"""
                                                    + _TOOL + r"""["']"""),
     "a macOS tool at the start of a shell command": re.compile(r"""\brun\(\s*f?["']""" + _TOOL + r"""\s"""),
-    "the real Objective-C bridge": re.compile(r"\bCtypesBridge\s*\(|\bmacos\.bridge\(\)"),
+    "the real Objective-C bridge": re.compile(r"\bRubiconBridge\s*\(|\bmacos\.bridge\(\)|^\s*from rubicon\b", re.M),
     "PyObjC": re.compile(r"^\s*(?:from|import)\s+(?:objc|AppKit|Foundation|Cocoa|ServiceManagement|"
                          r"UserNotifications|Quartz)\b", re.M),
     "a system framework loaded by path": re.compile(r"/System/Library/Frameworks/|libobjc"),
@@ -62,7 +62,7 @@ def test_the_mac_tier_files_are_the_ones_found() -> None:
     'subprocess.run(["hdiutil", "attach", dmg])',
     'subprocess.run(("/usr/bin/codesign", "--verify", app))',
     'shell.run(f"launchctl bootout gui/{uid}/{label}")',
-    "bridge = macos.CtypesBridge()",
+    "bridge = macos.RubiconBridge()",
     "from AppKit import NSWorkspace",
     'ctypes.CDLL("/System/Library/Frameworks/ServiceManagement.framework/ServiceManagement")',
 ])

@@ -4,6 +4,8 @@ here). They show which messages are sent and when; only a Mac shows that Cocoa a
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import logging
 import os
 import stat
@@ -17,7 +19,8 @@ pytestmark = pytest.mark.unit
 
 
 class FakeBridge:
-    """Records (receiver, selector, args); classes are named ints, objects count up from 1000."""
+    """Records (receiver, selector, args); classes are named ints, objects count up from 1000. Refuses a message
+    whose prototype is not declared (macos.SIGNATURES), as the real bridge does."""
 
     def __init__(self) -> None:
         self.calls: list[tuple[object, str, tuple[object, ...]]] = []
@@ -31,6 +34,7 @@ class FakeBridge:
         return 7
 
     def msg(self, receiver: int, selector: str, *args: object) -> int:
+        macos.signature(selector, args)  # a message with no declared prototype would crash on a Mac
         self.calls.append((receiver, selector, args))
         self.next_id += 1
         return self.next_id
@@ -133,3 +137,42 @@ def test_prompt_balloons_do_not_time_out_on_macos() -> None:
     assert balloon_timeout_ms(True, "darwin") == 0
     assert balloon_timeout_ms(False, "darwin") == 15000
     assert balloon_timeout_ms(True, "linux") == 15000
+
+
+def _rubicon_runtime() -> ast.Module:
+    spec = importlib.util.find_spec("rubicon")  # the namespace package: nothing of it runs here
+    assert spec is not None and spec.submodule_search_locations, "rubicon-objc is not installed (./dev setup)"
+    path = Path(next(iter(spec.submodule_search_locations))) / "objc" / "runtime.py"
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
+def test_the_bridge_uses_rubicons_runtime_as_the_installed_rubicon_defines_it() -> None:
+    """rubicon-objc cannot run off macOS, but its source is here (a dev dependency on every platform): the bridge's
+    calls are held to it, so a renamed function or keyword fails here rather than on a Mac. `send_message` takes the
+    prototype as keywords (`restype`, `argtypes`); `get_class` and `load_library` take a name; `Class` and `SEL` are
+    `objc_id`-like types the runtime accepts as receiver and selector."""
+    tree = _rubicon_runtime()
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    send = functions["send_message"]
+    assert [a.arg for a in send.args.args[:2]] == ["receiver", "selector"] and send.args.vararg is not None
+    assert {"restype", "argtypes"} <= {a.arg for a in send.args.kwonlyargs}
+    assert [a.arg for a in functions["get_class"].args.args] == ["name"]
+    assert [a.arg for a in functions["load_library"].args.args] == ["name"]
+    assert {"objc_id", "Class", "SEL"} <= set(classes)
+    assert [b.id for b in classes["Class"].bases if isinstance(b, ast.Name)] == ["objc_id"]
+
+
+def test_every_message_has_a_prototype_in_the_types_the_bridge_knows() -> None:
+    for selector, (restype, argtypes) in macos.SIGNATURES.items():
+        assert selector.count(":") == len(argtypes), selector
+        assert restype is None or restype in macos.C_TYPES, selector
+        assert set(argtypes) <= set(macos.C_TYPES), selector
+
+
+def test_a_message_without_a_declared_prototype_is_refused_before_it_is_sent(fake: FakeBridge) -> None:
+    with pytest.raises(KeyError, match="no declared signature"):
+        fake.msg(1, "terminate:", 0)
+    with pytest.raises(TypeError, match="takes 1 argument"):
+        fake.msg(1, "setActivationPolicy:")
+    assert fake.calls == []

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from workroom.platform.macos import ObjcBridge, bridge
 
@@ -152,7 +152,7 @@ class MacLoginItem:
 
     seam: ObjcBridge
 
-    def _service(self) -> int:
+    def _service(self) -> Any:
         cls = self.seam.cls("SMAppService")
         return self.seam.msg(cls, "mainAppService") if cls else 0
 

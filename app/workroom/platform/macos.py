@@ -1,4 +1,4 @@
-"""The few Cocoa calls a menu-bar app needs, through the Objective-C runtime with ctypes (no PyObjC).
+"""The few Cocoa calls a menu-bar app needs, through the Objective-C runtime with rubicon-objc (no PyObjC).
 
 - hide_dock_icon: NSApp.setActivationPolicy(Accessory), as LSUIElement does for the packaged app.
 - bring_to_front: NSApp.activateIgnoringOtherApps(YES). A menu-bar-only app is never the active app, so a
@@ -9,16 +9,18 @@
 
 Everything is a no-op off macOS. The runtime is reached through one seam (`ObjcBridge`), so the code paths
 are unit-tested on Linux with the bridge faked; only a Mac can show the calls take effect (docs/macos.md).
+Every message the app sends is declared in `SIGNATURES` with its C prototype: objc_msgSend must be called as the
+method's own function type (on arm64 a guessed one puts arguments in the wrong registers), and the fakes refuse
+a message that is not declared there.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import sys
 from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -29,42 +31,77 @@ ACTIVATION_POLICY_ACCESSORY = 1
 ACTIVITY_OPTIONS = 0x00FFFFFF & ~(1 << 20)
 
 
+# The C types of the messages below, by their Objective-C names.
+ID, CLASS, SEL, BOOL, NSINTEGER, UINT64, CSTRING = "id", "Class", "SEL", "BOOL", "NSInteger", "uint64_t", "char *"
+C_TYPES = (ID, CLASS, SEL, BOOL, NSINTEGER, UINT64, CSTRING)  # what RubiconBridge maps to ctypes
+
+# Every message the app (and the seam's own test on a Mac) sends: selector -> (return type or None for void,
+# argument types), as Apple's headers declare them.
+SIGNATURES: dict[str, tuple[str | None, tuple[str, ...]]] = {
+    "sharedApplication": (ID, ()),  # +[NSApplication sharedApplication]
+    "setActivationPolicy:": (BOOL, (NSINTEGER,)),  # NSApplicationActivationPolicy is an NSInteger
+    "activationPolicy": (NSINTEGER, ()),
+    "activateIgnoringOtherApps:": (None, (BOOL,)),
+    "isActive": (BOOL, ()),
+    "processInfo": (ID, ()),  # +[NSProcessInfo processInfo]
+    "beginActivityWithOptions:reason:": (ID, (UINT64, ID)),  # NSActivityOptions is a uint64_t
+    "endActivity:": (None, (ID,)),
+    "retain": (ID, ()),
+    "release": (None, ()),
+    "stringWithUTF8String:": (ID, (CSTRING,)),  # +[NSString stringWithUTF8String:]
+    "mainAppService": (ID, ()),  # +[SMAppService mainAppService]
+    "status": (NSINTEGER, ()),  # SMAppServiceStatus is an NSInteger
+    "registerAndReturnError:": (BOOL, (ID,)),  # NSError ** (the app passes NULL)
+    "unregisterAndReturnError:": (BOOL, (ID,)),
+    "respondsToSelector:": (BOOL, (SEL,)),
+    "isKindOfClass:": (BOOL, (CLASS,)),
+}
+
+
+def signature(selector: str, args: tuple[object, ...]) -> tuple[str | None, tuple[str, ...]]:
+    """The declared prototype of `selector`; a message not declared, or with the wrong number of arguments, is a
+    bug that would crash the app on a Mac: refused here, on every platform."""
+    sig = SIGNATURES.get(selector)
+    if sig is None:
+        raise KeyError(f"the Objective-C message {selector!r} has no declared signature (macos.SIGNATURES)")
+    if len(sig[1]) != len(args):
+        raise TypeError(f"{selector} takes {len(sig[1])} argument(s), {len(args)} given")
+    return sig
+
+
 class ObjcBridge(Protocol):
-    def msg(self, receiver: int, selector: str, *args: object) -> int: ...
-    def cls(self, name: str) -> int: ...
-    def string(self, text: str) -> int: ...
+    """Objects are opaque handles: a real bridge's are the runtime's pointers, a fake's whatever it likes."""
+
+    def msg(self, receiver: Any, selector: str, *args: object) -> Any: ...
+    def cls(self, name: str) -> Any: ...
+    def string(self, text: str) -> Any: ...
 
 
-class CtypesBridge:
-    """objc_msgSend through ctypes. Argument types are set per call, as objc_msgSend is variadic in spirit."""
+class RubiconBridge:
+    """Messages through rubicon-objc's `send_message`, each with its declared prototype: rubicon builds (and
+    caches) one function type per prototype, so nothing shared is changed per call, and takes care of the
+    platform's calling convention. Classes come from the runtime by name; AppKit is loaded first."""
 
     def __init__(self) -> None:
-        self.objc = ctypes.cdll.LoadLibrary(ctypes.util.find_library("objc") or "libobjc.dylib")
-        ctypes.cdll.LoadLibrary("/System/Library/Frameworks/AppKit.framework/AppKit")
-        self.objc.objc_getClass.restype = ctypes.c_void_p
-        self.objc.objc_getClass.argtypes = [ctypes.c_char_p]
-        self.objc.sel_registerName.restype = ctypes.c_void_p
-        self.objc.sel_registerName.argtypes = [ctypes.c_char_p]
+        from rubicon.objc import runtime  # loads libobjc and Foundation
 
-    def cls(self, name: str) -> int:
-        return int(self.objc.objc_getClass(name.encode()) or 0)
+        runtime.load_library("AppKit")
+        self._rt = runtime
+        self._types: dict[str, Any] = {ID: runtime.objc_id, CLASS: runtime.Class, SEL: runtime.SEL,
+                                       BOOL: ctypes.c_bool, NSINTEGER: ctypes.c_long, UINT64: ctypes.c_uint64,
+                                       CSTRING: ctypes.c_char_p}
 
-    def msg(self, receiver: int, selector: str, *args: object) -> int:
-        send = self.objc.objc_msgSend
-        send.restype = ctypes.c_void_p
-        types: list[type] = [ctypes.c_void_p, ctypes.c_void_p]
-        for arg in args:
-            types.append(ctypes.c_ulonglong if isinstance(arg, int) and not isinstance(arg, bool) else ctypes.c_void_p)
-        send.argtypes = types
-        sel = self.objc.sel_registerName(selector.encode())
-        return int(send(ctypes.c_void_p(receiver), ctypes.c_void_p(sel), *args) or 0)
+    def cls(self, name: str) -> Any:
+        return self._rt.get_class(name)
 
-    def string(self, text: str) -> int:
-        ns_string = self.cls("NSString")
-        self.objc.objc_msgSend.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p]
-        self.objc.objc_msgSend.restype = ctypes.c_void_p
-        sel = self.objc.sel_registerName(b"stringWithUTF8String:")
-        return int(self.objc.objc_msgSend(ctypes.c_void_p(ns_string), ctypes.c_void_p(sel), text.encode()) or 0)
+    def msg(self, receiver: Any, selector: str, *args: object) -> Any:
+        restype, argtypes = signature(selector, args)
+        return self._rt.send_message(receiver, selector, *args,
+                                     restype=None if restype is None else self._types[restype],
+                                     argtypes=[self._types[t] for t in argtypes])
+
+    def string(self, text: str) -> Any:
+        return self.msg(self.cls("NSString"), "stringWithUTF8String:", text.encode())
 
 
 _bridge: ObjcBridge | None = None
@@ -76,7 +113,7 @@ def _load_on_mac(factory: Callable[[], T], what: str) -> T | None:
         return None
     try:
         return factory()
-    except (OSError, AttributeError) as exc:
+    except (OSError, AttributeError, ImportError, ValueError) as exc:  # rubicon: ValueError for a missing library
         log.warning("%s unavailable: %s", what, exc)
         return None
 
@@ -85,11 +122,11 @@ def bridge() -> ObjcBridge | None:
     """The Objective-C runtime on macOS (made once), None elsewhere or when it cannot be loaded."""
     global _bridge
     if _bridge is None:
-        _bridge = _load_on_mac(CtypesBridge, "Cocoa bridge")
+        _bridge = _load_on_mac(RubiconBridge, "Cocoa bridge")
     return _bridge
 
 
-def _ns_app(b: ObjcBridge) -> int:
+def _ns_app(b: ObjcBridge) -> Any:
     return b.msg(b.cls("NSApplication"), "sharedApplication")
 
 
@@ -111,7 +148,7 @@ class AppNapGuard:
 
     def __init__(self) -> None:
         self.pending: set[str] = set()
-        self.token: int | None = None
+        self.token: Any = None
 
     def hold(self, key: str) -> None:
         self.pending.add(key)
