@@ -143,12 +143,11 @@ def bring_to_front() -> None:
         b.msg(_ns_app(b), "activateIgnoringOtherApps:", 1)
 
 
-class AppNapGuard:
-    """Holds one NSProcessInfo activity while anything is pending; `hold(key)` / `release(key)` by reason."""
+class _HeldWhilePending:
+    """Something held while any reason is pending: `hold(key)` / `release(key)`, then `_sync` holds or lets go."""
 
     def __init__(self) -> None:
         self.pending: set[str] = set()
-        self.token: Any = None
 
     def hold(self, key: str) -> None:
         self.pending.add(key)
@@ -157,6 +156,17 @@ class AppNapGuard:
     def release(self, key: str) -> None:
         self.pending.discard(key)
         self._sync()
+
+    def _sync(self) -> None:
+        raise NotImplementedError
+
+
+class AppNapGuard(_HeldWhilePending):
+    """Holds one NSProcessInfo activity while anything is pending."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.token: Any = None
 
     def _sync(self) -> None:
         b = bridge()
@@ -230,25 +240,17 @@ def power() -> PowerBridge | None:
     return _power
 
 
-class IdleSleepGuard:
+class IdleSleepGuard(_HeldWhilePending):
     """Holds one PreventUserIdleSystemSleep assertion while any host needs this Mac awake (`hold(key)` /
     `release(key)`), only while `enabled` (the user's setting); a no-op off macOS."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.enabled = False
-        self.pending: set[str] = set()
         self.assertion: int | None = None
 
     def set_enabled(self, enabled: bool) -> None:
         self.enabled = enabled
-        self._sync()
-
-    def hold(self, key: str) -> None:
-        self.pending.add(key)
-        self._sync()
-
-    def release(self, key: str) -> None:
-        self.pending.discard(key)
         self._sync()
 
     @property

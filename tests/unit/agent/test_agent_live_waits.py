@@ -293,6 +293,22 @@ NS_SERVERS = {
 }
 
 
+def _client_step(among, root_pid, also=lambda pid: True):
+    """The NS_CLIENT process(es) among `among(root_pid)`, once started (10 s at most)."""
+    deadline, step = time.monotonic() + 10, set()
+    while not step and time.monotonic() < deadline:
+        time.sleep(0.2)
+        for pid in among(root_pid):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    if b"sendall" in f.read() and also(pid):
+                        step.add(pid)
+            except OSError:
+                continue
+    assert step, "the client did not start"
+    return step
+
+
 @pytest.mark.root
 @pytest.mark.parametrize("server", sorted(NS_SERVERS))
 def test_a_step_in_another_namespace_asking_a_server_beside_it_is_judged_by_whose_turn_it_is(netns_box, server):
@@ -310,17 +326,7 @@ def test_a_step_in_another_namespace_asking_a_server_beside_it_is_judged_by_whos
     s = only_the_job(ProcSampler(), sh.pid)
     s._system_quiet = lambda now: False
     try:
-        deadline, step = time.monotonic() + 10, set()
-        while not step and time.monotonic() < deadline:
-            time.sleep(0.2)
-            for pid in _children(sh.pid):
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        if b"sendall" in f.read():
-                            step.add(pid)
-                except OSError:
-                    continue
-        assert step, "the client did not start"
+        step = _client_step(_children, sh.pid)
         time.sleep(0.5)  # connected and asked
         seen = _votes(s, step, "tcp", ticks=6)
         if server == "listener":
@@ -372,18 +378,8 @@ def test_a_person_at_a_terminal_in_another_namespace_counts_while_the_server_bes
     s = only_the_job(ProcSampler(), sh.pid)
     s._system_quiet = lambda now: False
     try:
-        deadline, step = time.monotonic() + 10, set()
-        while not step and time.monotonic() < deadline:
-            time.sleep(0.2)
-            for pid in _descendants(sh.pid):
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        asks = b"sendall" in f.read()
-                    if asks and os.readlink(f"/proc/{pid}/fd/0").startswith("/dev/pts/"):
-                        step.add(pid)  # the client, not the terminal's keeper nor its shell (theirs name it too)
-                except OSError:
-                    continue
-        assert step, "the client did not start"
+        # the client, not the terminal's keeper nor its shell (their arguments carry its code too)
+        step = _client_step(_descendants, sh.pid, lambda pid: os.readlink(f"/proc/{pid}/fd/0").startswith("/dev/pts/"))
         time.sleep(0.5)  # connected and asked
         seen = _votes(s, step, "tcp", ticks=6)
         if votes:
