@@ -45,11 +45,6 @@ class BadgeKind(StrEnum):
     def spec(self) -> BadgeSpec:
         return BADGE_SPECS[self]
 
-    @property
-    def severity(self) -> int:
-        """Higher needs the user more; the tray icon shows the highest (`BadgeSpec.rank`)."""
-        return BADGE_SPECS[self].rank
-
 
 class MenuTime(StrEnum):
     """What the tray's line for a host counts beside the state word."""

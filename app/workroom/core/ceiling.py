@@ -123,8 +123,3 @@ class CeilingSettings(BaseModel):
         """Whether an agent reporting `reported` holds other settings than these (so they must be sent). Every
         row is compared; a field optional for older peers that the agent does not report is not."""
         return self.as_request_params(reported) != {k: reported.get(k) for k in self.as_request_params(reported)}
-
-    @property
-    def ceiling_hours_minutes(self) -> tuple[int, int]:
-        """The ceiling split for the settings pane's hours and minutes boxes."""
-        return split_hours_minutes(self.ceiling_seconds)
