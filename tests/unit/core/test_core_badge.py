@@ -308,7 +308,7 @@ def test_worst_state_order() -> None:
     assert worst_badge_kind([BadgeKind.IDLE, BadgeKind.OFFLINE, BadgeKind.BUSY]) is BadgeKind.OFFLINE
     assert worst_badge_kind([BadgeKind.ASLEEP, BadgeKind.BUSY_NOT_KEPT_AWAKE]) is BadgeKind.BUSY_NOT_KEPT_AWAKE
     assert worst_badge_kind([]) is BadgeKind.UNKNOWN
-    assert len({k.severity for k in BadgeKind}) == len(BadgeKind)
+    assert len({k.spec.rank for k in BadgeKind}) == len(BadgeKind)
 
 
 def test_what_needs_the_user_outranks_every_note() -> None:

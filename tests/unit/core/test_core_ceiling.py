@@ -128,7 +128,7 @@ def test_split_rounds_to_the_nearest_minute() -> None:
     assert split_hours_minutes(30) == (0, 1)
     assert split_hours_minutes(89) == (0, 1)
     assert split_hours_minutes(3599.9) == (1, 0)
-    assert CeilingSettings().ceiling_hours_minutes == (4, 0)
+    assert split_hours_minutes(CeilingSettings().ceiling_seconds) == (4, 0)
     with pytest.raises(ValueError):
         join_hours_minutes(-1, 0)
     with pytest.raises(ValueError):
