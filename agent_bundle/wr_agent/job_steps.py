@@ -200,7 +200,9 @@ class JobSteps(object):
                 if due and w.peer.turn == peer_turn.SERVER:
                     # The server may have finished with it and be waiting for the client again (a subscriber whose
                     # server was busy elsewhere when first looked at): asked again every TURN_RECHECK seconds.
-                    w.counted = self._server_turn(w.peer.server, table) != peer_turn.CLIENT
+                    turn = self._server_turn(w.peer.server, table)
+                    # A person's session counts only while the server is known to hold its request (find_peers).
+                    w.counted = turn == peer_turn.SERVER if w.peer.person else turn != peer_turn.CLIENT
                 if w.counted and not w.peer.sure() and self._tcp_cadence(w.owner, w.peer, now):
                     w.counted = False  # the connection rule saw it ask again with no work between: a listener
                 if not w.counted or pid in voted:

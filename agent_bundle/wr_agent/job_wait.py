@@ -53,13 +53,14 @@ class Peer(object):
     Unix socket, who holds the turn as last read (peer_turn: SERVER, or None when not known) and `server` the
     server end's inode; `exit`: the wait is answered by the process's exit (ssh running a remote command);
     `netns`: a TCP connection of another network namespace, (the pid whose /proc entry lists it, the table's name)
-    (netns_tcp): the connection rule never saw it, so its cadence is the job memory's, as on a Unix socket."""
+    (netns_tcp): the connection rule never saw it, so its cadence is the job memory's, as on a Unix socket.
+    `person`: the step's stdin is a person's terminal, so it counts only while the server is known to hold it."""
 
-    __slots__ = ("exit", "inode", "kind", "netns", "peer", "port", "server", "turn")
+    __slots__ = ("exit", "inode", "kind", "netns", "peer", "person", "port", "server", "turn")
 
-    def __init__(self, kind, inode, peer, port=None, turn=None, server=None, exit=False, netns=None):
+    def __init__(self, kind, inode, peer, port=None, turn=None, server=None, exit=False, netns=None, person=False):
         self.kind, self.inode, self.peer, self.port = kind, inode, peer, port
-        self.turn, self.server, self.exit, self.netns = turn, server, exit, netns
+        self.turn, self.server, self.exit, self.netns, self.person = turn, server, exit, netns, person
 
     def sure(self):
         """Counted whatever the cadence: the server is known to work on it, or only the exit answers it."""
@@ -312,7 +313,7 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, ser
                 if person and turn != peer_turn.SERVER:
                     continue  # a person's session, judged by its keystrokes unless the server holds a request
                 peers.append(Peer("tcp", ino, t.peer, t.pport, turn=turn, server=server if turn else None,
-                                  exit=exit_, netns=netns))
+                                  exit=exit_, netns=netns, person=person))
             continue
         if unix is None:
             continue
@@ -336,7 +337,7 @@ def find_peers(root, pid, ppid, tcp_tracks, tcp_listening, unix, read_wchan, ser
         if turn == peer_turn.CLIENT:
             continue  # the server waits for this client: nothing asked is in hand (a listener, a prompt)
         if turn == peer_turn.SERVER or not person:
-            peers.append(Peer("unix", ino, server.name, turn=turn, server=s.peer, exit=exit_))
+            peers.append(Peer("unix", ino, server.name, turn=turn, server=s.peer, exit=exit_, person=person))
     fd = blocked_fd(root, pid) if peers else None
     if fd is not None:
         target = _link("%s/%d" % (fd_dir, fd))

@@ -29,7 +29,7 @@ class Sock(object):
     @property
     def local(self):
         """The local address, named as the peer's is (only read where asked: `server_end` compares the text)."""
-        return None if self.ends is None else _address(self.ends[0].decode("ascii"))
+        return None if self.ends is None else _address(self.ends[0].decode("ascii"))  # a mapped one as IPv4
 
     def server_end(self, table):
         """The socket of `table` at the other end of this outbound connection (a server in the same namespace,
@@ -60,6 +60,18 @@ def _address(hex_addr):
     return tcp_diag._address(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)  # named as sock_diag's are
 
 
+def _canonical(hex_addr):
+    """An address as the table writes it, an IPv4-mapped IPv6 one (`tcp6`'s line for an IPv4 client of a server
+    listening on `[::]`) as `tcp` writes its IPv4 address: the two ends of one connection then read the same."""
+    if len(hex_addr) == 32 and hex_addr[:16] == b"0" * 16:
+        try:
+            if _WORD.pack(int(hex_addr[16:24], 16)) == b"\0\0\xff\xff":
+                return hex_addr[24:]
+        except (ValueError, struct.error):
+            pass
+    return hex_addr
+
+
 def _inbound(lport, pport, listening):
     """A connection it accepted: its local port is a listening socket's, or (a server that closed its listener after
     the accept, as `nc -l` does) a fixed port below the ephemeral range talking to a peer's port inside it."""
@@ -86,6 +98,7 @@ def parse(text, name="tcp"):
             continue
         if not colon or min(lport, pport, inode) < 0 or len(laddr) != len(raddr):
             continue
+        laddr, raddr = _canonical(laddr), _canonical(raddr)
         if state == tcp_rule.LISTEN:
             listening.add(lport)
         rows.append((inode, state, peer, pport, lport, (laddr, raddr)))

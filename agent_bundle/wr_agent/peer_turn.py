@@ -99,12 +99,15 @@ def turn(root, pid, inode):
         return None
     if len(tasks) > TASKS_MAX:
         return None
-    unknown = False
+    unknown, read = False, 0
     for tid in tasks:
         call = read_syscall("%s/%s/task/%s/syscall" % (root, pid, tid))
         if call == DENIED:
             return None  # not the agent's to read: nothing of it can be told
-        if call is None or call == "running":
+        if call is None:
+            continue  # ended since the listing, or blocked outside a system call
+        read += 1
+        if call == "running":
             continue
         nr, args = call
         if nr in FD_READS and args and _fd_is(root, pid, args[0], inode):
@@ -121,7 +124,7 @@ def turn(root, pid, inode):
                 return CLIENT
         elif nr in SELECTS:
             unknown = True
-    return None if unknown else SERVER
+    return None if unknown or not read else SERVER  # no thread read (gone, or no such file): not known
 
 
 def turn_of(root, owners, inode):

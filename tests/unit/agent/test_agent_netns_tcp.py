@@ -42,6 +42,28 @@ def test_the_table_names_each_end_as_the_kernel_made_it(family, addr):
             s.close()
 
 
+def test_an_ipv4_client_of_a_dual_stack_server_finds_the_end_it_accepted():
+    """A server listening on `[::]` (Go's and Node's default) accepts an IPv4 client: the client's line is in `tcp`,
+    the accepted end's in `tcp6` as an IPv4-mapped address. The two ends are still one connection."""
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6 here")
+    try:
+        srv = socket.create_server(("::", 0), family=socket.AF_INET6, dualstack_ipv6=True)
+    except (OSError, ValueError) as exc:
+        pytest.skip(f"no dual-stack listener here: {exc}")
+    client = socket.create_connection(("127.0.0.1", srv.getsockname()[1]))
+    accepted, _ = srv.accept()
+    try:
+        table = netns_tcp.table("/proc", os.getpid())
+        opened, inbound = table[_inode(client)], table[_inode(accepted)]
+        assert (opened.name, inbound.name) == ("tcp", "tcp6")
+        assert inbound.peer == "127.0.0.1" and opened.local == "127.0.0.1"
+        assert opened.server_end(table) is inbound
+    finally:
+        for s in (client, accepted, srv):
+            s.close()
+
+
 def test_lines_it_cannot_read_are_skipped_and_the_rest_kept():
     header = b"  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
     good = b"   1: 0100007F:9C40 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 4242 1 0 20 4\n"

@@ -123,6 +123,8 @@ def test_a_server_thread_whose_system_call_may_not_be_read_leaves_the_turn_unkno
     (task / "42" / "syscall").rmdir()
     (task / "42" / "syscall").write_text("61 0x4 0x0 0x0 0x0 0x0 0x0 0x7ffd 0x7f\n")  # wait4: not reading it
     assert peer_turn.turn(str(tmp_path), "42", 1234) == peer_turn.SERVER
+    (task / "42" / "syscall").unlink()  # a kernel without the file, or the thread gone: nothing was read
+    assert peer_turn.turn(str(tmp_path), "42", 1234) is None
 
 
 @pytest.mark.parametrize("argv,runs", [

@@ -1017,6 +1017,31 @@ def test_a_wait_counted_as_the_servers_is_asked_again_and_stops_when_the_server_
     assert votes(100.0 + 2 * TURN_RECHECK + 1) == [("psql", "50")]
 
 
+@pytest.mark.parametrize(("person", "counts"), [(True, False), (False, True)])
+def test_a_persons_wait_asked_again_counts_only_while_the_server_is_known_to_hold_it(fake, person, counts):
+    """A query typed at a psql prompt counts while the backend holds it (its turn: SERVER). Asked again, a turn
+    that can no longer be told (the backend now waits in poll, say) ends a person's wait, as find_peers would
+    never have counted it; a script's step goes on counting, as it would have been counted from the start."""
+    from wr_agent import job_wait, peer_turn
+    from wr_agent.job_steps import TURN_RECHECK
+    from wr_agent.signals import Signals
+
+    clock = Clock(100.0)
+    fake.proc(40, "bash", wchan="do_wait")
+    fake.proc(50, "psql", ppid=40, wchan="unix_stream_read_generic")
+    s = sampler(fake, clock)
+    s.sample()
+    p = s.procs["50"]
+    peer = job_wait.Peer("unix", 7, "/tmp/.s.PGSQL.5432", turn=peer_turn.SERVER, server=8, person=person)
+    s.job_due.clear()
+    s.job_waits["50"] = (p, [s.job_memory.begin(("50", p.start), peer, 100.0)], s.procs["40"].ran_at)
+    s._server_turn = lambda inode, table=None: None
+
+    sig = Signals()
+    s._job_waits(100.0 + TURN_RECHECK, sig)
+    assert bool(sig.unix) is counts, sig.unix
+
+
 def _retrying_sqlite3(fake, clock, s, n, locks):
     """One tick of sqlite3 (pid 90, its shell 89 waiting for it) in its busy handler's short sleeps: it ran since
     the last tick (a wake), its database open as fd 3; `locks` is /proc/locks as the tick reads it."""
