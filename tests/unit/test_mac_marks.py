@@ -2,8 +2,8 @@
 with "needs macOS" instead of failing, and on the Mac CI it runs in the mac tier.
 
 "For real" is what only a Mac has: running a macOS-only tool as a command (argv or shell text starting with
-it), the real Objective-C bridge (`RubiconBridge(...)`, `macos.bridge()`, a rubicon import), a PyObjC import, or a system
-framework loaded by path. Merely naming one is not: a fake `launchctl` written to a folder, the selectors a
+it), the real Objective-C bridge (`RubiconBridge(...)`, `macos.bridge()`, a rubicon import), a PyObjC import,
+or a system framework loaded by path. Merely naming one is not: a fake `launchctl` written to a folder, the selectors a
 fake bridge records (`"NSWorkspace"`, `"SMAppService"` in an assertion) run anywhere. A file may mix both,
 as the mac tier's files do (`pytest.param(..., marks=pytest.mark.mac)`); it then carries the mark somewhere.
 """
