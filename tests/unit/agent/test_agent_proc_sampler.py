@@ -983,6 +983,18 @@ def test_another_namespaces_link_is_never_box_wide_traffic_whatever_its_name(fak
     assert {n for n, counts in s.if_kind.items() if counts} == {"ens3", "eth0"}
 
 
+def _psql_waiting(fake, peer):
+    """A sampler at 100.0 whose psql (pid 50, its shell waiting for it) waits on `peer`, found at 100.0."""
+    fake.proc(40, "bash", wchan="do_wait")
+    fake.proc(50, "psql", ppid=40, wchan="unix_stream_read_generic")
+    s = sampler(fake, Clock(100.0))
+    s.sample()
+    p = s.procs["50"]
+    s.job_due.clear()  # looked at already (the look's /proc facts are job_wait's tests'): this is the wait it found
+    s.job_waits["50"] = (p, [s.job_memory.begin(("50", p.start), peer, 100.0)], s.procs["40"].ran_at)
+    return s
+
+
 def test_a_wait_counted_as_the_servers_is_asked_again_and_stops_when_the_server_waits_for_the_client(fake):
     """psql's query was in the backend's hands when first looked at (its turn: SERVER); every TURN_RECHECK seconds
     the sampler asks again, and once the backend waits to read the connection (a subscriber whose server was busy
@@ -991,15 +1003,7 @@ def test_a_wait_counted_as_the_servers_is_asked_again_and_stops_when_the_server_
     from wr_agent.job_steps import TURN_RECHECK
     from wr_agent.signals import Signals
 
-    clock = Clock(100.0)
-    fake.proc(40, "bash", wchan="do_wait")
-    fake.proc(50, "psql", ppid=40, wchan="unix_stream_read_generic")
-    s = sampler(fake, clock)
-    s.sample()
-    p = s.procs["50"]
-    peer = job_wait.Peer("unix", 7, "/tmp/.s.PGSQL.5432", turn=peer_turn.SERVER, server=8)
-    s.job_due.clear()  # looked at already (the look's /proc facts are job_wait's tests'): this is the wait it found
-    s.job_waits["50"] = (p, [s.job_memory.begin(("50", p.start), peer, 100.0)], s.procs["40"].ran_at)
+    s = _psql_waiting(fake, job_wait.Peer("unix", 7, "/tmp/.s.PGSQL.5432", turn=peer_turn.SERVER, server=8))
     turns = [peer_turn.SERVER]
     s._server_turn = lambda inode, table=None: turns[0]
 
@@ -1026,15 +1030,8 @@ def test_a_persons_wait_asked_again_counts_only_while_the_server_is_known_to_hol
     from wr_agent.job_steps import TURN_RECHECK
     from wr_agent.signals import Signals
 
-    clock = Clock(100.0)
-    fake.proc(40, "bash", wchan="do_wait")
-    fake.proc(50, "psql", ppid=40, wchan="unix_stream_read_generic")
-    s = sampler(fake, clock)
-    s.sample()
-    p = s.procs["50"]
-    peer = job_wait.Peer("unix", 7, "/tmp/.s.PGSQL.5432", turn=peer_turn.SERVER, server=8, person=person)
-    s.job_due.clear()
-    s.job_waits["50"] = (p, [s.job_memory.begin(("50", p.start), peer, 100.0)], s.procs["40"].ran_at)
+    s = _psql_waiting(fake, job_wait.Peer("unix", 7, "/tmp/.s.PGSQL.5432", turn=peer_turn.SERVER, server=8,
+                                          person=person))
     s._server_turn = lambda inode, table=None: None
 
     sig = Signals()
