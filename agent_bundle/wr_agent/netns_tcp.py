@@ -19,27 +19,29 @@ _WORD = struct.Struct("=I")  # the kernel prints each 32-bit word of an address 
 class Sock(object):
     """One socket of another namespace, as its table line says (the fields a job step's wait reads of a Track)."""
 
-    __slots__ = ("ends", "inbound", "inode", "lport", "name", "peer", "pport", "state")
+    __slots__ = ("inbound", "inode", "laddr", "lport", "name", "peer", "pport", "state")
 
-    def __init__(self, inode, state, peer, pport, inbound, name="tcp", ends=None, lport=None):
+    def __init__(self, inode, state, peer, pport, inbound, name="tcp", laddr=None, lport=None):
         self.inode, self.state, self.peer, self.pport, self.inbound = inode, state, peer, pport, inbound
         self.name = name  # the table that lists it: "tcp" or "tcp6"
-        self.ends, self.lport = ends, lport  # (local, remote) addresses as the table writes them (hex)
+        self.laddr, self.lport = laddr, lport  # the local address as the table writes it (hex), named when asked
 
     @property
     def local(self):
-        """The local address, named as the peer's is (only read where asked: `server_end` compares the text)."""
-        return None if self.ends is None else _address(self.ends[0].decode("ascii"))  # a mapped one as IPv4
+        """The local address, named as the peer's is (an IPv4-mapped one as IPv4), or None where it cannot be read.
+        Named only where asked: `server_end`, for the few sockets whose ports match."""
+        try:
+            return None if self.laddr is None else _address(self.laddr.decode("ascii"))
+        except (ValueError, UnicodeDecodeError, struct.error):
+            return None
 
     def server_end(self, table):
         """The socket of `table` at the other end of this outbound connection (a server in the same namespace,
-        which accepted it), or None: the server is elsewhere."""
-        ends = self.ends
-        if ends is None:
-            return None
+        which accepted it), or None: the server is elsewhere. A server on `[::]` lists an IPv4 client's connection
+        in `tcp6`, IPv4-mapped: named, both ends read as IPv4."""
         for s in table.values():
-            if (s.inbound and s.lport == self.pport and s.pport == self.lport and s.ends is not None
-                    and s.ends[0] == ends[1] and s.ends[1] == ends[0]):
+            if (s.inbound and s.lport == self.pport and s.pport == self.lport and s.peer == self.local
+                    and s.local == self.peer):
                 return s
         return None
 
@@ -58,18 +60,6 @@ def _address(hex_addr):
         raise ValueError(hex_addr)
     raw = b"".join(_WORD.pack(int(hex_addr[i:i + 8], 16)) for i in range(0, len(hex_addr), 8))
     return tcp_diag._address(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw)  # named as sock_diag's are
-
-
-def _canonical(hex_addr):
-    """An address as the table writes it, an IPv4-mapped IPv6 one (`tcp6`'s line for an IPv4 client of a server
-    listening on `[::]`) as `tcp` writes its IPv4 address: the two ends of one connection then read the same."""
-    if len(hex_addr) == 32 and hex_addr[:16] == b"0" * 16:
-        try:
-            if _WORD.pack(int(hex_addr[16:24], 16)) == b"\0\0\xff\xff":
-                return hex_addr[24:]
-        except (ValueError, struct.error):
-            pass
-    return hex_addr
 
 
 def _inbound(lport, pport, listening):
@@ -96,14 +86,13 @@ def parse(text, name="tcp"):
             peer = _address(raddr.decode("ascii"))
         except (ValueError, UnicodeDecodeError, struct.error):
             continue
-        if not colon or min(lport, pport, inode) < 0 or len(laddr) != len(raddr):
+        if not colon or min(lport, pport, inode) < 0:
             continue
-        laddr, raddr = _canonical(laddr), _canonical(raddr)
         if state == tcp_rule.LISTEN:
             listening.add(lport)
-        rows.append((inode, state, peer, pport, lport, (laddr, raddr)))
+        rows.append((inode, state, peer, pport, lport, laddr))
     return {inode: Sock(inode, state, peer, pport, state != tcp_rule.LISTEN and _inbound(lport, pport, listening),
-                        name, ends, lport) for inode, state, peer, pport, lport, ends in rows if inode}
+                        name, laddr, lport) for inode, state, peer, pport, lport, laddr in rows if inode}
 
 
 def table(root, pid, names=("tcp", "tcp6")):
